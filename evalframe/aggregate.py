@@ -1,0 +1,235 @@
+"""Aggregation as group-by queries over the long scores frame (reference §6.2-§6.3).
+
+The building blocks are public expressions, so you can group by your own columns::
+
+    scores.group_by("metric", "my_column").agg(ef.aggregate.AGGREGATES)
+
+Every aggregate reads ``score`` (null on error) and ``passed`` (score >= the metric's own
+threshold). Errors are counted, never averaged in as zeros.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from evalframe import schema as C
+
+__all__ = [
+    "AGGREGATES",
+    "UNTAGGED",
+    "cohorts",
+    "histograms",
+    "macro_f1",
+    "mean",
+    "n",
+    "n_errors",
+    "n_scored",
+    "p50",
+    "p95",
+    "pass_rate",
+    "summarize",
+]
+
+UNTAGGED = "(untagged)"
+
+_score = pl.col(C.SCORE)
+
+
+def n() -> pl.Expr:
+    """Rows (executions) scored or attempted."""
+    return pl.len().cast(pl.Int64).alias("n")
+
+
+def n_scored() -> pl.Expr:
+    """Rows with a score."""
+    return _score.count().cast(pl.Int64).alias("n_scored")
+
+
+def n_errors() -> pl.Expr:
+    """Rows the metric could not score."""
+    return pl.col(C.ERROR).count().cast(pl.Int64).alias("n_errors")
+
+
+def mean() -> pl.Expr:
+    """Mean over scored rows; null when none scored."""
+    return _score.mean().alias("mean")
+
+
+def p50() -> pl.Expr:
+    """Median with linear interpolation (numpy's default, DuckDB's ``quantile_cont``)."""
+    return _score.quantile(0.5, interpolation="linear").alias("p50")
+
+
+def p95() -> pl.Expr:
+    """95th percentile with linear interpolation."""
+    return _score.quantile(0.95, interpolation="linear").alias("p95")
+
+
+def pass_rate() -> pl.Expr:
+    """Passing rows over scored rows (each metric's own threshold); 0.0 when none scored."""
+    passed = pl.col("passed").sum()
+    return (
+        pl.when(_score.count() > 0).then(passed / _score.count()).otherwise(0.0).alias("pass_rate")
+    )
+
+
+AGGREGATES: list[pl.Expr] = [n(), n_scored(), n_errors(), mean(), p50(), p95(), pass_rate()]
+
+
+def _metric_order(scores: pl.DataFrame, metrics: Sequence[str] | None) -> list[str]:
+    if metrics is not None:
+        return list(metrics)
+    return scores.get_column(C.METRIC).unique(maintain_order=True).to_list()
+
+
+def summarize(
+    scores: pl.DataFrame, *, by: Sequence[str] = (), metrics: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """Per-metric aggregates: n, n_scored, n_errors, mean, p50, p95, pass_rate.
+
+    Args:
+        scores: a long scores frame.
+        by: extra grouping columns (present in ``scores``).
+        metrics: the metric order (and the metrics to keep); default first appearance.
+
+    Examples:
+        >>> import polars as pl
+        >>> scores = pl.DataFrame({"metric": ["m"] * 3, "score": [0.0, 0.5, None],
+        ...     "passed": [False, True, None], "error": [None, None, "boom"]})
+        >>> summarize(scores).select("metric", "n", "n_errors", "mean", "pass_rate")
+        shape: (1, 5)
+        ┌────────┬─────┬──────────┬──────┬───────────┐
+        │ metric ┆ n   ┆ n_errors ┆ mean ┆ pass_rate │
+        │ ---    ┆ --- ┆ ---      ┆ ---  ┆ ---       │
+        │ str    ┆ i64 ┆ i64      ┆ f64  ┆ f64       │
+        ╞════════╪═════╪══════════╪══════╪═══════════╡
+        │ m      ┆ 3   ┆ 1        ┆ 0.25 ┆ 0.5       │
+        └────────┴─────┴──────────┴──────┴───────────┘
+    """
+    order = _metric_order(scores, metrics)
+    result = scores.group_by(*by, C.METRIC).agg(AGGREGATES)
+    keys = pl.DataFrame({C.METRIC: order, "_order": list(range(len(order)))})
+    return (
+        keys.join(result, on=C.METRIC, how="left")
+        .sort([*by, "_order"] if by else "_order")
+        .drop("_order")
+        .select(*by, C.METRIC, "n", "n_scored", "n_errors", "mean", "p50", "p95", "pass_rate")
+        .with_columns(
+            pl.col("n", "n_scored", "n_errors").fill_null(0), pl.col("pass_rate").fill_null(0.0)
+        )
+    )
+
+
+def macro_f1(scores: pl.DataFrame, *, metrics: Sequence[str] | None = None) -> float:
+    """Mean of per-metric pass-rates over every requested metric.
+
+    Unlike eval-harness, a metric with no scored row counts with pass-rate 0 instead of
+    dropping out, so an outage lowers the headline number rather than hiding.
+    """
+    summary = summarize(scores, metrics=metrics)
+    if summary.height == 0:
+        return 0.0
+    return float(summary.get_column("pass_rate").mean() or 0.0)
+
+
+def _cohort_keys(scores: pl.DataFrame, tags: pl.DataFrame) -> pl.DataFrame:
+    """Scores with a ``cohort`` column: one row per (score row, tag); untagged rows get null."""
+    return (
+        scores.join(tags.select(C.SAMPLE_ID, C.TAGS), on=C.SAMPLE_ID, how="left")
+        .with_columns(
+            pl.when(pl.col(C.TAGS).list.len() > 0).then(pl.col(C.TAGS)).otherwise(pl.lit([None]))
+        )
+        .explode(C.TAGS)
+        .rename({C.TAGS: "cohort"})
+    )
+
+
+def cohorts(
+    scores: pl.DataFrame, tags: pl.DataFrame, *, metrics: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """Every aggregate per (tag, metric); untagged rows in an explicit bucket, last.
+
+    Args:
+        scores: a long scores frame.
+        tags: a frame with ``sample_id`` and ``tags`` (the dataset).
+        metrics: metric order; every cohort lists every metric (zeros where absent).
+
+    Returns:
+        Columns cohort (null for the untagged bucket), label, is_untagged, sample_count
+        (executions in the cohort), then the aggregates.
+    """
+    keyed = _cohort_keys(scores, tags)
+    order = _metric_order(scores, metrics)
+    counts = keyed.group_by("cohort").agg(
+        pl.struct(C.SAMPLE_ID, C.REPETITION).n_unique().cast(pl.Int64).alias("sample_count")
+    )
+    grid = counts.join(pl.DataFrame({C.METRIC: order}), how="cross")
+    stats = keyed.group_by("cohort", C.METRIC).agg(AGGREGATES)
+    rank = {m: i for i, m in enumerate(order)}
+    return (
+        grid.join(stats, on=["cohort", C.METRIC], how="left", nulls_equal=True)
+        .with_columns(
+            pl.col("n", "n_scored", "n_errors").fill_null(0),
+            pl.col("pass_rate").fill_null(0.0),
+            pl.col("cohort").is_null().alias("is_untagged"),
+            pl.col("cohort").fill_null(UNTAGGED).alias("label"),
+            pl.col(C.METRIC).replace_strict(rank, return_dtype=pl.Int64).alias("_order"),
+        )
+        # Byte-wise label order (Polars sorts strings by bytes), untagged last.
+        .sort("is_untagged", "cohort", "_order", nulls_last=True)
+        .select(
+            "cohort",
+            "label",
+            "is_untagged",
+            "sample_count",
+            C.METRIC,
+            "n",
+            "n_scored",
+            "n_errors",
+            "mean",
+            "p50",
+            "p95",
+            "pass_rate",
+        )
+    )
+
+
+def histograms(
+    scores: pl.DataFrame, *, buckets: int = 10, metrics: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """Score counts in ``buckets`` equal-width bins over [0, 1] per metric.
+
+    Bucket i spans [round(i/n, 10), round((i+1)/n, 10)); scores are rounded to 10 decimals
+    first and the last bucket includes 1.0. Zero-count buckets are kept.
+
+    Returns:
+        Columns metric, bucket (0-based), min, max, count.
+    """
+    if buckets < 1:
+        raise ValueError(f"buckets must be at least 1; got {buckets}")
+    order = _metric_order(scores, metrics)
+    edges = [round(i / buckets, 10) for i in range(buckets)]
+    rounded = _score.round(10, mode="half_away_from_zero")
+    index = pl.sum_horizontal([(rounded >= e).cast(pl.Int64) for e in edges]) - 1
+    counted = (
+        scores.filter(_score.is_not_null())
+        .with_columns(index.clip(0, buckets - 1).alias("bucket"))
+        .group_by(C.METRIC, "bucket")
+        .agg(pl.len().cast(pl.Int64).alias("count"))
+    )
+    grid = pl.DataFrame(
+        {
+            C.METRIC: [m for m in order for _ in range(buckets)],
+            "bucket": [i for _ in order for i in range(buckets)],
+            "min": [edges[i] for _ in order for i in range(buckets)],
+            "max": [
+                1.0 if i == buckets - 1 else edges[i + 1] for _ in order for i in range(buckets)
+            ],
+        },
+        schema={C.METRIC: pl.String, "bucket": pl.Int64, "min": pl.Float64, "max": pl.Float64},
+    )
+    return grid.join(
+        counted, on=[C.METRIC, "bucket"], how="left", maintain_order="left"
+    ).with_columns(pl.col("count").fill_null(0))

@@ -1,0 +1,49 @@
+"""The ``evalframe`` command line: parse, call the library, render. No business logic here.
+
+Exit codes: 0 on a clean run, 1 when any (sample, metric) failed or a gate failed, 2 on
+usage or input errors (a one-paragraph message on stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from evalframe._version import __version__
+from evalframe.exceptions import EvalframeError
+
+__all__ = ["cli", "main"]
+
+
+class _Group(click.Group):
+    """Turns evalframe's errors into a message and exit code 2, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (EvalframeError, FileNotFoundError, ValueError) as exc:
+            click.echo(f"error: {exc}", err=True)
+            raise SystemExit(2) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="evalframe")
+def cli() -> None:
+    """Evaluate LLM and RAG systems with dataframes."""
+
+
+def _register_commands() -> None:
+    from evalframe.cli import _metrics, _run
+
+    cli.add_command(_run.run)
+    cli.add_command(_metrics.metrics)
+
+
+_register_commands()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point."""
+    cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="evalframe")

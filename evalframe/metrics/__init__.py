@@ -1,0 +1,43 @@
+"""Metrics: the registry, the ``@metric`` contract and the built-in families.
+
+Every metric is a value with a canonical id (``rouge-l(beta=2.0)``) whose computation is a
+set of Polars expressions over whole columns. Resolve spec strings with ``get``; build from
+Python with the snake_case factories (``rouge_l(beta=2.0)``).
+"""
+
+from __future__ import annotations
+
+from evalframe.metrics._registry import (
+    MetricFactory,
+    available,
+    definition,
+    get,
+    metric,
+    register,
+    resolve,
+)
+from evalframe.metrics._rowwise import MetricScore, Sample, from_object, rowwise
+from evalframe.metrics._spec import Metric, MetricDef, Scored, parse_spec
+from evalframe.metrics.lexical import contains, exact_match, regex, rouge_l
+
+__all__ = [
+    "Metric",
+    "MetricDef",
+    "MetricFactory",
+    "MetricScore",
+    "Sample",
+    "Scored",
+    "available",
+    "contains",
+    "definition",
+    "exact_match",
+    "from_object",
+    "get",
+    "metric",
+    "parse_spec",
+    "regex",
+    "register",
+    "resolve",
+    "rouge_l",
+    "rowwise",
+]

@@ -1,0 +1,217 @@
+"""The metric registry: built-in aliases, the ``@metric`` decorator and entry-point plugins."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Sequence
+from importlib.metadata import entry_points
+from typing import Any
+
+from evalframe.exceptions import MetricError
+from evalframe.metrics._spec import (
+    DIMENSIONS,
+    Enrichment,
+    Metric,
+    MetricDef,
+    Scored,
+    params_of,
+    parse_spec,
+)
+
+__all__ = ["MetricFactory", "available", "definition", "get", "metric", "register", "resolve"]
+
+ENTRY_POINT_GROUP = "evalframe.metrics"
+
+_REGISTRY: dict[str, MetricDef] = {}
+_plugins_loaded = False
+
+
+class MetricFactory:
+    """What ``@metric`` returns: call it with parameters to get a ``Metric`` value.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ef.metrics.rouge_l(beta=2.0)
+        Metric('rouge-l(beta=2.0)')
+    """
+
+    def __init__(self, definition: MetricDef) -> None:
+        self.definition = definition
+        functools.update_wrapper(self, definition.build)
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    def __call__(self, **params: Any) -> Metric:
+        return self.definition.bind(**params)
+
+    def __repr__(self) -> str:
+        return f"<metric factory {self.definition.name!r}>"
+
+
+def metric(
+    name: str,
+    *,
+    family: str = "custom",
+    dimension: str = "correctness",
+    threshold: float = 0.5,
+    enrichments: Callable[..., Sequence[Enrichment]] | None = None,
+    replace: bool = False,
+) -> Callable[[Callable[..., Scored]], MetricFactory]:
+    """Register a metric builder under ``name`` and return its factory.
+
+    The builder takes keyword-only parameters and returns ``Scored`` column expressions over
+    the canonical columns (``actual_output``, ``expected_output``, ``metadata``, ...).
+
+    Args:
+        name: the kebab-case alias, e.g. ``"jaccard-words"``.
+        family: the family shown by ``evalframe metrics``.
+        dimension: one of correctness, groundedness, safety, trajectory, performance.
+        threshold: the default pass threshold (a sample passes when ``score >= threshold``).
+        enrichments: given the bound parameters, the provider-filled columns the metric reads.
+        replace: allow replacing an existing registration of the same name.
+
+    Examples:
+        >>> import polars as pl
+        >>> import evalframe as ef
+        >>> @ef.metrics.metric("same-length", replace=True)
+        ... def same_length() -> ef.metrics.Scored:
+        ...     a = pl.col("actual_output").str.len_chars()
+        ...     e = pl.col("expected_output").str.len_chars()
+        ...     return ef.metrics.Scored(score=(a == e).cast(pl.Float64))
+        >>> same_length().id
+        'same-length'
+    """
+    if dimension not in DIMENSIONS:
+        raise MetricError(f"Metric '{name}' dimension must be one of {', '.join(DIMENSIONS)}.")
+
+    def decorate(build: Callable[..., Scored]) -> MetricFactory:
+        doc = inspect.getdoc(build) or ""
+        definition = MetricDef(
+            name=name,
+            family=family,
+            dimension=dimension,
+            summary=doc.split("\n", 1)[0],
+            build=build,
+            params=params_of(build),
+            threshold=threshold,
+            enrichments=enrichments,
+            doc=doc,
+        )
+        _add(definition, replace=replace)
+        return MetricFactory(definition)
+
+    return decorate
+
+
+def register(item: Metric | MetricDef | MetricFactory, *, replace: bool = False) -> None:
+    """Register a user metric so its name resolves in specs, YAML and the CLI.
+
+    A ``Metric`` instance registers its definition with the instance's parameters as the
+    defaults, so the bare alias gives back exactly that instance.
+    """
+    if isinstance(item, MetricFactory):
+        definition = item.definition
+    elif isinstance(item, Metric):
+        bound = dict(item.params)
+        definition = MetricDef(
+            name=item.name,
+            family=item.family,
+            dimension=item.dimension,
+            summary=item.definition.summary,
+            build=item.definition.build,
+            params=tuple(
+                type(p)(p.name, p.annotation, bound[p.name], False) for p in item.definition.params
+            ),
+            threshold=item.threshold,
+            enrichments=item.definition.enrichments,
+            doc=item.definition.doc,
+        )
+    elif isinstance(item, MetricDef):
+        definition = item
+    else:
+        raise MetricError(f"Cannot register {type(item).__name__}; expected a Metric.")
+    _add(definition, replace=replace)
+
+
+def _add(definition: MetricDef, *, replace: bool) -> None:
+    existing = _REGISTRY.get(definition.name)
+    if existing is not None and not replace and existing.build is not definition.build:
+        raise MetricError(
+            f"A metric named '{definition.name}' is already registered; "
+            "pass replace=True to override it."
+        )
+    _REGISTRY[definition.name] = definition
+
+
+def _load_plugins() -> None:
+    """Import the ``evalframe.metrics`` entry points once, on first lookup (not at import)."""
+    global _plugins_loaded  # noqa: PLW0603 - a once-only latch for lazy plugin loading
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+        except Exception as exc:
+            raise MetricError(
+                f"Metric plugin '{ep.name}' ({ep.value}) failed to load: {exc}"
+            ) from exc
+        if isinstance(obj, Metric | MetricDef | MetricFactory):
+            if obj.name not in _REGISTRY:
+                register(obj)
+        # A module entry point registers its metrics through @metric when imported.
+
+
+def available() -> list[MetricDef]:
+    """Every registered definition, built-ins first, in registration order."""
+    _load_plugins()
+    return list(_REGISTRY.values())
+
+
+def definition(name: str) -> MetricDef:
+    """The registered definition for an alias; raises with close matches when unknown."""
+    found = _REGISTRY.get(name)
+    if found is None:
+        _load_plugins()
+        found = _REGISTRY.get(name)
+    if found is None:
+        close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.6)
+        hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise MetricError(
+            f"Unknown metric '{name}'.{hint} Run `evalframe metrics` to list the "
+            f"{len(_REGISTRY)} registered metrics."
+        )
+    return found
+
+
+def get(spec: str) -> Metric:
+    """Resolve a spec string such as ``"rouge-l(beta=2.0)"`` to a metric value."""
+    name, params = parse_spec(spec)
+    return definition(name).bind(**params)
+
+
+def resolve(specs: Iterable[str | Metric | MetricFactory]) -> list[Metric]:
+    """Resolve a mix of spec strings, metric values and factories; duplicates are an error."""
+    out: list[Metric] = []
+    for spec in specs:
+        if isinstance(spec, Metric):
+            m = spec
+        elif isinstance(spec, MetricFactory):
+            m = spec()
+        elif isinstance(spec, str):
+            m = get(spec)
+        else:
+            raise MetricError(
+                "A metric must be a spec string, a Metric or a metric factory; "
+                f"got {type(spec).__name__}."
+            )
+        out.append(m)
+    ids = [m.id for m in out]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise MetricError(f"Metric {', '.join(dupes)} is listed more than once.")
+    return out

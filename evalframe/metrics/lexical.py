@@ -1,0 +1,221 @@
+"""Lexical metrics: exact-match, contains, regex and rouge-l (reference §2.0-§2.4).
+
+All four are network-free and exact. exact-match, contains and regex are single Polars
+expressions; rouge-l tokenises in Polars and runs a bit-parallel LCS kernel over the batch.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from evalframe import schema as C
+from evalframe.exceptions import MetricError
+from evalframe.metrics._batched import batched, sample_error, type_error
+from evalframe.metrics._registry import metric
+from evalframe.metrics._spec import Scored
+
+__all__ = ["contains", "exact_match", "regex", "rouge_l"]
+
+_ACTUAL = pl.col(C.ACTUAL_OUTPUT)
+_EXPECTED = pl.col(C.EXPECTED_OUTPUT)
+
+
+@metric("exact-match", family="lexical")
+def exact_match() -> Scored:
+    """1.0 when the output equals the expected string byte for byte, else 0.0.
+
+    No trimming, case folding or Unicode normalisation. Null (an error) when
+    ``expected_output`` is not a string.
+    """
+    bad, message = type_error("exact-match")
+    match = _ACTUAL == _EXPECTED
+    return Scored(
+        score=pl.when(bad).then(None).otherwise(match.cast(pl.Float64)),
+        error=pl.when(bad).then(message),
+        details=pl.struct(expected=_EXPECTED, actual=_ACTUAL, match=match),
+    )
+
+
+@metric("contains", family="lexical")
+def contains() -> Scored:
+    """1.0 when the expected string occurs in the output (case-sensitive substring), else 0.0.
+
+    Null (an error) when ``expected_output`` is not a string or is empty; a string of only
+    whitespace is allowed.
+    """
+    bad, message = type_error("contains")
+    empty = _EXPECTED.str.len_bytes() == 0
+    match = _ACTUAL.str.contains(_EXPECTED, literal=True)
+    return Scored(
+        score=pl.when(bad | empty).then(None).otherwise(match.cast(pl.Float64)),
+        error=pl.when(bad)
+        .then(message)
+        .when(empty)
+        .then(sample_error("expected_output must not be empty for contains metric.")),
+        details=pl.struct(expected_substring=_EXPECTED, match=match),
+    )
+
+
+# PCRE delimiters we accept, with their closing counterpart; the body is everything up to the
+# last closing delimiter, so an escaped delimiter inside the pattern is kept.
+_DELIMITERS = {
+    "/": "/",
+    "#": "#",
+    "~": "~",
+    "!": "!",
+    "@": "@",
+    "%": "%",
+    "|": "|",
+    "+": "+",
+    "(": ")",
+    "{": "}",
+    "[": "]",
+    "<": ">",
+}
+_FLAGS = {"i": "i", "m": "m", "s": "s", "x": "x", "U": "U", "u": "", "D": ""}
+
+
+def _translate(pattern: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """PCRE ``/body/flags`` to a Rust-regex pattern, and a parse error message (or null)."""
+    bodies, flag_sets = [], []
+    for open_, close in _DELIMITERS.items():
+        rx = f"^\\{open_}(?s:(.*))\\{close}([A-Za-z]*)$"
+        bodies.append(pattern.str.extract(rx, 1))
+        flag_sets.append(pattern.str.extract(rx, 2))
+    body, flags = pl.coalesce(bodies), pl.coalesce(flag_sets)
+    unknown = flags.str.replace_all(f"[{''.join(_FLAGS)}]", "")
+    inline = flags
+    for flag, rust in _FLAGS.items():
+        inline = inline.str.replace_all(flag, rust, literal=True)
+    anchored = (
+        pl.when(flags.str.contains("A", literal=True)).then(pl.lit("^(?:")).otherwise(pl.lit("(?:"))
+    )
+    # "A" (anchored) is not an inline flag in Rust regex: drop it and anchor the group instead.
+    inline = inline.str.replace_all("A", "", literal=True)
+    translated = pl.concat_str(
+        pl.when(inline.str.len_bytes() > 0).then(pl.format("(?{})", inline)).otherwise(pl.lit("")),
+        anchored,
+        body,
+        pl.lit(")"),
+    )
+    parse_error = (
+        pl.when(body.is_null())
+        .then(pl.lit("the pattern must be delimited, e.g. /order #[0-9]+/i"))
+        .when(unknown.str.len_bytes() > 0)
+        .then(pl.format("unknown modifier '{}'", unknown.str.slice(0, 1)))
+    )
+    return translated, parse_error
+
+
+def _regex_compile_errors(frame: pl.DataFrame) -> pl.DataFrame:
+    """The engine's message for each invalid pattern, computed once per distinct pattern."""
+    patterns = frame.get_column("pattern")
+    bad = patterns.filter(frame.get_column("invalid")).unique().drop_nulls()
+    messages: dict[str, str] = {}
+    for p in bad:  # distinct invalid patterns only, not rows
+        try:
+            pl.select(pl.lit("").str.contains(p))
+        except pl.exceptions.PolarsError as exc:
+            text = str(exc).split("\n\nThis error occurred", 1)[0]
+            messages[p] = " ".join(text.replace("regex error: ", "", 1).split())
+    return frame.select(
+        message=pl.col("pattern").replace_strict(messages, default=None, return_dtype=pl.String)
+    )
+
+
+@metric("regex", family="lexical")
+def regex() -> Scored:
+    """1.0 when the expected ``/pattern/flags`` matches anywhere in the output, else 0.0.
+
+    Patterns run on a linear-time engine (Rust ``regex``, through Polars), so no pattern can
+    hang a run. Flags ``i``, ``m``, ``s``, ``x``, ``U`` and ``A`` are honoured; ``u`` and ``D``
+    are accepted as no-ops. Constructs that need backtracking (backreferences, look-around,
+    possessive quantifiers, ``\\K``) are rejected as that sample's error.
+    """
+    bad, message = type_error("regex")
+    translated, parse_error = _translate(_EXPECTED)
+    invalid = pl.lit("").str.contains(translated, strict=False).is_null() & parse_error.is_null()
+    compile_errors = batched(
+        _regex_compile_errors,
+        {"pattern": translated, "invalid": invalid},
+        {"message": pl.String},
+    )
+    compile_error = pl.col("regex__compile").struct.field("message")
+    match = _ACTUAL.str.contains(translated, strict=False)
+    reason = pl.coalesce(parse_error, compile_error)
+    failed = sample_error(
+        "regex metric could not evaluate expected_output against actual output. PCRE error: {}.",
+        reason,
+    )
+    return Scored(
+        score=pl.when(bad | reason.is_not_null()).then(None).otherwise(match.cast(pl.Float64)),
+        error=pl.when(bad).then(message).when(reason.is_not_null()).then(failed),
+        details=pl.struct(pattern=_EXPECTED, match=match),
+        prepare={"regex__compile": compile_errors},
+    )
+
+
+def _rouge_kernel(beta: float, max_tokens: int) -> pl.Expr:
+    from evalframe.metrics._lcs import rouge_l as rouge_l_columns
+
+    def kernel(frame: pl.DataFrame) -> pl.DataFrame:
+        return rouge_l_columns(
+            frame.get_column("expected"),
+            frame.get_column("actual"),
+            beta=beta,
+            max_tokens=max_tokens,
+        )
+
+    return batched(
+        kernel,
+        {"expected": C.expected_text(), "actual": _ACTUAL},
+        {
+            "expected_tokens": pl.Int64,
+            "actual_tokens": pl.Int64,
+            "lcs_tokens": pl.Int64,
+            "precision": pl.Float64,
+            "recall": pl.Float64,
+            "score": pl.Float64,
+            "over_cap": pl.String,
+        },
+    )
+
+
+@metric("rouge-l", family="lexical")
+def rouge_l(*, beta: float = 1.0, max_tokens: int = 1024) -> Scored:
+    """ROUGE-L: the LCS F-measure over lowercased Unicode letter/number tokens.
+
+    With LCS the longest common token subsequence, P = LCS/|actual| and R = LCS/|expected|,
+    the score is (1+β²)PR / (R + β²P) (β = 1 gives F1). Both sides empty score 1.0, one side
+    empty 0.0. A field with more than ``max_tokens`` tokens is that sample's error.
+    """
+    if beta <= 0:
+        raise MetricError(f"Metric 'rouge-l' parameter 'beta' must be > 0; got {beta}.")
+    if max_tokens < 1:
+        raise MetricError("ROUGE-L max token count must be at least 1.")
+    bad, message = type_error("rouge-l")
+    k = pl.col("rouge-l__kernel")
+    over = k.struct.field("over_cap")
+    count = (
+        pl.when(over == "expected_output")
+        .then(k.struct.field("expected_tokens"))
+        .otherwise(k.struct.field("actual_tokens"))
+    )
+    cap_error = sample_error(
+        f"{{}} has {{}} tokens; rouge-l metric supports at most {max_tokens} tokens per field.",
+        over,
+        count,
+    )
+    score = k.struct.field("score")
+    return Scored(
+        score=pl.when(bad).then(None).otherwise(score),
+        error=pl.when(bad).then(message).when(over.is_not_null()).then(cap_error),
+        details=pl.struct(
+            lcs_tokens=k.struct.field("lcs_tokens"),
+            precision=k.struct.field("precision"),
+            recall=k.struct.field("recall"),
+            raw_score=score,
+            clamped_score=score,
+        ),
+        prepare={"rouge-l__kernel": _rouge_kernel(beta, max_tokens)},
+    )

@@ -1,0 +1,350 @@
+"""Reports: ``evalframe.report.v1`` JSON (a superset of eval-harness.report.v1) and Markdown.
+
+``Report`` is a ``dict`` holding the JSON document, with ``to_json``, ``to_markdown`` and an
+HTML representation for Jupyter. Keys keep eval-harness's names, order and meaning; the
+additions are ``run_id``, ``run_name``, ``evalframe_version``, ``metric_ids`` and, per
+metric, ``n``, ``n_scored``, ``n_errors``, ``threshold``, ``family`` and ``dimension``.
+Citation evidence text and API keys never reach a report: metrics keep them out of their
+details and providers never record keys.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from evalframe import aggregate
+from evalframe import schema as C
+from evalframe._version import __version__
+from evalframe.precision import precision_block, round6, row_aggregates, wilson
+
+if TYPE_CHECKING:
+    from evalframe.run import Run
+
+__all__ = ["REPORT_SCHEMA_VERSION", "Report", "build_report"]
+
+REPORT_SCHEMA_VERSION = "evalframe.report.v1"
+
+
+class Report(dict[str, Any]):
+    """A run's report as a JSON-ready dict, renderable as JSON, Markdown or HTML."""
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """Pretty JSON with unescaped Unicode and slashes."""
+        return json.dumps(self, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"
+
+    def to_markdown(self) -> str:
+        """Markdown in eval-harness's 1.6 layout (reference §6.5)."""
+        from evalframe._markdown import render
+
+        return render(self)
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
+    def _repr_html_(self) -> str:
+        from evalframe._markdown import render_html
+
+        return render_html(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"Report(dataset={self.get('dataset')!r}, run_id={self.get('run_id')!r}, "
+            f"macro_f1={self.get('macro_f1')!r})"
+        )
+
+
+def _num(x: Any) -> float:
+    """Null (no scored rows) reads as 0.0 in the eval-harness report fields."""
+    return 0.0 if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def _metric_block(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "mean": _num(row["mean"]),
+        "p50": _num(row["p50"]),
+        "p95": _num(row["p95"]),
+        "pass_rate": _num(row["pass_rate"]),
+        "n": row["n"],
+        "n_scored": row["n_scored"],
+        "n_errors": row["n_errors"],
+    }
+
+
+def _usage_block(usage: pl.DataFrame) -> dict[str, Any]:
+    fields = ("prompt_tokens", "completion_tokens", "total_tokens", "cost_usd")
+    reported = dict.fromkeys((*fields, "latency_ms"), 0)
+    totals: dict[str, Any] = dict.fromkeys(fields, 0)
+    totals["cost_usd"] = 0.0
+    latency = {"count": 0, "total": 0.0, "mean": 0.0, "max": 0.0}
+    observations = 0
+    if usage.height:
+        present = [f for f in (*fields, "latency_ms") if f in usage.columns]
+        if present:
+            observations = usage.filter(pl.any_horizontal(pl.col(present).is_not_null())).height
+        for f in present:
+            col = usage.get_column(f).drop_nulls()
+            reported[f] = col.len()
+            if f == "latency_ms":
+                if col.len():
+                    total = float(col.sum())
+                    latency = {
+                        "count": col.len(),
+                        "total": total,
+                        "mean": total / col.len(),
+                        "max": float(col.max()),
+                    }  # type: ignore[arg-type]
+            elif f == "cost_usd":
+                totals[f] = float(col.sum()) if col.len() else 0.0
+            else:
+                totals[f] = int(col.sum()) if col.len() else 0
+    return {"observations": observations, **totals, "reported": reported, "latency_ms": latency}
+
+
+def _adversarial(
+    frame: pl.DataFrame, scores: pl.DataFrame, metric_ids: list[str]
+) -> dict[str, Any]:
+    """The adversarial coverage block, from ``metadata.adversarial`` (reference §8.3)."""
+    empty: dict[str, Any] = {"total_samples": 0, "categories": [], "compliance_frameworks": []}
+    block = frame.select(
+        C.SAMPLE_ID,
+        C.REPETITION,
+        pl.col(C.METADATA).str.json_path_match("$.adversarial").alias("a"),
+    ).filter(pl.col("a").is_not_null())
+    if block.height == 0:
+        return empty
+    rank = {"low": 1, "medium": 2, "high": 3, "critical": 4}
+    categories: dict[str, dict[str, Any]] = {}
+    frameworks: dict[str, dict[str, Any]] = {}
+    members: dict[str, set[tuple[str, int]]] = {}
+    for sid, rep, raw in block.iter_rows():  # only adversarial rows, a handful per dataset
+        info = _normalise_adversarial(raw)
+        if info is None:
+            continue
+        cat = categories.setdefault(
+            info["category"],
+            {
+                "category": info["category"],
+                "label": info["label"],
+                "severity": info["severity"],
+                "sample_count": 0,
+                "compliance_frameworks": set(),
+            },
+        )
+        cat["sample_count"] += 1
+        sev = info["severity"]
+        if sev is not None:
+            cur = cat["severity"]
+            if cur is None or (rank.get(sev.lower(), 0), cur) > (rank.get(cur.lower(), 0), sev):
+                cat["severity"] = sev
+        for fw in info["compliance_frameworks"]:
+            cat["compliance_frameworks"].add(fw)
+            entry = frameworks.setdefault(
+                fw, {"framework": fw, "sample_count": 0, "categories": set()}
+            )
+            entry["sample_count"] += 1
+            entry["categories"].add(info["category"])
+        members.setdefault(info["category"], set()).add((sid, rep))
+    out_categories = []
+    for key in sorted(categories):
+        cat = categories[key]
+        keys = pl.DataFrame(list(members[key]), schema=[C.SAMPLE_ID, C.REPETITION], orient="row")
+        subset = scores.join(keys, on=[C.SAMPLE_ID, C.REPETITION], how="semi")
+        summary = aggregate.summarize(subset, metrics=metric_ids)
+        cat["compliance_frameworks"] = sorted(cat["compliance_frameworks"])
+        cat["metrics"] = {r["metric"]: _metric_block(r) for r in summary.iter_rows(named=True)}
+        out_categories.append(cat)
+    out_frameworks = [
+        {**frameworks[k], "categories": sorted(frameworks[k]["categories"])}
+        for k in sorted(frameworks)
+    ]
+    total = sum(c["sample_count"] for c in out_categories)
+    return {
+        "total_samples": total,
+        "categories": out_categories,
+        "compliance_frameworks": out_frameworks,
+    }
+
+
+def _normalise_adversarial(raw: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("category"), str):
+        return None
+    category = value["category"].strip(" \t\n\r\0\x0b")
+    if not category:
+        return None
+    label = value.get("label")
+    severity = value.get("severity")
+    fws = value.get("compliance_frameworks")
+    return {
+        "category": category,
+        "label": label if isinstance(label, str) and label.strip() else category,
+        "severity": severity if isinstance(severity, str) and severity.strip() else None,
+        "compliance_frameworks": sorted({f for f in fws if isinstance(f, str) and f})
+        if isinstance(fws, list)
+        else [],
+    }
+
+
+def _samples(run: Run) -> list[dict[str, Any]]:
+    scored = (
+        run.scores.filter(pl.col(C.ERROR).is_null())
+        .group_by(C.SAMPLE_ID, C.REPETITION, maintain_order=True)
+        .agg(pl.col(C.METRIC), pl.col(C.SCORE), pl.col("details"))
+    )
+    rows = run.frame.select(
+        C.SAMPLE_ID, C.ROW_HASH, C.REPETITION, C.TAGS, C.ACTUAL_OUTPUT, C.METADATA
+    ).join(scored, on=[C.SAMPLE_ID, C.REPETITION], how="left", maintain_order="left")
+    rows = rows.sort(C.REPETITION, maintain_order=True)
+    out = []
+    for r in rows.iter_rows(named=True):  # report rendering: one JSON object per execution
+        adversarial = None
+        if '"adversarial"' in r[C.METADATA]:
+            meta = json.loads(r[C.METADATA]).get("adversarial")
+            adversarial = _normalise_adversarial(json.dumps(meta)) if meta is not None else None
+        out.append(
+            {
+                "id": r[C.SAMPLE_ID],
+                "row_hash": r[C.ROW_HASH],
+                "repetition": r[C.REPETITION],
+                "tags": r[C.TAGS] or [],
+                "adversarial": adversarial,
+                "actual_output": r[C.ACTUAL_OUTPUT],
+                "scores": {
+                    m: {"score": s, "details": json.loads(d) if d is not None else {}}
+                    for m, s, d in zip(
+                        r[C.METRIC] or [], r[C.SCORE] or [], r["details"] or [], strict=True
+                    )
+                },
+            }
+        )
+    return out
+
+
+def _sample_aggregates(run: Run, rows: pl.DataFrame) -> list[dict[str, Any]]:
+    per_metric = (
+        run.scores.group_by(C.SAMPLE_ID, C.METRIC)
+        .agg(
+            pl.col(C.SCORE).mean().alias("mean"),
+            pl.col(C.SCORE).std(ddof=0).alias("stddev"),
+            pl.col(C.SCORE).min().alias("min"),
+            pl.col(C.SCORE).max().alias("max"),
+            pl.col(C.SCORE).count().alias("observations"),
+        )
+        .filter(pl.col("observations") > 0)
+    )
+    by_sample: dict[str, dict[str, Any]] = {}
+    for r in per_metric.sort(C.METRIC).iter_rows(named=True):
+        by_sample.setdefault(r[C.SAMPLE_ID], {})[r[C.METRIC]] = {
+            "mean": round6(r["mean"]),
+            "stddev": round6(r["stddev"] or 0.0),
+            "min": round6(r["min"]),
+            "max": round6(r["max"]),
+            "observations": r["observations"],
+        }
+    out = []
+    for r in rows.iter_rows(named=True):
+        ci = wilson(r["passed"], r["repetitions"])
+        out.append(
+            {
+                "id": r[C.SAMPLE_ID],
+                "row_hash": r[C.ROW_HASH],
+                "repetitions": r["repetitions"],
+                "passed": r["passed"],
+                "errored": r["errored"],
+                "pass_rate": round6(r["pass_rate"]),
+                "pass_rate_ci": {"low": ci["low"], "high": ci["high"], "confidence": 0.95},
+                "unstable": r["unstable"],
+                "score_mean": None if r["score_mean"] is None else round6(r["score_mean"]),
+                "score_stddev": None if r["score_stddev"] is None else round6(r["score_stddev"]),
+                "metrics": by_sample.get(r[C.SAMPLE_ID], {}),
+            }
+        )
+    return out
+
+
+def build_report(run: Run) -> Report:
+    """Assemble the ``evalframe.report.v1`` document for a run."""
+    ids = run.metric_ids
+    summary = run.summary
+    by_id = {m.id: m for m in run.metrics}
+    metrics = {}
+    for r in summary.iter_rows(named=True):
+        m = by_id[r["metric"]]
+        metrics[r["metric"]] = {
+            **_metric_block(r),
+            "threshold": m.threshold,
+            "family": m.family,
+            "dimension": m.dimension,
+        }
+    hist = run.histograms()
+    distributions = {
+        m: [
+            {"min": b["min"], "max": b["max"], "count": b["count"]}
+            for b in hist.filter(pl.col(C.METRIC) == m).iter_rows(named=True)
+        ]
+        for m in ids
+    }
+    cohorts = []
+    for (label,), group in run.cohorts.group_by("label", maintain_order=True):
+        first = group.row(0, named=True)
+        cohorts.append(
+            {
+                "name": first["cohort"],
+                "label": label,
+                "is_untagged": first["is_untagged"],
+                "sample_count": first["sample_count"],
+                "metrics": {r["metric"]: _metric_block(r) for r in group.iter_rows(named=True)},
+            }
+        )
+    rows = row_aggregates(run.scores, run.frame)
+    total_executions = run.frame.height
+    precision = precision_block(rows, total_executions)
+    failures = run.failures.sort(C.REPETITION, maintain_order=True)
+    usage = _usage_block(run.usage)
+    duration = max(0.0, run.finished_at - run.started_at)
+    report: dict[str, Any] = {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "eval_harness_schema_version": "eval-harness.report.v1",
+        "run_id": run.run_id,
+        "run_name": run.name,
+        "evalframe_version": __version__,
+        "dataset_schema_version": run.dataset.schema_version,
+        "dataset": run.dataset.name,
+        "started_at": round(run.started_at, 6),
+        "finished_at": round(run.finished_at, 6),
+        "duration_seconds": duration,
+        "total_samples": run.dataset.height,
+        "total_executions": total_executions,
+        "repetitions": run.repetitions,
+        "total_failures": failures.height,
+        "pass_rate": precision["pass_rate"],
+        "precision": precision,
+        "metric_ids": ids,
+        "metrics": metrics,
+        "metric_distributions": distributions,
+        "usage": usage,
+        "cohorts": cohorts,
+        "adversarial": _adversarial(run.frame, run.scores, ids),
+        "macro_f1": run.macro_f1,
+        "cost": run.extra.get("cost"),
+        "budget": run.extra.get("budget"),
+        "sample_aggregates": _sample_aggregates(run, rows),
+        "samples": _samples(run),
+        "failures": [
+            {
+                "sample_id": f[C.SAMPLE_ID],
+                "metric": f[C.METRIC],
+                "error": f[C.ERROR],
+                "repetition": f[C.REPETITION],
+            }
+            for f in failures.iter_rows(named=True)
+        ],
+    }
+    return Report(report)

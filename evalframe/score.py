@@ -1,0 +1,169 @@
+"""The one runner: an evaluation frame and metrics in, the long scores frame out.
+
+The evaluation frame is the dataset joined with the outputs: the canonical dataset columns,
+``actual_output``, ``repetition`` and, when a system under test failed on a row,
+``system_error``. Each metric runs as one query over the whole frame; a metric that fails
+for a row records that row's error, and a metric that fails outright records an error on
+every row, while every other metric still scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from evalframe import schema as C
+from evalframe.metrics._spec import Metric
+
+__all__ = ["enrich", "score"]
+
+
+def enrich(
+    frame: pl.DataFrame, metrics: Sequence[Metric], context: Any = None
+) -> tuple[pl.DataFrame, dict[str, str]]:
+    """Add the provider-filled columns the metrics read, each computed once.
+
+    Returns the frame with the new columns and, per metric id, the error that kept an
+    enrichment from running at all (the metric then errors on every row).
+    """
+    failed: dict[str, str] = {}
+    done: dict[str, str | None] = {}
+    for m in metrics:
+        for e in m.enrichments():
+            if e.column not in done:
+                if e.column in frame.columns:
+                    done[e.column] = None
+                else:
+                    try:
+                        values = e.apply(frame, context)
+                        if isinstance(values, pl.DataFrame):
+                            frame = frame.with_columns(values)
+                        else:
+                            frame = frame.with_columns(values.alias(e.column))
+                        done[e.column] = None
+                    except Exception as exc:  # reported per row, the run goes on
+                        done[e.column] = f"{type(exc).__name__}: {exc}"
+            problem = done[e.column]
+            if problem is not None and m.id not in failed:
+                failed[m.id] = f"could not compute {e.column}: {problem}"
+    return frame, failed
+
+
+def _metric_rows(frame: pl.DataFrame, m: Metric) -> pl.DataFrame:
+    scored = m.expressions()
+    details = scored.details
+    if details is None:
+        details_expr = pl.lit(None, pl.String)
+    else:
+        details_expr = details
+    prepared = frame.with_columns(**scored.prepare) if scored.prepare else frame
+    out = prepared.select(
+        pl.col(C.SAMPLE_ID),
+        pl.col(C.REPETITION),
+        scored.score.cast(pl.Float64).alias(C.SCORE),
+        (scored.error if scored.error is not None else pl.lit(None, pl.String))
+        .cast(pl.String)
+        .alias(C.ERROR),
+        details_expr.alias("details"),
+    )
+    if out.schema["details"] != pl.String:
+        if isinstance(out.schema["details"], pl.Struct):
+            out = out.with_columns(pl.col("details").struct.json_encode())
+        else:
+            out = out.with_columns(pl.col("details").cast(pl.String))
+    return out
+
+
+def score(
+    frame: pl.DataFrame,
+    metrics: Sequence[Metric],
+    *,
+    run_id: str = "",
+    context: Any = None,
+) -> pl.DataFrame:
+    """Score every row of ``frame`` with every metric; returns the long scores frame.
+
+    Columns: run_id, sample_id, repetition, metric, score (null on error), passed (score >=
+    the metric's threshold; null on error), error (null when scored), details (JSON).
+
+    Examples:
+        >>> import polars as pl
+        >>> import evalframe as ef
+        >>> frame = pl.DataFrame({
+        ...     "sample_id": ["a", "b"], "input": ["{}", "{}"],
+        ...     "expected_output": ["Paris", "4"], "expected_type": ["string", "string"],
+        ...     "metadata": ["{}", "{}"], "tags": [[], []], "actual_output": ["Paris", "5"],
+        ... })
+        >>> ef.score(frame, [ef.metrics.exact_match()]).select("sample_id", "score")
+        shape: (2, 2)
+        ┌───────────┬───────┐
+        │ sample_id ┆ score │
+        │ ---       ┆ ---   │
+        │ str       ┆ f64   │
+        ╞═══════════╪═══════╡
+        │ a         ┆ 1.0   │
+        │ b         ┆ 0.0   │
+        └───────────┴───────┘
+    """
+    if C.REPETITION not in frame.columns:
+        frame = frame.with_columns(pl.lit(0, pl.Int64).alias(C.REPETITION))
+    if C.SYSTEM_ERROR not in frame.columns:
+        frame = frame.with_columns(pl.lit(None, pl.String).alias(C.SYSTEM_ERROR))
+    frame, enrichment_errors = enrich(frame, metrics, context)
+    no_output = (
+        pl.when(pl.col(C.SYSTEM_ERROR).is_not_null())
+        .then(pl.col(C.SYSTEM_ERROR))
+        .when(pl.col(C.ACTUAL_OUTPUT).is_null())
+        .then(pl.format("Sample '{}' has no actual output.", pl.col(C.SAMPLE_ID)))
+    )
+    blocked = frame.select(no_output.alias("blocked")).to_series()
+    parts = []
+    for m in metrics:
+        try:
+            if m.id in enrichment_errors:
+                raise RuntimeError(enrichment_errors[m.id])
+            rows = _metric_rows(frame, m)
+        except Exception as exc:  # one broken metric must not lose the others' scores
+            message = f"Metric '{m.id}' failed: {type(exc).__name__}: {exc}"
+            rows = frame.select(
+                pl.col(C.SAMPLE_ID),
+                pl.col(C.REPETITION),
+                pl.lit(None, pl.Float64).alias(C.SCORE),
+                pl.lit(message).alias(C.ERROR),
+                pl.lit(None, pl.String).alias("details"),
+            )
+        parts.append(_finish(rows.with_columns(blocked=blocked), m, run_id))
+    if not parts:
+        return pl.DataFrame(schema=C.SCORES_SCHEMA)
+    return pl.concat(parts, how="vertical")
+
+
+def _finish(rows: pl.DataFrame, m: Metric, run_id: str) -> pl.DataFrame:
+    """Enforce the contract on a metric's raw rows: range checks, errors, ``passed``."""
+    s = pl.col(C.SCORE)
+    out_of_range = s.is_nan() | (s < 0.0) | (s > 1.0)
+    error = (
+        pl.when(pl.col("blocked").is_not_null())
+        .then(pl.col("blocked"))
+        .when(pl.col(C.ERROR).is_not_null())
+        .then(pl.col(C.ERROR))
+        .when(s.is_not_null() & out_of_range)
+        .then(pl.format("Metric score must be in [0.0, 1.0]; got {}.", s))
+        .when(s.is_null())
+        .then(
+            pl.format("Sample '{}' {} metric produced no score.", pl.col(C.SAMPLE_ID), pl.lit(m.id))
+        )
+    )
+    scored = error.is_null()
+    return rows.select(
+        pl.lit(run_id, pl.String).alias(C.RUN_ID),
+        pl.col(C.SAMPLE_ID),
+        pl.col(C.REPETITION).cast(pl.Int64),
+        pl.lit(m.id, pl.String).alias(C.METRIC),
+        pl.when(scored).then(s).alias(C.SCORE),
+        pl.when(scored).then(s >= m.threshold).alias("passed"),
+        error.alias(C.ERROR),
+        pl.when(pl.col("blocked").is_null()).then(pl.col("details")).alias("details"),
+    )

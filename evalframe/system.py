@@ -1,0 +1,145 @@
+"""Calling a system under test: one call per (sample, repetition), bounded concurrency.
+
+A plain callable receives the sample's ``input`` map and must return a string. An exception
+or a non-string return is recorded against that sample (``system_error``) and scored as
+that sample's error by every metric; the run goes on. Latency is measured per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
+from typing import Any
+
+import polars as pl
+
+from evalframe import schema as C
+
+__all__ = ["System", "call_system"]
+
+System = Callable[[dict[str, Any]], Any]
+
+
+def _show_progress(progress: bool | None) -> bool:
+    if progress is not None:
+        return progress
+    return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+@contextmanager
+def _progress_bar(total: int, enabled: bool, label: str) -> Iterator[Callable[[], None]]:
+    if not enabled:
+        yield lambda: None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda: bar.advance(task)
+
+
+def _call_one(
+    system: System, sample_id: str, payload: dict[str, Any]
+) -> tuple[str | None, str | None, float]:
+    start = time.perf_counter()
+    try:
+        result = system(payload)
+        if inspect.isawaitable(result):
+            result = asyncio.run(_await(result))
+    except Exception as exc:  # the SUT's failure is this sample's error, not the run's
+        elapsed = (time.perf_counter() - start) * 1000
+        return (
+            None,
+            f"System under test raised {type(exc).__name__} for sample '{sample_id}': {exc}",
+            elapsed,
+        )
+    elapsed = (time.perf_counter() - start) * 1000
+    if not isinstance(result, str):
+        return (
+            None,
+            (
+                f"System-under-test for sample '{sample_id}' must return a string; "
+                f"got {type(result).__name__}."
+            ),
+            elapsed,
+        )
+    return result, None, elapsed
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def call_system(
+    frame: pl.DataFrame,
+    system: System,
+    *,
+    repetitions: int = 1,
+    concurrency: int = 8,
+    progress: bool | None = None,
+) -> pl.DataFrame:
+    """Call ``system`` for every sample and repetition; returns the outputs frame.
+
+    Columns: sample_id, repetition, actual_output, system_error, latency_ms; in
+    repetition-major, dataset order.
+
+    Examples:
+        >>> import polars as pl
+        >>> frame = pl.DataFrame({"sample_id": ["a"], "input": ['{"question": "2+2?"}']})
+        >>> call_system(frame, lambda inp: "4").get_column("actual_output").to_list()
+        ['4']
+    """
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1; got {concurrency}")
+    ids = frame.get_column(C.SAMPLE_ID).to_list()
+    inputs = [json.loads(text) for text in frame.get_column(C.INPUT).to_list()]
+    jobs = [
+        (rep, sid, inp) for rep in range(repetitions) for sid, inp in zip(ids, inputs, strict=True)
+    ]
+    results: list[tuple[str | None, str | None, float]] = [(None, None, 0.0)] * len(jobs)
+    with (
+        _progress_bar(len(jobs), _show_progress(progress), "calling system") as advance,
+        ThreadPoolExecutor(max_workers=concurrency) as pool,
+    ):
+        futures = {
+            pool.submit(_call_one, system, sid, dict(inp)): i
+            for i, (_, sid, inp) in enumerate(jobs)
+        }
+        for future in as_completed(futures):
+            results[futures[future]] = future.result()
+            advance()
+    return pl.DataFrame(
+        {
+            C.SAMPLE_ID: [sid for _, sid, _ in jobs],
+            C.REPETITION: [rep for rep, _, _ in jobs],
+            C.ACTUAL_OUTPUT: [r[0] for r in results],
+            C.SYSTEM_ERROR: [r[1] for r in results],
+            "latency_ms": [r[2] for r in results],
+        },
+        schema={
+            C.SAMPLE_ID: pl.String,
+            C.REPETITION: pl.Int64,
+            C.ACTUAL_OUTPUT: pl.String,
+            C.SYSTEM_ERROR: pl.String,
+            "latency_ms": pl.Float64,
+        },
+    )
