@@ -1,0 +1,813 @@
+"""Dataset files into frames: ``read_dataset`` and the ``Dataset`` frame.
+
+A dataset has one row per sample in the columns of ``schema.DATASET_SCHEMA``. Formats are
+chosen by extension:
+
+* ``.yaml`` / ``.yml``: eval-harness's ``eval-harness.dataset.v1`` document, with every rule
+  of the reference (§3), plus an optional ``metrics:`` list (the default metric set).
+* ``.json``: the same document, or a list of sample objects.
+* ``.jsonl``: one sample object per line.
+* ``.csv`` and ``.parquet``: one sample per row.
+
+Samples read from JSON, JSONL, CSV and Parquet may spell the id ``sample_id`` or ``id`` and may
+carry a ``tags`` field (a list, a JSON list text, or ``a|b`` text) that fills ``metadata.tags``.
+CSV and Parquet ``input`` may be JSON object text, or plain text, which becomes
+``{"question": text}``; ``metadata`` may be JSON object text. CSV cells are text, so a CSV
+``expected_output`` is a string unless an ``expected_type`` column says otherwise (as in a
+frame evalframe wrote); Parquet ``expected_output`` may be any Arrow type.
+
+Values are kept as JSON: YAML dates and timestamps become ISO 8601 strings
+(``2024-05-01``, ``2024-05-01T10:00:00+00:00``), map keys become strings, and NaN or infinite
+numbers are rejected. YAML scalars follow the YAML 1.2 core schema, as eval-harness's parser
+does: ``yes``, ``no``, ``on`` and ``off`` stay strings, and a repeated key is an error.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import re
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, cast
+
+import polars as pl
+import yaml
+
+from evalframe import schema as C
+from evalframe._canon import (
+    JSONValue,
+    UnsupportedValueError,
+    compact,
+    expected_type_of,
+    php_trim,
+    row_hash,
+    to_json_value,
+)
+from evalframe.exceptions import DatasetError
+
+try:
+    from yaml import CSafeLoader as _SafeLoader
+except ImportError:  # pragma: no cover - PyYAML without libyaml: same results, ~10x slower
+    from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]
+
+__all__ = ["SCHEMA_VERSION", "Dataset", "read_dataset"]
+
+SCHEMA_VERSION: Final = "eval-harness.dataset.v1"
+"""The only dataset schema version there is, and the default when a file gives none."""
+
+_EXPECTED_TYPES: Final = ("string", "int", "float", "bool", "null", "list", "map")
+_MERGE_TAG: Final = "tag:yaml.org,2002:merge"
+_YAML11_TAGS: Final = frozenset(
+    {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
+)
+
+
+class Dataset(pl.DataFrame):
+    """A dataset frame: one row per sample, with its name and defaults as attributes.
+
+    Columns are those of ``schema.DATASET_SCHEMA``, in order: ``sample_id``, ``input``
+    (compact JSON object), ``expected_output`` (the text itself for a string, else compact
+    JSON), ``expected_type``, ``metadata`` (compact JSON object), ``tags`` and ``row_hash``.
+    ``json.loads(expected_output)`` gives back any non-string expected value.
+
+    Build one with ``read_dataset``, ``Dataset.from_records`` or ``Dataset.from_frame``.
+    Polars operations on a dataset return plain ``pl.DataFrame`` values.
+
+    Attributes:
+        name: the dataset name.
+        metrics: the dataset's default metric specs (``metrics:`` in YAML), maybe empty.
+        repetitions: executions per row the file asks for, or None when it does not say.
+        path: the file it was read from, if any.
+        schema_version: always ``"eval-harness.dataset.v1"``.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records(
+        ...     [{"id": "q1", "input": {"question": "Refund window?"},
+        ...       "expected_output": "30 days", "metadata": {"tags": [" policy "]}},
+        ...      {"id": "q2", "input": {"query": "refunds"}, "expected_output": ["d1", "d7"]}],
+        ...     name="faq")
+        >>> ds.name, ds.height
+        ('faq', 2)
+        >>> ds.select("sample_id", "expected_output", "expected_type", "tags")
+        shape: (2, 4)
+        ┌───────────┬─────────────────┬───────────────┬────────────┐
+        │ sample_id ┆ expected_output ┆ expected_type ┆ tags       │
+        │ ---       ┆ ---             ┆ ---           ┆ ---        │
+        │ str       ┆ str             ┆ str           ┆ list[str]  │
+        ╞═══════════╪═════════════════╪═══════════════╪════════════╡
+        │ q1        ┆ 30 days         ┆ string        ┆ ["policy"] │
+        │ q2        ┆ ["d1","d7"]     ┆ list          ┆ []         │
+        └───────────┴─────────────────┴───────────────┴────────────┘
+    """
+
+    name: str
+    metrics: list[str]
+    repetitions: int | None
+    path: Path | None
+    schema_version: str
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        msg = "Build a Dataset with read_dataset(), Dataset.from_records() or Dataset.from_frame()."
+        raise TypeError(msg)
+
+    @classmethod
+    def _from_pydf(cls, py_df: Any) -> pl.DataFrame:
+        # Polars builds the results of operations through cls._from_pydf: make them plain
+        # frames, not datasets without a name.
+        return pl.DataFrame._from_pydf(py_df)
+
+    @classmethod
+    def from_frame(
+        cls,
+        frame: pl.DataFrame,
+        *,
+        name: str,
+        metrics: Sequence[str] = (),
+        repetitions: int | None = None,
+        path: str | os.PathLike[str] | None = None,
+    ) -> Dataset:
+        """A dataset from a frame with one row per sample.
+
+        The frame needs ``sample_id`` (or ``id``), ``input`` and ``expected_output``, and
+        may have ``metadata``, ``tags`` and ``expected_type``; other columns are ignored.
+        Columns follow the Parquet rules (module docstring), so a dataset frame, or one
+        read back from a file a dataset was written to, gives the same dataset again.
+
+        Args:
+            frame: the samples.
+            name: the dataset name.
+            metrics: default metric specs.
+            repetitions: executions per row, at least 1.
+            path: where the samples came from, if anywhere.
+
+        Raises:
+            DatasetError: a missing column or an invalid sample, name, metric list or
+                repetition count.
+
+        Examples:
+            >>> import polars as pl
+            >>> frame = pl.DataFrame({"id": ["a"], "input": ["What is 2+2?"],
+            ...                       "expected_output": ["4"]})
+            >>> Dataset.from_frame(frame, name="math").row(0)[:3]
+            ('a', '{"question":"What is 2+2?"}', '4')
+        """
+        source = _columnar_source(name, "frame")
+        wanted = [column for column in _COLUMNAR_FIELDS if column in frame.columns]
+        columns = {column: frame.get_column(column).to_list() for column in wanted}
+        records = _records_from_columns(columns, frame.columns, source)
+        return cls._build(records, source, name, metrics, repetitions, path)
+
+    @classmethod
+    def from_records(
+        cls,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        name: str,
+        metrics: Sequence[str] = (),
+        repetitions: int | None = None,
+        path: str | os.PathLike[str] | None = None,
+    ) -> Dataset:
+        """A dataset from sample mappings with ``id``, ``input``, ``expected_output``, ``metadata``.
+
+        The sample rules are the YAML ones (reference §3); ``sample_id`` may stand for
+        ``id`` and a ``tags`` field may give ``metadata.tags``.
+
+        Args:
+            records: the samples.
+            name: the dataset name.
+            metrics: default metric specs.
+            repetitions: executions per row, at least 1.
+            path: where the samples came from, if anywhere.
+
+        Raises:
+            DatasetError: an invalid sample, name, metric list or repetition count.
+
+        Examples:
+            >>> ds = Dataset.from_records(
+            ...     [{"id": "q1", "input": {}, "expected_output": 3}], name="n", repetitions=2)
+            >>> ds.get_column("expected_type").to_list(), ds.repetitions
+            (['int'], 2)
+        """
+        source = _Source(f"Dataset '{name}'", "records", ("id", "sample_id"), tags_field=True)
+        rows = (dict(r) if isinstance(r, Mapping) else r for r in records)
+        return cls._build(rows, source, name, metrics, repetitions, path)
+
+    @classmethod
+    def _build(
+        cls,
+        records: Iterable[object],
+        source: _Source,
+        name: object,
+        metrics: object,
+        repetitions: object,
+        path: str | os.PathLike[str] | None,
+    ) -> Dataset:
+        if not isinstance(name, str) or not name.strip():
+            raise DatasetError(f"Dataset name must be a non-empty string; got {name!r}.")
+        return cls._wrap(
+            _samples_frame(records, source),
+            name=name,
+            metrics=_check_metrics(metrics, "metrics", source.where),
+            repetitions=_check_repetitions(repetitions, "repetitions", source.where),
+            path=None if path is None else Path(path),
+        )
+
+    @classmethod
+    def _wrap(
+        cls,
+        frame: pl.DataFrame,
+        *,
+        name: str,
+        metrics: list[str],
+        repetitions: int | None,
+        path: Path | None,
+    ) -> Dataset:
+        dataset = cls.__new__(cls)
+        dataset._df = frame._df
+        dataset.name = name
+        dataset.metrics = metrics
+        dataset.repetitions = repetitions
+        dataset.path = path
+        dataset.schema_version = SCHEMA_VERSION
+        return dataset
+
+    def __repr__(self) -> str:
+        return f"Dataset {self.name!r}: {self.height} samples\n{super().__repr__()}"
+
+    def __getstate__(self) -> Any:
+        return super().__getstate__(), dict(self.__dict__)
+
+    def __setstate__(self, state: Any) -> None:
+        frame_state, attributes = state
+        super().__setstate__(frame_state)
+        self.__dict__.update(attributes)
+
+
+def read_dataset(path: str | os.PathLike[str], *, name: str | None = None) -> Dataset:
+    """Read a dataset file (YAML, JSON, JSONL, CSV or Parquet, by extension).
+
+    Args:
+        path: the file.
+        name: the dataset name. YAML files (and JSON files in the YAML document shape)
+            declare their own name, which must then equal this one; for other files it
+            defaults to the file stem.
+
+    Returns:
+        The dataset, in file order.
+
+    Raises:
+        DatasetError: the file is missing, unreadable, not valid UTF-8 or not parseable, or
+            a rule is broken. The message names the file, the sample index and id, the
+            field and what was expected.
+
+    Examples:
+        >>> import pathlib, tempfile
+        >>> file = pathlib.Path(tempfile.mkdtemp()) / "faq.yaml"
+        >>> _ = file.write_text(
+        ...     "name: faq\\nsamples:\\n"
+        ...     "  - id: q1\\n    input: {question: How many days?}\\n"
+        ...     "    expected_output: 30 days\\n")
+        >>> ds = read_dataset(file)
+        >>> ds.name, ds.get_column("row_hash")[0][:12]
+        ('faq', '4d2e94278cc6')
+    """
+    file = Path(path)
+    where = os.fspath(path)
+    reader = _READERS.get(file.suffix.lower())
+    if reader is None:
+        raise DatasetError(
+            f"{where}: unsupported dataset file extension {file.suffix!r}; expected one of "
+            ".yaml, .yml, .json, .jsonl, .csv or .parquet."
+        )
+    return reader(file, where, name)
+
+
+# --- per-sample validation ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """Where samples come from, and the format rules that differ between sources."""
+
+    where: str  # prefixes every message: the file path, or "Dataset '<name>'"
+    label: str  # "YAML", "JSON", "JSONL", "CSV", "Parquet", "frame" or "records"
+    id_keys: tuple[str, ...] = ("id",)
+    text_fields: bool = False  # input, metadata and expected_type may come as text
+    tags_field: bool = False  # a per-sample "tags" field fills metadata.tags
+
+    def error(self, message: str) -> DatasetError:
+        return DatasetError(f"{self.where}: {message}")
+
+    @property
+    def a_list(self) -> str:
+        return "a YAML list" if self.label == "YAML" else "a list"
+
+
+_Row = tuple[str, str, str, str, str, list[str], str]
+
+
+def _samples_frame(records: Iterable[object], source: _Source) -> pl.DataFrame:
+    """Validate samples and build the dataset columns in one pass."""
+    rows: list[_Row] = []
+    seen: set[str] = set()
+    for index, record in enumerate(records):
+        row = _sample_row(record, index, source)
+        if row[0] in seen:
+            raise source.error(f"Duplicate sample id '{row[0]}' at index {index}.")
+        seen.add(row[0])
+        rows.append(row)
+    if not rows:
+        raise source.error(f"Dataset {source.label} must declare at least one sample.")
+    columns = [list(column) for column in zip(*rows, strict=True)]
+    return pl.DataFrame(dict(zip(C.DATASET_SCHEMA.names(), columns, strict=True)), C.DATASET_SCHEMA)
+
+
+def _sample_row(record: object, index: int, source: _Source) -> _Row:
+    if not isinstance(record, dict):
+        raise source.error(f"Sample at index {index} is not an associative array.")
+    sample_id = _sample_id(record, index, source)
+    at = f"Sample '{sample_id}' (index {index})"
+    input_map = _input_map(record.get("input"), at, source)
+    if "expected_output" not in record:
+        raise source.error(f"{at} missing required field 'expected_output'.")
+    expected = _expected_value(record, at, source)
+    metadata = _metadata_map(record.get("metadata"), at, source)
+    tags, metadata = _tags(record.get("tags") if source.tags_field else None, metadata, at, source)
+    metadata_text = compact(metadata)
+    try:
+        digest = row_hash(input_map, expected)
+        (sample_id + metadata_text).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end].encode("unicode_escape").decode("ascii")
+        safe_at = at.encode("utf-8", "backslashreplace").decode("utf-8")
+        raise source.error(
+            f"{safe_at} holds a lone surrogate {bad}; text must be valid Unicode."
+        ) from exc
+    expected_text = expected if isinstance(expected, str) else compact(expected)
+    return (
+        sample_id,
+        compact(input_map),
+        expected_text,
+        expected_type_of(expected),
+        metadata_text,
+        tags,
+        digest,
+    )
+
+
+def _sample_id(record: dict[Any, Any], index: int, source: _Source) -> str:
+    given = [(key, record[key]) for key in source.id_keys if record.get(key) is not None]
+    if len(given) > 1 and given[0][1] != given[1][1]:
+        raise source.error(
+            f"Sample at index {index} has different '{given[0][0]}' ({given[0][1]!r}) and "
+            f"'{given[1][0]}' ({given[1][1]!r}); give one."
+        )
+    value = given[0][1] if given else None
+    if isinstance(value, str) and value:
+        return value
+    got = "" if value is None else f" (got {type(value).__name__} {value!r:.40})"
+    raise source.error(
+        f"Sample at index {index} missing required string field '{source.id_keys[0]}'{got}."
+    )
+
+
+def _input_map(value: object, at: str, source: _Source) -> dict[str, JSONValue]:
+    if source.text_fields and isinstance(value, str):
+        # Plain text is the question; text that opens like a JSON object must be one.
+        value = (
+            _json_text(value, "input", at, source)
+            if value.lstrip().startswith("{")
+            else {"question": value}
+        )
+    if isinstance(value, list) and not value:
+        value = {}  # eval-harness (PHP) cannot tell an empty list from an empty map
+    if isinstance(value, list):
+        raise source.error(
+            f"{at} field 'input' must be an associative array (got {source.a_list})."
+        )
+    if not isinstance(value, dict):
+        raise source.error(f"{at} missing required associative-array field 'input'.")
+    return cast(dict[str, JSONValue], _plain(value, "input", at, source))
+
+
+def _expected_value(record: dict[Any, Any], at: str, source: _Source) -> JSONValue:
+    value = record["expected_output"]
+    declared = record.get("expected_type") if source.text_fields else None
+    if declared is None:
+        return _plain(value, "expected_output", at, source)
+    if declared not in _EXPECTED_TYPES:
+        raise source.error(
+            f"{at} field 'expected_type' must be one of {', '.join(_EXPECTED_TYPES)}; "
+            f"got {declared!r}."
+        )
+    if declared != "string":
+        if not isinstance(value, str):
+            raise source.error(
+                f"{at} field 'expected_output' must be JSON text when expected_type is "
+                f"'{declared}'; got {type(value).__name__}."
+            )
+        value = _json_text(value, "expected_output", at, source)
+    plain = _plain(value, "expected_output", at, source)
+    if expected_type_of(plain) != declared:
+        raise source.error(
+            f"{at} field 'expected_output' holds a {expected_type_of(plain)} value but "
+            f"expected_type is '{declared}'."
+        )
+    return plain
+
+
+def _metadata_map(value: object, at: str, source: _Source) -> dict[str, JSONValue]:
+    if source.text_fields and isinstance(value, str):
+        value = _json_text(value, "metadata", at, source) if value.strip() else None
+    if value is None or (isinstance(value, list) and not value):
+        return {}
+    if isinstance(value, list):
+        raise source.error(
+            f"{at} field 'metadata' must be an associative array (got {source.a_list})."
+        )
+    if not isinstance(value, dict):
+        raise source.error(f"{at} field 'metadata' must be an associative array.")
+    return cast(dict[str, JSONValue], _plain(value, "metadata", at, source))
+
+
+def _tags(
+    value: object, metadata: dict[str, JSONValue], at: str, source: _Source
+) -> tuple[list[str], dict[str, JSONValue]]:
+    """The normalised tags, and the metadata with ``tags`` filled from a ``tags`` field."""
+    from_metadata = _normalise_tags(metadata.get("tags"))
+    if value is None:
+        return from_metadata, metadata
+    if isinstance(value, str):
+        value = (
+            _json_text(value, "tags", at, source)
+            if value.lstrip().startswith("[")
+            else value.split("|")
+        )
+    given = _normalise_tags(value)
+    if "tags" in metadata:
+        if given != from_metadata:
+            raise source.error(
+                f"{at} field 'tags' {given} disagrees with metadata.tags {from_metadata}; "
+                "give the tags once."
+            )
+        return given, metadata
+    return given, ({**metadata, "tags": cast(JSONValue, given)} if given else metadata)
+
+
+def _normalise_tags(value: object) -> list[str]:
+    """Tags as the report's cohorts read them: trimmed (PHP trim), non-empty, unique, in order."""
+    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    trimmed = (php_trim(item) for item in items if isinstance(item, str))
+    return list(dict.fromkeys(tag for tag in trimmed if tag))
+
+
+def _json_text(text: str, field: str, at: str, source: _Source) -> object:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise source.error(f"{at} field '{field}' is not valid JSON: {exc}.") from exc
+
+
+def _plain(value: object, field: str, at: str, source: _Source) -> JSONValue:
+    try:
+        return to_json_value(value)
+    except UnsupportedValueError as exc:
+        raise source.error(f"{at} field '{field}{exc.path}' {exc.reason}.") from exc
+    except RecursionError as exc:
+        raise source.error(
+            f"{at} field '{field}' is nested too deeply or refers to itself."
+        ) from exc
+
+
+def _check_metrics(value: object, subject: str, where: str) -> list[str]:
+    if value is None:
+        return []
+    if (
+        isinstance(value, str)
+        or not isinstance(value, Sequence)
+        or not all(isinstance(spec, str) and spec.strip() for spec in value)
+    ):
+        raise DatasetError(
+            f"{where}: {subject} must be a list of non-empty metric spec strings; "
+            f"got {value!r:.80}."
+        )
+    return [spec.strip() for spec in value]
+
+
+def _check_repetitions(value: object, subject: str, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise DatasetError(f"{where}: {subject} must be an integer; got {value!r:.40}.")
+    if value < 1:
+        raise DatasetError(f"{where}: {subject} must be at least 1; got {value}.")
+    return int(value)
+
+
+# --- the eval-harness document (YAML, and JSON of the same shape) ---------------------------
+
+
+def _from_document(
+    document: object, source: _Source, requested_name: str | None, file: Path
+) -> Dataset:
+    subject = f"Dataset {source.label}"
+    hint = ""
+    if not isinstance(document, dict):
+        # As in eval-harness: a document that is not a mapping counts as an empty one.
+        hint = (
+            " (the file is empty)"
+            if document is None
+            else (f" (the document is a {type(document).__name__}, not a mapping)")
+        )
+        document = {}
+    version = _schema_version(document, subject, source)
+    name = document.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise source.error(f"{subject} missing required string field 'name'.{hint}")
+    if requested_name is not None and requested_name != name:
+        raise source.error(
+            f"Dataset name mismatch: the file declares '{name}' but '{requested_name}' "
+            "was requested."
+        )
+    repetitions = _check_repetitions(
+        document.get("repetitions"), f"{subject} field 'repetitions'", source.where
+    )
+    metrics = _check_metrics(document.get("metrics"), f"{subject} field 'metrics'", source.where)
+    samples = document.get("samples")
+    if isinstance(samples, dict):
+        samples = list(samples.values())
+    if not isinstance(samples, list):
+        raise source.error(f"{subject} missing required list field 'samples'.")
+    dataset = Dataset._wrap(
+        _samples_frame(samples, source),
+        name=name,
+        metrics=metrics,
+        repetitions=repetitions,
+        path=file,
+    )
+    dataset.schema_version = version
+    return dataset
+
+
+def _schema_version(document: dict[Any, Any], subject: str, source: _Source) -> str:
+    if "schema_version" not in document:
+        return SCHEMA_VERSION
+    version = document["schema_version"]
+    field = f"{subject} field 'schema_version'"
+    if not isinstance(version, str) or not version.strip():
+        raise source.error(f"{field} must be a non-empty string.")
+    if version != SCHEMA_VERSION:
+        raise source.error(
+            f"{field} has unsupported value '{version}'. Supported versions: {SCHEMA_VERSION}."
+        )
+    return version
+
+
+# --- file formats -----------------------------------------------------------------------------
+
+
+def _read_yaml(file: Path, where: str, name: str | None) -> Dataset:
+    source = _Source(where, "YAML")
+    text = _read_text(file, where, "Dataset YAML")
+    try:
+        document = _parse_yaml(text)
+    except yaml.YAMLError as exc:
+        raise source.error(f"Dataset YAML is not valid YAML: {_yaml_problem(exc)}") from exc
+    return _from_document(document, source, name, file)
+
+
+def _read_json(file: Path, where: str, name: str | None) -> Dataset:
+    text = _read_text(file, where, "Dataset JSON")
+    if not text.strip():
+        raise DatasetError(f"{where}: Dataset JSON file is empty.")
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise DatasetError(f"{where}: Dataset JSON is not valid JSON: {exc}.") from exc
+    if isinstance(document, dict):
+        return _from_document(document, _Source(where, "JSON"), name, file)
+    if isinstance(document, list):
+        source = _Source(where, "JSON", ("sample_id", "id"), tags_field=True)
+        return Dataset._build(document, source, name or file.stem, (), None, file)
+    raise DatasetError(
+        f"{where}: Dataset JSON must be an object with 'name' and 'samples', or a list of "
+        f"samples; got {type(document).__name__}."
+    )
+
+
+def _read_jsonl(file: Path, where: str, name: str | None) -> Dataset:
+    source = _Source(where, "JSONL", ("sample_id", "id"), tags_field=True)
+    text = _read_text(file, where, "Dataset JSONL")
+    if not text.strip():
+        raise source.error("Dataset JSONL file is empty.")
+    return Dataset._build(_jsonl_values(text, source), source, name or file.stem, (), None, file)
+
+
+def _jsonl_values(text: str, source: _Source) -> Iterator[object]:
+    # Split on "\n" only: str.splitlines() would also split at U+2028 inside JSON strings.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            try:
+                yield json.loads(line)
+            except ValueError as exc:
+                raise source.error(
+                    f"Dataset JSONL line {number} is not valid JSON: {exc}."
+                ) from exc
+
+
+def _read_csv(file: Path, where: str, name: str | None) -> Dataset:
+    source = _columnar_source(name or file.stem, "CSV", where)
+    text = _read_text(file, where, "Dataset CSV")
+    if not text.strip():
+        raise source.error("Dataset CSV file is empty.")
+    try:
+        # Every cell as text; an empty cell is null (absent), except in expected_output.
+        frame = pl.read_csv(text.encode("utf-8"), infer_schema=False)
+    except pl.exceptions.PolarsError as exc:
+        raise source.error(f"Dataset CSV could not be parsed: {exc}") from exc
+    if C.EXPECTED_OUTPUT in frame.columns:
+        frame = frame.with_columns(pl.col(C.EXPECTED_OUTPUT).fill_null(""))
+    wanted = [column for column in _COLUMNAR_FIELDS if column in frame.columns]
+    columns = {column: frame.get_column(column).to_list() for column in wanted}
+    records = _records_from_columns(columns, frame.columns, source)
+    return Dataset._build(records, source, name or file.stem, (), None, file)
+
+
+def _read_parquet(file: Path, where: str, name: str | None) -> Dataset:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = _columnar_source(name or file.stem, "Parquet", where)
+    data = _read_bytes(file, where, "Dataset Parquet")
+    if not data:
+        raise source.error("Dataset Parquet file is empty.")
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+        wanted = [column for column in _COLUMNAR_FIELDS if column in table.column_names]
+        # Arrow maps come back as dicts rather than lists of (key, value) pairs.
+        columns = {c: table.column(c).to_pylist(maps_as_pydicts="strict") for c in wanted}
+    except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
+        raise source.error(f"Dataset Parquet is not a valid Parquet file: {exc}") from exc
+    records = _records_from_columns(columns, table.column_names, source)
+    return Dataset._build(records, source, name or file.stem, (), None, file)
+
+
+_COLUMNAR_FIELDS: Final[tuple[str, ...]] = (
+    C.SAMPLE_ID,
+    "id",
+    C.INPUT,
+    C.EXPECTED_OUTPUT,
+    C.EXPECTED_TYPE,
+    C.METADATA,
+    C.TAGS,
+)
+
+
+def _columnar_source(name: str, label: str, where: str | None = None) -> _Source:
+    return _Source(
+        where or f"Dataset '{name}'",
+        label,
+        ("sample_id", "id"),
+        text_fields=True,
+        tags_field=True,
+    )
+
+
+def _records_from_columns(
+    columns: dict[str, list[Any]], found: Sequence[str], source: _Source
+) -> Iterator[dict[str, Any]]:
+    required = [("sample_id", "id"), (C.INPUT,), (C.EXPECTED_OUTPUT,)]
+    for choices in required:
+        if not any(choice in columns for choice in choices):
+            spelled = " (or 'id')" if len(choices) > 1 else ""
+            raise source.error(
+                f"Dataset {source.label} is missing required column '{choices[0]}'{spelled}; "
+                f"found columns: {', '.join(found) or '(none)'}."
+            )
+    keys = list(columns)
+    return (dict(zip(keys, values, strict=True)) for values in zip(*columns.values(), strict=True))
+
+
+_READERS: Final = {
+    ".yaml": _read_yaml,
+    ".yml": _read_yaml,
+    ".json": _read_json,
+    ".jsonl": _read_jsonl,
+    ".csv": _read_csv,
+    ".parquet": _read_parquet,
+}
+
+
+# --- bytes, text and YAML (shared with evalframe.outputs) ---------------------------------------
+
+
+def _read_bytes(file: Path, where: str, subject: str) -> bytes:
+    try:
+        return file.read_bytes()
+    except OSError as exc:
+        raise DatasetError(f"{subject} file is missing or unreadable: {where}") from exc
+
+
+def _read_text(file: Path, where: str, subject: str) -> str:
+    return _decode_utf8(_read_bytes(file, where, subject), where, subject)
+
+
+def _decode_utf8(data: bytes, where: str, subject: str) -> str:
+    body = data.removeprefix(codecs.BOM_UTF8)
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = body.count(b"\n", 0, exc.start) + 1
+        raise DatasetError(
+            f"{where}: {subject} is not valid UTF-8: byte 0x{body[exc.start]:02x} at line "
+            f"{line} (byte offset {exc.start}) is {exc.reason}."
+        ) from exc
+
+
+class _YamlLoader(_SafeLoader):
+    """PyYAML's safe loader with YAML 1.2 core-schema scalars, and repeated keys as errors.
+
+    eval-harness parses YAML with Symfony's parser, for which ``yes``, ``no``, ``on``,
+    ``off``, ``1:30`` and ``1_000`` are strings, ``1e3`` is a number and a repeated key is an
+    error. PyYAML's YAML 1.1 rules would read ``expected_output: no`` as ``false`` and keep
+    the last of two equal keys without a word.
+    """
+
+    yaml_implicit_resolvers = {  # noqa: RUF012  # PyYAML's class-level registry
+        first: [(tag, regexp) for tag, regexp in resolvers if tag not in _YAML11_TAGS]
+        for first, resolvers in _SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        own = [key for key, _ in node.value if key.tag != _MERGE_TAG]
+        merged = len(own) < len(node.value)
+        mapping = super().construct_mapping(node, deep=deep)
+        if merged or len(mapping) < len(own):
+            seen: set[object] = set()
+            for key_node in own:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"found duplicate key {key!r}",
+                        key_node.start_mark,
+                    )
+                seen.add(key)
+        return mapping
+
+
+def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    text = str(loader.construct_scalar(node))
+    digits = text.lstrip("+-")
+    sign = -1 if text.startswith("-") else 1
+    try:
+        if digits[:2] in {"0o", "0x"}:
+            return sign * int(digits[2:], 8 if digits[1] == "o" else 16)
+        return int(text, 10)  # "010" is ten in YAML 1.2, not eight
+    except ValueError as exc:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"invalid integer {text!r}", node.start_mark
+        ) from exc
+
+
+_YamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+_YamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:int",
+    re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"),
+    list("-+0123456789"),
+)
+_YamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+    list("-+.0123456789"),
+)
+_YamlLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
+def _parse_yaml(text: str) -> object:
+    loader = _YamlLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """A one-line account of a YAML error: what, and at which line and column."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        what = ": ".join(part for part in (exc.context, exc.problem) if part)
+        mark = exc.problem_mark or exc.context_mark
+        if mark is not None:
+            what += f" at line {mark.line + 1}, column {mark.column + 1}"
+        return what
+    return " ".join(str(exc).split())

@@ -1,0 +1,410 @@
+"""Saved outputs: ``read_outputs`` and ``align_outputs``.
+
+An outputs frame has ``sample_id`` and ``actual_output`` (String), plus whichever of the
+operational columns (``schema.OPERATIONAL_COLUMNS``: ``latency_ms``, ``prompt_tokens``,
+``completion_tokens``, ``cost_usd``, ``retries``) the file carries. Formats, by extension:
+
+* ``.json``, ``.yaml``, ``.yml`` and any other extension: eval-harness saved outputs (reference
+  §4), an object whose ``outputs`` is a map of sample id to output text, or a list of
+  ``{id, actual_output}`` entries that may also carry operational fields. ``.json`` is strict
+  JSON, ``.yaml``/``.yml`` YAML; other extensions are tried as JSON, then as YAML. Map keys
+  are ids as written: ``1: yes`` is sample ``"1"``.
+* ``.jsonl``: one ``{sample_id (or id), actual_output, ...}`` object per line.
+* ``.csv`` and ``.parquet``: columns ``sample_id`` (or ``id``) and ``actual_output``. An empty
+  CSV ``actual_output`` cell is the empty string.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import polars as pl
+import yaml
+
+from evalframe import schema as C
+from evalframe.dataset import (
+    Dataset,
+    _decode_utf8,
+    _yaml_problem,
+    _YamlLoader,
+)
+from evalframe.exceptions import DatasetError
+
+__all__ = ["align_outputs", "read_outputs"]
+
+_SUBJECT: Final = "Saved outputs file"
+_MAX_LISTED_IDS: Final = 20
+_INTEGER_TEXT: Final = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
+def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
+    """Read saved outputs (eval-harness JSON or YAML, JSONL, CSV or Parquet).
+
+    Args:
+        path: the file.
+
+    Returns:
+        One row per output, in file order: ``sample_id``, ``actual_output`` and the
+        operational columns present in the file, cast to their schema dtypes.
+
+    Raises:
+        DatasetError: the file is missing, unreadable, empty or unparseable, or an entry
+            breaks a rule (reference §4); the message names the file and the entry index or
+            sample id.
+
+    Examples:
+        >>> import pathlib, tempfile
+        >>> file = pathlib.Path(tempfile.mkdtemp()) / "outputs.json"
+        >>> _ = file.write_text('{"outputs": {"q1": "30 days", "2": "no"}}')
+        >>> read_outputs(file).rows()
+        [('q1', '30 days'), ('2', 'no')]
+    """
+    file = Path(path)
+    where = os.fspath(path)
+    if not file.is_file():
+        raise DatasetError(f"{_SUBJECT} {where} does not exist or is not a regular file.")
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise DatasetError(f"{_SUBJECT} {where} is not readable.") from exc
+    suffix = file.suffix.lower()
+    if suffix == ".parquet":
+        return _from_parquet(data, where)
+    text = _decode_utf8(data, where, _SUBJECT)
+    if not text.strip():
+        raise DatasetError(f"{where}: {_SUBJECT} must not be empty.")
+    if suffix == ".jsonl":
+        return _from_entries(_jsonl_values(text, where), where)
+    if suffix == ".csv":
+        return _from_csv(text, where)
+    return _from_document(_parse_document(text, suffix, where), where)
+
+
+def align_outputs(dataset: Dataset, outputs: pl.DataFrame) -> pl.DataFrame:
+    """Check that outputs cover the dataset exactly, and put them in dataset order.
+
+    Args:
+        dataset: the dataset the outputs answer.
+        outputs: a frame with ``sample_id`` and ``actual_output`` (and any other columns).
+
+    Returns:
+        ``outputs`` with one row per dataset sample, in dataset order.
+
+    Raises:
+        DatasetError: a dataset sample has no output, an output names no dataset sample, an
+            id appears twice, or a required column is missing. Up to 20 ids are listed.
+
+    Examples:
+        >>> import polars as pl
+        >>> ds = Dataset.from_records(
+        ...     [{"id": i, "input": {}, "expected_output": "x"} for i in ("a", "b")], name="d")
+        >>> outputs = pl.DataFrame({"sample_id": ["b", "a"], "actual_output": ["2", "1"]})
+        >>> align_outputs(ds, outputs).rows()
+        [('a', '1'), ('b', '2')]
+    """
+    _check_outputs_frame(outputs)
+    given = outputs.get_column(C.SAMPLE_ID)
+    wanted = dataset.get_column(C.SAMPLE_ID)
+    missing = wanted.filter(~wanted.is_in(given.implode())).to_list()
+    unknown = given.filter(~given.is_in(wanted.implode())).to_list()
+    problems = []
+    if missing:
+        problems.append(
+            f"Saved outputs for dataset '{dataset.name}' are missing sample ids: "
+            f"{_id_list(missing)}."
+        )
+    if unknown:
+        problems.append(
+            f"Saved outputs for dataset '{dataset.name}' contain unknown sample ids: "
+            f"{_id_list(unknown)}."
+        )
+    if problems:
+        raise DatasetError(" ".join(problems))
+    order = dataset.select(C.SAMPLE_ID)
+    return order.join(outputs, on=C.SAMPLE_ID, how="left", maintain_order="left")
+
+
+def _check_outputs_frame(outputs: pl.DataFrame) -> None:
+    absent = [c for c in (C.SAMPLE_ID, C.ACTUAL_OUTPUT) if c not in outputs.columns]
+    if absent:
+        raise DatasetError(
+            f"Outputs frame is missing column(s) {', '.join(absent)}; "
+            f"found: {', '.join(outputs.columns) or '(none)'}."
+        )
+    ids = outputs.get_column(C.SAMPLE_ID)
+    if ids.dtype != pl.String:
+        raise DatasetError(f"Outputs column '{C.SAMPLE_ID}' must be String; got {ids.dtype}.")
+    if ids.null_count() or (ids == "").any():
+        raise DatasetError("Saved outputs contain an empty sample id.")
+    repeated = ids.filter(ids.is_duplicated()).unique(maintain_order=True).to_list()
+    if repeated:
+        raise DatasetError(f"Duplicate saved output for sample '{repeated[0]}'.")
+
+
+def _id_list(ids: list[str]) -> str:
+    shown = ", ".join(ids[:_MAX_LISTED_IDS])
+    more = len(ids) - _MAX_LISTED_IDS
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+# --- eval-harness documents (JSON or YAML) ----------------------------------------------------
+
+
+class _JsonObject(dict[str, Any]):
+    """A JSON object that remembers the keys it saw more than once."""
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        self.repeated = [] if len(self) == len(pairs) else _repeated(key for key, _ in pairs)
+
+
+def _repeated(keys: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    repeated = []
+    for key in keys:
+        if key in seen:
+            repeated.append(key)
+        seen.add(key)
+    return repeated
+
+
+def _parse_document(text: str, suffix: str, where: str) -> object:
+    if suffix == ".json":
+        try:
+            return _parse_json(text)
+        except ValueError as exc:
+            raise DatasetError(f"{where}: {_SUBJECT} contains invalid JSON: {exc}.") from exc
+    if suffix in {".yaml", ".yml"}:
+        try:
+            return _parse_yaml_outputs(text, where)
+        except yaml.YAMLError as exc:
+            raise DatasetError(
+                f"{where}: {_SUBJECT} contains invalid YAML: {_yaml_problem(exc)}."
+            ) from exc
+    try:
+        return _parse_json(text)
+    except ValueError as json_exc:
+        try:
+            return _parse_yaml_outputs(text, where)
+        except yaml.YAMLError as yaml_exc:
+            raise DatasetError(
+                f"{where}: {_SUBJECT} could not be parsed as JSON or YAML. "
+                f"JSON error: {json_exc}. YAML error: {_yaml_problem(yaml_exc)}."
+            ) from yaml_exc
+
+
+def _parse_json(text: str) -> object:
+    return json.loads(text, object_pairs_hook=_JsonObject)
+
+
+def _parse_yaml_outputs(text: str, where: str) -> object:
+    """Parse YAML outputs, keeping each map key's text as written (``1`` -> ``"1"``)."""
+    loader = _YamlLoader(text)
+    try:
+        root = loader.get_single_node()
+        node = _outputs_node(root)
+        if node is None:
+            return None if root is None else loader.construct_document(root)
+        ids = [key.value for key, _ in node.value]
+        repeated = _repeated(ids)
+        if repeated:
+            raise DatasetError(f"{where}: Duplicate saved output for sample '{repeated[0]}'.")
+        document = loader.construct_document(root)
+        document["outputs"] = {
+            sample_id: loader.construct_object(value, deep=True)
+            for sample_id, (_, value) in zip(ids, node.value, strict=True)
+        }
+        return document
+    finally:
+        loader.dispose()
+
+
+def _outputs_node(root: yaml.Node | None) -> yaml.MappingNode | None:
+    """The ``outputs`` map node when every key is a plain scalar; None otherwise."""
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    for key, value in root.value:
+        if (
+            isinstance(key, yaml.ScalarNode)
+            and key.value == "outputs"
+            and isinstance(value, yaml.MappingNode)
+            and all(
+                isinstance(k, yaml.ScalarNode) and k.tag != "tag:yaml.org,2002:merge"
+                for k, _ in value.value
+            )
+        ):
+            return value
+    return None
+
+
+def _from_document(document: object, where: str) -> pl.DataFrame:
+    if not isinstance(document, dict):
+        raise DatasetError(
+            f"{where}: {_SUBJECT} must be a JSON/YAML object and must contain an outputs field."
+        )
+    repeated_keys = getattr(document, "repeated", None)
+    if repeated_keys:
+        raise DatasetError(f"{where}: {_SUBJECT} has the key '{repeated_keys[0]}' more than once.")
+    if "outputs" not in document:
+        raise DatasetError(f"{where}: {_SUBJECT} must contain an outputs field.")
+    outputs = document["outputs"]
+    if isinstance(outputs, list):
+        return _from_entries(outputs, where)
+    if not isinstance(outputs, dict):
+        raise DatasetError(f"{where}: {_SUBJECT} must contain an outputs object or list.")
+    repeated = getattr(outputs, "repeated", None)
+    if repeated:
+        raise DatasetError(f"{where}: Duplicate saved output for sample '{repeated[0]}'.")
+    ids: list[str] = []
+    texts: list[str] = []
+    for key, text in outputs.items():
+        sample_id = str(key)
+        if not sample_id:
+            raise DatasetError(f"{where}: Saved outputs contain an empty sample id.")
+        if not isinstance(text, str):
+            raise DatasetError(
+                f"{where}: Saved output for sample '{sample_id}' must be a string; "
+                f"got {_type_name(text)}."
+            )
+        ids.append(sample_id)
+        texts.append(text)
+    return _frame(ids, texts, {}, where)
+
+
+# --- entries: list form, JSONL, CSV and Parquet -----------------------------------------------
+
+
+def _from_entries(
+    entries: Iterable[object], where: str, *, from_text: bool = False
+) -> pl.DataFrame:
+    ids: list[str] = []
+    texts: list[str] = []
+    extras: list[dict[str, object]] = []
+    for index, entry in enumerate(entries):
+        at = f"Saved outputs entry at index {index}"
+        if not isinstance(entry, dict):
+            raise DatasetError(f"{where}: {at} must be an object with id and actual_output.")
+        sample_id = entry.get("id")
+        if sample_id is None:
+            sample_id = entry.get(C.SAMPLE_ID)
+        if not isinstance(sample_id, str) or not sample_id:
+            raise DatasetError(f"{where}: {at} must contain a non-empty string id.")
+        at = f"{at} (sample '{sample_id}')"
+        text = entry.get(C.ACTUAL_OUTPUT)
+        if not isinstance(text, str):
+            raise DatasetError(f"{where}: {at} must contain a string actual_output.")
+        ids.append(sample_id)
+        texts.append(text)
+        extras.append(
+            {
+                column: _operational(entry[column], column, dtype, f"{where}: {at}", from_text)
+                for column, dtype in C.OPERATIONAL_COLUMNS.items()
+                if column in entry
+            }
+        )
+    present = [c for c in C.OPERATIONAL_COLUMNS if any(c in extra for extra in extras)]
+    columns = {c: [extra.get(c) for extra in extras] for c in present}
+    return _frame(ids, texts, columns, where)
+
+
+def _operational(value: object, column: str, dtype: Any, at: str, from_text: bool) -> object:
+    if from_text and isinstance(value, str):
+        value = _parse_number(value, dtype)
+    if value is None:
+        return None
+    if not isinstance(value, bool):
+        if dtype == pl.Int64 and isinstance(value, int):
+            return value
+        if dtype == pl.Float64 and isinstance(value, int | float):
+            return float(value)
+    wanted = "an integer" if dtype == pl.Int64 else "a number"
+    raise DatasetError(
+        f"{at} field '{column}' must be {wanted}; got {_type_name(value)} {value!r:.40}."
+    )
+
+
+def _parse_number(text: str, dtype: Any) -> object:
+    if not text.strip():
+        return None
+    if dtype == pl.Int64:
+        return int(text) if _INTEGER_TEXT.fullmatch(text) else text
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _jsonl_values(text: str, where: str) -> Iterator[object]:
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            try:
+                yield json.loads(line)
+            except ValueError as exc:
+                raise DatasetError(
+                    f"{where}: Saved outputs line {number} is not valid JSON: {exc}."
+                ) from exc
+
+
+def _from_csv(text: str, where: str) -> pl.DataFrame:
+    try:
+        frame = pl.read_csv(text.encode("utf-8"), infer_schema=False)
+    except pl.exceptions.PolarsError as exc:
+        raise DatasetError(f"{where}: Saved outputs CSV could not be parsed: {exc}") from exc
+    if C.ACTUAL_OUTPUT in frame.columns:
+        frame = frame.with_columns(pl.col(C.ACTUAL_OUTPUT).fill_null(""))
+    return _from_columns({c: frame.get_column(c).to_list() for c in frame.columns}, where, True)
+
+
+def _from_parquet(data: bytes, where: str) -> pl.DataFrame:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not data:
+        raise DatasetError(f"{where}: {_SUBJECT} must not be empty.")
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowException, OSError) as exc:
+        raise DatasetError(f"{where}: {_SUBJECT} is not a valid Parquet file: {exc}") from exc
+    wanted = [C.SAMPLE_ID, "id", C.ACTUAL_OUTPUT, *C.OPERATIONAL_COLUMNS]
+    columns = {c: table.column(c).to_pylist() for c in wanted if c in table.column_names}
+    return _from_columns(columns, where, False)
+
+
+def _from_columns(columns: Mapping[str, list[Any]], where: str, from_text: bool) -> pl.DataFrame:
+    for required in ((C.SAMPLE_ID, "id"), (C.ACTUAL_OUTPUT,)):
+        if not any(c in columns for c in required):
+            raise DatasetError(
+                f"{where}: {_SUBJECT} is missing required column '{required[0]}'"
+                f"{' (or id)' if len(required) > 1 else ''}; found columns: "
+                f"{', '.join(columns) or '(none)'}."
+            )
+    keys = [c for c in (C.SAMPLE_ID, "id", C.ACTUAL_OUTPUT, *C.OPERATIONAL_COLUMNS) if c in columns]
+    rows = (
+        dict(zip(keys, values, strict=True))
+        for values in zip(*(columns[k] for k in keys), strict=True)
+    )
+    return _from_entries(rows, where, from_text=from_text)
+
+
+def _frame(
+    ids: list[str], texts: list[str], operational: dict[str, list[object]], where: str
+) -> pl.DataFrame:
+    repeated = _repeated(ids)
+    if repeated:
+        raise DatasetError(f"{where}: Duplicate saved output for sample '{repeated[0]}'.")
+    schema: dict[str, pl.DataType] = {C.SAMPLE_ID: pl.String(), C.ACTUAL_OUTPUT: pl.String()}
+    schema.update({c: C.OPERATIONAL_COLUMNS[c] for c in operational})
+    return pl.DataFrame({C.SAMPLE_ID: ids, C.ACTUAL_OUTPUT: texts, **operational}, schema)
+
+
+def _type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "map"
+    return type(value).__name__
