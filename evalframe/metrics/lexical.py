@@ -6,6 +6,8 @@ expressions; rouge-l tokenises in Polars and runs a bit-parallel LCS kernel over
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from evalframe import schema as C
@@ -72,14 +74,15 @@ _DELIMITERS = {
     "[": "]",
     "<": ">",
 }
-_FLAGS = {"i": "i", "m": "m", "s": "s", "x": "x", "U": "U", "u": "", "D": ""}
+_FLAGS = {"i": "i", "m": "m", "s": "s", "x": "x", "U": "U", "u": "", "D": "", "A": ""}
 
 
 def _translate(pattern: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     """PCRE ``/body/flags`` to a Rust-regex pattern, and a parse error message (or null)."""
     bodies, flag_sets = [], []
     for open_, close in _DELIMITERS.items():
-        rx = f"^\\{open_}(?s:(.*))\\{close}([A-Za-z]*)$"
+        # Character classes, not escapes: in Rust regex \< and \> are word boundaries.
+        rx = f"^[{re.escape(open_)}](?s:(.*))[{re.escape(close)}]([A-Za-z]*)$"
         bodies.append(pattern.str.extract(rx, 1))
         flag_sets.append(pattern.str.extract(rx, 2))
     body, flags = pl.coalesce(bodies), pl.coalesce(flag_sets)
