@@ -160,6 +160,7 @@ def evaluate(
     name: str | None = None,
     labels: Mapping[str, str] | None = None,
     providers: Any = None,
+    run_id: str | None = None,
 ) -> Run:
     """Score a dataset's outputs, or a system under test, with metrics.
 
@@ -176,6 +177,7 @@ def evaluate(
         name: the run's name (default: the dataset name).
         labels: free-form labels stored with the run.
         providers: embeddings/judge providers for model-backed metrics.
+        run_id: the run's id (default: a random 16-hex-digit id).
 
     Returns:
         The ``Run``. A metric that cannot score a row records that row's error; a system
@@ -209,14 +211,13 @@ def evaluate(
         produced = call_system(
             base, system, repetitions=reps, concurrency=concurrency, progress=progress
         )
-    else:
-        assert outputs is not None
+    elif outputs is not None:
         aligned = align_outputs(ds, _as_outputs(outputs))
         produced = pl.concat(
             [aligned.with_columns(pl.lit(r, pl.Int64).alias(C.REPETITION)) for r in range(reps)]
         )
     frame = produced.join(base, on=C.SAMPLE_ID, how="left", maintain_order="left")
-    run_id = uuid.uuid4().hex[:16]
+    run_id = run_id or uuid.uuid4().hex[:16]
     scores = score(frame, resolved, run_id=run_id, context=providers)
     finished = time.time()
     usage = getattr(providers, "usage_frame", None)

@@ -1,0 +1,97 @@
+"""The evalframe command line: outputs, formats and exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+import evalframe as ef
+from evalframe.cli import cli
+
+EXAMPLE = Path(ef.__file__).parent / "examples"
+DATASET = str(EXAMPLE / "support.yaml")
+OUTPUTS = str(EXAMPLE / "support.outputs.json")
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_run_prints_markdown_and_exits_zero_on_a_clean_run() -> None:
+    code, out, _ = invoke("run", DATASET, "--outputs", OUTPUTS)
+    assert code == 0
+    assert out.startswith("# Eval report — support.faq\n")
+
+
+def test_run_json_format_and_out_file(tmp_path: Path) -> None:
+    code, out, _ = invoke("run", DATASET, "--outputs", OUTPUTS, "--format", "json", "-m",
+                          "exact-match", "-m", "rouge-l(beta=2.0)")
+    assert code == 0
+    report = json.loads(out)
+    assert list(report["metrics"]) == ["exact-match", "rouge-l(beta=2.0)"]
+    target = tmp_path / "r.md"
+    code, out, err = invoke("run", DATASET, "--outputs", OUTPUTS, "--out", str(target))
+    assert code == 0
+    assert out == ""
+    assert target.read_text().startswith("# Eval report")
+
+
+def test_run_exits_one_when_a_sample_fails_a_metric(tmp_path: Path) -> None:
+    ds = tmp_path / "d.yaml"
+    ds.write_text(
+        "name: d\nsamples:\n  - id: a\n    input: {}\n    expected_output: [x]\n"
+        "  - id: b\n    input: {}\n    expected_output: y\n"
+    )
+    out = tmp_path / "o.json"
+    out.write_text('{"outputs": {"a": "x", "b": "y"}}')
+    code, stdout, err = invoke("run", str(ds), "--outputs", str(out), "-m", "exact-match")
+    assert code == 1
+    assert "1 (sample, metric) failure(s)" in err
+    assert "must be a string for exact-match metric; got list" in stdout
+
+
+def test_input_and_usage_errors_exit_two_without_a_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: [unclosed\n")
+    cases = [
+        ("run", str(bad), "--outputs", OUTPUTS),
+        ("run", str(tmp_path / "missing.yaml"), "--outputs", OUTPUTS),
+        ("run", DATASET, "--outputs", OUTPUTS, "-m", "rouge_l"),
+        ("run", DATASET, "--outputs", OUTPUTS, "-m", "rouge-l(beta=x)"),
+        ("run", DATASET),
+        ("run", DATASET, "--outputs", OUTPUTS, "--format", "xml"),
+    ]
+    for args in cases:
+        code, _, err = invoke(*args)
+        assert code == 2, (args, err)
+        assert "Traceback" not in err
+        assert err.strip()
+    _, _, err = invoke("run", DATASET, "--outputs", OUTPUTS, "-m", "rouge_l")
+    assert "Did you mean 'rouge-l'" in err
+
+
+def test_metrics_lists_the_registry() -> None:
+    code, out, _ = invoke("metrics", "--format", "json")
+    assert code == 0
+    names = {m["name"] for m in json.loads(out)}
+    assert {"exact-match", "contains", "regex", "rouge-l"} <= names
+    code, out, _ = invoke("metrics")
+    assert code == 0
+    assert "rouge-l" in out
+
+
+def test_console_script_runs_as_a_real_process() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalframe", "run", DATASET, "--outputs", OUTPUTS, "--format",
+         "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["total_failures"] == 0
