@@ -131,7 +131,7 @@ def macro_f1(scores: pl.DataFrame, *, metrics: Sequence[str] | None = None) -> f
     summary = summarize(scores, metrics=metrics)
     if summary.height == 0:
         return 0.0
-    return float(summary.get_column("pass_rate").mean() or 0.0)
+    return float(summary.select(pl.col("pass_rate").mean()).item())
 
 
 def _cohort_keys(scores: pl.DataFrame, tags: pl.DataFrame) -> pl.DataFrame:

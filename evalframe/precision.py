@@ -127,15 +127,13 @@ def row_aggregates(scores: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
 
 def precision_block(rows: pl.DataFrame, total_executions: int) -> dict[str, Any]:
     """The report's ``precision`` block (scope ``per_row``) from ``row_aggregates``."""
-    n = int(rows.get_column("repetitions").max() or 0) if rows.height else 0
-    passed = int(rows.get_column("passed").sum()) if rows.height else 0
-    executions = int(rows.get_column("repetitions").sum()) if rows.height else 0
+    n, passed, executions, variance = rows.select(
+        pl.col("repetitions").max().fill_null(0).alias("n"),
+        pl.col("passed").sum().alias("passed"),
+        pl.col("repetitions").sum().alias("executions"),
+        (pl.col("pass_rate") * (1 - pl.col("pass_rate"))).mean().fill_null(0.0).alias("v"),
+    ).row(0)
     rate = passed / executions if executions else 0.0
-    if rows.height:
-        p = rows.get_column("pass_rate")
-        variance = float((p * (1 - p)).mean() or 0.0)
-    else:
-        variance = 0.0
     res = resolution(variance, n)
     resolvable = n >= 2 and res <= TARGET_DELTA
     needed = required_repetitions(variance)

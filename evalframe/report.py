@@ -90,13 +90,13 @@ def _usage_block(usage: pl.DataFrame) -> dict[str, Any]:
             reported[f] = col.len()
             if f == "latency_ms":
                 if col.len():
-                    total = float(col.sum())
+                    total, peak = col.to_frame().select(pl.all().sum(), pl.all().max()).row(0)
                     latency = {
                         "count": col.len(),
-                        "total": total,
-                        "mean": total / col.len(),
-                        "max": float(col.max()),
-                    }  # type: ignore[arg-type]
+                        "total": float(total),
+                        "mean": float(total) / col.len(),
+                        "max": float(peak),
+                    }
             elif f == "cost_usd":
                 totals[f] = float(col.sum()) if col.len() else 0.0
             else:

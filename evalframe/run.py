@@ -65,7 +65,9 @@ class Run:
 
     @property
     def repetitions(self) -> int:
-        return int(self.frame.get_column(C.REPETITION).max() or 0) + 1 if self.frame.height else 0
+        if self.frame.height == 0:
+            return 0
+        return int(self.frame.select(pl.col(C.REPETITION).max()).item()) + 1
 
     @cached_property
     def summary(self) -> pl.DataFrame:
@@ -75,8 +77,9 @@ class Run:
     @property
     def macro_f1(self) -> float:
         """Mean per-metric pass-rate over every requested metric."""
-        rates = self.summary.get_column("pass_rate")
-        return float(rates.mean() or 0.0) if rates.len() else 0.0
+        if self.summary.height == 0:
+            return 0.0
+        return float(self.summary.select(pl.col("pass_rate").mean()).item())
 
     @cached_property
     def cohorts(self) -> pl.DataFrame:

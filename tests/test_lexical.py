@@ -38,7 +38,7 @@ def scores(metric: str, rows: list[tuple[object, str]]) -> pl.DataFrame:
 
 def test_exact_match_is_byte_exact_and_case_sensitive() -> None:
     out = scores("exact-match", [("Paris", "Paris"), ("Paris", "paris"), ("Paris", "Paris "),
-                                  ("é", "e\u0301")])  # fmt: skip
+                                  ("é", "e\u0301")])
     assert out.get_column("score").to_list() == [1.0, 0.0, 0.0, 0.0]
     details = json.loads(out.get_column("details")[0])
     assert details == {"expected": "Paris", "actual": "Paris", "match": True}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -16,7 +17,7 @@ from evalframe.metrics._spec import format_value
 )
 def metrics(fmt: str) -> None:
     """List every registered metric: name, family, dimension, threshold, parameters."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for d in available():
         params = [
             f"{p.name}" + ("" if p.required else f"={format_value(p.default)}") for p in d.params

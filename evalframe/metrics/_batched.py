@@ -33,9 +33,10 @@ def batched(
 
     def run(packed: pl.Series) -> pl.Series:
         result = kernel(packed.struct.unnest())
-        return result.select(list(output)).cast(dict(output)).to_struct(packed.name)
+        return result.select(list(output)).cast(pl.Schema(schema.to_schema())).to_struct(packed.name)
 
-    return pl.struct(**inputs).map_batches(run, return_dtype=schema, is_elementwise=True)
+    packed = pl.struct(*(expr.alias(name) for name, expr in inputs.items()))
+    return packed.map_batches(run, return_dtype=schema, is_elementwise=True)
 
 
 def sample_error(template: str, *values: pl.Expr) -> pl.Expr:

@@ -9,7 +9,6 @@ CLI argument, the report label and the store's ``metric`` value.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import json
 import re
@@ -399,7 +398,7 @@ def coerce(value: Any, annotation: Any, metric: str, param: str) -> Any:
         args = get_args(annotation)
         item_type = args[0] if args else Any
         return tuple(coerce(v, item_type, metric, param) for v in value)
-    if dataclasses.is_dataclass(annotation) or isinstance(annotation, type):
+    if isinstance(annotation, type):
         if isinstance(value, annotation):
             return value
         raise bad(getattr(annotation, "__name__", str(annotation)))
