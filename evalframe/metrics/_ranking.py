@@ -1,0 +1,269 @@
+"""Whole-column kernels for the retrieval family: deduplication and rank matching.
+
+Ids are compared through 64-bit hashes inside small per-row open-addressing tables (Numba), so
+one pass over the flat id arrays serves every query of a batch. Every event a hash produces (a
+duplicate, a match) is then checked on the strings themselves, and the rare row where two
+different ids share a hash is recomputed by the exact per-row reference, so the results are
+exact whatever the hash does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+import pyarrow as pa
+
+__all__ = [
+    "dedupe_lists",
+    "rank_matches",
+    "reference_dedupe",
+    "reference_ranking",
+]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+I64 = npt.NDArray[np.int64]
+U64 = npt.NDArray[np.uint64]
+F64 = npt.NDArray[np.float64]
+Bool = npt.NDArray[np.bool_]
+
+
+def _hash(values: pl.Series) -> U64:
+    """64-bit hashes of a flat String series (a seam the tests use to force collisions)."""
+    return values.hash().to_numpy()
+
+
+def _njit(fn: _F) -> _F:
+    import numba
+
+    try:
+        return numba.njit(cache=True, nogil=True)(fn)  # type: ignore[no-any-return]
+    except RuntimeError:  # no writable cache directory: compile on every run instead
+        return numba.njit(nogil=True)(fn)  # type: ignore[no-any-return]
+
+
+def _match(
+    ret_hashes: U64, ret_offsets: I64, rel_hashes: U64, rel_offsets: I64
+) -> tuple[I64, I64, Bool]:
+    """Pairs (retrieved position, relevant index) whose hashes agree, in rank order.
+
+    Also flags rows where two relevant ids share a hash (they are distinct strings).
+    """
+    rows = ret_offsets.size - 1
+    pos_out = np.empty(rel_hashes.size, np.int64)
+    rel_out = np.empty(rel_hashes.size, np.int64)
+    clash = np.zeros(rows, np.bool_)
+    widest = 1
+    for r in range(rows):
+        widest = max(widest, rel_offsets[r + 1] - rel_offsets[r])
+    size = 8
+    while size < 2 * widest:
+        size *= 2
+    keys = np.zeros(size, np.uint64)
+    where = np.zeros(size, np.int64)
+    stamp = np.zeros(size, np.int64)
+    used = np.zeros(rel_hashes.size, np.bool_)
+    n = 0
+    for r in range(rows):
+        lo, hi = rel_offsets[r], rel_offsets[r + 1]
+        if hi == lo:
+            continue
+        mask = 7
+        while mask + 1 < 2 * (hi - lo):
+            mask = 2 * mask + 1
+        for j in range(lo, hi):
+            h = rel_hashes[j]
+            slot = np.int64((h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) & mask
+            while stamp[slot] == r + 1 and keys[slot] != h:
+                slot = (slot + 1) & mask
+            if stamp[slot] == r + 1:
+                clash[r] = True
+            else:
+                stamp[slot] = r + 1
+                keys[slot] = h
+                where[slot] = j
+        for p in range(ret_offsets[r], ret_offsets[r + 1]):
+            h = ret_hashes[p]
+            slot = np.int64((h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) & mask
+            while stamp[slot] == r + 1 and keys[slot] != h:
+                slot = (slot + 1) & mask
+            if stamp[slot] == r + 1 and not used[where[slot]]:
+                used[where[slot]] = True
+                pos_out[n] = p
+                rel_out[n] = where[slot]
+                n += 1
+    return pos_out[:n], rel_out[:n], clash
+
+
+_KERNELS: dict[str, Callable[..., Any]] = {}
+
+
+def _kernel(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Compile (or load from Numba's cache) a kernel on first use, never at import."""
+    name = fn.__name__
+    if name not in _KERNELS:
+        _KERNELS[name] = _njit(fn)
+    return _KERNELS[name]
+
+
+# --- list plumbing ------------------------------------------------------------------------
+
+
+def offsets_of(lists: pl.Series) -> I64:
+    """Arrow-style offsets of a List series (null lists count as empty)."""
+    lengths = lists.list.len().fill_null(0).to_numpy().astype(np.int64, copy=False)
+    out = np.zeros(lengths.size + 1, np.int64)
+    np.cumsum(lengths, out=out[1:])
+    return out
+
+
+def flat(lists: pl.Series) -> pl.Series:
+    """The elements of a List series, in order, without placeholders for empty or null lists."""
+    return lists.list.explode(empty_as_null=False, keep_nulls=False).rechunk()
+
+
+def from_flat(values: pl.Series, offsets: I64, name: str = "") -> pl.Series:
+    """A List series from flat values and Arrow-style offsets."""
+    arrow = pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), values.to_arrow())
+    return pl.Series(name, arrow)
+
+
+# --- slow, obviously correct references (the fallback for hash clashes, and test oracles) --
+
+
+def reference_dedupe(ids: Sequence[str]) -> list[int]:
+    """Positions kept when duplicate ids are dropped, keeping each id's first (best) rank."""
+    seen: set[str] = set()
+    keep = []
+    for i, x in enumerate(ids):
+        if x not in seen:
+            seen.add(x)
+            keep.append(i)
+    return keep
+
+
+def reference_ranking(
+    ids: Sequence[str], relevant: Sequence[str], gains: Sequence[float]
+) -> tuple[list[int], list[float], list[float]]:
+    """Ranks of the relevant ids found, their DCG terms, and the ideal DCG terms.
+
+    ``ids`` is a deduplicated ranking (rank 1 first); ``relevant`` a list of distinct ids.
+    The DCG term at rank r is gain / log2(r + 1); the ideal terms use the gains sorted in
+    descending order.
+    """
+    gain = dict(zip(relevant, gains, strict=True))
+    ranks, terms = [], []
+    for i, x in enumerate(ids):
+        if x in gain:
+            ranks.append(i + 1)
+            terms.append(gain[x] / math.log2(i + 2))
+    ideal = [g / math.log2(i + 2) for i, g in enumerate(sorted(gains, reverse=True))]
+    return ranks, terms, ideal
+
+
+# --- the column kernels ---------------------------------------------------------------------
+
+
+def dedupe_lists(ids: pl.Series, *aligned: pl.Series) -> tuple[pl.Series, ...]:
+    """Drop duplicate ids from each list, keeping the first; ``aligned`` lists follow along.
+
+    Only the rows that hold a duplicate are rebuilt. Returns the deduplicated ``ids`` and
+    ``aligned`` series, with their names and lengths.
+    """
+    has_dup = (ids.list.n_unique() < ids.list.len()).fill_null(False)
+    if not has_dup.any():
+        return (ids, *aligned)
+    rows = pl.Series(np.flatnonzero(has_dup.to_numpy()))
+    sub = ids.gather(rows)
+    keep = sub.list.eval(pl.int_range(pl.len()).filter(pl.element().is_first_distinct()))
+    out = []
+    for series in (ids, *aligned):
+        fixed = series.gather(rows).list.gather(keep)
+        merged = pl.concat([series.filter(~has_dup), fixed])
+        order = np.argsort(
+            np.concatenate([np.flatnonzero(~has_dup.to_numpy()), rows.to_numpy()]), kind="stable"
+        )
+        out.append(merged.gather(order).alias(series.name))
+    return tuple(out)
+
+
+def rank_matches(
+    ids: pl.Series, relevant: pl.Series, gains: pl.Series
+) -> pl.DataFrame:
+    """Per query: ranks of the relevant ids retrieved, their DCG terms, the ideal DCG terms.
+
+    Args:
+        ids: List(String), each list a deduplicated ranking (rank 1 first).
+        relevant: List(String), each list distinct relevant ids.
+        gains: List(Float64), aligned with ``relevant``.
+
+    Returns:
+        A frame with ``ranks`` (List(Int64), ascending), ``terms`` (List(Float64),
+        gain / log2(rank + 1) aligned with ``ranks``) and ``ideal`` (List(Float64), the same
+        terms for the gains sorted in descending order).
+    """
+    ret_offsets = offsets_of(ids)
+    rel_offsets = offsets_of(relevant)
+    ret_values, rel_values = flat(ids), flat(relevant)
+    gain_values = flat(gains).cast(pl.Float64).to_numpy()
+    rows = ret_offsets.size - 1
+    pos, rel, clash = _kernel(_match)(
+        _hash(ret_values), ret_offsets, _hash(rel_values), rel_offsets
+    )
+    ret_rows = np.repeat(np.arange(rows), np.diff(ret_offsets))
+    match_rows = ret_rows[pos]
+    same = (ret_values.gather(pos) == rel_values.gather(rel)).to_numpy()
+    bad = np.zeros(rows, np.bool_)
+    bad[match_rows[~same]] = True
+    bad |= clash
+    good = ~bad[match_rows]
+    pos, rel, match_rows = pos[good], rel[good], match_rows[good]
+    ranks = pos - ret_offsets[match_rows] + 1
+    terms = gain_values[rel] / np.log2(ranks + 1.0)
+
+    rel_rows = np.repeat(np.arange(rows), np.diff(rel_offsets))
+    order = np.lexsort((-gain_values, rel_rows))
+    within = np.arange(rel_rows.size) - rel_offsets[rel_rows]
+    ideal = gain_values[order] / np.log2(within + 2.0)
+
+    counts = np.bincount(match_rows, minlength=rows)
+    match_offsets = np.zeros(rows + 1, np.int64)
+    np.cumsum(counts, out=match_offsets[1:])
+    frame = pl.DataFrame(
+        {
+            "ranks": from_flat(pl.Series(ranks, dtype=pl.Int64), match_offsets),
+            "terms": from_flat(pl.Series(terms, dtype=pl.Float64), match_offsets),
+            "ideal": from_flat(pl.Series(ideal, dtype=pl.Float64), rel_offsets),
+        }
+    )
+    if bad.any():
+        # a genuine hash clash: redo those rows exactly
+        fixes = []
+        for r in np.flatnonzero(bad):
+            got = reference_ranking(
+                ids[int(r)].to_list(), relevant[int(r)].to_list(), gains[int(r)].to_list()
+            )
+            fixes.append((int(r), *got))
+        fixed = pl.DataFrame(
+            {
+                "index": [f[0] for f in fixes],
+                "ranks": pl.Series([f[1] for f in fixes], dtype=pl.List(pl.Int64)),
+                "terms": pl.Series([f[2] for f in fixes], dtype=pl.List(pl.Float64)),
+            },
+            schema_overrides={"index": pl.UInt32},
+        )
+        frame = (
+            frame.with_row_index()
+            .join(fixed, on="index", how="left", suffix="_exact", maintain_order="left")
+            .select(
+                pl.coalesce("ranks_exact", "ranks").alias("ranks"),
+                pl.coalesce("terms_exact", "terms").alias("terms"),
+                "ideal",
+            )
+        )
+    return frame
