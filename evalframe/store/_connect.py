@@ -1,0 +1,186 @@
+"""Opening DuckDB files the way DuckDB 2.0 needs: short-lived, retried, errors wrapped.
+
+DuckDB 2.0 lets one process hold a file read-write, and while it does no other process can
+open it at all, not even read-only. So writers open, write one transaction and close;
+readers open read-only and close; and both retry with exponential backoff while another
+process holds the lock, up to a timeout, after which ``StoreBusyError`` (retryable) is
+raised. A connection is never shared between threads: in-memory stores hand each operation
+its own cursor under a lock.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any, Final
+
+import duckdb
+import polars as pl
+
+from evalframe.exceptions import StoreError
+
+__all__ = ["Connector", "StoreBusyError", "execute", "fetch", "query", "store_error"]
+
+MEMORY: Final = ":memory:"
+_LOCK_MARKERS: Final = ("Could not set lock", "Conflicting lock")
+
+
+class StoreBusyError(StoreError):
+    """Another process held the store file for longer than the timeout; retry later.
+
+    Attributes:
+        retryable: always True.
+    """
+
+    retryable = True
+
+
+def store_error(message: str, statement: str | None, exc: BaseException) -> StoreError:
+    """A ``StoreError`` naming what failed, the statement and the cause."""
+    text = message
+    if statement is not None:
+        text += f"\nstatement: {' '.join(statement.split())[:500]}"
+    text += f"\ncause: {type(exc).__name__}: {exc}"
+    err = StoreError(text)
+    err.statement = statement  # type: ignore[attr-defined]
+    err.cause = exc  # type: ignore[attr-defined]
+    return err
+
+
+def execute(
+    con: duckdb.DuckDBPyConnection,
+    statement: str,
+    params: Sequence[Any] | dict[str, Any] | None = None,
+) -> list[tuple[Any, ...]]:
+    """Run one statement with bound parameters and drain its result."""
+    try:
+        if params is None:
+            return con.execute(statement).fetchall()
+        return con.execute(statement, params).fetchall()
+    except duckdb.Error as exc:
+        _abort(con)
+        raise store_error("Store statement failed.", statement, exc) from exc
+
+
+def query(
+    con: duckdb.DuckDBPyConnection,
+    statement: str,
+    params: Sequence[Any] | dict[str, Any] | None = None,
+) -> pl.DataFrame:
+    """Run a query with bound parameters and return its whole result as a Polars frame."""
+    try:
+        rel = con.sql(statement, params=params) if params is not None else con.sql(statement)
+        if rel is None:  # a statement that returns nothing (DDL, INSERT)
+            return pl.DataFrame()
+        frame: pl.DataFrame = rel.pl()
+        return frame
+    except duckdb.Error as exc:
+        _abort(con)
+        raise store_error("Store query failed.", statement, exc) from exc
+
+
+def fetch(
+    con: duckdb.DuckDBPyConnection,
+    statement: str,
+    params: Sequence[Any] | dict[str, Any] | None = None,
+) -> Any:
+    """The single value of a one-row, one-column query (None when it returns no row)."""
+    rows = execute(con, statement, params)
+    return rows[0][0] if rows else None
+
+
+def _abort(con: duckdb.DuckDBPyConnection) -> None:
+    """Release a half-read result so that the connection can be used (or closed) again."""
+    with suppress(duckdb.Error):
+        con.abort()
+
+
+def _is_lock_conflict(exc: BaseException) -> bool:
+    return isinstance(exc, duckdb.IOException) and any(m in str(exc) for m in _LOCK_MARKERS)
+
+
+class Connector:
+    """Opens connections to one store: a file (per operation) or an in-memory database.
+
+    Args:
+        path: a DuckDB file, or ``":memory:"``.
+        timeout: seconds to keep retrying while another process holds the file.
+        threads: DuckDB worker threads (default: DuckDB's own, the number of cores).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float, threads: int | None):
+        self.path = os.fspath(path)
+        self.timeout = timeout
+        self.threads = threads
+        self._memory: duckdb.DuckDBPyConnection | None = None
+        self._lock = threading.RLock()
+        if self.path == MEMORY:
+            self._memory = duckdb.connect(MEMORY, config=self._config())
+
+    @property
+    def in_memory(self) -> bool:
+        return self._memory is not None
+
+    @property
+    def exists(self) -> bool:
+        return self.in_memory or Path(self.path).exists()
+
+    def _config(self) -> dict[str, Any]:
+        return {"threads": self.threads} if self.threads else {}
+
+    @contextmanager
+    def connect(self, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for one operation, closed (or, in memory, released) afterwards."""
+        if self._memory is not None:
+            with self._lock:
+                cursor = self._memory.cursor()
+                try:
+                    yield cursor
+                finally:
+                    cursor.close()
+            return
+        con = self._open(write=write)
+        try:
+            yield con
+        finally:
+            con.close()
+
+    def _open(self, *, write: bool) -> duckdb.DuckDBPyConnection:
+        if not write and not Path(self.path).exists():
+            raise StoreError(
+                f"No store at {self.path}: save a run to it first "
+                "(ef.evaluate(..., store=path) or evalframe run --store PATH)."
+            )
+        deadline = time.monotonic() + self.timeout
+        delay = 0.02
+        while True:
+            try:
+                return duckdb.connect(self.path, read_only=not write, config=self._config())
+            except duckdb.Error as exc:
+                if not _is_lock_conflict(exc):
+                    raise store_error(
+                        f"Could not open the store {self.path}"
+                        + ("" if write else " read-only")
+                        + ".",
+                        None,
+                        exc,
+                    ) from exc
+                if time.monotonic() >= deadline:
+                    raise StoreBusyError(
+                        f"The store {self.path} is locked by another process (DuckDB allows "
+                        f"one writer per file, and no reader while it writes); gave up after "
+                        f"{self.timeout:g} s. This is retryable: try again when the other "
+                        f"process has finished, or raise the timeout.\ncause: {exc}"
+                    ) from exc
+            time.sleep(delay * (0.5 + random.random()))  # jitter: two waiters don't collide
+            delay = min(delay * 2, 0.5)
+
+    def close(self) -> None:
+        if self._memory is not None:
+            self._memory.close()
+            self._memory = None

@@ -1,0 +1,312 @@
+"""The store's tables and views (schema version 1), and forward migrations to it.
+
+The schema is a public contract, documented table by table in ``docs/store-schema.md``.
+Changing it means a new version number, a migration from the previous one in
+``MIGRATIONS`` and a test that opens a file of the old version.
+
+Large tables (``scores``, ``outputs``, ``samples``, ``sample_stats``) carry no primary key
+on purpose: DuckDB keeps ART indexes in memory and maintains them on every insert, which
+would make saving a million score rows several times slower. Their keys are unique by
+construction (one transaction writes a whole run; a dataset's samples are written once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    import duckdb
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "TABLES", "VIEWS", "create", "histogram_edges"]
+
+SCHEMA_VERSION: Final = 1
+"""The schema version this evalframe writes; files of older versions are migrated on open."""
+
+TABLES: Final[dict[str, str]] = {
+    "meta": """
+        CREATE TABLE IF NOT EXISTS meta (
+            key VARCHAR PRIMARY KEY,
+            value VARCHAR NOT NULL
+        )""",
+    "runs": """
+        CREATE TABLE IF NOT EXISTS runs (
+            run_id VARCHAR PRIMARY KEY,
+            seq BIGINT NOT NULL,
+            name VARCHAR NOT NULL,
+            dataset VARCHAR NOT NULL,
+            dataset_hash VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            started_at DOUBLE,
+            finished_at DOUBLE,
+            evalframe_version VARCHAR,
+            duckdb_version VARCHAR,
+            git_commit VARCHAR,
+            git_branch VARCHAR,
+            models VARCHAR[],
+            labels JSON,
+            extra JSON,
+            source_run_id VARCHAR,
+            n_samples BIGINT,
+            n_executions BIGINT,
+            repetitions INTEGER,
+            n_failures BIGINT,
+            macro_f1 DOUBLE,
+            pass_rate DOUBLE,
+            within_row_variance DOUBLE,
+            resolution DOUBLE,
+            required_repetitions INTEGER,
+            target_resolvable BOOLEAN
+        )""",
+    "run_metrics": """
+        CREATE TABLE IF NOT EXISTS run_metrics (
+            run_id VARCHAR NOT NULL,
+            ordinal INTEGER NOT NULL,
+            metric VARCHAR NOT NULL,
+            name VARCHAR NOT NULL,
+            params JSON,
+            threshold DOUBLE NOT NULL,
+            family VARCHAR,
+            dimension VARCHAR,
+            PRIMARY KEY (run_id, metric)
+        )""",
+    "samples": """
+        CREATE TABLE IF NOT EXISTS samples (
+            dataset_hash VARCHAR NOT NULL,
+            ordinal BIGINT NOT NULL,
+            sample_id VARCHAR NOT NULL,
+            row_hash VARCHAR,
+            input VARCHAR,
+            expected_output VARCHAR,
+            expected_type VARCHAR,
+            metadata VARCHAR,
+            tags VARCHAR[]
+        )""",
+    "outputs": """
+        CREATE TABLE IF NOT EXISTS outputs (
+            run_id VARCHAR NOT NULL,
+            sample_id VARCHAR NOT NULL,
+            repetition BIGINT NOT NULL,
+            actual_output VARCHAR,
+            system_error VARCHAR,
+            latency_ms DOUBLE,
+            prompt_tokens BIGINT,
+            completion_tokens BIGINT,
+            cost_usd DOUBLE,
+            retries BIGINT,
+            extra VARCHAR
+        )""",
+    "scores": """
+        CREATE TABLE IF NOT EXISTS scores (
+            run_id VARCHAR NOT NULL,
+            sample_id VARCHAR NOT NULL,
+            repetition BIGINT NOT NULL,
+            metric VARCHAR NOT NULL,
+            score DOUBLE,
+            passed BOOLEAN,
+            error VARCHAR,
+            details VARCHAR
+        )""",
+    "sample_stats": """
+        CREATE TABLE IF NOT EXISTS sample_stats (
+            run_id VARCHAR NOT NULL,
+            sample_id VARCHAR NOT NULL,
+            row_hash VARCHAR,
+            repetitions BIGINT NOT NULL,
+            passed BIGINT NOT NULL,
+            errored BIGINT NOT NULL,
+            pass_rate DOUBLE NOT NULL,
+            pass_rate_low DOUBLE NOT NULL,
+            pass_rate_high DOUBLE NOT NULL,
+            unstable BOOLEAN NOT NULL,
+            score_mean DOUBLE,
+            score_stddev DOUBLE
+        )""",
+    "usage": """
+        CREATE TABLE IF NOT EXISTS usage (
+            run_id VARCHAR NOT NULL,
+            ordinal BIGINT NOT NULL,
+            provider VARCHAR,
+            model VARCHAR,
+            prompt_tokens BIGINT,
+            completion_tokens BIGINT,
+            total_tokens BIGINT,
+            cost_usd DOUBLE,
+            latency_ms DOUBLE,
+            extra VARCHAR
+        )""",
+    "baselines": """
+        CREATE TABLE IF NOT EXISTS baselines (
+            name VARCHAR PRIMARY KEY,
+            run_id VARCHAR NOT NULL,
+            dataset VARCHAR NOT NULL,
+            promoted_at TIMESTAMP NOT NULL
+        )""",
+}
+
+HISTOGRAM_BUCKETS: Final = 10
+
+
+def histogram_edges(buckets: int = HISTOGRAM_BUCKETS) -> list[tuple[int, float, float]]:
+    """(bucket, min, max) triples exactly as ``aggregate.histograms`` computes them."""
+    edges = [round(i / buckets, 10) for i in range(buckets)]
+    return [(i, edges[i], 1.0 if i == buckets - 1 else edges[i + 1]) for i in range(buckets)]
+
+
+def _histogram_view() -> str:
+    # The edges are constants of the schema (not user values), written as exact literals so
+    # that DuckDB compares scores against the very doubles Python uses.
+    triples = histogram_edges()
+    rounded = "round(score, 10)"
+    index = " + ".join(f"({rounded} >= {lo!r})::INTEGER" for _, lo, _ in triples)
+    grid = ", ".join(f"({i}, {lo!r}::DOUBLE, {hi!r}::DOUBLE)" for i, lo, hi in triples)
+    return f"""
+        CREATE OR REPLACE VIEW score_histogram AS
+        WITH placed AS (
+            SELECT run_id, metric,
+                   least(greatest({index} - 1, 0), {HISTOGRAM_BUCKETS - 1}) AS bucket
+            FROM scores WHERE score IS NOT NULL
+        ),
+        counted AS (
+            SELECT run_id, metric, bucket, count(*) AS count FROM placed GROUP BY ALL
+        )
+        SELECT m.run_id, m.metric, g.bucket, g.min, g.max, coalesce(c.count, 0) AS count
+        FROM run_metrics AS m
+        CROSS JOIN (VALUES {grid}) AS g(bucket, min, max)
+        LEFT JOIN counted AS c
+            ON c.run_id = m.run_id AND c.metric = m.metric AND c.bucket = g.bucket"""
+
+
+_AGGREGATES: Final = """
+    count(*) AS n,
+    count(score) AS n_scored,
+    count(error) AS n_errors,
+    avg(score) AS mean,
+    quantile_cont(score, 0.5) AS p50,
+    quantile_cont(score, 0.95) AS p95,
+    CASE WHEN count(score) > 0 THEN count_if(passed) / count(score) ELSE 0.0 END AS pass_rate"""
+
+_FILLED: Final = """
+    coalesce(a.n, 0) AS n,
+    coalesce(a.n_scored, 0) AS n_scored,
+    coalesce(a.n_errors, 0) AS n_errors,
+    a.mean, a.p50, a.p95,
+    coalesce(a.pass_rate, 0.0) AS pass_rate"""
+
+VIEWS: Final[dict[str, str]] = {
+    "failures": """
+        CREATE OR REPLACE VIEW failures AS
+        SELECT run_id, sample_id, repetition, metric, error
+        FROM scores WHERE error IS NOT NULL""",
+    "metric_summary": f"""
+        CREATE OR REPLACE VIEW metric_summary AS
+        SELECT m.run_id, m.ordinal, m.metric, m.threshold, m.family, m.dimension, {_FILLED}
+        FROM run_metrics AS m
+        LEFT JOIN (SELECT run_id, metric, {_AGGREGATES} FROM scores GROUP BY run_id, metric) AS a
+            ON a.run_id = m.run_id AND a.metric = m.metric""",
+    "run_macro_f1": """
+        CREATE OR REPLACE VIEW run_macro_f1 AS
+        SELECT run_id, avg(pass_rate) AS macro_f1, count(*) AS n_metrics
+        FROM metric_summary GROUP BY run_id""",
+    "dimension_summary": f"""
+        CREATE OR REPLACE VIEW dimension_summary AS
+        SELECT m.run_id, m.dimension,
+               count(DISTINCT m.metric) AS n_metrics,
+               {_AGGREGATES.replace("count(*)", "count(s.run_id)")}
+        FROM run_metrics AS m
+        LEFT JOIN scores AS s ON s.run_id = m.run_id AND s.metric = m.metric
+        GROUP BY m.run_id, m.dimension""",
+    "cohort_scores": """
+        CREATE OR REPLACE VIEW cohort_scores AS
+        SELECT s.run_id, s.sample_id, s.repetition, s.metric, s.score, s.passed, s.error,
+               unnest(CASE WHEN len(d.tags) > 0 THEN d.tags ELSE [NULL::VARCHAR] END)
+                   AS cohort
+        FROM scores AS s
+        JOIN runs AS r ON r.run_id = s.run_id
+        JOIN samples AS d ON d.dataset_hash = r.dataset_hash AND d.sample_id = s.sample_id""",
+    "cohort_summary": f"""
+        CREATE OR REPLACE VIEW cohort_summary AS
+        WITH counts AS (
+            SELECT run_id, cohort, count(DISTINCT (sample_id, repetition)) AS sample_count
+            FROM cohort_scores GROUP BY ALL
+        ),
+        a AS (SELECT run_id, cohort, metric, {_AGGREGATES} FROM cohort_scores GROUP BY ALL)
+        SELECT c.run_id, c.cohort, coalesce(c.cohort, '(untagged)') AS label,
+               c.cohort IS NULL AS is_untagged, c.sample_count, m.ordinal, m.metric,
+               {_FILLED}
+        FROM counts AS c
+        JOIN run_metrics AS m ON m.run_id = c.run_id
+        LEFT JOIN a
+            ON a.run_id = c.run_id AND a.metric = m.metric
+            AND a.cohort IS NOT DISTINCT FROM c.cohort""",
+    "score_histogram": _histogram_view(),
+    "unstable_samples": """
+        CREATE OR REPLACE VIEW unstable_samples AS
+        SELECT * FROM sample_stats WHERE unstable""",
+}
+
+
+def create(con: duckdb.DuckDBPyConnection) -> None:
+    """Create every table and view of the current version (inside the caller's transaction)."""
+    for ddl in TABLES.values():
+        con.execute(ddl)
+    create_views(con)
+
+
+def create_views(con: duckdb.DuckDBPyConnection) -> None:
+    for ddl in VIEWS.values():
+        con.execute(ddl)
+
+
+# --- migrations ----------------------------------------------------------------------------
+
+# Version 0 is the pre-release layout, kept here so that tests can build a v0 file: it had
+# no per-metric thresholds (every score passed at >= 0.5 and no ``passed`` column was
+# stored), no rescoring (no ``runs.source_run_id``) and no views.
+V0_TABLES: Final[dict[str, str]] = {
+    "meta": TABLES["meta"],
+    "runs": """
+        CREATE TABLE runs (
+            run_id VARCHAR PRIMARY KEY, seq BIGINT NOT NULL, name VARCHAR NOT NULL,
+            dataset VARCHAR NOT NULL, dataset_hash VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL, started_at DOUBLE, finished_at DOUBLE,
+            evalframe_version VARCHAR, duckdb_version VARCHAR, git_commit VARCHAR,
+            git_branch VARCHAR, models VARCHAR[], labels JSON, extra JSON,
+            n_samples BIGINT, n_executions BIGINT, repetitions INTEGER, n_failures BIGINT,
+            macro_f1 DOUBLE, pass_rate DOUBLE, within_row_variance DOUBLE, resolution DOUBLE,
+            required_repetitions INTEGER, target_resolvable BOOLEAN
+        )""",
+    "run_metrics": """
+        CREATE TABLE run_metrics (
+            run_id VARCHAR NOT NULL, ordinal INTEGER NOT NULL, metric VARCHAR NOT NULL,
+            name VARCHAR NOT NULL, params JSON, family VARCHAR, dimension VARCHAR,
+            PRIMARY KEY (run_id, metric)
+        )""",
+    "samples": TABLES["samples"],
+    "outputs": TABLES["outputs"],
+    "scores": """
+        CREATE TABLE scores (
+            run_id VARCHAR NOT NULL, sample_id VARCHAR NOT NULL, repetition BIGINT NOT NULL,
+            metric VARCHAR NOT NULL, score DOUBLE, error VARCHAR, details VARCHAR
+        )""",
+    "sample_stats": TABLES["sample_stats"],
+    "usage": TABLES["usage"],
+    "baselines": TABLES["baselines"],
+}
+
+
+def _v0_to_v1(con: duckdb.DuckDBPyConnection) -> None:
+    """Thresholds and rescoring: ``run_metrics.threshold``, ``scores.passed``, ``source_run_id``.
+
+    v0 files predate per-metric thresholds, so every metric gets the old rule, 0.5, and
+    ``passed`` is backfilled as ``score >= 0.5`` (null where the score is null).
+    """
+    con.execute("ALTER TABLE runs ADD COLUMN IF NOT EXISTS source_run_id VARCHAR")
+    con.execute("ALTER TABLE run_metrics ADD COLUMN IF NOT EXISTS threshold DOUBLE DEFAULT 0.5")
+    con.execute("UPDATE run_metrics SET threshold = 0.5 WHERE threshold IS NULL")
+    con.execute("ALTER TABLE scores ADD COLUMN IF NOT EXISTS passed BOOLEAN")
+    con.execute("UPDATE scores SET passed = score >= 0.5 WHERE score IS NOT NULL")
+
+
+MIGRATIONS: Final[dict[int, Callable[[duckdb.DuckDBPyConnection], None]]] = {0: _v0_to_v1}
+"""``MIGRATIONS[v]`` upgrades a file from version ``v`` to ``v + 1``."""

@@ -1,0 +1,331 @@
+"""``Store``: the run history in one DuckDB file."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import polars as pl
+
+from evalframe.exceptions import StoreError
+from evalframe.store import _read, _schema
+from evalframe.store._connect import MEMORY, Connector, execute, fetch, query
+from evalframe.store._write import transaction, write_run
+
+if TYPE_CHECKING:
+    from evalframe.compare import Comparison
+    from evalframe.metrics._registry import MetricFactory
+    from evalframe.metrics._spec import Metric
+    from evalframe.run import Run
+
+__all__ = ["Store"]
+
+
+class Store:
+    """Every run you save, in one DuckDB file you can query with SQL.
+
+    Writers open the file, write one transaction and close it; readers open it read-only.
+    While another process holds the file, operations retry with backoff for ``timeout``
+    seconds and then raise ``StoreBusyError`` (retryable). The schema is documented in
+    docs/store-schema.md and migrated forward when an older file is opened.
+
+    Args:
+        path: a DuckDB file (created on first use) or ``":memory:"``.
+        timeout: seconds to wait for another process's lock before giving up.
+        threads: DuckDB worker threads (default: one per core).
+
+    Raises:
+        StoreError: the file is not an evalframe store, or was written by a newer
+            evalframe whose schema this one cannot read.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records(
+        ...     [{"id": "q1", "input": {"q": "2+2?"}, "expected_output": "4"}], name="math")
+        >>> store = ef.Store(":memory:")
+        >>> run = ef.evaluate(ds, outputs={"q1": "4"}, metrics=["exact-match"], store=store)
+        >>> store.sql("SELECT dataset, macro_f1, n_samples FROM runs")
+        shape: (1, 3)
+        ┌─────────┬──────────┬───────────┐
+        │ dataset ┆ macro_f1 ┆ n_samples │
+        │ ---     ┆ ---      ┆ ---       │
+        │ str     ┆ f64      ┆ i64       │
+        ╞═════════╪══════════╪═══════════╡
+        │ math    ┆ 1.0      ┆ 1         │
+        └─────────┴──────────┴───────────┘
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = MEMORY,
+        *,
+        timeout: float = 30.0,
+        threads: int | None = None,
+    ) -> None:
+        self._connector = Connector(path, timeout=timeout, threads=threads)
+        self.path = self._connector.path
+        self._open_schema()
+
+    # --- schema ----------------------------------------------------------------------------
+
+    def _open_schema(self) -> None:
+        if self._connector.exists and not self._connector.in_memory:
+            with self._connector.connect(write=False) as con:
+                version = _version(con)
+            if version == _schema.SCHEMA_VERSION:
+                return
+            if version is not None and version > _schema.SCHEMA_VERSION:
+                raise StoreError(
+                    f"The store {self.path} has schema version {version}, written by a newer "
+                    f"evalframe; this one reads versions up to {_schema.SCHEMA_VERSION}. "
+                    "Upgrade evalframe."
+                )
+        with self._connector.connect(write=True) as con:
+            version = _version(con)
+            with transaction(con):
+                if version is None:
+                    _schema.create(con)
+                else:
+                    for v in range(version, _schema.SCHEMA_VERSION):
+                        _schema.MIGRATIONS[v](con)
+                    _schema.create_views(con)
+                self._stamp(con)
+
+    def _stamp(self, con: duckdb.DuckDBPyConnection) -> None:
+        execute(
+            con,
+            "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), "
+            "('duckdb_version', ?), ('evalframe_version', ?)",
+            [str(_schema.SCHEMA_VERSION), duckdb.__version__, _evalframe_version()],
+        )
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the file (always the current one once opened)."""
+        with self._connector.connect(write=False) as con:
+            version = _version(con)
+        return version if version is not None else _schema.SCHEMA_VERSION
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def save(self, run: Run) -> str:
+        """Write ``run`` in one transaction; returns its run id.
+
+        Raises:
+            StoreError: the run is already stored, or the write failed (nothing is kept).
+            StoreBusyError: another process held the file for longer than the timeout.
+        """
+        with self._connector.connect(write=True) as con, transaction(con):
+            write_run(con, run)
+        return run.run_id
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def sql(
+        self, query_text: str, params: Sequence[Any] | Mapping[str, Any] | None = None
+    ) -> pl.DataFrame:
+        """Run a SQL query on a read-only connection and return the result as a frame.
+
+        Args:
+            query_text: the query; tables and views are listed in docs/store-schema.md.
+            params: values for ``?`` or ``$name`` placeholders.
+
+        Examples:
+            >>> import evalframe as ef
+            >>> ef.Store(":memory:").sql("SELECT ? AS answer", [42]).item()
+            42
+        """
+        with self._connector.connect(write=False) as con:
+            bound = dict(params) if isinstance(params, Mapping) else params
+            return query(con, query_text, bound)
+
+    def runs(self, *, dataset: str | None = None, limit: int | None = None) -> pl.DataFrame:
+        """Stored runs, newest first: run_id, name, dataset, created_at, macro_f1, n_samples, ..."""
+        with self._connector.connect(write=False) as con:
+            return _read.list_runs(con, dataset=dataset, limit=limit)
+
+    def resolve(self, ref: str, *, relative_to: str | None = None) -> str:
+        """The run id of a reference: an id, a name, ``latest``, ``previous``, a baseline or SQL.
+
+        With ``relative_to``, ``latest``/``previous``/``baseline`` are taken within that
+        run's dataset, excluding the run itself.
+
+        Raises:
+            StoreError: nothing matches; the message lists the newest runs.
+        """
+        with self._connector.connect(write=False) as con:
+            return _read.resolve(con, ref, relative_to=relative_to)
+
+    def load(self, ref: str) -> Run:
+        """Rebuild a stored run (dataset, frame, scores, metrics) from a reference."""
+        with self._connector.connect(write=False) as con:
+            return _read.load_run(con, _read.resolve(con, ref))
+
+    # --- comparison and baselines ----------------------------------------------------------
+
+    def compare(self, before: str, after: str, **options: Any) -> Comparison:
+        """Compare two stored runs; ``before`` may be relative to ``after`` (``previous``).
+
+        Options are those of ``evalframe.compare.compare``.
+        """
+        from evalframe.compare import compare
+
+        with self._connector.connect(write=False) as con:
+            after_id = _read.resolve(con, after)
+            before_id = _read.resolve(con, before, relative_to=after_id)
+            run_b = _read.load_run(con, after_id)
+            run_a = _read.load_run(con, before_id)
+        options.setdefault("label", before)
+        return compare(run_a, run_b, **options)
+
+    def promote_baseline(self, ref: str, *, name: str | None = None) -> str:
+        """Point the baseline ``name`` (default: the run's dataset name) at a run.
+
+        Returns:
+            The baseline's name.
+        """
+        with self._connector.connect(write=True) as con, transaction(con):
+            run_id = _read.resolve(con, ref)
+            dataset = fetch(con, "SELECT dataset FROM runs WHERE run_id = ?", [run_id])
+            label = name or str(dataset)
+            execute(
+                con,
+                "INSERT OR REPLACE INTO baselines VALUES (?, ?, ?, ?)",
+                [label, run_id, dataset, dt.datetime.now(dt.UTC).replace(tzinfo=None)],
+            )
+        return label
+
+    def baselines(self) -> pl.DataFrame:
+        """Named baselines: name, run_id, dataset, promoted_at."""
+        return self.sql("SELECT * FROM baselines ORDER BY name")
+
+    # --- rescoring and transfer -----------------------------------------------------------
+
+    def rescore(
+        self,
+        metrics: Sequence[str | Metric | MetricFactory],
+        *,
+        runs: str | Sequence[str] | None = None,
+        keep: bool = False,
+        force: bool = False,
+        name: str | None = None,
+        batch_size: int = 100_000,
+        memory_limit: str | None = None,
+        providers: Any = None,
+    ) -> list[str]:
+        """Score stored outputs with new or changed metrics, writing one new run per source.
+
+        The system under test is not called. Each new run copies its source's outputs,
+        records ``source_run_id``, and has exactly the requested metrics (plus, with
+        ``keep``, the source's other metrics). A metric whose canonical id the source run
+        already has is copied, cell by cell, not recomputed (unless ``force``). Outputs
+        stream from DuckDB in Arrow batches of whole samples, so memory stays bounded
+        whatever the run's size.
+
+        Args:
+            metrics: spec strings, metric values or factories.
+            runs: the source runs: a reference, a list of references, or a SQL query
+                returning a ``run_id`` column (default: the latest run).
+            keep: also carry over the source's metrics that are not requested.
+            force: recompute every metric, even those the source already scored.
+            name: the new runs' name (default: the source's name).
+            batch_size: outputs per scoring batch.
+            memory_limit: DuckDB's memory limit while rescoring, e.g. ``"2GB"``.
+            providers: embeddings/judge providers for model-backed metrics.
+
+        Returns:
+            The new run ids, one per source run.
+
+        Examples:
+            >>> import evalframe as ef
+            >>> ds = ef.Dataset.from_records(
+            ...     [{"id": "q1", "input": {}, "expected_output": "Paris"}], name="geo")
+            >>> store = ef.Store(":memory:")
+            >>> run = ef.evaluate(ds, outputs={"q1": "paris"}, metrics=["exact-match"],
+            ...                   store=store)
+            >>> new_id, = store.rescore(["rouge-l"], runs=run.run_id)
+            >>> store.sql("SELECT metric, score FROM scores WHERE run_id = ?", [new_id]).rows()
+            [('rouge-l', 1.0)]
+        """
+        from evalframe.store._rescore import rescore_runs
+
+        return rescore_runs(
+            self._connector,
+            metrics,
+            runs=runs,
+            keep=keep,
+            force=force,
+            name=name,
+            batch_size=batch_size,
+            memory_limit=memory_limit,
+            providers=providers,
+        )
+
+    def export(self, runs: str | Sequence[str], to: str | os.PathLike[str]) -> Path:
+        """Write runs (references) and their rows as Parquet files in directory ``to``."""
+        from evalframe.store._transfer import export_runs
+
+        return export_runs(self._connector, [runs] if isinstance(runs, str) else list(runs), to)
+
+    def import_runs(self, source: str | os.PathLike[str]) -> list[str]:
+        """Add the runs of an export directory; returns the ids added (present ones skip)."""
+        from evalframe.store._transfer import import_runs
+
+        return import_runs(self._connector, source)
+
+    # --- lifetime --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release an in-memory store's database (file stores hold nothing open)."""
+        self._connector.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.path!r})"
+
+
+def _version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The file's schema version; None for an empty database; an error for a foreign one."""
+    tables = {
+        r[0]
+        for r in execute(
+            con, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+        )
+    }
+    if "meta" not in tables:
+        if tables:
+            raise StoreError(
+                "This DuckDB file is not an evalframe store (no meta table; it has "
+                f"{', '.join(sorted(tables)[:5])}). Use a new file for the store."
+            )
+        return None
+    value = fetch(con, "SELECT value FROM meta WHERE key = 'schema_version'")
+    if value is None:
+        raise StoreError("The store's meta table has no schema_version; the file is damaged.")
+    return int(value)
+
+
+def _evalframe_version() -> str:
+    from evalframe._version import __version__
+
+    return __version__
+
+
+def as_store(store: Store | str | os.PathLike[str]) -> Store:
+    """A ``Store`` from a store or a path."""
+    return store if isinstance(store, Store) else Store(store)
