@@ -24,6 +24,7 @@ from evalframe.system import System, call_system
 
 if TYPE_CHECKING:
     from evalframe.report import Report
+    from evalframe.store import Store
 
 __all__ = ["Run", "evaluate"]
 
@@ -112,6 +113,19 @@ class Run:
     def to_json(self) -> str:
         return self.report().to_json()
 
+    def save(self, store: Store | str | os.PathLike[str]) -> str:
+        """Write this run to a store (a ``Store`` or a DuckDB file path) in one transaction.
+
+        Returns:
+            The run id.
+
+        Raises:
+            StoreError: the write failed (nothing is kept) or the run is already stored.
+        """
+        from evalframe.store import as_store
+
+        return as_store(store).save(self)
+
     def to_markdown(self) -> str:
         return self.report().to_markdown()
 
@@ -164,6 +178,7 @@ def evaluate(
     labels: Mapping[str, str] | None = None,
     providers: Any = None,
     run_id: str | None = None,
+    store: Store | str | os.PathLike[str] | None = None,
 ) -> Run:
     """Score a dataset's outputs, or a system under test, with metrics.
 
@@ -181,6 +196,7 @@ def evaluate(
         labels: free-form labels stored with the run.
         providers: embeddings/judge providers for model-backed metrics.
         run_id: the run's id (default: a random 16-hex-digit id).
+        store: a ``Store`` or DuckDB file path to save the run to (in one transaction).
 
     Returns:
         The ``Run``. A metric that cannot score a row records that row's error; a system
@@ -224,7 +240,7 @@ def evaluate(
     scores = score(frame, resolved, run_id=run_id, context=providers)
     finished = time.time()
     usage = getattr(providers, "usage_frame", None)
-    return Run(
+    result = Run(
         run_id=run_id,
         name=name or ds.name,
         dataset=ds,
@@ -236,3 +252,6 @@ def evaluate(
         usage=usage() if callable(usage) else pl.DataFrame(),
         labels=dict(labels or {}),
     )
+    if store is not None:
+        result.save(store)
+    return result
