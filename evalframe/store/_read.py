@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from evalframe.metrics._spec import Metric
     from evalframe.run import Run
 
-__all__ = ["RUN_LIST_COLUMNS", "list_runs", "load_run", "resolve"]
+__all__ = ["RUN_LIST_COLUMNS", "list_runs", "load_run", "looks_like_sql", "resolve"]
 
 RUN_LIST_COLUMNS: Final = (
     "run_id",
@@ -36,6 +36,11 @@ RUN_LIST_COLUMNS: Final = (
 _NEWEST_FIRST: Final = "ORDER BY created_at DESC, seq DESC"
 _SQL_START: Final = re.compile(r"^\s*(select|with|from|values|\()", re.IGNORECASE)
 _MIN_PREFIX: Final = 6
+
+
+def looks_like_sql(text: str) -> bool:
+    """Whether a reference is a query (SELECT, WITH, FROM, VALUES or a parenthesis)."""
+    return _SQL_START.match(text) is not None
 
 
 def list_runs(
@@ -94,7 +99,7 @@ def resolve(con: duckdb.DuckDBPyConnection, ref: str, *, relative_to: str | None
         return _by_recency(con, low, context)
     if low == "baseline" or low.startswith("baseline:"):
         return _baseline(con, text[len("baseline:") :] if ":" in text else None, context)
-    if _SQL_START.match(text):
+    if looks_like_sql(text):
         return _by_query(con, text)
     named = execute(con, f"SELECT run_id FROM runs WHERE name = ? {_NEWEST_FIRST} LIMIT 1", [text])
     if named:

@@ -23,11 +23,13 @@ if TYPE_CHECKING:
     from evalframe.run import Run
 
 __all__ = [
+    "RUN_TYPES",
     "dataset_hash",
     "git_info",
     "insert",
     "outputs_frame",
     "transaction",
+    "usage_frame",
     "write_run",
 ]
 
@@ -165,7 +167,7 @@ def _metrics_frame(run: Run) -> pl.DataFrame:
     )
 
 
-def _usage_frame(usage: pl.DataFrame, run_id: str) -> pl.DataFrame:
+def usage_frame(usage: pl.DataFrame, run_id: str) -> pl.DataFrame:
     if usage.height == 0:
         return pl.DataFrame()
     extra = [c for c in usage.columns if c not in USAGE_COLUMNS]
@@ -252,7 +254,7 @@ def write_run(con: duckdb.DuckDBPyConnection, run: Run) -> None:
         "required_repetitions": precision["required_repetitions"],
         "target_resolvable": precision["target_resolvable"],
     }
-    insert(con, "runs", pl.DataFrame([record], schema_overrides=_RUN_TYPES))
+    insert(con, "runs", pl.DataFrame([record], schema_overrides=RUN_TYPES))
     insert(con, "run_metrics", _metrics_frame(run))
     if not fetch(con, "SELECT count(*) FROM samples WHERE dataset_hash = ?", [digest]):
         insert(
@@ -266,12 +268,12 @@ def write_run(con: duckdb.DuckDBPyConnection, run: Run) -> None:
     insert(con, "outputs", outputs_frame(run.frame, run.run_id))
     insert(con, "scores", scores.select(C.SCORES_SCHEMA.names()))
     insert(con, "sample_stats", rows.with_columns(pl.lit(run.run_id).alias(C.RUN_ID)))
-    usage = _usage_frame(run.usage, run.run_id)
+    usage = usage_frame(run.usage, run.run_id)
     if usage.height:
         insert(con, "usage", usage)
 
 
-_RUN_TYPES: Final = pl.Schema(
+RUN_TYPES: Final = pl.Schema(
     {
         "seq": pl.Int64(),
         "started_at": pl.Float64(),

@@ -1,0 +1,396 @@
+"""Rescoring stored outputs: new or changed metrics, no call to the system under test.
+
+Memory stays bounded whatever the run's size: the source's outputs stream out of DuckDB as
+Arrow record batches, are cut into chunks of whole samples (every repetition of a sample in
+the same chunk, which reliability metrics need) and scored with the one runner,
+``evalframe.score``; each chunk's scores are appended before the next is read. Metrics the
+source already scored (same canonical id) are copied in SQL, never recomputed. Per-sample
+statistics are computed the same way, chunk by chunk with ``precision.row_aggregates``, over
+the new run's scores sorted by sample (DuckDB sorts out of core), and staged in a temporary
+Parquet file. Everything happens in one transaction: a crash leaves no partial run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import tempfile
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import duckdb
+import polars as pl
+
+from evalframe import schema as C
+from evalframe._version import __version__
+from evalframe.exceptions import StoreError
+from evalframe.precision import (
+    TARGET_DELTA,
+    required_repetitions,
+    resolution,
+    round6,
+    row_aggregates,
+)
+from evalframe.store import _read
+from evalframe.store._connect import Connector, execute, fetch, query, store_error
+from evalframe.store._write import (
+    OUTPUT_COLUMNS,
+    RUN_TYPES,
+    insert,
+    transaction,
+    usage_frame,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from evalframe.metrics._registry import MetricFactory
+    from evalframe.metrics._spec import Metric
+
+__all__ = ["rescore_runs", "whole_samples"]
+
+_STAT_COLUMNS: Final = (
+    C.SAMPLE_ID,
+    "repetitions",
+    "passed",
+    "errored",
+    "pass_rate",
+    "pass_rate_low",
+    "pass_rate_high",
+    "unstable",
+    "score_mean",
+    "score_stddev",
+)
+
+
+def whole_samples(batches: Iterable[pa.RecordBatch], min_rows: int) -> Iterator[pl.DataFrame]:
+    """Regroup record batches into frames of at least ``min_rows`` rows of whole samples.
+
+    The batches must keep each sample's rows together (sorted by ``sample_id``, or one row
+    per sample); a frame never ends in the middle of a sample.
+    """
+    pending: list[pl.DataFrame] = []
+    rows = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        part = pl.from_arrow(batch)
+        assert isinstance(part, pl.DataFrame)
+        pending.append(part)
+        rows += part.height
+        if rows < min_rows:
+            continue
+        frame = pl.concat(pending, how="vertical_relaxed")
+        ids = frame.get_column(C.SAMPLE_ID)
+        tail_start = int((ids == ids[-1]).arg_true()[0])
+        if tail_start == 0:  # one sample so far: keep reading
+            pending, rows = [frame], frame.height
+            continue
+        yield frame.slice(0, tail_start)
+        pending = [frame.slice(tail_start)]
+        rows = pending[0].height
+    if pending:
+        yield pl.concat(pending, how="vertical_relaxed")
+
+
+def _sources(con: duckdb.DuckDBPyConnection, runs: str | Sequence[str] | None) -> list[str]:
+    if runs is None:
+        return [_read.resolve(con, "latest")]
+    if isinstance(runs, str):
+        if _read.looks_like_sql(runs):
+            found = query(con, runs)
+            column = "run_id" if "run_id" in found.columns else found.columns[0]
+            ids = [str(v) for v in found.get_column(column).to_list()]
+            if not ids:
+                raise StoreError(f"The --runs query selected no run.\nquery: {runs}")
+            return [_read.resolve(con, i) for i in ids]
+        return [_read.resolve(con, runs)]
+    return [_read.resolve(con, r) for r in runs]
+
+
+def rescore_runs(
+    connector: Connector,
+    metrics: Sequence[str | Metric | MetricFactory],
+    *,
+    runs: str | Sequence[str] | None,
+    keep: bool,
+    force: bool,
+    name: str | None,
+    batch_size: int,
+    memory_limit: str | None,
+    providers: Any,
+) -> list[str]:
+    """Rescore each source run into a new run; returns the new run ids."""
+    from evalframe.metrics._registry import resolve
+
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1; got {batch_size}")
+    requested = resolve(metrics)
+    if not requested:
+        raise StoreError("Rescoring needs at least one metric (-m SPEC).")
+    with connector.connect(write=False) as con:
+        sources = list(dict.fromkeys(_sources(con, runs)))
+    return [
+        _rescore_one(
+            connector,
+            source,
+            requested,
+            keep=keep,
+            force=force,
+            name=name,
+            batch_size=batch_size,
+            memory_limit=memory_limit,
+            providers=providers,
+        )
+        for source in sources
+    ]
+
+
+def _metric_rows(run_id: str, requested: list[Metric], carried: pl.DataFrame) -> pl.DataFrame:
+    rows = [
+        {
+            "metric": m.id,
+            "name": m.name,
+            "params": json.dumps(dict(m.params), default=str),
+            "threshold": float(m.threshold),
+            "family": m.family,
+            "dimension": m.dimension,
+        }
+        for m in requested
+    ]
+    rows += carried.select(
+        "metric", "name", "params", "threshold", "family", "dimension"
+    ).to_dicts()
+    return pl.DataFrame(
+        rows,
+        schema={
+            "metric": pl.String,
+            "name": pl.String,
+            "params": pl.String,
+            "threshold": pl.Float64,
+            "family": pl.String,
+            "dimension": pl.String,
+        },
+    ).with_columns(
+        pl.lit(run_id).alias(C.RUN_ID), pl.int_range(pl.len(), dtype=pl.Int32).alias("ordinal")
+    )
+
+
+def _rescore_one(
+    connector: Connector,
+    source_id: str,
+    requested: list[Metric],
+    *,
+    keep: bool,
+    force: bool,
+    name: str | None,
+    batch_size: int,
+    memory_limit: str | None,
+    providers: Any,
+) -> str:
+    new_id = uuid.uuid4().hex[:16]
+    started = time.time()
+    with connector.connect(write=True) as con:
+        if memory_limit is not None:
+            execute(con, "SET memory_limit = ?", [memory_limit])
+        with transaction(con):
+            source = query(con, "SELECT * FROM runs WHERE run_id = ?", [source_id]).row(
+                0, named=True
+            )
+            source_metrics = query(
+                con, "SELECT * FROM run_metrics WHERE run_id = ? ORDER BY ordinal", [source_id]
+            )
+            have = set(source_metrics.get_column("metric").to_list())
+            wanted = {m.id for m in requested}
+            carried = (
+                source_metrics.filter(~pl.col("metric").is_in(list(wanted)))
+                if keep
+                else source_metrics.clear()
+            )
+            copied = [m.id for m in requested if m.id in have and not force]
+            copied += carried.get_column("metric").to_list()
+            computed = [m for m in requested if m.id not in copied]
+            insert(con, "run_metrics", _metric_rows(new_id, requested, carried))
+            execute(
+                con,
+                "INSERT INTO outputs BY NAME SELECT * REPLACE (?::VARCHAR AS run_id) "
+                "FROM outputs WHERE run_id = ?",
+                [new_id, source_id],
+            )
+            if copied:
+                execute(
+                    con,
+                    "INSERT INTO scores BY NAME SELECT * REPLACE (?::VARCHAR AS run_id) "
+                    "FROM scores WHERE run_id = ? AND list_contains(?::VARCHAR[], metric)",
+                    [new_id, source_id, copied],
+                )
+            if computed:
+                _score_stream(
+                    con, source, computed, new_id, batch_size=batch_size, providers=providers
+                )
+            _sample_stats(con, new_id, source["dataset_hash"], batch_size=batch_size)
+            finished = time.time()
+            _insert_run(
+                con,
+                source,
+                new_id,
+                name=name,
+                started=started,
+                finished=finished,
+                copied=copied,
+                computed=[m.id for m in computed],
+                usage=getattr(providers, "usage_frame", None),
+            )
+    return new_id
+
+
+def _score_stream(
+    con: duckdb.DuckDBPyConnection,
+    source: dict[str, Any],
+    metrics: list[Metric],
+    new_id: str,
+    *,
+    batch_size: int,
+    providers: Any,
+) -> None:
+    """Stream the source's evaluation frame in whole-sample chunks and score each chunk."""
+    from evalframe.score import score
+
+    outputs = ", ".join(f"o.{c}" for c in OUTPUT_COLUMNS)
+    dataset = ", ".join(f"d.{c}" for c in C.DATASET_SCHEMA.names() if c != C.SAMPLE_ID)
+    # Repetitions of one sample must share a chunk; with one repetition every row is a
+    # whole sample and the (out-of-core, but not free) sort is skipped.
+    order = " ORDER BY o.sample_id, o.repetition" if (source["repetitions"] or 1) > 1 else ""
+    statement = (
+        f"SELECT o.sample_id, o.repetition, {outputs}, o.extra AS __extra, {dataset} "
+        "FROM outputs AS o JOIN samples AS d "
+        "ON d.dataset_hash = ? AND d.sample_id = o.sample_id "
+        f"WHERE o.run_id = ?{order}"
+    )
+    reader_con = con.cursor()
+    try:
+        reader = reader_con.sql(
+            statement, params=[source["dataset_hash"], source["run_id"]]
+        ).to_arrow_reader(batch_size)
+        for chunk in whole_samples(reader, batch_size):
+            frame = _with_extra(chunk)
+            scores = score(frame, metrics, run_id=new_id, context=providers)
+            insert(con, "scores", scores.select(C.SCORES_SCHEMA.names()))
+    except duckdb.Error as exc:
+        raise store_error("Could not stream the source run's outputs.", statement, exc) from exc
+    finally:
+        reader_con.close()
+
+
+def _with_extra(chunk: pl.DataFrame) -> pl.DataFrame:
+    """Unpack the ``extra`` output columns (stored as JSON) beside the typed ones."""
+    extra = chunk.get_column("__extra")
+    frame = chunk.drop("__extra").with_columns(pl.col(C.REPETITION).cast(pl.Int64))
+    if extra.null_count() == extra.len():
+        return frame
+    decoded = extra.str.json_decode(infer_schema_length=None)
+    if not isinstance(decoded.dtype, pl.Struct):
+        return frame
+    unpacked = decoded.struct.unnest()
+    fresh = [c for c in unpacked.columns if c not in frame.columns]
+    return pl.concat([frame, unpacked.select(fresh)], how="horizontal")
+
+
+def _sample_stats(
+    con: duckdb.DuckDBPyConnection, run_id: str, digest: str, *, batch_size: int
+) -> None:
+    """Per-sample repetition statistics of the new run, chunk by chunk, staged in Parquet."""
+    import pyarrow.parquet as pq
+
+    statement = (
+        "SELECT sample_id, repetition, score, passed, error FROM scores "
+        "WHERE run_id = ? ORDER BY sample_id"
+    )
+    with tempfile.TemporaryDirectory(prefix="evalframe-rescore-") as tmp:
+        staged = Path(tmp) / "sample_stats.parquet"
+        writer: pq.ParquetWriter | None = None
+        try:
+            reader = con.sql(statement, params=[run_id]).to_arrow_reader(batch_size)
+            for chunk in whole_samples(reader, batch_size):
+                order = chunk.select(C.SAMPLE_ID).unique(maintain_order=True)
+                rows = row_aggregates(
+                    chunk, order.with_columns(pl.lit(None, pl.String).alias(C.ROW_HASH))
+                ).select(_STAT_COLUMNS)
+                table = rows.to_arrow()
+                if writer is None:
+                    writer = pq.ParquetWriter(staged, table.schema)
+                writer.write_table(table)
+        except duckdb.Error as exc:
+            raise store_error("Could not compute per-sample statistics.", statement, exc) from exc
+        finally:
+            if writer is not None:
+                writer.close()
+        if writer is not None:
+            execute(
+                con,
+                "INSERT INTO sample_stats BY NAME "
+                "SELECT p.*, ?::VARCHAR AS run_id, d.row_hash FROM read_parquet(?) AS p "
+                "JOIN samples AS d ON d.dataset_hash = ? AND d.sample_id = p.sample_id",
+                [run_id, str(staged), digest],
+            )
+
+
+def _insert_run(
+    con: duckdb.DuckDBPyConnection,
+    source: dict[str, Any],
+    new_id: str,
+    *,
+    name: str | None,
+    started: float,
+    finished: float,
+    copied: list[str],
+    computed: list[str],
+    usage: Any,
+) -> None:
+    n, passed, executions, variance = execute(
+        con,
+        "SELECT coalesce(max(repetitions), 0), coalesce(sum(passed), 0), "
+        "coalesce(sum(repetitions), 0), coalesce(avg(pass_rate * (1 - pass_rate)), 0.0) "
+        "FROM sample_stats WHERE run_id = ?",
+        [new_id],
+    )[0]
+    n, passed, executions, variance = int(n), int(passed), int(executions), float(variance)
+    res = resolution(variance, n)
+    macro = fetch(
+        con, "SELECT coalesce(avg(pass_rate), 0.0) FROM metric_summary WHERE run_id = ?", [new_id]
+    )
+    failures = fetch(con, "SELECT count(*) FROM failures WHERE run_id = ?", [new_id])
+    extra = {"rescore": {"source_run_id": source["run_id"], "copied": copied, "computed": computed}}
+    record = {
+        **{k: source[k] for k in ("dataset", "dataset_hash", "git_commit", "git_branch")},
+        "run_id": new_id,
+        "seq": fetch(con, "SELECT coalesce(max(seq), 0) + 1 FROM runs"),
+        "name": name or source["name"],
+        "created_at": dt.datetime.fromtimestamp(finished, dt.UTC).replace(tzinfo=None),
+        "started_at": started,
+        "finished_at": finished,
+        "evalframe_version": __version__,
+        "duckdb_version": duckdb.__version__,
+        "models": list(source["models"] or []),
+        "labels": source["labels"],
+        "extra": json.dumps(extra),
+        "source_run_id": source["run_id"],
+        "n_samples": source["n_samples"],
+        "n_executions": source["n_executions"],
+        "repetitions": source["repetitions"],
+        "n_failures": int(failures),
+        "macro_f1": float(macro),
+        "pass_rate": round6(passed / executions) if executions else 0.0,
+        "within_row_variance": round6(variance),
+        "resolution": res,
+        "required_repetitions": required_repetitions(variance),
+        "target_resolvable": n >= 2 and res <= TARGET_DELTA,
+    }
+    insert(con, "runs", pl.DataFrame([record], schema_overrides=RUN_TYPES))
+    if callable(usage):
+        frame = usage_frame(usage(), new_id)
+        if frame.height:
+            insert(con, "usage", frame)
