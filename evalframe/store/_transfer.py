@@ -1,0 +1,142 @@
+"""Parquet export and import of runs: one file per table and a manifest.
+
+An export directory holds ``manifest.json`` (format ``evalframe.export.v1``, the store
+schema version, the run ids, the row count of every file) and one Parquet file per table
+(``runs``, ``run_metrics``, ``samples``, ``outputs``, ``scores``, ``sample_stats``,
+``usage``) with the store's columns. Rows stream through Arrow record batches both ways, so
+exporting or importing a run of any size needs bounded memory. Import is one transaction;
+runs already in the store are skipped, so importing twice is harmless.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+from typing import Final
+
+import duckdb
+
+from evalframe._version import __version__
+from evalframe.exceptions import StoreError
+from evalframe.store import _read
+from evalframe.store._connect import Connector, execute, fetch, store_error
+from evalframe.store._schema import SCHEMA_VERSION
+from evalframe.store._write import transaction
+
+__all__ = ["EXPORT_FORMAT", "export_runs", "import_runs"]
+
+EXPORT_FORMAT: Final = "evalframe.export.v1"
+MANIFEST: Final = "manifest.json"
+_RUN_TABLES: Final = ("runs", "run_metrics", "outputs", "scores", "sample_stats", "usage")
+_BATCH: Final = 200_000
+
+
+def export_runs(connector: Connector, refs: list[str], to: str | os.PathLike[str]) -> Path:
+    """Write the referenced runs to ``to`` (created; must not hold an export already)."""
+    import pyarrow.parquet as pq
+
+    target = Path(to)
+    if (target / MANIFEST).exists():
+        raise StoreError(f"{target} already holds an export ({MANIFEST}); choose a new directory.")
+    if not refs:
+        raise StoreError("Name at least one run to export.")
+    target.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, int] = {}
+    with connector.connect(write=False) as con:
+        ids = list(dict.fromkeys(_read.resolve(con, r) for r in refs))
+        statements = {
+            t: f"SELECT * FROM {t} WHERE list_contains(?::VARCHAR[], run_id)" for t in _RUN_TABLES
+        }
+        statements["samples"] = (
+            "SELECT * FROM samples WHERE dataset_hash IN "
+            "(SELECT dataset_hash FROM runs WHERE list_contains(?::VARCHAR[], run_id))"
+        )
+        for table, statement in statements.items():
+            try:
+                reader = con.sql(statement, params=[ids]).to_arrow_reader(_BATCH)
+                rows = 0
+                with pq.ParquetWriter(target / f"{table}.parquet", reader.schema) as writer:
+                    for batch in reader:
+                        writer.write_batch(batch)
+                        rows += batch.num_rows
+            except duckdb.Error as exc:
+                raise store_error(f"Could not export the {table} table.", statement, exc) from exc
+            counts[table] = rows
+    manifest = {
+        "format": EXPORT_FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "evalframe_version": __version__,
+        "exported_at": dt.datetime.now(dt.UTC).isoformat(),
+        "runs": ids,
+        "rows": counts,
+    }
+    (target / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return target
+
+
+def import_runs(connector: Connector, source: str | os.PathLike[str]) -> list[str]:
+    """Add the runs of an export directory to the store; returns the ids it added."""
+    folder = Path(source)
+    manifest_path = folder / MANIFEST
+    if not manifest_path.is_file():
+        raise StoreError(f"{folder} is not an evalframe export: it has no {MANIFEST}.")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"{manifest_path} is not readable JSON: {exc}") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != EXPORT_FORMAT:
+        raise StoreError(f"{manifest_path} is not an {EXPORT_FORMAT} manifest.")
+    version = manifest.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise StoreError(
+            f"{folder} was exported with store schema version {version}; this evalframe "
+            f"imports version {SCHEMA_VERSION}. Import it with the evalframe that wrote it, "
+            "or open that store here (it migrates on open) and export again."
+        )
+    files = {t: folder / f"{t}.parquet" for t in (*_RUN_TABLES, "samples")}
+    missing = [str(p.name) for p in files.values() if not p.is_file()]
+    if missing:
+        raise StoreError(f"{folder} is missing {', '.join(missing)}; the export is incomplete.")
+    with connector.connect(write=True) as con, transaction(con):
+        present = {
+            r[0]
+            for r in execute(
+                con,
+                "SELECT run_id FROM runs WHERE run_id IN (SELECT run_id FROM read_parquet(?))",
+                [str(files["runs"])],
+            )
+        }
+        fresh = [
+            r[0]
+            for r in execute(
+                con,
+                "SELECT run_id FROM read_parquet(?) ORDER BY created_at, seq",
+                [str(files["runs"])],
+            )
+            if r[0] not in present
+        ]
+        if not fresh:
+            return []
+        offset = int(fetch(con, "SELECT coalesce(max(seq), 0) FROM runs"))
+        execute(
+            con,
+            "INSERT INTO samples BY NAME SELECT * FROM read_parquet(?) AS p "
+            "WHERE p.dataset_hash NOT IN (SELECT DISTINCT dataset_hash FROM samples)",
+            [str(files["samples"])],
+        )
+        execute(
+            con,
+            "INSERT INTO runs BY NAME SELECT * REPLACE (seq + ? AS seq) FROM read_parquet(?) "
+            "WHERE list_contains(?::VARCHAR[], run_id)",
+            [offset, str(files["runs"]), fresh],
+        )
+        for table in _RUN_TABLES[1:]:
+            execute(
+                con,
+                f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?) "
+                "WHERE list_contains(?::VARCHAR[], run_id)",
+                [str(files[table]), fresh],
+            )
+    return fresh
