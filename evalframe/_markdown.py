@@ -283,52 +283,7 @@ def render(r: Mapping[str, Any]) -> str:
 
 
 def render_html(r: Mapping[str, Any]) -> str:
-    """A compact HTML view for Jupyter: per-metric table, macro-F1, cohorts, failures."""
+    """The rich HTML fragment for Jupyter (``evalframe.html.report_html``)."""
+    from evalframe.html import report_html
 
-    def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
-            for row in rows
-        )
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-    parts = [
-        f"<h3>Eval report — {html.escape(str(r['dataset']))}</h3>",
-        f"<p><b>macro-F1</b> {r['macro_f1']:.4f} · {r['total_samples']} samples · "
-        f"{r['total_executions']} executions · {r['total_failures']} failures · run "
-        f"<code>{html.escape(str(r['run_id']))}</code></p>",
-        table(
-            ["metric", "mean", "p50", "p95", "pass-rate", "scored", "errors"],
-            [
-                [
-                    n,
-                    _f4(m["mean"]),
-                    _f4(m["p50"]),
-                    _f4(m["p95"]),
-                    _f4(m["pass_rate"]),
-                    m["n_scored"],
-                    m["n_errors"],
-                ]
-                for n, m in r["metrics"].items()
-            ],
-        ),
-        "<h4>Cohorts</h4>",
-        table(
-            ["cohort", "samples", "metric", "mean", "pass-rate"],
-            [
-                [c["label"], c["sample_count"], n, _f4(m["mean"]), _f4(m["pass_rate"])]
-                for c in r["cohorts"]
-                for n, m in c["metrics"].items()
-            ],
-        ),
-    ]
-    if r["failures"]:
-        parts += [
-            "<h4>Failures</h4>",
-            table(
-                ["sample", "metric", "error"],
-                [[f["sample_id"], f["metric"], f["error"]] for f in r["failures"][:50]],
-            ),
-        ]
-    return "\n".join(parts)
+    return report_html(r)

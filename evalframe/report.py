@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
@@ -46,9 +46,23 @@ class Report(dict[str, Any]):
         return self.to_markdown()
 
     def _repr_html_(self) -> str:
-        from evalframe._markdown import render_html
+        from evalframe.html import report_html
 
-        return render_html(self)
+        return report_html(self)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        from evalframe.html import report_text
+
+        p.text(repr(self) if cycle else report_text(self))
+
+    def to_html(self, *, charts: Literal["auto", "vega", "svg", "none"] = "auto") -> str:
+        """One self-contained HTML page: the tables and charts, no network requests.
+
+        ``charts="auto"`` embeds interactive charts when the ``viz`` extra is installed.
+        """
+        from evalframe.html import page
+
+        return page(self, charts=charts)
 
     def __repr__(self) -> str:
         return (

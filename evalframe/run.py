@@ -23,6 +23,7 @@ from evalframe.score import score
 from evalframe.system import System, call_system
 
 if TYPE_CHECKING:
+    from evalframe.plot import RunPlot
     from evalframe.report import Report
     from evalframe.store import Store
 
@@ -109,6 +110,23 @@ class Run:
         from evalframe.report import build_report
 
         return build_report(self)
+
+    @property
+    def plot(self) -> RunPlot:
+        """Charts of this run: ``run.plot.histograms()``, ``run.plot.heatmap()`` (``viz`` extra)."""
+        from evalframe.plot import RunPlot
+
+        return RunPlot(self)
+
+    def _repr_html_(self) -> str:
+        from evalframe.html import run_html
+
+        return run_html(self)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        from evalframe.html import run_text
+
+        p.text(repr(self) if cycle else run_text(self))
 
     def to_json(self) -> str:
         return self.report().to_json()
