@@ -113,10 +113,17 @@ def to_json_value(value: object, path: str = "") -> JSONValue:
     if isinstance(value, dict):
         out: dict[str, JSONValue] = {}
         for key, item in value.items():
-            text = _key_text(key, path)
-            if text in out:
-                raise UnsupportedValueError(path, f"has two keys that both read {text!r}")
-            out[text] = to_json_value(item, f"{path}.{text}")
+            if type(key) is str:
+                text = key
+            else:
+                text = _key_text(key, path)
+                if text in out or text in value:
+                    raise UnsupportedValueError(path, f"has two keys that both read {text!r}")
+            kind = type(item)
+            if kind is str or kind is int or kind is bool or item is None:
+                out[text] = item
+            else:
+                out[text] = to_json_value(item, f"{path}.{text}")
         return out
     if isinstance(value, list | tuple):
         return [to_json_value(item, f"{path}[{i}]") for i, item in enumerate(value)]

@@ -25,6 +25,9 @@ does: ``yes``, ``no``, ``on`` and ``off`` stay strings, and a repeated key is an
 from __future__ import annotations
 
 import codecs
+import contextlib
+import gc
+import itertools
 import json
 import os
 import re
@@ -60,9 +63,21 @@ SCHEMA_VERSION: Final = "eval-harness.dataset.v1"
 
 _EXPECTED_TYPES: Final = ("string", "int", "float", "bool", "null", "list", "map")
 _MERGE_TAG: Final = "tag:yaml.org,2002:merge"
-_YAML11_TAGS: Final = frozenset(
-    {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
-)
+_STR_TAG: Final = "tag:yaml.org,2002:str"
+_INT_TAG: Final = "tag:yaml.org,2002:int"
+_NULL_TAG: Final = "tag:yaml.org,2002:null"
+_BOOL_TAG: Final = "tag:yaml.org,2002:bool"
+_SEQ_TAG: Final = "tag:yaml.org,2002:seq"
+_MAP_TAG: Final = "tag:yaml.org,2002:map"
+_BOOLS: Final = {
+    "true": True,
+    "True": True,
+    "TRUE": True,
+    "false": False,
+    "False": False,
+    "FALSE": False,
+}
+_YAML11_TAGS: Final = frozenset({_BOOL_TAG, _INT_TAG, "tag:yaml.org,2002:float"})
 
 
 class Dataset(pl.DataFrame):
@@ -208,8 +223,10 @@ class Dataset(pl.DataFrame):
     ) -> Dataset:
         if not isinstance(name, str) or not name.strip():
             raise DatasetError(f"Dataset name must be a non-empty string; got {name!r}.")
+        with _gc_paused():
+            frame = _samples_frame(records, source)
         return cls._wrap(
-            _samples_frame(records, source),
+            frame,
             name=name,
             metrics=_check_metrics(metrics, "metrics", source.where),
             repetitions=_check_repetitions(repetitions, "repetitions", source.where),
@@ -283,7 +300,8 @@ def read_dataset(path: str | os.PathLike[str], *, name: str | None = None) -> Da
             f"{where}: unsupported dataset file extension {file.suffix!r}; expected one of "
             ".yaml, .yml, .json, .jsonl, .csv or .parquet."
         )
-    return reader(file, where, name)
+    with _gc_paused():
+        return reader(file, where, name)
 
 
 # --- per-sample validation ------------------------------------------------------------------
@@ -322,8 +340,34 @@ def _samples_frame(records: Iterable[object], source: _Source) -> pl.DataFrame:
         rows.append(row)
     if not rows:
         raise source.error(f"Dataset {source.label} must declare at least one sample.")
-    columns = [list(column) for column in zip(*rows, strict=True)]
+    columns: list[Any] = [list(column) for column in zip(*rows, strict=True)]
+    columns[5] = _list_series(columns[5])
     return pl.DataFrame(dict(zip(C.DATASET_SCHEMA.names(), columns, strict=True)), C.DATASET_SCHEMA)
+
+
+def _list_series(rows: list[list[str]]) -> pl.Series:
+    """A List(String) series; through Arrow offsets, 20x faster than Polars from nested lists."""
+    import pyarrow as pa
+
+    offsets = pa.array([0, *itertools.accumulate(map(len, rows))], pa.int64())
+    values = pa.array([item for row in rows for item in row], pa.large_string())
+    return pl.Series(C.TAGS, pa.LargeListArray.from_arrays(offsets, values))
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a file becomes millions of small objects.
+
+    None of them is garbage until the load ends, yet the collector's repeated full scans
+    made loading 100,000 YAML samples three to four times slower.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _sample_row(record: object, index: int, source: _Source) -> _Row:
@@ -761,7 +805,7 @@ class _YamlLoader(_SafeLoader):
         return mapping
 
 
-def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+def _construct_int(loader: _SafeLoader, node: yaml.ScalarNode) -> int:
     text = str(loader.construct_scalar(node))
     digits = text.lstrip("+-")
     sign = -1 if text.startswith("-") else 1
@@ -795,11 +839,64 @@ _YamlLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 def _parse_yaml(text: str) -> object:
+    """Parse one YAML document into plain Python values."""
     loader = _YamlLoader(text)
     try:
-        return loader.get_single_data()
+        root = loader.get_single_node()
+        return None if root is None else _yaml_value(loader, root)
+    except RecursionError as exc:
+        raise yaml.YAMLError("the document nests too deeply or an anchor refers to itself") from exc
     finally:
         loader.dispose()
+
+
+def _yaml_value(loader: _YamlLoader, node: yaml.Node) -> object:
+    """The value of a node: plain scalars, lists and maps directly, the rest by PyYAML.
+
+    PyYAML's generic constructor spends most of a large load in bookkeeping that plain data
+    does not need; this walk is about twice as fast. Aliases are copied, not shared.
+    """
+    tag = node.tag
+    if isinstance(node, yaml.ScalarNode):
+        if tag == _STR_TAG:
+            return node.value
+        if tag == _INT_TAG:
+            return _construct_int(loader, node)
+        if tag == _NULL_TAG:
+            return None
+        if tag == _BOOL_TAG and node.value in _BOOLS:
+            return _BOOLS[node.value]
+    elif isinstance(node, yaml.SequenceNode) and tag == _SEQ_TAG:
+        return [_yaml_value(loader, item) for item in node.value]
+    elif (
+        isinstance(node, yaml.MappingNode)
+        and tag == _MAP_TAG
+        and not any(key.tag == _MERGE_TAG for key, _ in node.value)
+    ):
+        return _yaml_mapping(loader, node)
+    return loader.construct_object(node, deep=True)
+
+
+def _yaml_mapping(loader: _YamlLoader, node: yaml.MappingNode) -> dict[Any, object]:
+    mapping: dict[Any, object] = {}
+    for key_node, value_node in node.value:
+        key = _yaml_value(loader, key_node)
+        if not isinstance(key, Hashable):
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping",
+                node.start_mark,
+                "found unhashable key",
+                key_node.start_mark,
+            )
+        if key in mapping:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping",
+                node.start_mark,
+                f"found duplicate key {key!r}",
+                key_node.start_mark,
+            )
+        mapping[key] = _yaml_value(loader, value_node)
+    return mapping
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:

@@ -31,6 +31,7 @@ from evalframe.dataset import (
     Dataset,
     _decode_utf8,
     _yaml_problem,
+    _yaml_value,
     _YamlLoader,
 )
 from evalframe.exceptions import DatasetError
@@ -207,19 +208,19 @@ def _parse_yaml_outputs(text: str, where: str) -> object:
     loader = _YamlLoader(text)
     try:
         root = loader.get_single_node()
+        if root is None:
+            return None
         node = _outputs_node(root)
-        if node is None:
-            return None if root is None else loader.construct_document(root)
-        ids = [key.value for key, _ in node.value]
+        ids = [] if node is None else [key.value for key, _ in node.value]
         repeated = _repeated(ids)
         if repeated:
             raise DatasetError(f"{where}: Duplicate saved output for sample '{repeated[0]}'.")
-        document = loader.construct_document(root)
-        document["outputs"] = {
-            sample_id: loader.construct_object(value, deep=True)
-            for sample_id, (_, value) in zip(ids, node.value, strict=True)
-        }
+        document = _yaml_value(loader, root)
+        if node is not None and isinstance(document, dict):
+            document["outputs"] = dict(zip(ids, document["outputs"].values(), strict=True))
         return document
+    except RecursionError as exc:
+        raise yaml.YAMLError("the document nests too deeply or an anchor refers to itself") from exc
     finally:
         loader.dispose()
 
