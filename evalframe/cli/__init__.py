@@ -35,10 +35,11 @@ def cli() -> None:
 
 
 def _register_commands() -> None:
-    from evalframe.cli import _metrics, _run
+    from evalframe.cli import _metrics, _report, _run
 
     cli.add_command(_run.run)
     cli.add_command(_metrics.metrics)
+    cli.add_command(_report.report)
 
 
 _register_commands()
