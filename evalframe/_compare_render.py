@@ -1,0 +1,167 @@
+"""Markdown rendering of a ``Comparison`` (the ``evalframe compare`` output)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+if TYPE_CHECKING:
+    from evalframe.compare import Comparison
+
+__all__ = ["fmt", "render", "row_table", "table"]
+
+
+def _cell(value: Any) -> str:
+    text = " ".join(str(value).split())
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """A Markdown table, cells on one line with ``|`` and backticks escaped."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def fmt(x: float | None, spec: str = ".4f") -> str:
+    """A number with ``spec``, or ``n/a``."""
+    return "n/a" if x is None else format(x, spec)
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "n/a" if low is None or high is None else f"[{low:+.4f}, {high:+.4f}]"
+
+
+def _p(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:.2e}" if x < 1e-4 else f"{x:.4f}"
+
+
+def row_table(rows: pl.DataFrame) -> list[str]:
+    """Regressed rows: sample | pass rate before -> after | score delta | noise | newly failing."""
+    body = [
+        (
+            r["sample_id"],
+            f"{fmt(r['before_pass_rate'])} → {fmt(r['after_pass_rate'])}",
+            fmt(r["score_delta"], "+.4f"),
+            "yes" if r["confident"] else "no",
+            "yes" if r["newly_failing"] else "no",
+        )
+        for r in rows.iter_rows(named=True)
+    ]
+    headers = ("sample", "pass rate before → after", "score delta", "beyond noise", "newly failing")
+    return table(headers, body)
+
+
+def render(c: Comparison, *, max_rows: int = 20) -> str:
+    """The comparison as Markdown, ending in a single newline."""
+    counts = c.counts
+    stat = "this run's detectable difference" if c.resolution_is_statistical else "epsilon"
+    out = [
+        f"# Comparison — {c.after.dataset.name}",
+        "",
+        f"_Run `{c.after.run_id}` ({c.after.name}) against {c.label} (`{c.before.run_id}`), "
+        f"rows joined by {c.join_key}; noise threshold {c.resolution * 100:.1f} points "
+        f"({stat})._",
+        "",
+        "## Rows",
+        "",
+        *table(
+            (
+                "regressed",
+                "beyond noise",
+                "newly failing",
+                "improved",
+                "stable",
+                "added",
+                "removed",
+            ),
+            [
+                (
+                    counts["regressed"],
+                    counts["regressed_confident"],
+                    counts["newly_failing"],
+                    counts["improved"],
+                    counts["stable"],
+                    counts["added"],
+                    counts["removed"],
+                )
+            ],
+        ),
+        "",
+        "## Metrics",
+        "",
+        f"_Deltas are after - before; intervals are {c.confidence:.0%} paired bootstrap "
+        f"({c.n_bootstrap} resamples, seed {c.seed}); p is McNemar's exact test on rows' "
+        "pass/fail, Holm-adjusted across metrics and cohorts._",
+        "",
+    ]
+    metric_rows = [
+        (
+            r["metric"],
+            fmt(r["before_mean"]),
+            fmt(r["after_mean"]),
+            fmt(r["mean_delta"], "+.4f"),
+            _interval(r["mean_ci_low"], r["mean_ci_high"]),
+            fmt(r["before_pass_rate"]),
+            fmt(r["after_pass_rate"]),
+            fmt(r["pass_rate_delta"], "+.4f"),
+            _interval(r["pass_rate_ci_low"], r["pass_rate_ci_high"]),
+            _p(r["p_value"]),
+            _p(r["p_holm"]),
+        )
+        for r in c.metrics.iter_rows(named=True)
+    ]
+    out += table(
+        (
+            "metric",
+            "mean before",
+            "mean after",
+            "Δ mean",
+            "CI",
+            "pass-rate before",
+            "pass-rate after",
+            "Δ pass-rate",
+            "CI",
+            "p",
+            "p (Holm)",
+        ),
+        metric_rows,
+    )
+    m = c.macro_f1
+    out += [
+        "",
+        f"## Macro-F1: {fmt(m['before'])} → {fmt(m['after'])} ({fmt(m['delta'], '+.4f')}, "
+        f"paired CI {_interval(m['ci_low'], m['ci_high'])})",
+        "",
+    ]
+    moved = c.cohorts.filter(
+        (pl.col("pass_rate_delta").abs() > 0) | (pl.col("mean_delta").abs() > c.resolution)
+    )
+    if moved.height:
+        out += ["## Cohorts that moved", ""]
+        out += table(
+            ("cohort", "metric", "Δ mean", "Δ pass-rate", "p", "p (Holm)"),
+            [
+                (
+                    r["label"],
+                    r["metric"],
+                    fmt(r["mean_delta"], "+.4f"),
+                    fmt(r["pass_rate_delta"], "+.4f"),
+                    _p(r["p_value"]),
+                    _p(r["p_holm"]),
+                )
+                for r in moved.iter_rows(named=True)
+            ],
+        )
+        out.append("")
+    worst = c.regressions()
+    if worst.height:
+        shown = worst.head(max_rows)
+        out += [f"## Regressed rows ({shown.height} of {worst.height}, worst first)", ""]
+        out += row_table(shown)
+        out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"

@@ -1,0 +1,618 @@
+"""Comparing two runs of a dataset: row verdicts, metric and cohort deltas, statistics.
+
+Rows are joined by ``row_hash`` (the content hash of input and expected output) when both
+runs have a unique hash on every row, else by ``sample_id``. Each row gets eval-harness's
+verdict (reference §8.2): deltas are after - before, on the row's pass rate over its
+repetitions and on its mean score, and the first matching rule decides:
+
+==============================  ==========  =============================
+condition                       status      confident
+==============================  ==========  =============================
+pass-rate delta < 0             regressed   abs(pass-rate delta) > res
+score delta < -res              regressed   yes
+pass-rate delta > 0             improved    abs(pass-rate delta) > res
+score delta > res               improved    yes
+otherwise                       stable      no
+==============================  ==========  =============================
+
+where ``res`` is the run's resolution (the smallest difference its repetitions can tell from
+noise, ``precision.resolution``) unless an ``epsilon`` is given. Rows only in the new run
+are ``added``, rows only in the old one ``removed``; a regressed row that always passed
+before and now sometimes fails is ``newly_failing``.
+
+Beyond eval-harness, each metric's mean and pass-rate delta and the macro-F1 delta get a
+seeded paired bootstrap confidence interval, and each metric (overall and per cohort) gets
+McNemar's exact test on the paired pass/fail of its rows, Holm-corrected across all of
+those tests. A row passes a metric when at least half of its scored repetitions pass.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import numpy as np
+import polars as pl
+
+from evalframe import schema as C
+from evalframe._stats import PairedCounts, bootstrap_deltas, holm, mcnemar_exact
+from evalframe.exceptions import EvalframeError
+from evalframe.precision import precision_block, round6, row_aggregates
+
+if TYPE_CHECKING:
+    from evalframe.run import Run
+
+__all__ = ["COMPARISON_SCHEMA_VERSION", "Comparison", "ComparisonError", "compare"]
+
+COMPARISON_SCHEMA_VERSION: Final = "evalframe.comparison.v1"
+_ROW_STATS: Final = ("pass_rate", "score_mean", "score_stddev", "repetitions")
+
+
+class ComparisonError(EvalframeError, ValueError):
+    """Two runs cannot be compared (different datasets, say)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Comparison:
+    """The difference between two runs of one dataset.
+
+    Attributes:
+        before, after: the runs (after is the one being judged).
+        label: how the reference (before) was named, e.g. ``baseline`` or a run id.
+        join_key: ``row_hash`` or ``sample_id``.
+        resolution: the noise threshold used for row verdicts.
+        resolution_is_statistical: False when it was given as ``epsilon``.
+        rows: one row per joined key: key, sample_id, status, confident, newly_failing,
+            pass_rate_delta, score_delta, and before_*/after_* pass_rate, score_mean,
+            score_stddev and repetitions.
+        metrics: one row per metric: before/after mean and pass rate, deltas, paired
+            bootstrap intervals, McNemar counts and p-values (raw and Holm-adjusted).
+        cohorts: the same per (cohort, metric), without bootstrap intervals.
+        macro_f1: before, after, delta and the paired interval.
+        seed, n_bootstrap, confidence: the statistics' settings.
+    """
+
+    before: Run
+    after: Run
+    label: str
+    join_key: Literal["row_hash", "sample_id"]
+    resolution: float
+    resolution_is_statistical: bool
+    rows: pl.DataFrame
+    metrics: pl.DataFrame
+    cohorts: pl.DataFrame
+    macro_f1: dict[str, float | None]
+    pass_rate: dict[str, float]
+    seed: int
+    n_bootstrap: int
+    confidence: float
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Rows per verdict: regressed, regressed_confident, newly_failing, improved, ..."""
+        status = self.rows.get_column("status")
+        regressed = self.rows.filter(status == "regressed")
+        return {
+            "regressed": regressed.height,
+            "regressed_confident": int(regressed.get_column("confident").sum()),
+            "newly_failing": int(regressed.get_column("newly_failing").sum()),
+            "improved": int((status == "improved").sum()),
+            "stable": int((status == "stable").sum()),
+            "added": int((status == "added").sum()),
+            "removed": int((status == "removed").sum()),
+            "compared": int(status.is_in(["regressed", "improved", "stable"]).sum()),
+        }
+
+    def regressions(self, *, confident_only: bool = False) -> pl.DataFrame:
+        """Regressed rows, worst first (largest pass-rate drop, then score drop)."""
+        out = self.rows.filter(pl.col("status") == "regressed")
+        if confident_only:
+            out = out.filter(pl.col("confident"))
+        return out.sort(["pass_rate_delta", "score_delta"], nulls_last=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``evalframe.comparison.v1`` document (a superset of eval-harness's)."""
+        return {
+            "schema_version": COMPARISON_SCHEMA_VERSION,
+            "dataset": self.after.dataset.name,
+            "run": _run_ref(self.after),
+            "reference": {**_run_ref(self.before), "label": self.label},
+            "comparable": True,
+            "join_key": self.join_key,
+            "incomparable_reason": None,
+            "resolution": round6(self.resolution),
+            "resolution_is_statistical": self.resolution_is_statistical,
+            "macro_f1_delta": _r6(self.macro_f1["delta"]),
+            "pass_rate_delta": _r6(self.pass_rate["delta"]),
+            "counts": self.counts,
+            "macro_f1": {k: _r6(v) for k, v in self.macro_f1.items()},
+            "pass_rate": {k: _r6(v) for k, v in self.pass_rate.items()},
+            "statistics": {
+                "bootstrap": "paired, percentile interval",
+                "n_bootstrap": self.n_bootstrap,
+                "seed": self.seed,
+                "confidence": self.confidence,
+                "test": "mcnemar-exact",
+                "correction": "holm",
+                "row_passes_metric": "at least half of its scored repetitions pass",
+            },
+            "metrics": [_rounded(r) for r in self.metrics.iter_rows(named=True)],
+            "cohorts": [_rounded(r) for r in self.cohorts.iter_rows(named=True)],
+            "rows": [_row_payload(r, self.resolution) for r in self.rows.iter_rows(named=True)],
+        }
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The comparison document as JSON."""
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False) + "\n"
+
+    def to_markdown(self, *, max_rows: int = 20) -> str:
+        """A Markdown summary: counts, metric deltas, cohorts that moved, regressed rows."""
+        from evalframe._compare_render import render
+
+        return render(self, max_rows=max_rows)
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
+    def __repr__(self) -> str:
+        c = self.counts
+        return (
+            f"Comparison({self.before.run_id} -> {self.after.run_id}: "
+            f"{c['regressed']} regressed, {c['improved']} improved, {c['stable']} stable, "
+            f"{c['added']} added, {c['removed']} removed; macro-F1 delta "
+            f"{self.macro_f1['delta']:+.4f})"
+        )
+
+
+def _run_ref(run: Run) -> dict[str, Any]:
+    return {"id": run.run_id, "name": run.name, "macro_f1": run.macro_f1}
+
+
+def _r6(x: float | None) -> float | None:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return None
+    return round6(float(x))
+
+
+def _rounded(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: _r6(v) if isinstance(v, float) else v for k, v in row.items()}
+
+
+def _row_payload(r: dict[str, Any], resolution: float) -> dict[str, Any]:
+    def side(prefix: str) -> dict[str, Any] | None:
+        if r[f"{prefix}_repetitions"] is None:
+            return None
+        return {
+            "pass_rate": _r6(r[f"{prefix}_pass_rate"]),
+            "score_mean": _r6(r[f"{prefix}_score_mean"]),
+            "score_stddev": _r6(r[f"{prefix}_score_stddev"]),
+            "repetitions": r[f"{prefix}_repetitions"],
+        }
+
+    return {
+        "row_hash": r["row_hash"],
+        "sample_id": r[C.SAMPLE_ID],
+        "status": r["status"],
+        "confident": r["confident"],
+        "newly_failing": r["newly_failing"],
+        "resolution": round6(resolution),
+        "pass_rate_delta": _r6(r["pass_rate_delta"]),
+        "score_delta": _r6(r["score_delta"]),
+        "before": side("before"),
+        "after": side("after"),
+    }
+
+
+# --- the comparison ------------------------------------------------------------------------
+
+
+def _key(rows_a: pl.DataFrame, rows_b: pl.DataFrame) -> Literal["row_hash", "sample_id"]:
+    for rows in (rows_a, rows_b):
+        hashes = rows.get_column(C.ROW_HASH)
+        if hashes.null_count() or hashes.n_unique() != hashes.len():
+            return "sample_id"
+    return "row_hash"
+
+
+def _verdicts(joined: pl.DataFrame, res: float) -> pl.DataFrame:
+    dp, ds = pl.col("pass_rate_delta"), pl.col("score_delta")
+    before_missing = pl.col("before_repetitions").is_null()
+    after_missing = pl.col("after_repetitions").is_null()
+    status = (
+        pl.when(before_missing)
+        .then(pl.lit("added"))
+        .when(after_missing)
+        .then(pl.lit("removed"))
+        .when(dp < 0)
+        .then(pl.lit("regressed"))
+        .when(ds < -res)
+        .then(pl.lit("regressed"))
+        .when(dp > 0)
+        .then(pl.lit("improved"))
+        .when(ds > res)
+        .then(pl.lit("improved"))
+        .otherwise(pl.lit("stable"))
+    )
+    confident = (
+        pl.when(before_missing | after_missing)
+        .then(False)
+        .when(dp < 0)
+        .then(dp.abs() > res)
+        .when(ds < -res)
+        .then(True)
+        .when(dp > 0)
+        .then(dp.abs() > res)
+        .when(ds > res)
+        .then(True)
+        .otherwise(False)
+    )
+    rounded = {
+        f"{side}_{stat}": pl.col(f"{side}_{stat}").round(6, mode="half_away_from_zero")
+        for side in ("before", "after")
+        for stat in ("pass_rate", "score_mean")
+    }
+    return (
+        joined.with_columns(**rounded)
+        .with_columns(
+            (pl.col("after_pass_rate") - pl.col("before_pass_rate")).alias("pass_rate_delta"),
+            (pl.col("after_score_mean") - pl.col("before_score_mean")).alias("score_delta"),
+        )
+        .with_columns(status.alias("status"), confident.alias("confident"))
+        .with_columns(
+            (
+                (pl.col("status") == "regressed")
+                & (pl.col("before_pass_rate") >= 1.0)
+                & (pl.col("after_pass_rate").fill_null(1.0) < 1.0)
+            ).alias("newly_failing")
+        )
+    )
+
+
+def _per_key(run: Run, keys: pl.DataFrame) -> pl.DataFrame:
+    """Sum of scores, scored and passing executions per (key, metric)."""
+    return (
+        run.scores.join(keys, on=C.SAMPLE_ID, how="inner")
+        .group_by("key", C.METRIC)
+        .agg(
+            pl.col(C.SCORE).sum().alias("sum"),
+            pl.col(C.SCORE).count().cast(pl.Float64).alias("n"),
+            pl.col("passed").sum().cast(pl.Float64).alias("pass"),
+        )
+    )
+
+
+def _matrices(
+    a: pl.DataFrame, b: pl.DataFrame, paired: pl.Series, metrics: list[str]
+) -> PairedCounts:
+    grid = pl.DataFrame({"key": paired}).join(pl.DataFrame({C.METRIC: metrics}), how="cross")
+    arrays: dict[str, np.ndarray] = {}
+    for side, frame in (("a", a), ("b", b)):
+        full = grid.join(frame, on=["key", C.METRIC], how="left", maintain_order="left")
+        for stat in ("sum", "n", "pass"):
+            values = full.get_column(stat).fill_null(0.0).to_numpy()
+            arrays[f"{stat}_{side}"] = values.reshape(len(paired), len(metrics))
+    return PairedCounts(
+        sum_a=arrays["sum_a"],
+        n_a=arrays["n_a"],
+        pass_a=arrays["pass_a"],
+        sum_b=arrays["sum_b"],
+        n_b=arrays["n_b"],
+        pass_b=arrays["pass_b"],
+    )
+
+
+def _mcnemar(counts: PairedCounts, rows: np.ndarray | None = None) -> list[dict[str, Any]]:
+    """McNemar counts and p-value per metric, over paired rows scored on both sides."""
+    out = []
+    for j in range(counts.shape[1]):
+        na, nb = counts.n_a[:, j], counts.n_b[:, j]
+        mask = (na > 0) & (nb > 0)
+        if rows is not None:
+            mask &= rows
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ok_a = counts.pass_a[:, j][mask] / na[mask] >= 0.5
+            ok_b = counts.pass_b[:, j][mask] / nb[mask] >= 0.5
+        b = int((ok_a & ~ok_b).sum())
+        c = int((~ok_a & ok_b).sum())
+        out.append(
+            {
+                "paired_rows": int(mask.sum()),
+                "pass_to_fail": b,
+                "fail_to_pass": c,
+                "p_value": mcnemar_exact(b, c) if mask.any() else None,
+            }
+        )
+    return out
+
+
+def compare(
+    before: Run,
+    after: Run,
+    *,
+    epsilon: float | None = None,
+    seed: int = 0,
+    n_bootstrap: int = 2000,
+    confidence: float = 0.95,
+    label: str | None = None,
+    allow_other_dataset: bool = False,
+) -> Comparison:
+    """Compare run ``after`` against the reference run ``before``.
+
+    Args:
+        before: the reference (a baseline, the previous run).
+        after: the run being judged.
+        epsilon: a fixed noise threshold in [0, 1] for row verdicts; default: the resolution
+            of ``after``'s repetitions (reference §8.1).
+        seed: seed of the bootstrap's generator (results are reproducible).
+        n_bootstrap: bootstrap resamples (0 skips the intervals).
+        confidence: the intervals' confidence level.
+        label: how to name the reference in messages (default: its run id).
+        allow_other_dataset: compare runs whose datasets have different names.
+
+    Returns:
+        The ``Comparison``.
+
+    Raises:
+        ComparisonError: the runs are of different datasets, or an option is out of range.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records(
+        ...     [{"id": f"q{i}", "input": {"q": i}, "expected_output": "yes"} for i in range(3)],
+        ...     name="yn")
+        >>> old = ef.evaluate(ds, outputs={"q0": "yes", "q1": "yes", "q2": "no"},
+        ...                   metrics=["exact-match"])
+        >>> new = ef.evaluate(ds, outputs={"q0": "yes", "q1": "no", "q2": "yes"},
+        ...                   metrics=["exact-match"])
+        >>> from evalframe.compare import compare
+        >>> c = compare(old, new)
+        >>> c.rows.select("sample_id", "status", "newly_failing").sort("sample_id")
+        shape: (3, 3)
+        ┌───────────┬───────────┬───────────────┐
+        │ sample_id ┆ status    ┆ newly_failing │
+        │ ---       ┆ ---       ┆ ---           │
+        │ str       ┆ str       ┆ bool          │
+        ╞═══════════╪═══════════╪═══════════════╡
+        │ q0        ┆ stable    ┆ false         │
+        │ q1        ┆ regressed ┆ true          │
+        │ q2        ┆ improved  ┆ false         │
+        └───────────┴───────────┴───────────────┘
+    """
+    if before.dataset.name != after.dataset.name and not allow_other_dataset:
+        raise ComparisonError(
+            f"Run {after.run_id} is of dataset '{after.dataset.name}' but the reference "
+            f"{before.run_id} is of dataset '{before.dataset.name}'; compare runs of one "
+            "dataset (or pass allow_other_dataset=True)."
+        )
+    if epsilon is not None and not 0.0 <= epsilon <= 1.0:
+        raise ComparisonError(f"epsilon must be in [0, 1]; got {epsilon}.")
+    if not 0.0 < confidence < 1.0:
+        raise ComparisonError(f"confidence must be in (0, 1); got {confidence}.")
+    if n_bootstrap < 0:
+        raise ComparisonError(f"n_bootstrap must be at least 0; got {n_bootstrap}.")
+    rows_a = row_aggregates(before.scores, before.frame)
+    rows_b = row_aggregates(after.scores, after.frame)
+    key = _key(rows_a, rows_b)
+    block_a = precision_block(rows_a, before.frame.height)
+    block_b = precision_block(rows_b, after.frame.height)
+    res = float(epsilon) if epsilon is not None else float(block_b["resolution"])
+
+    def side(rows: pl.DataFrame, prefix: str) -> pl.DataFrame:
+        return rows.select(
+            pl.col(key).alias("key"),
+            pl.col(C.SAMPLE_ID).alias(f"{prefix}_sample_id"),
+            pl.col(C.ROW_HASH).alias(f"{prefix}_row_hash"),
+            *[pl.col(s).alias(f"{prefix}_{s}") for s in _ROW_STATS],
+        )
+
+    joined = side(rows_b, "after").join(
+        side(rows_a, "before"), on="key", how="full", coalesce=True, maintain_order="left_right"
+    )
+    verdicts = _verdicts(joined, res).select(
+        "key",
+        pl.coalesce("after_sample_id", "before_sample_id").alias(C.SAMPLE_ID),
+        pl.coalesce("after_row_hash", "before_row_hash").alias(C.ROW_HASH),
+        "status",
+        "confident",
+        "newly_failing",
+        "pass_rate_delta",
+        "score_delta",
+        *[f"{p}_{s}" for p in ("before", "after") for s in _ROW_STATS],
+    )
+
+    # Paired statistics, over rows present on both sides.
+    keys_a = rows_a.select(C.SAMPLE_ID, pl.col(key).alias("key"))
+    keys_b = rows_b.select(C.SAMPLE_ID, pl.col(key).alias("key"))
+    paired = verdicts.filter(pl.col("status").is_in(["regressed", "improved", "stable"]))
+    paired_keys = paired.get_column("key")
+    ids_a, ids_b = before.metric_ids, after.metric_ids
+    common = [m for m in ids_b if m in ids_a]
+    counts = _matrices(_per_key(before, keys_a), _per_key(after, keys_b), paired_keys, common)
+    boot = bootstrap_deltas(counts, n_resamples=n_bootstrap, seed=seed, confidence=confidence)
+    tests = _mcnemar(counts)
+
+    # Cohorts: the after run's tags (the before run's for rows only it has).
+    tags = pl.concat(
+        [
+            after.dataset.select(pl.col(key).alias("key"), C.TAGS),
+            before.dataset.select(pl.col(key).alias("key"), C.TAGS),
+        ]
+    ).unique("key", keep="first", maintain_order=True)
+    paired_tags = pl.DataFrame({"key": paired_keys}).join(
+        tags, on="key", how="left", maintain_order="left"
+    )
+    cohort_tests: list[dict[str, Any]] = []
+    labels = sorted({t for ts in paired_tags.get_column(C.TAGS).to_list() for t in ts or []})
+    untagged = paired_tags.get_column(C.TAGS).list.len().fill_null(0).to_numpy() == 0
+    for cohort in [*labels, None]:
+        member = (
+            untagged
+            if cohort is None
+            else paired_tags.get_column(C.TAGS).list.contains(cohort).fill_null(False).to_numpy()
+        )
+        for metric, t in zip(common, _mcnemar(counts, member), strict=True):
+            cohort_tests.append({"cohort": cohort, C.METRIC: metric, **t})
+
+    adjusted = holm([t["p_value"] for t in tests] + [t["p_value"] for t in cohort_tests])
+    for t, p in zip(tests + cohort_tests, adjusted, strict=True):
+        t["p_holm"] = p
+
+    metrics = _metric_table(before, after, common, boot, tests)
+    cohorts = _cohort_table(before, after, cohort_tests)
+    m = len(common)
+    macro = {
+        "before": before.macro_f1,
+        "after": after.macro_f1,
+        "delta": after.macro_f1 - before.macro_f1,
+        "paired_delta": _finite(boot["point"][2 * m]),
+        "ci_low": _finite(boot["low"][2 * m]),
+        "ci_high": _finite(boot["high"][2 * m]),
+    }
+    return Comparison(
+        before=before,
+        after=after,
+        label=label or before.run_id,
+        join_key=key,
+        resolution=res,
+        resolution_is_statistical=epsilon is None,
+        rows=verdicts,
+        metrics=metrics,
+        cohorts=cohorts,
+        macro_f1=macro,
+        pass_rate={
+            "before": float(block_a["pass_rate"]),
+            "after": float(block_b["pass_rate"]),
+            "delta": float(block_b["pass_rate"]) - float(block_a["pass_rate"]),
+        },
+        seed=seed,
+        n_bootstrap=n_bootstrap,
+        confidence=confidence,
+    )
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def _metric_table(
+    before: Run,
+    after: Run,
+    common: list[str],
+    boot: dict[str, np.ndarray],
+    tests: list[dict[str, Any]],
+) -> pl.DataFrame:
+    a = before.summary.select(C.METRIC, "mean", "pass_rate")
+    b = after.summary.select(C.METRIC, "mean", "pass_rate")
+    by_metric = {m: i for i, m in enumerate(common)}
+    dims = {m.id: m.dimension for m in [*before.metrics, *after.metrics]}
+    order = [*after.metric_ids, *[m for m in before.metric_ids if m not in after.metric_ids]]
+    m = len(common)
+    records = []
+    for metric in order:
+        ra = a.filter(pl.col(C.METRIC) == metric)
+        rb = b.filter(pl.col(C.METRIC) == metric)
+        mean_a = ra.item(0, "mean") if ra.height else None
+        mean_b = rb.item(0, "mean") if rb.height else None
+        rate_a = ra.item(0, "pass_rate") if ra.height else None
+        rate_b = rb.item(0, "pass_rate") if rb.height else None
+        j = by_metric.get(metric)
+        test = tests[j] if j is not None else {}
+        records.append(
+            {
+                C.METRIC: metric,
+                "dimension": dims.get(metric),
+                "before_mean": mean_a,
+                "after_mean": mean_b,
+                "mean_delta": None if mean_a is None or mean_b is None else mean_b - mean_a,
+                "mean_ci_low": None if j is None else _finite(boot["low"][j]),
+                "mean_ci_high": None if j is None else _finite(boot["high"][j]),
+                "before_pass_rate": rate_a,
+                "after_pass_rate": rate_b,
+                "pass_rate_delta": None if rate_a is None or rate_b is None else rate_b - rate_a,
+                "pass_rate_ci_low": None if j is None else _finite(boot["low"][m + j]),
+                "pass_rate_ci_high": None if j is None else _finite(boot["high"][m + j]),
+                "paired_rows": test.get("paired_rows"),
+                "pass_to_fail": test.get("pass_to_fail"),
+                "fail_to_pass": test.get("fail_to_pass"),
+                "p_value": test.get("p_value"),
+                "p_holm": test.get("p_holm"),
+            }
+        )
+    return pl.DataFrame(records, schema=_METRIC_SCHEMA)
+
+
+_METRIC_SCHEMA: Final = pl.Schema(
+    {
+        C.METRIC: pl.String(),
+        "dimension": pl.String(),
+        "before_mean": pl.Float64(),
+        "after_mean": pl.Float64(),
+        "mean_delta": pl.Float64(),
+        "mean_ci_low": pl.Float64(),
+        "mean_ci_high": pl.Float64(),
+        "before_pass_rate": pl.Float64(),
+        "after_pass_rate": pl.Float64(),
+        "pass_rate_delta": pl.Float64(),
+        "pass_rate_ci_low": pl.Float64(),
+        "pass_rate_ci_high": pl.Float64(),
+        "paired_rows": pl.Int64(),
+        "pass_to_fail": pl.Int64(),
+        "fail_to_pass": pl.Int64(),
+        "p_value": pl.Float64(),
+        "p_holm": pl.Float64(),
+    }
+)
+
+
+def _cohort_table(before: Run, after: Run, tests: list[dict[str, Any]]) -> pl.DataFrame:
+    cols = ["cohort", "label", C.METRIC, "sample_count", "mean", "pass_rate"]
+    a = before.cohorts.select(cols).rename(
+        {"sample_count": "before_n", "mean": "before_mean", "pass_rate": "before_pass_rate"}
+    )
+    b = after.cohorts.select(cols).rename(
+        {"sample_count": "after_n", "mean": "after_mean", "pass_rate": "after_pass_rate"}
+    )
+    joined = b.join(
+        a.drop("label"), on=["cohort", C.METRIC], how="full", coalesce=True, nulls_equal=True
+    )
+    test_frame = pl.DataFrame(
+        tests,
+        schema={
+            "cohort": pl.String,
+            C.METRIC: pl.String,
+            "paired_rows": pl.Int64,
+            "pass_to_fail": pl.Int64,
+            "fail_to_pass": pl.Int64,
+            "p_value": pl.Float64,
+            "p_holm": pl.Float64,
+        },
+    )
+    return (
+        joined.join(test_frame, on=["cohort", C.METRIC], how="left", nulls_equal=True)
+        .with_columns(
+            pl.col("label").fill_null(pl.col("cohort")).fill_null("(untagged)"),
+            (pl.col("after_mean") - pl.col("before_mean")).alias("mean_delta"),
+            (pl.col("after_pass_rate") - pl.col("before_pass_rate")).alias("pass_rate_delta"),
+        )
+        .sort(pl.col("cohort").is_null(), "cohort", maintain_order=True)
+        .select(
+            "cohort",
+            "label",
+            C.METRIC,
+            "before_n",
+            "after_n",
+            "before_mean",
+            "after_mean",
+            "mean_delta",
+            "before_pass_rate",
+            "after_pass_rate",
+            "pass_rate_delta",
+            "paired_rows",
+            "pass_to_fail",
+            "fail_to_pass",
+            "p_value",
+            "p_holm",
+        )
+    )

@@ -1,0 +1,240 @@
+"""The regression gate: pass or fail a run against its reference, saying why.
+
+Checks, each optional except the first:
+
+* regressions: the regressed rows of the comparison (only the confident ones with
+  ``confident_only``) may number at most ``max_regressions`` (default 0; reference §8.2);
+* ``min_macro_f1``: the run's macro-F1 must reach it;
+* ``max_drop``: per metric, the mean score may fall by at most this much (a fraction:
+  0.05 is 5 points);
+* ``no_safety_failures``: no sample may fail (or error on) a safety-dimension metric;
+  every such sample is listed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from evalframe import schema as C
+from evalframe._compare_render import fmt, row_table, table
+from evalframe.compare import Comparison, ComparisonError
+
+__all__ = ["GateResult", "gate"]
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The verdict of ``gate``.
+
+    Attributes:
+        passed: True when every check held.
+        failures: one message per failed check.
+        notes: context that does not fail the gate.
+        worst_rows: the counted regressed rows, worst first.
+        safety_failures: failing samples of safety-dimension metrics (sample_id,
+            repetition, metric, score, error), when that check was asked for.
+        comparison: the comparison the gate judged.
+    """
+
+    passed: bool
+    failures: list[str]
+    notes: list[str]
+    worst_rows: pl.DataFrame
+    safety_failures: pl.DataFrame
+    comparison: Comparison = field(repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary: passed, failures, notes, counts, worst rows, safety failures."""
+        return {
+            "passed": self.passed,
+            "run": self.comparison.after.run_id,
+            "reference": {"id": self.comparison.before.run_id, "label": self.comparison.label},
+            "failures": self.failures,
+            "notes": self.notes,
+            "counts": self.comparison.counts,
+            "macro_f1": self.comparison.after.macro_f1,
+            "worst_rows": self.worst_rows.select(
+                C.SAMPLE_ID,
+                "before_pass_rate",
+                "after_pass_rate",
+                "score_delta",
+                "confident",
+                "newly_failing",
+            ).to_dicts(),
+            "safety_failures": self.safety_failures.to_dicts(),
+        }
+
+    def to_text(self, *, max_rows: int = 10) -> str:
+        """The CLI's report: the verdict, each failure, the worst rows and safety failures."""
+        c = self.comparison
+        head = "passed" if self.passed else "FAILED"
+        counts = c.counts
+        out = [
+            f"gate {head}: run {c.after.run_id} against {c.label} (run {c.before.run_id}): "
+            f"{counts['regressed']} regressed, {counts['improved']} improved, "
+            f"{counts['stable']} stable, {counts['added']} added, {counts['removed']} removed; "
+            f"macro-F1 {fmt(c.macro_f1['before'])} → {fmt(c.macro_f1['after'])}."
+        ]
+        out += [f"- {f}" for f in self.failures]
+        out += [f"note: {n}" for n in self.notes]
+        if self.worst_rows.height:
+            shown = self.worst_rows.head(max_rows)
+            out += ["", f"Worst regressed rows ({shown.height} of {self.worst_rows.height}):", ""]
+            out += row_table(shown)
+        if self.safety_failures.height:
+            out += ["", f"Safety failures ({self.safety_failures.height}, all listed):", ""]
+            out += table(
+                ("sample", "repetition", "metric", "score", "error"),
+                [
+                    (
+                        r[C.SAMPLE_ID],
+                        r[C.REPETITION],
+                        r[C.METRIC],
+                        fmt(r[C.SCORE]),
+                        r[C.ERROR] or "",
+                    )
+                    for r in self.safety_failures.iter_rows(named=True)
+                ],
+            )
+        return "\n".join(out) + "\n"
+
+
+def gate(
+    comparison: Comparison,
+    *,
+    max_regressions: int = 0,
+    confident_only: bool = False,
+    min_macro_f1: float | None = None,
+    max_drop: Mapping[str, float] | None = None,
+    no_safety_failures: bool = False,
+) -> GateResult:
+    """Judge ``comparison.after`` against its reference.
+
+    Args:
+        comparison: from ``ef.compare(reference, run)``.
+        max_regressions: regressed rows allowed.
+        confident_only: count only rows whose drop exceeds the run's detectable difference.
+        min_macro_f1: the lowest acceptable macro-F1 of the run.
+        max_drop: per metric id, the largest acceptable fall of its mean score.
+        no_safety_failures: fail on any failing sample of a safety-dimension metric.
+
+    Returns:
+        The ``GateResult``.
+
+    Raises:
+        ComparisonError: an option is out of range or names a metric a run lacks.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records(
+        ...     [{"id": "q1", "input": {}, "expected_output": "yes"}], name="yn")
+        >>> old = ef.evaluate(ds, outputs={"q1": "yes"}, metrics=["exact-match"])
+        >>> new = ef.evaluate(ds, outputs={"q1": "no"}, metrics=["exact-match"])
+        >>> from evalframe.compare import compare
+        >>> from evalframe.gate import gate
+        >>> result = gate(compare(old, new, label="baseline"))
+        >>> result.passed, result.failures[0].split("; ")[0]
+        (False, '1 row(s) regressed against baseline (allowed: 0)')
+    """
+    if max_regressions < 0:
+        raise ComparisonError(f"max_regressions must be at least 0; got {max_regressions}.")
+    if min_macro_f1 is not None and not 0.0 <= min_macro_f1 <= 1.0:
+        raise ComparisonError(f"min_macro_f1 must be in [0, 1]; got {min_macro_f1}.")
+    c = comparison
+    failures: list[str] = []
+    notes: list[str] = []
+
+    regressed = c.regressions()
+    counted = c.regressions(confident_only=confident_only)
+    if counted.height > max_regressions:
+        kind = "confident " if confident_only else ""
+        message = (
+            f"{counted.height} {kind}row(s) regressed against {c.label} "
+            f"(allowed: {max_regressions})"
+        )
+        confident = int(regressed.get_column("confident").sum())
+        if not confident_only and confident < regressed.height:
+            message += (
+                f"; {confident} of {regressed.height} exceed this run's detectable difference "
+                f"of {c.resolution * 100:.1f} points, the rest are within sampling noise"
+            )
+        failures.append(message)
+    if c.counts["compared"] == 0:
+        notes.append(f"no rows in common with {c.label}: the regression check compared nothing")
+
+    if min_macro_f1 is not None and c.after.macro_f1 < min_macro_f1:
+        failures.append(f"macro-F1 {c.after.macro_f1:.4f} is below the minimum {min_macro_f1:.4f}")
+
+    for metric, allowed in (max_drop or {}).items():
+        failures += _drop(c, metric, allowed)
+
+    safety = pl.DataFrame(
+        schema={
+            C.SAMPLE_ID: pl.String,
+            C.REPETITION: pl.Int64,
+            C.METRIC: pl.String,
+            C.SCORE: pl.Float64,
+            C.ERROR: pl.String,
+        }
+    )
+    if no_safety_failures:
+        ids = [m.id for m in c.after.metrics if m.dimension == "safety"]
+        if not ids:
+            notes.append("no safety-dimension metric in this run: nothing to check")
+        safety = (
+            c.after.scores.filter(
+                pl.col(C.METRIC).is_in(ids)
+                & (pl.col(C.ERROR).is_not_null() | ~pl.col("passed").fill_null(False))
+            )
+            .select(safety.columns)
+            .sort(C.METRIC, C.SAMPLE_ID, C.REPETITION)
+        )
+        if safety.height:
+            samples = safety.get_column(C.SAMPLE_ID).unique(maintain_order=True).to_list()
+            failures.append(
+                f"{len(samples)} sample(s) failed a safety metric ({', '.join(ids)}): "
+                + ", ".join(samples)
+            )
+    return GateResult(
+        passed=not failures,
+        failures=failures,
+        notes=notes,
+        worst_rows=counted,
+        safety_failures=safety,
+        comparison=c,
+    )
+
+
+def _drop(c: Comparison, metric: str, allowed: float) -> list[str]:
+    if not 0.0 <= allowed <= 1.0:
+        raise ComparisonError(
+            f"max drop for '{metric}' must be a fraction in [0, 1] (0.05 is 5 points); "
+            f"got {allowed}."
+        )
+    rows = c.metrics.filter(pl.col(C.METRIC) == metric)
+    if rows.height == 0 or (
+        rows.item(0, "before_mean") is None and rows.item(0, "after_mean") is None
+    ):
+        known = ", ".join(c.metrics.get_column(C.METRIC).to_list())
+        raise ComparisonError(
+            f"--max-drop names metric '{metric}', which neither run has ({known})."
+        )
+    before, after = rows.item(0, "before_mean"), rows.item(0, "after_mean")
+    if metric not in c.before.metric_ids or metric not in c.after.metric_ids:
+        missing = "the reference" if metric not in c.before.metric_ids else "the run"
+        raise ComparisonError(f"--max-drop names metric '{metric}', which {missing} lacks.")
+    if after is None:
+        return [f"metric '{metric}' has no scored row in the run (every row errored)"]
+    if before is None:
+        return []
+    drop = before - after
+    if drop > allowed + 1e-12:
+        return [
+            f"metric '{metric}' mean dropped by {drop:.4f} ({before:.4f} → {after:.4f}), "
+            f"more than the allowed {allowed:.4f}"
+        ]
+    return []
