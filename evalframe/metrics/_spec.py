@@ -60,13 +60,15 @@ class Enrichment(Protocol):
     """A column a metric reads that a provider must fill first (an embedding, a verdict).
 
     ``column`` names the generated column (``actual_output__embedding``); ``apply`` returns
-    it, row-aligned with ``frame``. Enrichments with the same ``column`` are computed once.
+    it, row-aligned with ``frame``, or a frame of several columns that includes it (with,
+    say, a ``<column>__error`` column for rows the provider could not serve). Enrichments
+    with the same ``column`` are computed once.
     """
 
     @property
     def column(self) -> str: ...
 
-    def apply(self, frame: pl.DataFrame, context: Any) -> pl.Series: ...
+    def apply(self, frame: pl.DataFrame, context: Any) -> pl.Series | pl.DataFrame: ...
 
 
 @dataclass(frozen=True, slots=True)
