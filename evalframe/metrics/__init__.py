@@ -19,6 +19,13 @@ from evalframe.metrics._registry import (
 from evalframe.metrics._rowwise import MetricScore, Sample, from_object, rowwise
 from evalframe.metrics._spec import Metric, MetricDef, Scored, parse_spec
 from evalframe.metrics.lexical import contains, exact_match, regex, rouge_l
+from evalframe.metrics.retrieval import (
+    answer_containment_at_k,
+    retrieval_hit_at_k,
+    retrieval_mrr,
+    retrieval_ndcg_at_k,
+    retrieval_recall_at_k,
+)
 
 __all__ = [
     "Metric",
@@ -27,6 +34,7 @@ __all__ = [
     "MetricScore",
     "Sample",
     "Scored",
+    "answer_containment_at_k",
     "available",
     "contains",
     "definition",
@@ -38,6 +46,10 @@ __all__ = [
     "regex",
     "register",
     "resolve",
+    "retrieval_hit_at_k",
+    "retrieval_mrr",
+    "retrieval_ndcg_at_k",
+    "retrieval_recall_at_k",
     "rouge_l",
     "rowwise",
 ]
