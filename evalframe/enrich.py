@@ -1,0 +1,326 @@
+"""Enrichments: the provider-filled columns that model-backed metrics read.
+
+Each enrichment plans what to ask over the whole frame, deduplicates it, and asks the
+providers (which cache and account for every call) once:
+
+* ``TextEmbeddings``: one embedding per unique text among the expected and actual outputs;
+* ``TokenEmbeddings``: token vectors for bertscore-like, contextual (one pass per unique
+  text) or static (one embedding per unique token across the batch);
+* ``JudgeReplies``: one judge call per unique prompt.
+
+A row the providers could not serve gets its reason in the ``<column>__error`` column, which
+the metric reports as that row's error; every other row is kept.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from evalframe import schema as C
+from evalframe.exceptions import ProviderError
+from evalframe.metrics._text import TOKEN_PATTERN
+from evalframe.metrics.judge import JudgeKind, judge_columns, prompts
+from evalframe.metrics.semantic import EMBEDDING, EmbeddingColumns, TokenMode, token_columns
+from evalframe.providers import Embedded, Providers, TokenEmbeddingClient
+
+__all__ = ["JudgeReplies", "TextEmbeddings", "TokenEmbeddings"]
+
+
+def _servable(frame: pl.DataFrame) -> pl.Expr:
+    """Rows worth a provider call: a string expected output and an actual output."""
+    ok = (pl.col(C.EXPECTED_TYPE) == "string") & pl.col(C.ACTUAL_OUTPUT).is_not_null()
+    if C.SYSTEM_ERROR in frame.columns:
+        ok = ok & pl.col(C.SYSTEM_ERROR).is_null()
+    return ok
+
+
+def _positions(values: pl.Series, distinct: pl.Series) -> pl.Series:
+    """Index of each value in ``distinct`` (null for nulls), via one join."""
+    table = distinct.rename("v").to_frame().with_row_index("i")
+    return (
+        values.rename("v")
+        .to_frame()
+        .join(table, on="v", how="left", maintain_order="left")
+        .get_column("i")
+    )
+
+
+def _stack(result: Embedded) -> tuple[npt.NDArray[np.float32], list[str | None]]:
+    """The vectors as one ``(n, d)`` matrix (zero rows where missing) and per-row errors.
+
+    ``d`` is the most common size; a vector of another size becomes that text's error.
+    """
+    sizes = Counter(v.shape[-1] for v in result.vectors if v is not None)
+    d = sizes.most_common(1)[0][0] if sizes else 0
+    errors = list(result.errors)
+    matrix = np.zeros((len(result.vectors), d), dtype=np.float32)
+    for i, v in enumerate(result.vectors):  # one per distinct text
+        if v is None:
+            errors[i] = errors[i] or "Embeddings: no vector was returned."
+        elif v.shape[-1] != d:
+            errors[i] = f"Embedding has {v.shape[-1]} dimensions; the others have {d}."
+        else:
+            matrix[i] = v
+    return matrix, errors
+
+
+def _vector_column(
+    name: str, matrix: npt.NDArray[np.float32], idx: pl.Series, ok: pl.Series
+) -> pl.Series:
+    """Rows of ``matrix`` gathered by ``idx`` as an ``Array(Float32, d)`` column."""
+    if matrix.shape[1] == 0:
+        return pl.Series(name, [None] * idx.len(), dtype=pl.List(pl.Float32))
+    gathered = matrix[idx.fill_null(0).cast(pl.Int64).to_numpy()]
+    values = pl.Series(name, gathered)
+    return pl.select(pl.when(ok).then(values).alias(name)).to_series()
+
+
+def _coalesce(first: pl.Series, second: pl.Series) -> pl.Series:
+    return pl.DataFrame({"a": first, "b": second}).select(pl.coalesce("a", "b")).to_series()
+
+
+def _row_errors(idx: pl.Series, errors: list[str | None]) -> pl.Series:
+    table = pl.Series("e", errors, dtype=pl.String)
+    return table.gather(idx.cast(pl.Int64)) if idx.len() else pl.Series("e", [], pl.String)
+
+
+@dataclass(frozen=True, slots=True)
+class TextEmbeddings:
+    """``expected_output__embedding`` and ``actual_output__embedding`` (one per unique text)."""
+
+    @property
+    def column(self) -> str:
+        return EMBEDDING.actual
+
+    def apply(self, frame: pl.DataFrame, context: Any) -> pl.DataFrame:
+        providers = Providers.coerce(context)
+        ok = _servable(frame)
+        texts = frame.select(
+            e=pl.when(ok).then(pl.col(C.EXPECTED_OUTPUT)),
+            a=pl.when(ok).then(pl.col(C.ACTUAL_OUTPUT)),
+        )
+        distinct = pl.concat([texts["e"], texts["a"]]).drop_nulls().unique(maintain_order=True)
+        result = providers.embed_texts(distinct.to_list())
+        matrix, errors = _stack(result)
+        e_idx, a_idx = _positions(texts["e"], distinct), _positions(texts["a"], distinct)
+        row_error = _coalesce(_row_errors(e_idx, errors), _row_errors(a_idx, errors))
+        good = e_idx.is_not_null() & a_idx.is_not_null() & row_error.is_null()
+        return pl.DataFrame(
+            [
+                _vector_column(EMBEDDING.expected, matrix, e_idx, good),
+                _vector_column(EMBEDDING.actual, matrix, a_idx, good),
+                row_error.alias(EMBEDDING.error),
+                pl.Series(EMBEDDING.embedder, [providers.embeddings.id] * frame.height, pl.String),
+            ]
+        )
+
+
+def _list_column(
+    name: str,
+    flat: npt.NDArray[np.float32],
+    lengths: npt.NDArray[np.int64],
+    valid: npt.NDArray[np.bool_],
+) -> pl.Series:
+    """A ``List(Array(Float32, d))`` column from row-ordered token vectors."""
+    import pyarrow as pa
+
+    d = flat.shape[1] if flat.ndim == 2 else 0
+    if d == 0 or not valid.any():
+        return pl.Series(name, [None] * len(lengths), dtype=pl.List(pl.Float32))
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(np.where(valid, lengths, 0), out=offsets[1:])
+    values = pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1)), d)
+    arr = pa.LargeListArray.from_arrays(pa.array(offsets), values, mask=pa.array(~valid))
+    return pl.Series(name, arr)
+
+
+def _ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Concatenated ``arange(s, s + n)`` for every (start, length), without a Python loop."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    ends = np.cumsum(lengths)
+    shift = np.repeat(starts - (ends - lengths), lengths)
+    out: npt.NDArray[np.int64] = np.arange(total, dtype=np.int64) + shift
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class TokenEmbeddings:
+    """Token vectors of both outputs for bertscore-like (reference tokeniser, capped).
+
+    Rows with an empty side or over the cap are not embedded (the metric scores or rejects
+    them without vectors).
+    """
+
+    max_tokens: int = 128
+    mode: TokenMode = "auto"
+
+    @property
+    def columns(self) -> EmbeddingColumns:
+        return token_columns(self.max_tokens, self.mode)
+
+    @property
+    def column(self) -> str:
+        return self.columns.actual
+
+    def apply(self, frame: pl.DataFrame, context: Any) -> pl.DataFrame:
+        providers = Providers.coerce(context)
+        client = providers.embeddings
+        contextual = isinstance(client, TokenEmbeddingClient)
+        if self.mode == "contextual" and not contextual:
+            raise ProviderError(
+                f"bertscore-like mode=contextual needs an embedder with token vectors (the "
+                f"embedded ONNX model); {client!r} gives only sentence vectors."
+            )
+        mode = "contextual" if self.mode != "static" and contextual else "static"
+        ok = _servable(frame)
+        lowered = frame.select(
+            e=pl.when(ok).then(pl.col(C.EXPECTED_OUTPUT).str.to_lowercase()),
+            a=pl.when(ok).then(pl.col(C.ACTUAL_OUTPUT).str.to_lowercase()),
+        )
+        toks = lowered.select(pl.all().str.extract_all(TOKEN_PATTERN))
+        ne = toks["e"].list.len().fill_null(0)
+        na = toks["a"].list.len().fill_null(0)
+        need = (ne > 0) & (na > 0) & (ne <= self.max_tokens) & (na <= self.max_tokens)
+        need = need & toks["e"].is_not_null()
+        if mode == "contextual":
+            out = self._contextual(providers, lowered, toks, need)
+        else:
+            out = self._static(providers, toks, need)
+        embedder = f"{client.id} ({mode})"
+        return out.with_columns(pl.lit(embedder, pl.String).alias(self.columns.embedder))
+
+    def _frame(
+        self,
+        e: tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]],
+        a: tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]],
+        valid: npt.NDArray[np.bool_],
+        errors: pl.Series,
+    ) -> pl.DataFrame:
+        cols = self.columns
+        return pl.DataFrame(
+            [
+                _list_column(cols.expected, e[0], e[1], valid),
+                _list_column(cols.actual, a[0], a[1], valid),
+                errors.alias(cols.error),
+            ]
+        )
+
+    def _contextual(
+        self, providers: Providers, lowered: pl.DataFrame, toks: pl.DataFrame, need: pl.Series
+    ) -> pl.DataFrame:
+        e_text = lowered["e"].zip_with(need, pl.Series([None], dtype=pl.String))
+        a_text = lowered["a"].zip_with(need, pl.Series([None], dtype=pl.String))
+        distinct = pl.concat([e_text, a_text]).drop_nulls().unique(maintain_order=True)
+        distinct_tokens = distinct.str.extract_all(TOKEN_PATTERN)
+        result = providers.embed_tokens(distinct.to_list(), distinct_tokens.to_list())
+        counts = distinct_tokens.list.len().to_numpy().astype(np.int64)
+        vectors, errors = list(result.vectors), list(result.errors)
+        d = next((v.shape[1] for v in vectors if v is not None), 0)
+        for i, v in enumerate(vectors):  # one per distinct text
+            if v is not None and (v.shape != (counts[i], d)):
+                vectors[i], errors[i] = None, "Token vectors do not match the tokens."
+        lengths = np.array([len(v) if v is not None else 0 for v in vectors], dtype=np.int64)
+        flat = (
+            np.concatenate([v for v in vectors if v is not None]).astype(np.float32)
+            if any(v is not None for v in vectors)
+            else np.zeros((0, max(d, 1)), np.float32)
+        )
+        starts = np.zeros(len(vectors) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=starts[1:])
+        e_idx, a_idx = _positions(e_text, distinct), _positions(a_text, distinct)
+        err = _coalesce(_row_errors(e_idx, errors), _row_errors(a_idx, errors))
+        valid = (need & err.is_null()).to_numpy()
+
+        def side(idx: pl.Series) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+            i = idx.fill_null(0).cast(pl.Int64).to_numpy()
+            n = np.where(valid, lengths[i], 0)
+            return flat[_ranges(starts[i], n)], n
+
+        return self._frame(side(e_idx), side(a_idx), valid, err)
+
+    def _static(self, providers: Providers, toks: pl.DataFrame, need: pl.Series) -> pl.DataFrame:
+        rows = toks.with_columns(need=need).with_row_index("row")
+        flat = {
+            side: rows.filter(pl.col("need")).select("row", side).explode(side)
+            for side in ("e", "a")
+        }
+        distinct = pl.concat([flat["e"][["e"]].to_series(), flat["a"][["a"]].to_series()]).unique(
+            maintain_order=True
+        )
+        result = providers.embed_texts(distinct.to_list())
+        matrix, errors = _stack(result)
+        token_error = pl.Series("err", errors, dtype=pl.String)
+        failed_rows = (
+            pl.concat(
+                [
+                    f.select(
+                        "row",
+                        token_error.gather(_positions(f[s], distinct).cast(pl.Int64)).alias("err"),
+                    )
+                    for s, f in flat.items()
+                ]
+            )
+            .drop_nulls()
+            .group_by("row")
+            .agg(pl.col("err").first())
+        )
+        err = (
+            rows.select("row")
+            .join(failed_rows, on="row", how="left", maintain_order="left")
+            .get_column("err")
+        )
+        valid = (need & err.is_null()).to_numpy()
+        keep = pl.Series(valid)
+
+        def side(s: str) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+            f = flat[s].filter(keep.gather(flat[s]["row"]))
+            ids = _positions(f[s], distinct).cast(pl.Int64).to_numpy()
+            lengths = np.where(valid, toks[s].list.len().fill_null(0).to_numpy(), 0)
+            return matrix[ids], lengths.astype(np.int64)
+
+        return self._frame(side("e"), side("a"), valid, err)
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeReplies:
+    """The judge's raw reply to each row's prompt (one call per unique prompt).
+
+    The column is a struct of ``content`` (the reply text), ``prompt_chars`` and
+    ``response_chars`` (UTF-8 byte lengths), with ``<column>__error`` for failed calls.
+    """
+
+    kind: JudgeKind
+    template: str | None = None
+
+    @property
+    def column(self) -> str:
+        return judge_columns(self.kind, self.template).replies
+
+    def apply(self, frame: pl.DataFrame, context: Any) -> pl.DataFrame:
+        providers = Providers.coerce(context)
+        providers.require_judge()
+        cols = judge_columns(self.kind, self.template)
+        prompt = prompts(frame, self.kind, self.template)
+        distinct = prompt.drop_nulls().unique(maintain_order=True)
+        replies = providers.complete(distinct.to_list())
+        content = pl.Series("content", [r.content for r in replies], dtype=pl.String)
+        error = pl.Series("error", [r.error for r in replies], dtype=pl.String)
+        idx = _positions(prompt, distinct).cast(pl.Int64)
+        row_content = content.gather(idx) if idx.len() else content.clear()
+        row_error = error.gather(idx) if idx.len() else error.clear()
+        struct = pl.DataFrame(
+            {
+                "content": row_content,
+                "prompt_chars": prompt.str.len_bytes().cast(pl.Int64),
+                "response_chars": row_content.str.len_bytes().cast(pl.Int64),
+            }
+        ).to_struct(cols.replies)
+        return pl.DataFrame([struct, row_error.alias(cols.error)])

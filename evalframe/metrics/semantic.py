@@ -1,0 +1,487 @@
+"""Semantic metrics: cosine-embedding and bertscore-like (reference §2.5, §2.6).
+
+Both read embedding columns that the providers fill beforehand (``evalframe.enrich``), so the
+metrics themselves are pure NumPy kernels over whole columns and rescoring a stored frame
+needs no model:
+
+* ``expected_output__embedding`` / ``actual_output__embedding``: one vector per row, from
+  one embedding per unique text across the whole batch;
+* ``expected_output__token_embeddings`` / ``actual_output__token_embeddings``: one vector per
+  token of the reference tokeniser (§2.0), contextual on the embedded model, else one
+  embedding per unique token across the whole batch.
+
+Each has an ``...__error`` column (the provider's message for rows it could not embed) and
+an ``...__embedder`` column naming the embedder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from evalframe import schema as C
+from evalframe.exceptions import MetricError
+from evalframe.metrics._batched import batched, sample_error, type_error
+from evalframe.metrics._registry import metric
+from evalframe.metrics._spec import Scored, format_value
+from evalframe.metrics._text import njit_cached, tokens
+
+if TYPE_CHECKING:
+    from evalframe.metrics._spec import Enrichment
+
+__all__ = [
+    "EMBEDDING",
+    "EmbeddingColumns",
+    "TokenMode",
+    "bertscore_like",
+    "cosine_embedding",
+    "cosine_rows",
+    "greedy_match",
+    "token_columns",
+]
+
+TokenMode = Literal["auto", "contextual", "static"]
+
+F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingColumns:
+    """The enrichment columns one semantic metric reads."""
+
+    expected: str
+    actual: str
+    error: str
+    embedder: str
+
+
+EMBEDDING = EmbeddingColumns(
+    expected=f"{C.EXPECTED_OUTPUT}__embedding",
+    actual=f"{C.ACTUAL_OUTPUT}__embedding",
+    error=f"{C.ACTUAL_OUTPUT}__embedding__error",
+    embedder=f"{C.ACTUAL_OUTPUT}__embedding__embedder",
+)
+
+
+def token_columns(max_tokens: int = 128, mode: TokenMode = "auto") -> EmbeddingColumns:
+    """The token-vector columns for a token cap and mode (non-defaults join the names).
+
+    Examples:
+        >>> token_columns().actual
+        'actual_output__token_embeddings'
+        >>> token_columns(256, "static").actual
+        'actual_output__token_embeddings(max_tokens=256, mode=static)'
+    """
+    parts = [f"max_tokens={max_tokens}"] if max_tokens != 128 else []
+    if mode != "auto":
+        parts.append(f"mode={format_value(mode)}")
+    suffix = f"({', '.join(parts)})" if parts else ""
+    actual = f"{C.ACTUAL_OUTPUT}__token_embeddings{suffix}"
+    return EmbeddingColumns(
+        expected=f"{C.EXPECTED_OUTPUT}__token_embeddings{suffix}",
+        actual=actual,
+        error=f"{actual}__error",
+        embedder=f"{actual}__embedder",
+    )
+
+
+# --- vector columns as arrays ----------------------------------------------------------------
+
+
+def _ragged(s: pl.Series) -> tuple[F32, I64, npt.NDArray[np.bool_]]:
+    """A column of vectors as a flat float32 array, row offsets and validity.
+
+    Accepts ``Array(Float, d)`` (no copy for Float32), ``List(Float)`` and all-null columns.
+    """
+    n = s.len()
+    valid = s.is_not_null().to_numpy()
+    if isinstance(s.dtype, pl.Array):
+        d = int(s.dtype.size)
+        values = np.nan_to_num(s.to_numpy(), copy=False).astype(np.float32, copy=False)
+        flat = np.ascontiguousarray(values.reshape(n * d))
+        lengths = np.where(valid, d, 0).astype(np.int64)
+        flat = flat if valid.all() else _compact(flat, n, d, valid)
+    elif isinstance(s.dtype, pl.List):
+        lengths = s.list.len().fill_null(0).to_numpy().astype(np.int64)
+        flat = (
+            s.explode(empty_as_null=False, keep_nulls=False)
+            .cast(pl.Float32)
+            .fill_null(0.0)
+            .to_numpy()
+            .astype(np.float32, copy=False)
+        )
+    elif s.dtype == pl.Null:
+        lengths = np.zeros(n, dtype=np.int64)
+        flat = np.zeros(0, dtype=np.float32)
+    else:
+        raise MetricError(f"Column {s.name!r} must hold vectors; got {s.dtype}.")
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return flat, offsets, valid
+
+
+def _compact(flat: F32, n: int, d: int, valid: npt.NDArray[np.bool_]) -> F32:
+    return np.ascontiguousarray(flat.reshape(n, d)[valid].reshape(-1))
+
+
+@njit_cached
+def _cosine_kernel(e: Any, e_off: Any, a: Any, a_off: Any, out: Any) -> None:  # pragma: no cover
+    # One fused pass per row (dot product and both norms), so each vector is read once:
+    # this runs at the memory bandwidth. NaN marks an unscorable row, -2 a size mismatch.
+    for i in range(len(out)):
+        s, n = e_off[i], e_off[i + 1] - e_off[i]
+        t, m = a_off[i], a_off[i + 1] - a_off[i]
+        if n == 0 or m == 0:
+            out[i] = np.nan
+            continue
+        if n != m:
+            out[i] = -2.0
+            continue
+        dot = np.float32(0.0)
+        ee = np.float32(0.0)
+        aa = np.float32(0.0)
+        for k in range(n):
+            x = e[s + k]
+            y = a[t + k]
+            dot += x * y
+            ee += x * x
+            aa += y * y
+        if ee > 0 and aa > 0:
+            out[i] = dot / np.sqrt(np.float64(ee) * np.float64(aa))
+        else:
+            out[i] = 0.0
+
+
+def cosine_rows(expected: pl.Series, actual: pl.Series) -> pl.DataFrame:
+    """Row-wise cosine similarity of two vector columns (the cosine-embedding kernel).
+
+    Returns:
+        ``cosine`` (raw, may be negative; 0.0 when either vector is zero; null when either
+        is missing or the sizes differ), ``expected_dim`` and ``actual_dim``.
+
+    Examples:
+        >>> import polars as pl
+        >>> e = pl.Series([[1.0, 0.0], [1.0, 0.0], [0.0, 0.0]])
+        >>> a = pl.Series([[1.0, 1.0], [-1.0, 0.0], [1.0, 0.0]])
+        >>> cosine_rows(e, a)["cosine"].round(6).to_list()
+        [0.707107, -1.0, 0.0]
+    """
+    e, e_off, _ = _ragged(expected)
+    a, a_off, _ = _ragged(actual)
+    out = np.empty(expected.len(), dtype=np.float64)
+    _cosine_kernel(e, e_off, a, a_off, out)
+    e_dim, a_dim = np.diff(e_off), np.diff(a_off)
+    return pl.DataFrame(
+        {
+            "cosine": pl.Series(np.where(out == -2.0, np.nan, out)).fill_nan(None),
+            "expected_dim": pl.Series(e_dim).cast(pl.Int64),
+            "actual_dim": pl.Series(a_dim).cast(pl.Int64),
+        }
+    )
+
+
+def _cosine_batch(f: pl.DataFrame) -> pl.DataFrame:
+    return cosine_rows(f.get_column("e"), f.get_column("a"))
+
+
+def _cosine_enrichments() -> list[Enrichment]:
+    from evalframe.enrich import TextEmbeddings
+
+    return [TextEmbeddings()]
+
+
+@metric(
+    "cosine-embedding", family="semantic", dimension="correctness", enrichments=_cosine_enrichments
+)
+def cosine_embedding() -> Scored:
+    """Cosine similarity of the expected and actual outputs' embeddings, clamped to [0, 1].
+
+    ``clamp(e·a / (|e| |a|), 0, 1)``: a negative cosine scores 0.0 (no ``(c+1)/2``
+    rescaling) and a zero vector gives 0.0. Every unique text in the batch is embedded once.
+    Null (an error) when ``expected_output`` is not a string, when the provider could not
+    embed a text, or when the two vectors differ in size.
+    """
+    cols = EMBEDDING
+    bad, message = type_error("cosine-embedding")
+    k = pl.col("cosine-embedding__kernel")
+    cos = k.struct.field("cosine")
+    e_dim, a_dim = k.struct.field("expected_dim"), k.struct.field("actual_dim")
+    provider_error = pl.col(cols.error)
+    mismatch = (e_dim > 0) & (a_dim > 0) & (e_dim != a_dim)
+    clamped = cos.clip(0.0, 1.0)
+    return Scored(
+        score=pl.when(bad | provider_error.is_not_null() | mismatch).then(None).otherwise(clamped),
+        error=pl.when(bad)
+        .then(message)
+        .when(provider_error.is_not_null())
+        .then(provider_error)
+        .when(mismatch)
+        .then(
+            pl.format(
+                "Cannot compute cosine similarity on vectors of different dimensionality "
+                "({} vs {}).",
+                e_dim,
+                a_dim,
+            )
+        ),
+        details=pl.struct(
+            expected_dim=e_dim,
+            actual_dim=a_dim,
+            cosine_similarity=cos,
+            clamped_score=clamped,
+            embedder=pl.col(cols.embedder),
+        ),
+        prepare={
+            "cosine-embedding__kernel": batched(
+                _cosine_batch,
+                {"e": pl.col(cols.expected), "a": pl.col(cols.actual)},
+                {"cosine": pl.Float64, "expected_dim": pl.Int64, "actual_dim": pl.Int64},
+            )
+        },
+    )
+
+
+# --- bertscore-like -----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """Pin BLAS to one thread around many small matmuls, when threadpoolctl is installed.
+
+    Threaded BLAS on small matrices spends its time waking threads (and fights Polars'
+    own pool for the cores); one thread per small product is fastest.
+    """
+    try:
+        threadpoolctl: Any = importlib.import_module("threadpoolctl")
+    except ImportError:
+        yield
+        return
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+def _inverse_norms(m: F32) -> F64:
+    """1/|row| in float64 (0 for a zero row), with a trailing 0 for the padding row."""
+    norms = np.sqrt(np.einsum("ij,ij->i", m, m, dtype=np.float64))
+    inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+    return np.concatenate([inv, [0.0]])
+
+
+_CHUNK_FLOATS = 1 << 22  # float64 values of padded inputs per matmul batch (32 MiB)
+# Cosines this close to 1 are identical vectors up to float rounding; they count as 1.
+_ONE = 1.0 - 1e-12
+
+
+def greedy_match(
+    expected: F32,
+    e_offsets: I64,
+    actual: F32,
+    a_offsets: I64,
+) -> tuple[F64, F64]:
+    """Greedy token matching for many rows at once: BERTScore-style precision and recall.
+
+    ``expected`` and ``actual`` are ``(tokens, d)`` matrices of every row's token vectors,
+    row ``i`` owning ``expected[e_offsets[i]:e_offsets[i + 1]]``. Per row, with cosine
+    similarities clamped to [0, 1] before the max (the running best starts at 0; a zero
+    vector matches nothing):
+
+    * recall = mean over expected tokens of the best match among actual tokens;
+    * precision = mean over actual tokens of the best match among expected tokens.
+
+    Rows are grouped by padded size (multiples of 8) and each group runs as one batched
+    matmul; zero padding cannot raise a max that starts at 0.
+
+    Returns:
+        ``(precision, recall)``, NaN for rows with no expected or no actual token.
+    """
+    d = expected.shape[1] if expected.ndim == 2 else 0
+    n_rows = len(e_offsets) - 1
+    precision = np.full(n_rows, np.nan)
+    recall = np.full(n_rows, np.nan)
+    m = np.diff(e_offsets)
+    n = np.diff(a_offsets)
+    rows = np.flatnonzero((m > 0) & (n > 0))
+    if len(rows) == 0 or d == 0:
+        return precision, recall
+    e_raw = np.concatenate([expected.reshape(-1, d), np.zeros((1, d), np.float32)])
+    a_raw = np.concatenate([actual.reshape(-1, d), np.zeros((1, d), np.float32)])
+    e_inv, a_inv = _inverse_norms(e_raw[:-1]), _inverse_norms(a_raw[:-1])
+    e_pad, a_pad = len(e_raw) - 1, len(a_raw) - 1  # index of the zero row
+    big_m = (m[rows] + 7) // 8 * 8
+    big_n = (n[rows] + 7) // 8 * 8
+    keys = big_m * 1_000_003 + big_n
+    order = np.argsort(keys, kind="stable")
+    rows, keys = rows[order], keys[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    bounds = np.r_[starts, len(rows)]
+    with _one_blas_thread():
+        for g in range(len(starts)):  # one iteration per size group, not per row
+            group = rows[bounds[g] : bounds[g + 1]]
+            gm = int((m[group].max() + 7) // 8 * 8)
+            gn = int((n[group].max() + 7) // 8 * 8)
+            step = max(1, _CHUNK_FLOATS // ((gm + gn) * d + gm * gn))
+            for c in range(0, len(group), step):
+                chunk = group[c : c + step]
+                cm, cn = m[chunk], n[chunk]
+                ei = e_offsets[chunk][:, None] + np.arange(gm)
+                ei = np.where(np.arange(gm) < cm[:, None], ei, e_pad)
+                ai = a_offsets[chunk][:, None] + np.arange(gn)
+                ai = np.where(np.arange(gn) < cn[:, None], ai, a_pad)
+                # Unit vectors in float64, so identical tokens score 1 to within 1e-15.
+                eu = e_raw[ei].astype(np.float64) * e_inv[ei][..., None]
+                au = a_raw[ai].astype(np.float64) * a_inv[ai][..., None]
+                sim = np.matmul(eu, au.transpose(0, 2, 1))
+                np.clip(sim, 0.0, 1.0, out=sim)
+                sim[sim > _ONE] = 1.0
+                recall[chunk] = sim.max(axis=2).sum(axis=1, dtype=np.float64) / cm
+                precision[chunk] = sim.max(axis=1).sum(axis=1, dtype=np.float64) / cn
+    return precision, recall
+
+
+def _token_vectors(s: pl.Series) -> tuple[F32, I64, int]:
+    """A ``List(Array(Float, d))`` column as a ``(tokens, d)`` matrix and row offsets."""
+    n = s.len()
+    lengths = (
+        s.list.len().fill_null(0).to_numpy().astype(np.int64)
+        if isinstance(s.dtype, pl.List)
+        else np.zeros(n, dtype=np.int64)
+    )
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if not isinstance(s.dtype, pl.List) or offsets[-1] == 0:
+        inner = s.dtype.inner if isinstance(s.dtype, pl.List) else None
+        d = int(inner.size) if isinstance(inner, pl.Array) else 0
+        return np.zeros((0, d), dtype=np.float32), offsets, d
+    flat = s.explode(empty_as_null=False, keep_nulls=False)
+    if isinstance(flat.dtype, pl.List):
+        widths = flat.list.len().unique().drop_nulls()
+        if widths.len() != 1:
+            raise MetricError(
+                f"Column {s.name!r} must hold token vectors of one size; got sizes "
+                f"{sorted(widths.to_list())}."
+            )
+        flat = flat.cast(pl.Array(pl.Float32, int(widths[0])))
+    if not isinstance(flat.dtype, pl.Array):
+        raise MetricError(f"Column {s.name!r} must hold lists of vectors; got {s.dtype}.")
+    matrix = np.nan_to_num(flat.to_numpy()).astype(np.float32, copy=False)
+    return matrix, offsets, int(flat.dtype.size)
+
+
+def _greedy_columns(f: pl.DataFrame) -> pl.DataFrame:
+    e, e_off, de = _token_vectors(f.get_column("e"))
+    a, a_off, da = _token_vectors(f.get_column("a"))
+    n = f.height
+    if de and da and de != da:
+        message = (
+            "Cannot compute cosine similarity on vectors of different dimensionality "
+            f"({de} vs {da})."
+        )
+        return pl.DataFrame(
+            {
+                "precision": pl.Series([None] * n, dtype=pl.Float64),
+                "recall": pl.Series([None] * n, dtype=pl.Float64),
+                "problem": pl.Series([message] * n, dtype=pl.String),
+            }
+        )
+    if (e.size and de == 0) or (a.size and da == 0):
+        message = "BERTScore-like embeddings must be non-empty vectors."
+        return pl.DataFrame(
+            {
+                "precision": pl.Series([None] * n, dtype=pl.Float64),
+                "recall": pl.Series([None] * n, dtype=pl.Float64),
+                "problem": pl.Series([message] * n, dtype=pl.String),
+            }
+        )
+    precision, recall = greedy_match(e, e_off, a, a_off)
+    return pl.DataFrame(
+        {
+            "precision": pl.Series(precision).fill_nan(None),
+            "recall": pl.Series(recall).fill_nan(None),
+            "problem": pl.Series([None] * n, dtype=pl.String),
+        }
+    )
+
+
+def _bertscore_enrichments(*, max_tokens: int, mode: TokenMode) -> list[Enrichment]:
+    from evalframe.enrich import TokenEmbeddings
+
+    return [TokenEmbeddings(max_tokens=max_tokens, mode=mode)]
+
+
+@metric(
+    "bertscore-like", family="semantic", dimension="correctness", enrichments=_bertscore_enrichments
+)
+def bertscore_like(*, max_tokens: int = 128, mode: TokenMode = "auto") -> Scored:
+    """Greedy token matching on embeddings: F1 of BERTScore-style precision and recall.
+
+    Both outputs are tokenised with the reference tokeniser (§2.0) and capped at
+    ``max_tokens`` tokens per field. Recall is the mean, over expected token occurrences, of
+    the best cosine (clamped to [0, 1]) to any actual token; precision the same the other way;
+    the score is ``2PR / (P + R)`` (0 when both are 0), clamped to [0, 1]. Both sides empty
+    score 1.0 and exactly one empty 0.0, with no embedding.
+
+    ``mode`` picks the token vectors: ``contextual`` (each token in its sentence, on the
+    embedded model), ``static`` (each unique token embedded alone, as the reference, once
+    per batch) or ``auto`` (contextual where the embedder supports it).
+
+    Null (an error) when ``expected_output`` is not a string, a field has more than
+    ``max_tokens`` tokens, or the provider could not embed a text.
+    """
+    if max_tokens < 1:
+        raise MetricError("BERTScore-like max token count must be at least 1.")
+    cols = token_columns(max_tokens, mode)
+    bad, message = type_error("bertscore-like")
+    te, ta = tokens(pl.col(C.EXPECTED_OUTPUT)), tokens(pl.col(C.ACTUAL_OUTPUT))
+    ne, na = te.list.len(), ta.list.len()
+    cap = pl.lit(max_tokens)
+    limit = "has {} tokens; bertscore-like metric supports at most {} tokens per field."
+    over_e, over_a = ne > max_tokens, na > max_tokens
+    both_empty = (ne == 0) & (na == 0)
+    one_empty = (ne == 0) != (na == 0)
+    k = pl.col("bertscore-like__kernel")
+    p, r = k.struct.field("precision"), k.struct.field("recall")
+    problem = pl.coalesce(pl.col(cols.error), k.struct.field("problem"))
+    f1 = pl.when(p + r > 0).then(2 * p * r / (p + r)).when(p.is_not_null()).then(0.0)
+    edge = both_empty | one_empty
+    raw = pl.when(both_empty).then(1.0).when(one_empty).then(0.0).otherwise(f1)
+    p_out = pl.when(both_empty).then(1.0).when(one_empty).then(0.0).otherwise(p)
+    r_out = pl.when(both_empty).then(1.0).when(one_empty).then(0.0).otherwise(r)
+    stop = bad | over_e | over_a
+    clamped = raw.clip(0.0, 1.0)
+    return Scored(
+        score=pl.when(stop | (~edge & problem.is_not_null())).then(None).otherwise(clamped),
+        error=pl.when(bad)
+        .then(message)
+        .when(over_e)
+        .then(sample_error(f"{C.EXPECTED_OUTPUT} {limit}", ne, cap))
+        .when(over_a)
+        .then(sample_error(f"{C.ACTUAL_OUTPUT} {limit}", na, cap))
+        .when(~edge & problem.is_not_null())
+        .then(problem),
+        details=pl.struct(
+            expected_tokens=ne,
+            actual_tokens=na,
+            embedded_tokens=pl.when(edge).then(0).otherwise(pl.concat_list(te, ta).list.n_unique()),
+            precision=p_out,
+            recall=r_out,
+            raw_score=raw,
+            clamped_score=clamped,
+            embedder=pl.when(edge).then(None).otherwise(pl.col(cols.embedder)),
+        ),
+        prepare={
+            "bertscore-like__kernel": batched(
+                _greedy_columns,
+                {"e": pl.col(cols.expected), "a": pl.col(cols.actual)},
+                {"precision": pl.Float64, "recall": pl.Float64, "problem": pl.String},
+            )
+        },
+    )

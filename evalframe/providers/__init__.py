@@ -1,0 +1,55 @@
+"""Providers: the embedders and judges behind model-backed metrics.
+
+``Providers`` bundles the run's embedding client, judge client, response cache, usage ledger
+and budget. Clients:
+
+* ``OnnxEmbedder``: the embedded default (all-MiniLM-L6-v2, int8, on onnxruntime), offline.
+* ``HashingEmbedder``: deterministic hashed features; no model, for tests and fallbacks.
+* ``OpenAIEmbeddings`` and ``OpenAIJudge``: any OpenAI-compatible HTTP endpoint, batched,
+  concurrent, retried, and usable under a running event loop (Jupyter).
+
+Configuration comes from arguments, CLI options or the environment: ``OPENAI_API_KEY`` and
+``OPENAI_BASE_URL`` as the fallback, ``EVALFRAME_EMBEDDINGS_BASE_URL``,
+``EVALFRAME_EMBEDDINGS_MODEL``, ``EVALFRAME_EMBEDDINGS_API_KEY``, ``EVALFRAME_JUDGE_BASE_URL``,
+``EVALFRAME_JUDGE_MODEL`` and ``EVALFRAME_JUDGE_API_KEY`` per role. See docs/providers.md.
+
+Nothing heavy is imported here: onnxruntime, tokenizers, httpx and duckdb load on first use.
+"""
+
+from __future__ import annotations
+
+from evalframe.providers._base import (
+    Embedded,
+    EmbeddingClient,
+    JudgeClient,
+    Reply,
+    TokenEmbeddingClient,
+)
+from evalframe.providers._cache import ResponseCache, default_cache_path
+from evalframe.providers._config import ENV, RetryPolicy, Secret
+from evalframe.providers._hashing import HashingEmbedder
+from evalframe.providers._ledger import BudgetExhaustedError, Call, Ledger
+from evalframe.providers._onnx import OnnxEmbedder
+from evalframe.providers._openai import OpenAIEmbeddings, OpenAIJudge
+from evalframe.providers._providers import Providers
+
+__all__ = [
+    "ENV",
+    "BudgetExhaustedError",
+    "Call",
+    "Embedded",
+    "EmbeddingClient",
+    "HashingEmbedder",
+    "JudgeClient",
+    "Ledger",
+    "OnnxEmbedder",
+    "OpenAIEmbeddings",
+    "OpenAIJudge",
+    "Providers",
+    "Reply",
+    "ResponseCache",
+    "RetryPolicy",
+    "Secret",
+    "TokenEmbeddingClient",
+    "default_cache_path",
+]

@@ -1,0 +1,219 @@
+"""Provider settings: secrets, timeouts, the retry policy, endpoints and environment variables.
+
+Everything here is a value: reading the environment happens only in ``from_env`` functions
+that are given (or default to) ``os.environ``, never at import.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_EMBEDDINGS_MODEL",
+    "DEFAULT_EMBEDDINGS_TIMEOUT",
+    "DEFAULT_JUDGE_MODEL",
+    "DEFAULT_JUDGE_TIMEOUT",
+    "ENV",
+    "RetryPolicy",
+    "Secret",
+    "display_url",
+    "endpoint_url",
+    "normalize_retries",
+    "normalize_timeout",
+    "redact",
+]
+
+DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
+DEFAULT_EMBEDDINGS_MODEL: Final = "text-embedding-3-small"
+DEFAULT_JUDGE_MODEL: Final = "gpt-4o-mini"
+DEFAULT_JUDGE_TIMEOUT: Final = 60.0
+DEFAULT_EMBEDDINGS_TIMEOUT: Final = 30.0
+DEFAULT_RETRIES: Final = 3
+
+ENV: Final = {
+    "api_key": "OPENAI_API_KEY",
+    "base_url": "OPENAI_BASE_URL",
+    "embeddings_base_url": "EVALFRAME_EMBEDDINGS_BASE_URL",
+    "embeddings_model": "EVALFRAME_EMBEDDINGS_MODEL",
+    "embeddings_api_key": "EVALFRAME_EMBEDDINGS_API_KEY",
+    "judge_base_url": "EVALFRAME_JUDGE_BASE_URL",
+    "judge_model": "EVALFRAME_JUDGE_MODEL",
+    "judge_api_key": "EVALFRAME_JUDGE_API_KEY",
+}
+"""The environment variables evalframe reads, by role."""
+
+
+class Secret:
+    """An API key that never shows itself: ``repr``, ``str`` and f-strings print ``***``.
+
+    Only the request code calls :meth:`reveal`, to build the ``Authorization`` header.
+
+    Examples:
+        >>> key = Secret("sk-live-123")
+        >>> key, str(key), f"{key}"
+        (Secret('***'), '***', '***')
+        >>> key.reveal()
+        'sk-live-123'
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    def __str__(self) -> str:
+        return "***"
+
+    def __format__(self, spec: str) -> str:
+        return "***"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("Secret", self._value))
+
+    def __reduce__(self) -> Any:
+        raise TypeError("An API key is not picklable; pass it again where it is needed.")
+
+    @staticmethod
+    def of(value: str | Secret | None) -> Secret | None:
+        """A secret from a plain or secret value; ``None`` for a missing or blank key."""
+        if isinstance(value, Secret):
+            return value if value.reveal().strip() else None
+        if value is None or not str(value).strip():
+            return None
+        return Secret(str(value).strip())
+
+
+def redact(text: str, *secrets: Secret | None) -> str:
+    """Replace every occurrence of the secrets' values in ``text`` by ``***``."""
+    for s in secrets:
+        if s is not None and s.reveal():
+            text = text.replace(s.reveal(), "***")
+    return text
+
+
+def normalize_timeout(value: Any, default: float) -> float:
+    """A timeout in seconds: a positive finite number (or numeric string), else ``default``.
+
+    ``0``, negatives, ``None``, NaN, infinity and non-numeric values all give ``default``:
+    no value ever means "wait forever". Unlike the reference, fractions of a second are kept
+    (a local server, or a test, may want 0.2 s).
+
+    Examples:
+        >>> normalize_timeout("12", 60.0), normalize_timeout(0, 60.0), normalize_timeout(0.25, 60.0)
+        (12.0, 60.0, 0.25)
+    """
+    if isinstance(value, bool):
+        return default
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return default
+    if not math.isfinite(seconds) or seconds <= 0:
+        return default
+    return seconds
+
+
+def normalize_retries(value: Any, default: int = DEFAULT_RETRIES) -> int:
+    """Extra attempts after the first: a non-negative int, digit string or float (floored).
+
+    Anything else gives ``default``.
+
+    Examples:
+        >>> [normalize_retries(v) for v in ("2", 2.9, -1, "x")]
+        [2, 2, 3, 3]
+    """
+    if isinstance(value, bool) or value is None:
+        return default
+    if isinstance(value, int):
+        return value if value >= 0 else default
+    if isinstance(value, float):
+        return math.floor(value) if math.isfinite(value) and value >= 0 else default
+    if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
+        return int(value)
+    return default
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """When and how long to wait before trying a provider request again.
+
+    Connection errors, timeouts, HTTP 429 and HTTP 5xx are retried; any other 4xx, and a
+    successful response with a malformed body, fail at once. The wait before attempt ``k``
+    (``k >= 1``) is the server's ``Retry-After`` (or ``retry-after-ms``) when it sends one,
+    capped at ``max_retry_after``; otherwise ``min(backoff * 2**(k-1), max_backoff)`` plus a
+    uniform jitter of up to ``backoff``.
+
+    Attributes:
+        retries: extra attempts after the first (so ``retries + 1`` attempts in all).
+        backoff: the first wait, in seconds.
+        max_backoff: the longest exponential wait, in seconds.
+        max_retry_after: the longest ``Retry-After`` honoured, in seconds.
+    """
+
+    retries: int = DEFAULT_RETRIES
+    backoff: float = 0.5
+    max_backoff: float = 20.0
+    max_retry_after: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.retries < 0:
+            raise ValueError(f"retries must be >= 0; got {self.retries}")
+        for name in ("backoff", "max_backoff", "max_retry_after"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0; got {value}")
+
+    @property
+    def attempts(self) -> int:
+        return self.retries + 1
+
+
+def endpoint_url(base_url: str, path: str) -> str:
+    """The full endpoint: ``base_url`` + ``/path`` unless ``base_url`` already ends with it.
+
+    Examples:
+        >>> endpoint_url("http://127.0.0.1:8000/v1/", "embeddings")
+        'http://127.0.0.1:8000/v1/embeddings'
+        >>> endpoint_url("https://x.test/v1/chat/completions", "chat/completions")
+        'https://x.test/v1/chat/completions'
+    """
+    url = base_url.strip().rstrip("/")
+    if not re.match(r"^https?://", url, flags=re.IGNORECASE):
+        raise ValueError(f"A provider base URL must start with http:// or https://; got {url!r}.")
+    return url if url.endswith("/" + path) else f"{url}/{path}"
+
+
+def display_url(url: str) -> str:
+    """``url`` without user info, query or fragment: safe to show, log and hash into ids.
+
+    Examples:
+        >>> display_url("https://user:pw@host.test:8443/v1?api-key=abc")
+        'https://host.test:8443/v1'
+    """
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def env_value(environ: Mapping[str, str] | None, role: str) -> str | None:
+    """The stripped value of the variable for ``role`` (a key of ``ENV``), or ``None``."""
+    env = os.environ if environ is None else environ
+    value = env.get(ENV[role])
+    return value.strip() if value and value.strip() else None

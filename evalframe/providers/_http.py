@@ -1,0 +1,230 @@
+"""HTTP plumbing shared by the OpenAI-compatible clients: retries, errors and event loops.
+
+One POST with JSON in and JSON out, retried with tenacity on connection errors, timeouts,
+HTTP 429 and 5xx (honouring ``Retry-After``), failing at once on any other status and on a
+malformed body. Failure messages name the operation, the status or the transport error and
+the number of attempts; they never carry the response body or the API key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import logging
+import random
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from evalframe.exceptions import ProviderError
+from evalframe.providers._config import RetryPolicy, Secret, redact
+
+if TYPE_CHECKING:
+    import httpx
+    from tenacity import RetryCallState
+
+__all__ = ["RequestFailedError", "Response", "post_json", "run_sync"]
+
+log = logging.getLogger("evalframe.providers")
+
+T = TypeVar("T")
+
+
+class RequestFailedError(ProviderError):
+    """A provider request that failed for good (after its retries, or at once).
+
+    Attributes:
+        status: the HTTP status of the last response, ``None`` when none came back.
+        attempts: requests made.
+        latency_ms: wall time of every attempt and wait.
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None, attempts: int, latency_ms: float
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.attempts = attempts
+        self.latency_ms = latency_ms
+
+
+class _RetryableStatusError(Exception):
+    def __init__(self, status: int, retry_after: float | None) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.retry_after = retry_after
+
+
+class _FatalStatusError(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+
+
+class _MalformedBodyError(Exception):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A decoded JSON response and how it was obtained."""
+
+    body: dict[str, Any]
+    attempts: int
+    latency_ms: float
+
+
+def run_sync(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to completion from synchronous code, even under a running event loop.
+
+    In a plain script this is ``asyncio.run``. Where a loop is already running in this
+    thread (Jupyter, an async web app), the coroutine runs on a fresh loop in a worker
+    thread, so the caller's loop is neither blocked from re-entry errors nor disturbed.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(factory())
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalframe-providers") as pool:
+        return pool.submit(lambda: asyncio.run(factory())).result()
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds asked for by ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date)."""
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        with contextlib.suppress(ValueError):
+            return max(0.0, float(ms) / 1000.0)
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    with contextlib.suppress(ValueError):
+        return max(0.0, float(value))
+    with contextlib.suppress(TypeError, ValueError):
+        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, when.timestamp() - time.time())
+    return None
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    import httpx
+
+    return isinstance(exc, _RetryableStatusError | httpx.TransportError)
+
+
+def _wait(policy: RetryPolicy, rng: random.Random) -> Callable[[RetryCallState], float]:
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(exc, _RetryableStatusError) and exc.retry_after is not None:
+            return float(min(exc.retry_after, policy.max_retry_after))
+        step = min(policy.backoff * 2 ** (state.attempt_number - 1), policy.max_backoff)
+        return float(step + rng.uniform(0.0, policy.backoff))
+
+    return wait
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+async def post_json(
+    client: httpx.AsyncClient,
+    url: str,
+    body: Mapping[str, Any],
+    *,
+    api_key: Secret | None,
+    policy: RetryPolicy,
+    operation: str,
+    rng: random.Random | None = None,
+) -> Response:
+    """POST ``body`` as JSON and return the decoded JSON object, retrying per ``policy``.
+
+    Args:
+        client: the run's client (its timeout and connection limits apply).
+        url: the endpoint.
+        body: the request body.
+        api_key: sent as a bearer token when given.
+        policy: retries and waits.
+        operation: names the request in messages, e.g. ``"Embeddings"`` or ``"LLM judge"``.
+        rng: the jitter's random source.
+
+    Raises:
+        RequestFailedError: the request failed for good; the message is safe to show.
+    """
+    import httpx
+    from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if api_key is not None:
+        headers["Authorization"] = f"Bearer {api_key.reveal()}"
+    started = time.perf_counter()
+    attempts = 0
+
+    def before_sleep(state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        wait = state.next_action.sleep if state.next_action is not None else 0.0
+        reason = _describe(exc) if exc is not None else "unknown"
+        log.info(
+            "%s request to %s failed (%s); retry %d of %d in %.3f s",
+            operation,
+            url.split("?", 1)[0],
+            redact(reason, api_key),
+            state.attempt_number,
+            policy.retries,
+            wait,
+        )
+
+    async def attempt() -> dict[str, Any]:
+        nonlocal attempts
+        attempts += 1
+        response = await client.post(url, json=dict(body), headers=headers)
+        status = response.status_code
+        if status == 429 or status >= 500:
+            raise _RetryableStatusError(status, _retry_after(response.headers))
+        if status >= 400:
+            raise _FatalStatusError(status)
+        try:
+            decoded = response.json()
+        except ValueError as exc:
+            raise _MalformedBodyError from exc
+        if not isinstance(decoded, dict):
+            raise _MalformedBodyError
+        return decoded
+
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(policy.attempts),
+        wait=_wait(policy, rng or random.Random()),
+        retry=retry_if_exception(_is_retryable),
+        before_sleep=before_sleep,
+        reraise=True,
+    )
+
+    def failed(message: str, status: int | None) -> RequestFailedError:
+        latency = (time.perf_counter() - started) * 1000.0
+        return RequestFailedError(
+            redact(message, api_key), status=status, attempts=attempts, latency_ms=latency
+        )
+
+    try:
+        decoded: dict[str, Any] = await retrying(attempt)
+    except _RetryableStatusError as exc:
+        raise failed(
+            f"{operation} request failed: HTTP {exc.status} after {attempts} attempt(s).",
+            exc.status,
+        ) from exc
+    except _FatalStatusError as exc:
+        raise failed(f"{operation} request failed: HTTP {exc.status}.", exc.status) from exc
+    except _MalformedBodyError as exc:
+        raise failed(f"{operation} response is not a valid JSON object.", 200) from exc
+    except httpx.TransportError as exc:
+        raise failed(
+            f"{operation} request failed before receiving a response after {attempts} "
+            f"attempt(s): {_describe(exc)}.",
+            None,
+        ) from exc
+    latency = (time.perf_counter() - started) * 1000.0
+    return Response(decoded, attempts, latency)

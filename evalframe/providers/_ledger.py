@@ -1,0 +1,338 @@
+"""The usage ledger: one record per provider call, its cost, and the run's budget.
+
+A *call* is one request to a provider (a batch of texts to embed, one judge prompt) or one
+batch of local work (the embedded model). Its cost is, in order: the cost the provider
+reported (``usage.cost_usd``, else ``usage.total_cost_usd``), zero for local models, the cost
+derived from the user's price table, or unknown ("unpriced"). The budget halts further calls
+once the money spent exceeds the limit (strictly); what was already computed is kept.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import polars as pl
+
+__all__ = ["BudgetExhaustedError", "Call", "Ledger", "Prices", "usage_from_body"]
+
+Kind = Literal["embeddings", "judge"]
+CostSource = Literal["reported", "derived", "free", "unpriced"]
+Prices = Mapping[str, Mapping[str, float]]
+
+UNNAMED_MODEL = "(unnamed model)"
+
+USAGE_SCHEMA = pl.Schema(
+    {
+        "kind": pl.String,
+        "provider": pl.String,
+        "model": pl.String,
+        "prompt_tokens": pl.Int64,
+        "completion_tokens": pl.Int64,
+        "total_tokens": pl.Int64,
+        "cost_usd": pl.Float64,
+        "cost_source": pl.String,
+        "latency_ms": pl.Float64,
+        "attempts": pl.Int64,
+        "items": pl.Int64,
+        "error": pl.String,
+    }
+)
+
+
+class BudgetExhaustedError(RuntimeError):
+    """Raised instead of making a call once the budget is spent; its message is the row error."""
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One provider call as the ledger records it.
+
+    Attributes:
+        kind: ``embeddings`` or ``judge``.
+        provider: where it went (a URL without credentials, or ``local``).
+        model: the model the provider named in its reply, else the configured one.
+        prompt_tokens, completion_tokens, total_tokens: as reported (``None`` when not).
+        reported_cost_usd: the provider's own cost figure, if any.
+        latency_ms: wall time measured by evalframe, all attempts included.
+        attempts: requests made (1 + retries used).
+        items: texts or prompts carried by the call.
+        error: why the call failed (never the API key or the response body), else ``None``.
+        free: a local model: its cost is zero.
+    """
+
+    kind: Kind
+    provider: str
+    model: str | None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    reported_cost_usd: float | None = None
+    latency_ms: float | None = None
+    attempts: int = 1
+    items: int = 0
+    error: str | None = None
+    free: bool = False
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def _money(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) and x >= 0 else None
+
+
+def usage_from_body(body: Mapping[str, Any]) -> dict[str, Any]:
+    """Token counts, reported cost and model from a provider response (reference §5.5).
+
+    Malformed fields are ignored; ``total_tokens`` is never derived from the other two.
+    """
+    usage = body.get("usage")
+    usage = usage if isinstance(usage, Mapping) else {}
+    cost = _money(usage.get("cost_usd"))
+    if cost is None:
+        cost = _money(usage.get("total_cost_usd"))
+    model = body.get("model")
+    return {
+        "prompt_tokens": _count(usage.get("prompt_tokens")),
+        "completion_tokens": _count(usage.get("completion_tokens")),
+        "total_tokens": _count(usage.get("total_tokens")),
+        "reported_cost_usd": cost,
+        "model": model.strip() if isinstance(model, str) and model.strip() else None,
+    }
+
+
+def _check_prices(prices: Prices | None) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for model, rate in (prices or {}).items():
+        if not isinstance(rate, Mapping):
+            raise ValueError(
+                f"prices[{model!r}] must be a mapping such as "
+                "{'input_per_million': 0.15, 'output_per_million': 0.6}."
+            )
+        unknown = set(rate) - {"input_per_million", "output_per_million"}
+        if unknown:
+            raise ValueError(
+                f"prices[{model!r}] has unknown key(s) {sorted(unknown)}; "
+                "use input_per_million and output_per_million (USD per million tokens)."
+            )
+        clean: dict[str, float] = {}
+        for side, value in rate.items():
+            x = _money(value)
+            if x is None:
+                raise ValueError(
+                    f"prices[{model!r}][{side!r}] must be a number >= 0; got {value!r}."
+                )
+            clean[side] = x
+        out[_model_key(model)] = clean
+    return out
+
+
+def _model_key(model: str) -> str:
+    """Lower-cased, without a ``vendor/`` prefix: how models and price entries are matched."""
+    name = model.strip().lower()
+    return name.split("/", 1)[1] if "/" in name else name
+
+
+class Ledger:
+    """Every call of a run, its cost, and the optional budget. Thread-safe.
+
+    Args:
+        prices: USD per million tokens by model name, e.g.
+            ``{"gpt-4o-mini": {"input_per_million": 0.15, "output_per_million": 0.6}}``.
+            Models match by longest prefix, case-insensitively, ignoring a ``vendor/`` prefix.
+            A call is priced when every side with tokens has a rate.
+        budget_usd: stop calling providers once more than this much has been spent.
+
+    Raises:
+        ValueError: a malformed price table or a budget that is not a positive number.
+    """
+
+    def __init__(self, *, prices: Prices | None = None, budget_usd: float | None = None) -> None:
+        if budget_usd is not None and not (
+            isinstance(budget_usd, int | float)
+            and not isinstance(budget_usd, bool)
+            and math.isfinite(budget_usd)
+            and budget_usd > 0
+        ):
+            raise ValueError(f"budget_usd must be a number > 0; got {budget_usd!r}.")
+        self.prices = _check_prices(prices)
+        self.budget_usd = float(budget_usd) if budget_usd is not None else None
+        self._lock = threading.Lock()
+        self._rows: list[dict[str, Any]] = []
+        self._spent = 0.0
+        self._halted = False
+
+    # -- recording ------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget every call and any spending: a new run starts."""
+        with self._lock:
+            self._rows.clear()
+            self._spent = 0.0
+            self._halted = False
+
+    def check(self) -> None:
+        """Raise ``BudgetExhaustedError`` when the budget is spent; call before every call."""
+        if self._halted:
+            raise BudgetExhaustedError(self.halt_message())
+
+    def halt_message(self) -> str:
+        assert self.budget_usd is not None
+        return (
+            f"Budget exhausted: spent ${self._spent:.4f} of a ${self.budget_usd:.4f} budget; "
+            "the provider was not called."
+        )
+
+    def record(self, call: Call) -> None:
+        cost, source = self._price(call)
+        row = {
+            "kind": call.kind,
+            "provider": call.provider,
+            "model": call.model,
+            "prompt_tokens": call.prompt_tokens,
+            "completion_tokens": call.completion_tokens,
+            "total_tokens": call.total_tokens,
+            "cost_usd": cost,
+            "cost_source": source,
+            "latency_ms": call.latency_ms,
+            "attempts": call.attempts,
+            "items": call.items,
+            "error": call.error,
+        }
+        with self._lock:
+            self._rows.append(row)
+            if cost is not None:
+                self._spent += cost
+            if self.budget_usd is not None and self._spent > self.budget_usd:
+                self._halted = True
+
+    def _price(self, call: Call) -> tuple[float | None, CostSource]:
+        if call.reported_cost_usd is not None:
+            return call.reported_cost_usd, "reported"
+        if call.free:
+            return 0.0, "free"
+        rate = self._rate(call.model)
+        tokens_in, tokens_out = call.prompt_tokens or 0, call.completion_tokens or 0
+        if call.prompt_tokens is None and call.completion_tokens is None:
+            if call.total_tokens is None:
+                return None, "unpriced"
+            tokens_in = call.total_tokens  # embeddings endpoints may report only the total
+        if rate is None:
+            return None, "unpriced"
+        if (tokens_in and "input_per_million" not in rate) or (
+            tokens_out and "output_per_million" not in rate
+        ):
+            return None, "unpriced"
+        cost = (
+            tokens_in * rate.get("input_per_million", 0.0)
+            + tokens_out * rate.get("output_per_million", 0.0)
+        ) / 1e6
+        return cost, "derived"
+
+    def _rate(self, model: str | None) -> dict[str, float] | None:
+        if not model or not self.prices:
+            return None
+        name = _model_key(model)
+        matches = [k for k in self.prices if name.startswith(k)]
+        return self.prices[max(matches, key=len)] if matches else None
+
+    # -- reading --------------------------------------------------------------------------
+
+    @property
+    def spent_usd(self) -> float:
+        return self._spent
+
+    @property
+    def halted(self) -> bool:
+        return self._halted
+
+    def frame(self) -> pl.DataFrame:
+        """One row per call, in the order the calls finished (``USAGE_SCHEMA``)."""
+        with self._lock:
+            rows = list(self._rows)
+        return (
+            pl.DataFrame(rows, schema=USAGE_SCHEMA, orient="row")
+            if rows
+            else pl.DataFrame(schema=USAGE_SCHEMA)
+        )
+
+    def cost_summary(self) -> dict[str, Any]:
+        """The report's ``cost`` block (reference §6.1).
+
+        A call that carries neither tokens nor a cost (a failed request) is not counted.
+        Models are sorted by cost, most expensive first.
+        """
+        usage = self.frame().filter(
+            pl.any_horizontal(
+                pl.col(
+                    "prompt_tokens", "completion_tokens", "total_tokens", "cost_usd"
+                ).is_not_null()
+            )
+        )
+        tokens = ("prompt_tokens", "completion_tokens", "total_tokens")
+        priced = pl.col("cost_usd").is_not_null()
+        models = (
+            usage.with_columns(pl.col("model").fill_null(UNNAMED_MODEL))
+            .group_by("model", maintain_order=True)
+            .agg(
+                pl.len().alias("calls"),
+                *[pl.col(t).sum() for t in tokens],
+                pl.col("cost_usd").sum(),
+                priced.all().alias("priced"),
+            )
+            .sort("cost_usd", "model", descending=[True, False])
+        )
+        unpriced = usage.filter(~priced)
+        total = float(usage.get_column("cost_usd").sum())
+
+        def by_source(source: str) -> float:
+            return float(usage.filter(pl.col("cost_source") == source)["cost_usd"].sum())
+
+        return {
+            "total_usd": total,
+            "reported_usd": by_source("reported"),
+            "derived_usd": by_source("derived"),
+            "complete": unpriced.height == 0,
+            "calls": usage.height,
+            "unpriced_calls": unpriced.height,
+            "unpriced_models": sorted(
+                set(unpriced.get_column("model").fill_null(UNNAMED_MODEL).to_list())
+            ),
+            **{t: int(usage.get_column(t).sum()) for t in tokens},
+            "models": models.to_dicts(),
+        }
+
+    def budget_summary(self, completed_rows: int, total_rows: int) -> dict[str, Any] | None:
+        """The report's ``budget`` block, or ``None`` when no budget was set."""
+        if self.budget_usd is None:
+            return None
+        reason = (
+            f"Spent ${self._spent:.4f} of a ${self.budget_usd:.4f} budget after "
+            f"{completed_rows} row(s)."
+            if self._halted
+            else None
+        )
+        return {
+            "limit_usd": self.budget_usd,
+            "spent_usd": self._spent,
+            "halted": self._halted,
+            "completed_rows": completed_rows if self._halted else total_rows,
+            "reason": reason,
+        }

@@ -1,0 +1,416 @@
+"""Clients of OpenAI-compatible HTTP endpoints: ``/embeddings`` and ``/chat/completions``.
+
+Both batch and run concurrently on one ``httpx.AsyncClient`` per call of ``embed`` or
+``complete``, bounded by ``concurrency`` requests in flight. They work from Jupyter: under a
+running event loop the requests run on a fresh loop in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from evalframe.providers._base import Embedded, Reply, Vector
+from evalframe.providers._config import (
+    DEFAULT_BASE_URL,
+    DEFAULT_EMBEDDINGS_MODEL,
+    DEFAULT_EMBEDDINGS_TIMEOUT,
+    DEFAULT_JUDGE_MODEL,
+    DEFAULT_JUDGE_TIMEOUT,
+    DEFAULT_RETRIES,
+    RetryPolicy,
+    Secret,
+    display_url,
+    endpoint_url,
+    normalize_retries,
+    normalize_timeout,
+)
+from evalframe.providers._http import RequestFailedError, post_json, run_sync
+from evalframe.providers._ledger import BudgetExhaustedError, Call, Ledger, usage_from_body
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["OpenAIEmbeddings", "OpenAIJudge"]
+
+
+class _HTTPClient:
+    """Settings shared by both clients; see ``OpenAIEmbeddings`` for the arguments."""
+
+    _path = ""
+    _operation = ""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None,
+        api_key: str | Secret | None,
+        timeout: float | str | None,
+        default_timeout: float,
+        retries: int | str | None,
+        backoff: float,
+        max_backoff: float,
+        concurrency: int,
+        transport: httpx.AsyncBaseTransport | None,
+        seed: int | None,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError("model must be a non-empty string.")
+        if not isinstance(concurrency, int) or concurrency < 1:
+            raise ValueError(f"concurrency must be an integer >= 1; got {concurrency!r}.")
+        self._model = model.strip()
+        self.url = endpoint_url(base_url or DEFAULT_BASE_URL, self._path)
+        self.api_key = Secret.of(api_key)
+        self.timeout = normalize_timeout(timeout, default_timeout)
+        self.policy = RetryPolicy(
+            retries=normalize_retries(retries, DEFAULT_RETRIES),
+            backoff=backoff,
+            max_backoff=max_backoff,
+        )
+        self.concurrency = concurrency
+        self.transport = transport
+        self._rng = random.Random(seed)
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def provider(self) -> str:
+        return display_url(self.url)
+
+    @property
+    def id(self) -> str:
+        return f"openai:{self._model}@{self.provider}"
+
+    def __repr__(self) -> str:
+        key = "set" if self.api_key is not None else "none"
+        return f"{type(self).__name__}(model={self._model!r}, url={self.provider!r}, api_key={key})"
+
+    def _client(self) -> httpx.AsyncClient:
+        import httpx
+
+        limits = httpx.Limits(
+            max_connections=self.concurrency, max_keepalive_connections=self.concurrency
+        )
+        timeout = httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0))
+        return httpx.AsyncClient(timeout=timeout, limits=limits, transport=self.transport)
+
+    async def _post(self, client: httpx.AsyncClient, body: dict[str, Any]) -> Any:
+        return await post_json(
+            client,
+            self.url,
+            body,
+            api_key=self.api_key,
+            policy=self.policy,
+            operation=self._operation,
+            rng=self._rng,
+        )
+
+
+class OpenAIEmbeddings(_HTTPClient):
+    """Embeddings from any OpenAI-compatible ``/embeddings`` endpoint.
+
+    Args:
+        model: the embedding model, e.g. ``"text-embedding-3-small"``.
+        base_url: the API root (``.../v1``) or the full ``.../embeddings`` URL
+            (default ``https://api.openai.com/v1``).
+        api_key: sent as a bearer token when given; never logged, cached or reported.
+        timeout: seconds per request (default 30; ``0`` and junk mean the default).
+        retries: extra attempts on connection errors, timeouts, 429 and 5xx (default 3).
+        backoff: the first retry wait in seconds (doubling up to ``max_backoff``).
+        max_backoff: the longest wait between attempts, in seconds.
+        batch_size: texts per request (default 128).
+        concurrency: requests in flight at once (default 8).
+        dimensions: ask the model for this many dimensions (models that support it).
+        transport: an ``httpx`` transport, e.g. ``httpx.MockTransport`` in tests.
+        seed: seeds the retry jitter.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ef.OpenAIEmbeddings("bge-small", base_url="http://127.0.0.1:8080/v1")
+        OpenAIEmbeddings(model='bge-small', url='http://127.0.0.1:8080/v1/embeddings', api_key=none)
+    """
+
+    _path = "embeddings"
+    _operation = "Embeddings"
+
+    def __init__(
+        self,
+        model: str = DEFAULT_EMBEDDINGS_MODEL,
+        *,
+        base_url: str | None = None,
+        api_key: str | Secret | None = None,
+        timeout: float | str | None = None,
+        retries: int | str | None = None,
+        backoff: float = 0.5,
+        max_backoff: float = 20.0,
+        batch_size: int = 128,
+        concurrency: int = 8,
+        dimensions: int | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        seed: int | None = None,
+    ) -> None:
+        super().__init__(
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            default_timeout=DEFAULT_EMBEDDINGS_TIMEOUT,
+            retries=retries,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            concurrency=concurrency,
+            transport=transport,
+            seed=seed,
+        )
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1; got {batch_size!r}.")
+        self.batch_size = batch_size
+        self.dimensions = dimensions
+
+    @property
+    def cacheable(self) -> bool:
+        return True
+
+    @property
+    def id(self) -> str:
+        dims = f"/d={self.dimensions}" if self.dimensions else ""
+        return f"openai:{self.model}{dims}@{self.provider}"
+
+    def embed(self, texts: Sequence[str], ledger: Ledger) -> Embedded:
+        """Embed ``texts`` in batches; a batch that fails gives its texts that error."""
+        n = len(texts)
+        vectors: list[Vector | None] = [None] * n
+        errors: list[str | None] = [None] * n
+        if n == 0:
+            return Embedded(vectors, errors)
+        batches = [range(i, min(i + self.batch_size, n)) for i in range(0, n, self.batch_size)]
+
+        async def one(client: httpx.AsyncClient, gate: asyncio.Semaphore, idx: range) -> None:
+            async with gate:
+                try:
+                    ledger.check()
+                except BudgetExhaustedError as exc:
+                    errors[idx.start : idx.stop] = [str(exc)] * len(idx)
+                    return
+                body: dict[str, Any] = {"model": self.model, "input": [texts[i] for i in idx]}
+                if self.dimensions:
+                    body["dimensions"] = self.dimensions
+                try:
+                    response = await self._post(client, body)
+                except RequestFailedError as exc:
+                    ledger.record(self._call(idx, exc.attempts, exc.latency_ms, error=str(exc)))
+                    errors[idx.start : idx.stop] = [str(exc)] * len(idx)
+                    return
+                got, problem = _vectors(response.body, len(idx))
+                usage = usage_from_body(response.body)
+                ledger.record(
+                    self._call(idx, response.attempts, response.latency_ms, problem, usage)
+                )
+                if problem is not None:
+                    errors[idx.start : idx.stop] = [problem] * len(idx)
+                else:
+                    vectors[idx.start : idx.stop] = got
+
+        async def main() -> None:
+            gate = asyncio.Semaphore(self.concurrency)
+            async with self._client() as client:
+                await asyncio.gather(*(one(client, gate, idx) for idx in batches))
+
+        run_sync(main)
+        return Embedded(vectors, errors)
+
+    def _call(
+        self,
+        idx: range,
+        attempts: int,
+        latency_ms: float,
+        error: str | None = None,
+        usage: dict[str, Any] | None = None,
+    ) -> Call:
+        usage = usage or {}
+        return Call(
+            kind="embeddings",
+            provider=self.provider,
+            model=usage.get("model") or self.model,
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            total_tokens=usage.get("total_tokens"),
+            reported_cost_usd=usage.get("reported_cost_usd"),
+            latency_ms=latency_ms,
+            attempts=attempts,
+            items=len(idx),
+            error=error,
+        )
+
+
+def _vectors(body: dict[str, Any], expected: int) -> tuple[list[Vector | None], str | None]:
+    """The vectors of an embeddings response in input order, or what is wrong with it."""
+    data = body.get("data")
+    if not isinstance(data, list):
+        return [], "Embeddings response has no 'data' list."
+    if len(data) != expected:
+        return [], f"Embeddings client returned {len(data)} vector(s); expected {expected}."
+    items = data
+    if all(isinstance(d, dict) and isinstance(d.get("index"), int) for d in data):
+        items = sorted(data, key=lambda d: d["index"])
+        if [d["index"] for d in items] != list(range(expected)):
+            return [], "Embeddings response indexes do not match the inputs."
+    raw = [d.get("embedding") if isinstance(d, dict) else None for d in items]
+    try:
+        matrix = np.asarray(raw, dtype=np.float32)
+    except (TypeError, ValueError):
+        return [], "Embeddings must be non-empty lists of numbers of one length."
+    if matrix.ndim != 2 or matrix.shape[1] == 0 or not bool(np.isfinite(matrix).all()):
+        return [], "Embeddings must be non-empty lists of finite numbers of one length."
+    return list(matrix), None
+
+
+class OpenAIJudge(_HTTPClient):
+    """A judge model behind any OpenAI-compatible ``/chat/completions`` endpoint.
+
+    Each prompt is one request: ``temperature`` 0, ``seed`` 42 and a JSON-object
+    ``response_format`` by default (reference §2.7). The reply is
+    ``choices[0].message.content``; parsing it is the metric's job.
+
+    Args:
+        model: the judge model (default ``"gpt-4o-mini"``).
+        base_url: the API root (``.../v1``) or the full ``.../chat/completions`` URL.
+        api_key: sent as a bearer token when given; never logged, cached or reported.
+        timeout: seconds per request (default 60; ``0`` and junk mean the default).
+        retries: extra attempts on connection errors, timeouts, 429 and 5xx (default 3).
+        backoff: the first retry wait in seconds (doubling up to ``max_backoff``).
+        max_backoff: the longest wait between attempts, in seconds.
+        concurrency: requests in flight at once (default 8).
+        temperature: sampling temperature (default 0).
+        seed: the request's ``seed`` (default 42; ``None`` leaves it out).
+        json_mode: send ``response_format={"type": "json_object"}`` (default true).
+        max_tokens: cap the reply length, when given.
+        transport: an ``httpx`` transport, e.g. ``httpx.MockTransport`` in tests.
+    """
+
+    _path = "chat/completions"
+    _operation = "LLM judge"
+
+    def __init__(
+        self,
+        model: str = DEFAULT_JUDGE_MODEL,
+        *,
+        base_url: str | None = None,
+        api_key: str | Secret | None = None,
+        timeout: float | str | None = None,
+        retries: int | str | None = None,
+        backoff: float = 0.5,
+        max_backoff: float = 20.0,
+        concurrency: int = 8,
+        temperature: float = 0.0,
+        seed: int | None = 42,
+        json_mode: bool = True,
+        max_tokens: int | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            default_timeout=DEFAULT_JUDGE_TIMEOUT,
+            retries=retries,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            concurrency=concurrency,
+            transport=transport,
+            seed=seed,
+        )
+        if not (isinstance(temperature, int | float) and math.isfinite(temperature)):
+            raise ValueError(f"temperature must be a number; got {temperature!r}.")
+        self.temperature = float(temperature)
+        self.seed = seed
+        self.json_mode = json_mode
+        self.max_tokens = max_tokens
+
+    def request(self, prompt: str) -> dict[str, object]:
+        body: dict[str, object] = {"model": self.model, "temperature": self.temperature}
+        if self.seed is not None:
+            body["seed"] = self.seed
+        if self.json_mode:
+            body["response_format"] = {"type": "json_object"}
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
+        body["messages"] = [{"role": "user", "content": prompt}]
+        return body
+
+    def complete(self, prompts: Sequence[str], ledger: Ledger) -> list[Reply]:
+        """One reply per prompt; a failed request gives that prompt's error."""
+        replies: list[Reply] = [Reply(None, "not sent")] * len(prompts)
+
+        async def one(client: httpx.AsyncClient, gate: asyncio.Semaphore, i: int) -> None:
+            async with gate:
+                try:
+                    ledger.check()
+                except BudgetExhaustedError as exc:
+                    replies[i] = Reply(None, str(exc))
+                    return
+                try:
+                    response = await self._post(client, dict(self.request(prompts[i])))
+                except RequestFailedError as exc:
+                    ledger.record(self._call(exc.attempts, exc.latency_ms, error=str(exc)))
+                    replies[i] = Reply(None, str(exc))
+                    return
+                content = _content(response.body)
+                problem = (
+                    None
+                    if content is not None
+                    else "LLM judge response missing choices[0].message.content (or it is empty)."
+                )
+                usage = usage_from_body(response.body)
+                ledger.record(self._call(response.attempts, response.latency_ms, problem, usage))
+                replies[i] = Reply(content, problem)
+
+        async def main() -> None:
+            gate = asyncio.Semaphore(self.concurrency)
+            async with self._client() as client:
+                await asyncio.gather(*(one(client, gate, i) for i in range(len(prompts))))
+
+        if prompts:
+            run_sync(main)
+        return replies
+
+    def _call(
+        self,
+        attempts: int,
+        latency_ms: float,
+        error: str | None = None,
+        usage: dict[str, Any] | None = None,
+    ) -> Call:
+        usage = usage or {}
+        return Call(
+            kind="judge",
+            provider=self.provider,
+            model=usage.get("model") or self.model,
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            total_tokens=usage.get("total_tokens"),
+            reported_cost_usd=usage.get("reported_cost_usd"),
+            latency_ms=latency_ms,
+            attempts=attempts,
+            items=1,
+            error=error,
+        )
+
+
+def _content(body: dict[str, Any]) -> str | None:
+    """``choices[0].message.content`` when it is a non-empty string."""
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None
+    message = choices[0].get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, str) and content.strip() else None

@@ -1,0 +1,322 @@
+"""``Providers``: which embedder and judge a run uses, with their cache, ledger and budget."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from evalframe import schema as C
+from evalframe.exceptions import ProviderError
+from evalframe.providers._base import (
+    Embedded,
+    EmbeddingClient,
+    JudgeClient,
+    Reply,
+    TokenEmbeddingClient,
+    Vector,
+)
+from evalframe.providers._cache import ResponseCache, default_cache_path
+from evalframe.providers._config import (
+    DEFAULT_BASE_URL,
+    DEFAULT_EMBEDDINGS_MODEL,
+    DEFAULT_JUDGE_MODEL,
+    Secret,
+    env_value,
+)
+from evalframe.providers._ledger import Ledger, Prices
+
+__all__ = ["BUDGET_ERROR_PREFIX", "Providers"]
+
+BUDGET_ERROR_PREFIX = "Budget exhausted:"
+
+_NO_JUDGE = (
+    "No judge model is configured. Set EVALFRAME_JUDGE_BASE_URL and EVALFRAME_JUDGE_MODEL "
+    "(or OPENAI_API_KEY for api.openai.com), pass --judge-base-url/--judge-model to "
+    "`evalframe run`, or use ef.Providers(judge=ef.OpenAIJudge(...))."
+)
+
+
+def _embedder(value: EmbeddingClient | str | None) -> EmbeddingClient | None:
+    if value is None or isinstance(value, EmbeddingClient):
+        return value
+    if value in {"onnx", "embedded", "default"}:
+        from evalframe.providers._onnx import OnnxEmbedder
+
+        return OnnxEmbedder()
+    if value == "hashing":
+        from evalframe.providers._hashing import HashingEmbedder
+
+        return HashingEmbedder()
+    raise ValueError(
+        f"embeddings must be an embedding client, 'onnx' or 'hashing'; got {value!r}. "
+        "For a remote model use ef.OpenAIEmbeddings(model, base_url=...)."
+    )
+
+
+def _cache(value: bool | str | os.PathLike[str] | ResponseCache | None) -> ResponseCache | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return ResponseCache(default_cache_path())
+    if isinstance(value, ResponseCache):
+        return value
+    return ResponseCache(value)
+
+
+class Providers:
+    """The embedder and judge of a run, with the response cache, usage ledger and budget.
+
+    Pass it to ``ef.evaluate(..., providers=...)`` or ``ef.score(..., context=...)``.
+    Without one, evalframe builds ``Providers.from_env()``.
+
+    Args:
+        embeddings: an embedding client, ``"onnx"`` (the embedded default, used when
+            ``None``) or ``"hashing"``.
+        judge: a judge client; required only by judge metrics.
+        cache: ``True`` for the default file (``~/.cache/evalframe/cache.duckdb``), a path,
+            a ``ResponseCache``, or ``False`` for none.
+        budget_usd: stop calling providers once more than this has been spent in a run.
+        prices: USD per million tokens by model, for providers that do not report cost:
+            ``{"gpt-4o-mini": {"input_per_million": 0.15, "output_per_million": 0.6}}``.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> p = ef.Providers(embeddings="hashing", cache=False, budget_usd=1.0)
+        >>> p
+        Providers(embeddings=HashingEmbedder(dim=512), judge=None, cache=None, budget_usd=1.0)
+    """
+
+    def __init__(
+        self,
+        embeddings: EmbeddingClient | str | None = None,
+        judge: JudgeClient | None = None,
+        *,
+        cache: bool | str | os.PathLike[str] | ResponseCache | None = True,
+        budget_usd: float | None = None,
+        prices: Prices | None = None,
+    ) -> None:
+        if judge is not None and not isinstance(judge, JudgeClient):
+            raise TypeError(f"judge must be a judge client such as ef.OpenAIJudge; got {judge!r}.")
+        self._embeddings = _embedder(embeddings)
+        self.judge = judge
+        self.cache = _cache(cache)
+        self.ledger = Ledger(prices=prices, budget_usd=budget_usd)
+
+    @classmethod
+    def from_env(
+        cls,
+        *,
+        embeddings_base_url: str | None = None,
+        embeddings_model: str | None = None,
+        embeddings_api_key: str | Secret | None = None,
+        judge_base_url: str | None = None,
+        judge_model: str | None = None,
+        judge_api_key: str | Secret | None = None,
+        cache: bool | str | os.PathLike[str] | ResponseCache | None = True,
+        budget_usd: float | None = None,
+        prices: Prices | None = None,
+        timeout: float | None = None,
+        retries: int | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> Providers:
+        """Providers from arguments, falling back to environment variables.
+
+        Embeddings go to an HTTP endpoint only when one is configured
+        (``EVALFRAME_EMBEDDINGS_BASE_URL`` or ``EVALFRAME_EMBEDDINGS_MODEL``); otherwise the
+        embedded ONNX model runs offline, so a stray ``OPENAI_API_KEY`` never starts paid
+        calls. ``EVALFRAME_EMBEDDINGS_MODEL=hashing`` (or ``onnx``) picks a local embedder.
+        The judge uses ``EVALFRAME_JUDGE_*``, falling back to ``OPENAI_BASE_URL`` and
+        ``OPENAI_API_KEY``; with none of them there is no judge.
+
+        Args:
+            embeddings_base_url, embeddings_model, embeddings_api_key: override
+                ``EVALFRAME_EMBEDDINGS_*``.
+            judge_base_url, judge_model, judge_api_key: override ``EVALFRAME_JUDGE_*``.
+            cache, budget_usd, prices: as for ``Providers``.
+            timeout: seconds per HTTP request for both clients (default 30 and 60).
+            retries: extra attempts for both clients (default 3).
+            environ: the variables to read (default ``os.environ``).
+        """
+        from evalframe.providers._openai import OpenAIEmbeddings, OpenAIJudge
+
+        def env(role: str) -> str | None:
+            return env_value(environ, role)
+
+        embeddings: EmbeddingClient | str | None = None
+        e_url = embeddings_base_url or env("embeddings_base_url")
+        e_model = embeddings_model or env("embeddings_model")
+        if not e_url and e_model in {"onnx", "embedded", "hashing"}:
+            embeddings = e_model
+        elif e_url or e_model:
+            embeddings = OpenAIEmbeddings(
+                e_model or DEFAULT_EMBEDDINGS_MODEL,
+                base_url=e_url or env("base_url") or DEFAULT_BASE_URL,
+                api_key=embeddings_api_key or env("embeddings_api_key") or env("api_key"),
+                timeout=timeout,
+                retries=retries,
+            )
+        judge = None
+        j_url = judge_base_url or env("judge_base_url") or env("base_url")
+        j_key = judge_api_key or env("judge_api_key") or env("api_key")
+        j_model = judge_model or env("judge_model")
+        if j_url or j_key or j_model:
+            judge = OpenAIJudge(
+                j_model or DEFAULT_JUDGE_MODEL,
+                base_url=j_url or DEFAULT_BASE_URL,
+                api_key=j_key,
+                timeout=timeout,
+                retries=retries,
+            )
+        return cls(embeddings, judge, cache=cache, budget_usd=budget_usd, prices=prices)
+
+    @classmethod
+    def coerce(cls, context: Any) -> Providers:
+        """The providers for an enrichment context: a ``Providers``, a client, or ``None``."""
+        if isinstance(context, Providers):
+            return context
+        if context is None:
+            return cls.from_env()
+        if isinstance(context, EmbeddingClient):
+            found = cls.from_env()
+            found._embeddings = context
+            return found
+        if isinstance(context, JudgeClient):
+            found = cls.from_env()
+            found.judge = context
+            return found
+        raise TypeError(
+            "providers must be an ef.Providers, an embedding or judge client, or None; "
+            f"got {type(context).__name__}."
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Providers(embeddings={self._embeddings!r}, judge={self.judge!r}, "
+            f"cache={self.cache!r}, budget_usd={self.ledger.budget_usd!r})"
+        )
+
+    # -- clients ---------------------------------------------------------------------------
+
+    @property
+    def embeddings(self) -> EmbeddingClient:
+        """The embedding client (the embedded ONNX model unless another was configured)."""
+        if self._embeddings is None:
+            from evalframe.providers._onnx import OnnxEmbedder
+
+            self._embeddings = OnnxEmbedder()
+        return self._embeddings
+
+    def require_judge(self) -> JudgeClient:
+        if self.judge is None:
+            raise ProviderError(_NO_JUDGE)
+        return self.judge
+
+    # -- calls, deduplicated and cached ---------------------------------------------------
+
+    def embed_texts(self, texts: Sequence[str]) -> Embedded:
+        """One vector per text (pass unique texts): from the cache, else from the client."""
+        client = self.embeddings
+        return self._cached_vectors(
+            f"embedding|{client.id}",
+            list(texts),
+            lambda idx: client.embed([texts[i] for i in idx], self.ledger),
+            cacheable=client.cacheable,
+        )
+
+    def embed_tokens(self, texts: Sequence[str], tokens: Sequence[Sequence[str]]) -> Embedded:
+        """Contextual token vectors per text (pass unique texts); see ``TokenEmbeddingClient``."""
+        client = self.embeddings
+        if not isinstance(client, TokenEmbeddingClient):
+            raise ProviderError(f"{client!r} does not give contextual token vectors.")
+        payloads = [[t, list(toks)] for t, toks in zip(texts, tokens, strict=True)]
+        return self._cached_vectors(
+            f"tokens-v1|{client.id}",
+            payloads,
+            lambda idx: client.embed_tokens(
+                [texts[i] for i in idx], [tokens[i] for i in idx], self.ledger
+            ),
+            cacheable=client.cacheable,
+        )
+
+    def _cached_vectors(
+        self, namespace: str, payloads: list[Any], compute: Any, *, cacheable: bool
+    ) -> Embedded:
+        n = len(payloads)
+        cache = self.cache if cacheable else None
+        vectors: list[Vector | None] = (
+            cache.get_vectors(namespace, payloads) if cache is not None else [None] * n
+        )
+        errors: list[str | None] = [None] * n
+        missing = [i for i, v in enumerate(vectors) if v is None]
+        if missing:
+            result: Embedded = compute(missing)
+            for j, i in enumerate(missing):
+                vectors[i], errors[i] = result.vectors[j], result.errors[j]
+            if cache is not None:
+                done = [i for i in missing if vectors[i] is not None]
+                cache.put_vectors(
+                    namespace,
+                    [payloads[i] for i in done],
+                    [vectors[i] for i in done],  # type: ignore[misc]
+                )
+        return Embedded(vectors, errors)
+
+    def complete(self, prompts: Sequence[str]) -> list[Reply]:
+        """One judge reply per prompt (pass unique prompts): from the cache, else the judge."""
+        judge = self.require_judge()
+        namespace = f"judge|{judge.id}"
+        requests = [judge.request(p) for p in prompts]
+        cached = self.cache.get_replies(namespace, requests) if self.cache is not None else None
+        replies = [Reply(c) if c is not None else None for c in (cached or [None] * len(prompts))]
+        missing = [i for i, r in enumerate(replies) if r is None]
+        if missing:
+            fresh = judge.complete([prompts[i] for i in missing], self.ledger)
+            for j, i in enumerate(missing):
+                replies[i] = fresh[j]
+            if self.cache is not None:
+                ok = [
+                    (requests[i], r.content)
+                    for i, r in zip(missing, fresh, strict=True)
+                    if r.content is not None
+                ]
+                self.cache.put_replies(
+                    namespace, [req for req, _ in ok], [content for _, content in ok]
+                )
+        return [r if r is not None else Reply(None, "not computed") for r in replies]
+
+    # -- the run's accounts ---------------------------------------------------------------
+
+    def begin_run(self) -> None:
+        """Start a run's accounts: usage and spending so far are forgotten."""
+        self.ledger.reset()
+
+    def usage_frame(self) -> pl.DataFrame:
+        """One row per provider call of the current run (tokens, cost, latency, model)."""
+        return self.ledger.frame()
+
+    def cost_summary(self) -> dict[str, Any]:
+        """The report's ``cost`` block for the current run."""
+        return self.ledger.cost_summary()
+
+    def budget_summary(self, scores: pl.DataFrame | None = None) -> dict[str, Any] | None:
+        """The report's ``budget`` block (``None`` without a budget).
+
+        ``completed_rows`` counts the executions (sample, repetition) that no metric left
+        unscored for lack of budget.
+        """
+        if scores is None or scores.height == 0:
+            total = completed = 0
+        else:
+            keys = [C.SAMPLE_ID, C.REPETITION]
+            total = scores.select(keys).unique().height
+            stopped = (
+                scores.filter(pl.col(C.ERROR).str.contains(BUDGET_ERROR_PREFIX, literal=True))
+                .select(keys)
+                .unique()
+                .height
+            )
+            completed = total - stopped
+        return self.ledger.budget_summary(completed, total)
