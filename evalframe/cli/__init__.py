@@ -35,11 +35,12 @@ def cli() -> None:
 
 
 def _register_commands() -> None:
-    from evalframe.cli import _metrics, _report, _run
+    from evalframe.cli import _metrics, _report, _run, _store
 
     cli.add_command(_run.run)
     cli.add_command(_metrics.metrics)
     cli.add_command(_report.report)
+    _store.register(cli)
 
 
 _register_commands()

@@ -41,6 +41,13 @@ import evalframe as ef
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the report here instead of stdout.",
 )
+@click.option(
+    "--store",
+    "store",
+    envvar="EVALFRAME_STORE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Save the run to this DuckDB run store (default: $EVALFRAME_STORE).",
+)
 def run(
     dataset: Path,
     outputs: Path | None,
@@ -48,6 +55,7 @@ def run(
     repetitions: int | None,
     fmt: str,
     out: Path | None,
+    store: Path | None,
 ) -> None:
     """Score DATASET and print the report. Exit 1 when any sample failed a metric."""
     if outputs is None:
@@ -60,6 +68,7 @@ def run(
         outputs=outputs,
         metrics=list(metrics) or None,
         repetitions=repetitions,
+        store=store,
     )
     report = result.report()
     text = report.to_json() if fmt == "json" else report.to_markdown()
@@ -68,6 +77,8 @@ def run(
     else:
         out.write_text(text, encoding="utf-8")
         click.echo(f"wrote {out} (run {result.run_id})", err=True)
+    if store is not None:
+        click.echo(f"saved run {result.run_id} to {store}", err=True)
     failures = report["total_failures"]
     if failures:
         click.echo(f"{failures} (sample, metric) failure(s); see the report's failures.", err=True)

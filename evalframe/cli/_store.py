@@ -1,0 +1,402 @@
+"""Store commands: sql, runs, compare, gate, baseline, rescore, export and import.
+
+Every command takes ``--store PATH`` (default: the ``EVALFRAME_STORE`` environment variable).
+Exit codes: 0 on success, 1 when ``gate`` fails, 2 on usage, reference or store errors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import polars as pl
+
+from evalframe._compare_render import fmt, table
+from evalframe.exceptions import StoreError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+__all__ = [
+    "baseline",
+    "compare_cmd",
+    "export_cmd",
+    "gate_cmd",
+    "import_cmd",
+    "rescore",
+    "runs",
+    "sql",
+]
+
+STORE_ENV = "EVALFRAME_STORE"
+
+
+def store_option(f: F) -> F:
+    """``--store PATH``, defaulting to ``$EVALFRAME_STORE``."""
+    return click.option(
+        "--store",
+        "store_path",
+        envvar=STORE_ENV,
+        type=click.Path(dir_okay=False, path_type=Path),
+        help=f"The DuckDB run store (default: ${STORE_ENV}).",
+    )(f)
+
+
+def _open(store_path: Path | None, *, create: bool = False) -> Any:
+    from evalframe.store import Store
+
+    if store_path is None:
+        raise click.UsageError(f"Pass --store PATH or set {STORE_ENV}.")
+    if not create and not store_path.exists():
+        raise StoreError(
+            f"No store at {store_path}: save a run to it first (evalframe run --store)."
+        )
+    return Store(store_path)
+
+
+def _echo_frame(frame: pl.DataFrame, output: str, max_rows: int) -> None:
+    if output == "csv":
+        click.echo(frame.write_csv(), nl=False)
+    elif output == "json":
+        click.echo(json.dumps(frame.to_dicts(), default=str, ensure_ascii=False, indent=2))
+    elif output == "ndjson":
+        for row in frame.iter_rows(named=True):  # CLI output: one JSON line per result row
+            click.echo(json.dumps(row, default=str, ensure_ascii=False))
+    else:
+        with pl.Config(
+            tbl_rows=max_rows,
+            tbl_cols=-1,
+            fmt_str_lengths=60,
+            tbl_width_chars=200,
+            tbl_hide_dataframe_shape=True,
+        ):
+            click.echo(str(frame))
+        if frame.height > max_rows:
+            click.echo(f"({frame.height} rows; showing {max_rows}: use --max-rows)", err=True)
+
+
+@click.command()
+@click.argument("query")
+@store_option
+@click.option(
+    "--format",
+    "output",
+    type=click.Choice(["table", "csv", "json", "ndjson"]),
+    default="table",
+    show_default=True,
+)
+@click.option("--max-rows", type=click.IntRange(min=1), default=100, show_default=True)
+def sql(query: str, store_path: Path | None, output: str, max_rows: int) -> None:
+    """Run a SQL QUERY on the store (read-only) and print the result.
+
+    Tables and views: runs, run_metrics, samples, outputs, scores, sample_stats, usage,
+    baselines, failures, metric_summary, cohort_summary, dimension_summary, score_histogram,
+    unstable_samples (docs/store-schema.md).
+    """
+    _echo_frame(_open(store_path).sql(query), output, max_rows)
+
+
+@click.command()
+@store_option
+@click.option(
+    "--format", "output", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+@click.option("--dataset", help="Only runs of this dataset.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N runs.")
+def runs(store_path: Path | None, output: str, dataset: str | None, limit: int | None) -> None:
+    """List stored runs, newest first: id, name, dataset, created_at, macro_f1, n samples."""
+    frame = _open(store_path).runs(dataset=dataset, limit=limit)
+    if output == "json":
+        rows = frame.with_columns(pl.col("created_at").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
+        click.echo(json.dumps(rows.to_dicts(), ensure_ascii=False, indent=2))
+        return
+    if frame.height == 0:
+        click.echo("(no runs)")
+        return
+    body = [
+        (
+            r["run_id"],
+            r["name"],
+            r["dataset"],
+            r["created_at"].strftime("%Y-%m-%d %H:%M:%S"),
+            fmt(r["macro_f1"]),
+            r["n_samples"],
+            r["source_run_id"] or "",
+        )
+        for r in frame.iter_rows(named=True)
+    ]
+    headers = ("id", "name", "dataset", "created_at (UTC)", "macro_f1", "samples", "rescored from")
+    click.echo("\n".join(table(headers, body)))
+
+
+def _stats_options(f: F) -> F:
+    for option in reversed(
+        [
+            click.option(
+                "--epsilon",
+                type=click.FloatRange(0.0, 1.0),
+                default=None,
+                help="A fixed noise threshold for row verdicts (default: the run's resolution).",
+            ),
+            click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed."),
+            click.option(
+                "--bootstrap",
+                "n_bootstrap",
+                type=click.IntRange(min=0),
+                default=2000,
+                show_default=True,
+                help="Bootstrap resamples (0 skips the intervals).",
+            ),
+        ]
+    ):
+        f = option(f)
+    return f
+
+
+@click.command("compare")
+@click.argument("before")
+@click.argument("after")
+@store_option
+@_stats_options
+@click.option(
+    "--format",
+    "output",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write it here.")
+def compare_cmd(
+    before: str,
+    after: str,
+    store_path: Path | None,
+    epsilon: float | None,
+    seed: int,
+    n_bootstrap: int,
+    output: str,
+    out: Path | None,
+) -> None:
+    """Compare run AFTER with the reference BEFORE (deltas are AFTER - BEFORE).
+
+    Each may be a run id, a run name, latest, previous, baseline[:NAME] or a SQL query
+    returning one run id; BEFORE is resolved relative to AFTER (previous = the run of the
+    same dataset before it).
+    """
+    comparison = _open(store_path).compare(
+        before, after, epsilon=epsilon, seed=seed, n_bootstrap=n_bootstrap
+    )
+    text = comparison.to_json() if output == "json" else comparison.to_markdown()
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        out.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {out}", err=True)
+
+
+def _drops(values: tuple[str, ...]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for value in values:
+        metric, sep, amount = value.rpartition("=")
+        if not sep or not metric:
+            raise click.BadParameter(
+                f"{value!r} is not METRIC=X (e.g. rouge-l=0.05)", param_hint="--max-drop"
+            )
+        try:
+            out[metric.strip()] = float(amount)
+        except ValueError:
+            raise click.BadParameter(
+                f"{amount!r} in {value!r} is not a number", param_hint="--max-drop"
+            ) from None
+    return out
+
+
+@click.command("gate")
+@click.argument("run_ref", metavar="RUN")
+@click.option(
+    "--baseline",
+    "reference",
+    required=True,
+    metavar="REF",
+    help="The reference: a run id or name, latest, previous, baseline[:NAME] or SQL.",
+)
+@store_option
+@click.option("--max-regressions", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option(
+    "--confident-only",
+    is_flag=True,
+    help="Count only regressions beyond the run's detectable difference.",
+)
+@click.option("--min-macro-f1", type=click.FloatRange(0.0, 1.0), default=None)
+@click.option(
+    "--max-drop",
+    "max_drop",
+    multiple=True,
+    metavar="METRIC=X",
+    help="Fail when METRIC's mean falls by more than X (a fraction: 0.05 = 5 points). Repeatable.",
+)
+@click.option(
+    "--no-safety-failures",
+    is_flag=True,
+    help="Fail when any sample fails a safety-dimension metric (all are listed).",
+)
+@_stats_options
+@click.option(
+    "--format", "output", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option(
+    "--comparison-out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the comparison JSON (evalframe.comparison.v1) here.",
+)
+def gate_cmd(
+    run_ref: str,
+    reference: str,
+    store_path: Path | None,
+    max_regressions: int,
+    confident_only: bool,
+    min_macro_f1: float | None,
+    max_drop: tuple[str, ...],
+    no_safety_failures: bool,
+    epsilon: float | None,
+    seed: int,
+    n_bootstrap: int,
+    output: str,
+    comparison_out: Path | None,
+) -> None:
+    """Gate RUN against a reference; exit 1 when it fails, printing the worst rows."""
+    from evalframe.gate import gate
+
+    drops = _drops(max_drop)
+    comparison = _open(store_path).compare(
+        reference,
+        run_ref,
+        epsilon=epsilon,
+        seed=seed,
+        n_bootstrap=n_bootstrap,
+        label=reference,
+    )
+    result = gate(
+        comparison,
+        max_regressions=max_regressions,
+        confident_only=confident_only,
+        min_macro_f1=min_macro_f1,
+        max_drop=drops,
+        no_safety_failures=no_safety_failures,
+    )
+    if comparison_out is not None:
+        comparison_out.write_text(comparison.to_json(), encoding="utf-8")
+    if output == "json":
+        click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2, default=str))
+    else:
+        click.echo(result.to_text(), nl=False)
+    if not result.passed:
+        raise SystemExit(1)
+
+
+@click.group()
+def baseline() -> None:
+    """Named baselines: pointers to runs (reference them as baseline or baseline:NAME)."""
+
+
+@baseline.command("promote")
+@click.argument("run_ref", metavar="RUN")
+@click.option("--name", default=None, help="The baseline's name (default: the dataset name).")
+@store_option
+def promote(run_ref: str, name: str | None, store_path: Path | None) -> None:
+    """Point a baseline at RUN."""
+    store = _open(store_path)
+    label = store.promote_baseline(run_ref, name=name)
+    run_id = store.resolve(f"baseline:{label}")
+    click.echo(f"baseline '{label}' -> run {run_id}")
+
+
+@baseline.command("list")
+@store_option
+def list_baselines(store_path: Path | None) -> None:
+    """List the named baselines."""
+    frame = _open(store_path).baselines()
+    if frame.height == 0:
+        click.echo("(no baselines)")
+        return
+    body = [
+        (r["name"], r["run_id"], r["dataset"], r["promoted_at"].strftime("%Y-%m-%d %H:%M:%S"))
+        for r in frame.iter_rows(named=True)
+    ]
+    click.echo("\n".join(table(("name", "run", "dataset", "promoted_at (UTC)"), body)))
+
+
+@click.command()
+@store_option
+@click.option(
+    "--runs",
+    "runs_ref",
+    default=None,
+    metavar="QUERY",
+    help="Source runs: a reference, or SQL returning a run_id column (default: latest).",
+)
+@click.option(
+    "-m", "--metric", "metrics", multiple=True, required=True, metavar="SPEC", help="Repeatable."
+)
+@click.option("--keep", is_flag=True, help="Also carry over the source's other metrics.")
+@click.option("--force", is_flag=True, help="Recompute metrics the source already scored.")
+@click.option("--name", default=None, help="The new runs' name (default: the source's).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=100_000, show_default=True)
+@click.option("--memory-limit", default=None, help="DuckDB memory limit, e.g. 2GB.")
+def rescore(
+    store_path: Path | None,
+    runs_ref: str | None,
+    metrics: tuple[str, ...],
+    keep: bool,
+    force: bool,
+    name: str | None,
+    batch_size: int,
+    memory_limit: str | None,
+) -> None:
+    """Score stored outputs with new or changed metrics; one new run per source run."""
+    store = _open(store_path)
+    new_ids = store.rescore(
+        list(metrics),
+        runs=runs_ref,
+        keep=keep,
+        force=force,
+        name=name,
+        batch_size=batch_size,
+        memory_limit=memory_limit,
+    )
+    frame = store.sql(
+        "SELECT run_id, source_run_id, macro_f1, extra->>'$.rescore.computed' AS computed "
+        "FROM runs WHERE list_contains(?::VARCHAR[], run_id)",
+        [new_ids],
+    )
+    for r in frame.iter_rows(named=True):
+        click.echo(
+            f"run {r['run_id']} from {r['source_run_id']}: macro-F1 {fmt(r['macro_f1'])}, "
+            f"computed {r['computed']}"
+        )
+
+
+@click.command("export")
+@click.argument("run_refs", metavar="RUN...", nargs=-1, required=True)
+@click.option("--to", "target", required=True, type=click.Path(file_okay=False, path_type=Path))
+@store_option
+def export_cmd(run_refs: tuple[str, ...], target: Path, store_path: Path | None) -> None:
+    """Export runs as Parquet files (one per table) and a manifest into directory --to."""
+    out = _open(store_path).export(list(run_refs), target)
+    click.echo(f"exported {len(run_refs)} run reference(s) to {out}")
+
+
+@click.command("import")
+@click.argument("source", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@store_option
+def import_cmd(source: Path, store_path: Path | None) -> None:
+    """Import the runs of an export directory (runs already stored are skipped)."""
+    added = _open(store_path, create=True).import_runs(source)
+    click.echo(f"imported {len(added)} run(s)" + (f": {', '.join(added)}" if added else ""))
+
+
+def register(group: click.Group) -> None:
+    """Add the store commands to the ``evalframe`` group."""
+    for command in (sql, runs, compare_cmd, gate_cmd, baseline, rescore, export_cmd, import_cmd):
+        group.add_command(command)
