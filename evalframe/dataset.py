@@ -61,6 +61,7 @@ __all__ = ["SCHEMA_VERSION", "Dataset", "read_dataset"]
 SCHEMA_VERSION: Final = "eval-harness.dataset.v1"
 """The only dataset schema version there is, and the default when a file gives none."""
 
+_DATASET_ATTRIBUTES: Final = ("name", "metrics", "repetitions", "path", "schema_version")
 _EXPECTED_TYPES: Final = ("string", "int", "float", "bool", "null", "list", "map")
 _MERGE_TAG: Final = "tag:yaml.org,2002:merge"
 _STR_TAG: Final = "tag:yaml.org,2002:str"
@@ -256,7 +257,8 @@ class Dataset(pl.DataFrame):
         return f"Dataset {self.name!r}: {self.height} samples\n{super().__repr__()}"
 
     def __getstate__(self) -> Any:
-        return super().__getstate__(), dict(self.__dict__)
+        attributes = {key: getattr(self, key) for key in _DATASET_ATTRIBUTES}
+        return super().__getstate__(), attributes
 
     def __setstate__(self, state: Any) -> None:
         frame_state, attributes = state
