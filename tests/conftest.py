@@ -1,0 +1,20 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+# --- providers: an OpenAI-compatible stub server on loopback (tests/openai_stub.py) ----------
+
+STUB_API_KEY = "sk-test-Z9x8Y7w6V5u4T3s2"
+
+
+@pytest.fixture
+def openai_stub() -> Iterator[object]:
+    """A started ``StubOpenAI`` on 127.0.0.1 that requires ``STUB_API_KEY``."""
+    from openai_stub import StubOpenAI
+
+    with StubOpenAI(api_key=STUB_API_KEY) as stub:
+        yield stub
