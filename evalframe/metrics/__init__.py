@@ -18,7 +18,9 @@ from evalframe.metrics._registry import (
 )
 from evalframe.metrics._rowwise import MetricScore, Sample, from_object, rowwise
 from evalframe.metrics._spec import Metric, MetricDef, Scored, parse_spec
+from evalframe.metrics.citation import citation_groundedness
 from evalframe.metrics.lexical import contains, exact_match, regex, rouge_l
+from evalframe.metrics.ordinal import ordinal_distance
 from evalframe.metrics.retrieval import (
     answer_containment_at_k,
     retrieval_hit_at_k,
@@ -36,12 +38,14 @@ __all__ = [
     "Scored",
     "answer_containment_at_k",
     "available",
+    "citation_groundedness",
     "contains",
     "definition",
     "exact_match",
     "from_object",
     "get",
     "metric",
+    "ordinal_distance",
     "parse_spec",
     "regex",
     "register",
