@@ -255,9 +255,23 @@ def evaluate(
         )
     frame = produced.join(base, on=C.SAMPLE_ID, how="left", maintain_order="left")
     run_id = run_id or uuid.uuid4().hex[:16]
+    if providers is None and any(m.enrichments() for m in resolved):
+        from evalframe.providers import Providers
+
+        providers = Providers.from_env()
+    begin_run = getattr(providers, "begin_run", None)
+    if callable(begin_run):
+        begin_run()  # usage, cost and budget are per run
     scores = score(frame, resolved, run_id=run_id, context=providers)
     finished = time.time()
     usage = getattr(providers, "usage_frame", None)
+    extra: dict[str, Any] = {}
+    cost_summary = getattr(providers, "cost_summary", None)
+    if callable(cost_summary):
+        extra["cost"] = cost_summary()
+    budget_summary = getattr(providers, "budget_summary", None)
+    if callable(budget_summary):
+        extra["budget"] = budget_summary(scores)
     result = Run(
         run_id=run_id,
         name=name or ds.name,
@@ -269,6 +283,7 @@ def evaluate(
         finished_at=finished,
         usage=usage() if callable(usage) else pl.DataFrame(),
         labels=dict(labels or {}),
+        extra=extra,
     )
     if store is not None:
         result.save(store)
