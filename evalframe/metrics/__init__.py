@@ -19,6 +19,7 @@ from evalframe.metrics._registry import (
 from evalframe.metrics._rowwise import MetricScore, Sample, from_object, rowwise
 from evalframe.metrics._spec import Metric, MetricDef, Scored, parse_spec
 from evalframe.metrics.citation import citation_groundedness
+from evalframe.metrics.judge import llm_as_judge, refusal_quality
 from evalframe.metrics.lexical import contains, exact_match, regex, rouge_l
 from evalframe.metrics.ordinal import ordinal_distance
 from evalframe.metrics.retrieval import (
@@ -28,6 +29,8 @@ from evalframe.metrics.retrieval import (
     retrieval_ndcg_at_k,
     retrieval_recall_at_k,
 )
+from evalframe.metrics.semantic import bertscore_like, cosine_embedding
+from evalframe.metrics.similarity import bleu, levenshtein
 
 __all__ = [
     "Metric",
@@ -39,14 +42,20 @@ __all__ = [
     "answer_containment_at_k",
     "available",
     "citation_groundedness",
+    "bertscore_like",
+    "bleu",
     "contains",
+    "cosine_embedding",
     "definition",
     "exact_match",
     "from_object",
     "get",
+    "levenshtein",
+    "llm_as_judge",
     "metric",
     "ordinal_distance",
     "parse_spec",
+    "refusal_quality",
     "regex",
     "register",
     "resolve",
