@@ -41,6 +41,7 @@ __all__ = ["align_outputs", "read_outputs"]
 _SUBJECT: Final = "Saved outputs file"
 _MAX_LISTED_IDS: Final = 20
 _INTEGER_TEXT: Final = re.compile(r"\s*[+-]?[0-9]+\s*")
+_TABLE_COLUMNS: Final = (C.SAMPLE_ID, "id", C.ACTUAL_OUTPUT, *C.OPERATIONAL_COLUMNS)
 
 
 def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
@@ -211,13 +212,20 @@ def _parse_yaml_outputs(text: str, where: str) -> object:
         if root is None:
             return None
         node = _outputs_node(root)
-        ids = [] if node is None else [key.value for key, _ in node.value]
+        ids = [] if node is None else [str(key.value) for key, _ in node.value]
         repeated = _repeated(ids)
         if repeated:
             raise DatasetError(f"{where}: Duplicate saved output for sample '{repeated[0]}'.")
-        document = _yaml_value(loader, root)
-        if node is not None and isinstance(document, dict):
-            document["outputs"] = dict(zip(ids, document["outputs"].values(), strict=True))
+        if node is None:
+            return _yaml_value(loader, root)
+        # Build the top level with a stand-in for the outputs map, whose keys stay as text.
+        stand_in = yaml.ScalarNode("tag:yaml.org,2002:null", "")
+        pairs = [(key, stand_in if value is node else value) for key, value in root.value]
+        document = _yaml_value(loader, yaml.MappingNode(root.tag, pairs))
+        document["outputs"] = {  # type: ignore[index]  # a YAML map is a dict
+            sample_id: _yaml_value(loader, value)
+            for sample_id, (_, value) in zip(ids, node.value, strict=True)
+        }
         return document
     except RecursionError as exc:
         raise yaml.YAMLError("the document nests too deeply or an anchor refers to itself") from exc
@@ -358,7 +366,9 @@ def _from_csv(text: str, where: str) -> pl.DataFrame:
         raise DatasetError(f"{where}: Saved outputs CSV could not be parsed: {exc}") from exc
     if C.ACTUAL_OUTPUT in frame.columns:
         frame = frame.with_columns(pl.col(C.ACTUAL_OUTPUT).fill_null(""))
-    return _from_columns({c: frame.get_column(c).to_list() for c in frame.columns}, where, True)
+    wanted = [c for c in _TABLE_COLUMNS if c in frame.columns]
+    columns = {c: frame.get_column(c).to_list() for c in wanted}
+    return _from_columns(columns, frame.columns, where, from_text=True)
 
 
 def _from_parquet(data: bytes, where: str) -> pl.DataFrame:
@@ -371,20 +381,21 @@ def _from_parquet(data: bytes, where: str) -> pl.DataFrame:
         table = pq.read_table(pa.BufferReader(data))
     except (pa.ArrowException, OSError) as exc:
         raise DatasetError(f"{where}: {_SUBJECT} is not a valid Parquet file: {exc}") from exc
-    wanted = [C.SAMPLE_ID, "id", C.ACTUAL_OUTPUT, *C.OPERATIONAL_COLUMNS]
-    columns = {c: table.column(c).to_pylist() for c in wanted if c in table.column_names}
-    return _from_columns(columns, where, False)
+    columns = {c: table.column(c).to_pylist() for c in _TABLE_COLUMNS if c in table.column_names}
+    return _from_columns(columns, table.column_names, where, from_text=False)
 
 
-def _from_columns(columns: Mapping[str, list[Any]], where: str, from_text: bool) -> pl.DataFrame:
+def _from_columns(
+    columns: Mapping[str, list[Any]], found: list[str], where: str, *, from_text: bool
+) -> pl.DataFrame:
     for required in ((C.SAMPLE_ID, "id"), (C.ACTUAL_OUTPUT,)):
         if not any(c in columns for c in required):
             raise DatasetError(
                 f"{where}: {_SUBJECT} is missing required column '{required[0]}'"
                 f"{' (or id)' if len(required) > 1 else ''}; found columns: "
-                f"{', '.join(columns) or '(none)'}."
+                f"{', '.join(found) or '(none)'}."
             )
-    keys = [c for c in (C.SAMPLE_ID, "id", C.ACTUAL_OUTPUT, *C.OPERATIONAL_COLUMNS) if c in columns]
+    keys = list(columns)
     rows = (
         dict(zip(keys, values, strict=True))
         for values in zip(*(columns[k] for k in keys), strict=True)
