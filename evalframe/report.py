@@ -104,7 +104,11 @@ def _usage_block(usage: pl.DataFrame) -> dict[str, Any]:
             reported[f] = col.len()
             if f == "latency_ms":
                 if col.len():
-                    total, peak = col.to_frame().select(pl.all().sum(), pl.all().max()).row(0)
+                    total, peak = (
+                        col.to_frame()
+                        .select(pl.all().sum().alias("total"), pl.all().max().alias("peak"))
+                        .row(0)
+                    )
                     latency = {
                         "count": col.len(),
                         "total": float(total),
