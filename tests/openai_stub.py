@@ -97,7 +97,7 @@ class StubOpenAI:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
             def do_POST(self) -> None:
@@ -138,7 +138,9 @@ class StubOpenAI:
             def _send(self, status: int, payload: Any, extra: dict[str, str] | None = None) -> None:
                 self._send_raw(status, json.dumps(payload).encode(), extra)
 
-            def _send_raw(self, status: int, data: bytes, extra: dict[str, str] | None = None) -> None:
+            def _send_raw(
+                self, status: int, data: bytes, extra: dict[str, str] | None = None
+            ) -> None:
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
@@ -184,11 +186,19 @@ class StubOpenAI:
         model = self.model_reply or body.get("model")
         if endpoint == "embeddings":
             texts = body["input"]
-            data = [{"object": "embedding", "index": i, "embedding": self.vector(t)} for i, t in enumerate(texts)]
+            data = [
+                {"object": "embedding", "index": i, "embedding": self.vector(t)}
+                for i, t in enumerate(texts)
+            ]
             if fault is not None and fault[0] == "wrong_count":
                 data = data[:-1]
             tokens = sum(len(t.split()) for t in texts)
-            return {"object": "list", "data": data, "model": model, "usage": self._usage(tokens, None)}
+            return {
+                "object": "list",
+                "data": data,
+                "model": model,
+                "usage": self._usage(tokens, None),
+            }
         prompt = body["messages"][0]["content"]
         content: str | None = self.verdict(prompt)
         if fault is not None and fault[0] == "no_content":
@@ -198,6 +208,12 @@ class StubOpenAI:
             "id": "chatcmpl-stub",
             "object": "chat.completion",
             "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
             "usage": self._usage(len(prompt.split()), completion),
         }
