@@ -36,6 +36,7 @@ import polars as pl
 from evalframe import schema as C
 
 if TYPE_CHECKING:
+    from evalframe.compare import Comparison
     from evalframe.run import Run
 
 __all__ = [
@@ -447,10 +448,7 @@ def page(
             # The stub marks ``snippet`` required; at run time it defaults to the bundle
             # that defines window.vegaEmbed, which is what we want.
             bundle: str = vl_convert.javascript_bundle()  # type: ignore[call-arg]
-            script = (
-                f"<script>{bundle}</script>\n"
-                f"<script>\n{chr(10).join(calls)}\n</script>"
-            )
+            script = f"<script>{bundle}</script>\n<script>\n{chr(10).join(calls)}\n</script>"
         body_charts = "\n".join(blocks)
     name = title or f"evalframe report — {doc.get('run_name') or doc.get('dataset')}"
     return (
@@ -463,23 +461,6 @@ def page(
 
 
 # --- comparisons and store listings ------------------------------------------------------
-
-
-def _frame_table(frame: pl.DataFrame, *, limit: int = 50) -> str:
-    rows = []
-    for r in frame.head(limit).iter_rows():
-        cells = []
-        for v in r:
-            if isinstance(v, float):
-                cells.append(_td(_f4(v)))
-            elif isinstance(v, int | bool) or v is None:
-                cells.append(_td(_e("" if v is None else v)))
-            else:
-                cells.append(_td(_e(v), cls="ef-text"))
-        rows.append(cells)
-    more = frame.height - min(frame.height, limit)
-    tail = f'<p class="ef-muted">… and {more} more rows.</p>' if more > 0 else ""
-    return _table(frame.columns, rows) + tail
 
 
 def runs_html(runs: pl.DataFrame, *, title: str = "Stored runs") -> str:
@@ -513,55 +494,146 @@ def runs_text(runs: pl.DataFrame) -> str:
     return str(runs)
 
 
-def comparison_html(
-    summary: pl.DataFrame,
-    *,
-    title: str,
-    verdict: str | None = None,
-    passed: bool | None = None,
-    rows: pl.DataFrame | None = None,
-) -> str:
-    """A comparison of two runs as an HTML fragment.
+def _ci(low: Any, high: Any) -> str:
+    if low is None or high is None:
+        return ""
+    return f'<span class="ef-muted">[{float(low):+.4f}, {float(high):+.4f}]</span>'
 
-    Args:
-        summary: one row per metric (baseline, candidate, delta, ... columns).
-        title: e.g. ``"baseline abc → candidate def"``.
-        verdict: a one-line verdict (e.g. a gate's outcome).
-        passed: colours the verdict green or red.
-        rows: per-row changes to list (regressions first), optional.
+
+def _delta_td(value: Any, extra: str = "") -> str:
+    sign = None
+    if isinstance(value, float):
+        sign = "ef-up" if value > 0 else ("ef-down" if value < 0 else None)
+    return _td(f"{_signed(value)} {extra}".strip(), cls=sign)
+
+
+def comparison_html(comparison: Comparison, *, max_rows: int = MAX_FAILURES) -> str:
+    """A comparison of two runs as an HTML fragment (``Comparison._repr_html_``).
+
+    Row verdict counts, macro-F1 before and after with its paired interval, per-metric
+    deltas with bootstrap intervals and Holm-adjusted p-values, the cohorts that moved and
+    the worst regressed rows.
     """
-    out = [f'<div class="ef-report"><style>{CSS}</style><h2>{_e(title)}</h2>']
-    if verdict:
-        cls = "" if passed is None else (' class="ef-up"' if passed else ' class="ef-down"')
-        out.append(f"<p{cls}><b>{_e(verdict)}</b></p>")
-    table_rows = []
-    for r in summary.iter_rows(named=True):
-        cells = []
-        for k, v in r.items():
-            if k.startswith("delta") and isinstance(v, float):
-                sign = "ef-up" if v > 0 else ("ef-down" if v < 0 else None)
-                cells.append(_td(_signed(v), cls=sign))
-            elif isinstance(v, float):
-                cells.append(_td(_f4(v)))
-            elif v is None or isinstance(v, int | bool):
-                cells.append(_td(_e("" if v is None else v)))
-            else:
-                cells.append(_td(_e(v), cls="ef-text"))
-        table_rows.append(cells)
-    out.append(_table(summary.columns, table_rows))
-    if rows is not None and rows.height:
-        out += ["<h3>Changed rows</h3>", _frame_table(rows, limit=MAX_FAILURES)]
-    out.append("</div>")
-    return "\n".join(out)
+    c = comparison
+    counts = c.counts
+    mf = c.macro_f1
+    title = (
+        f"Comparison — {_e(c.after.dataset.name)}: <code>{_e(c.before.run_id)}</code> "
+        f"({_e(c.label)}) → <code>{_e(c.after.run_id)}</code>"
+    )
+    chips = [
+        f'<span class="ef-headline">{_signed(mf["delta"])}</span>'
+        '<span class="ef-muted" style="align-self:flex-end">macro-F1 '
+        f"{_f4(mf['before'])} → {_f4(mf['after'])} {_ci(mf.get('ci_low'), mf.get('ci_high'))}"
+        "</span>"
+    ]
+    for key, label in (
+        ("regressed", "regressed"),
+        ("regressed_confident", "beyond noise"),
+        ("newly_failing", "newly failing"),
+        ("improved", "improved"),
+        ("stable", "stable"),
+        ("added", "added"),
+        ("removed", "removed"),
+    ):
+        cls = ' class="ef-down"' if key.startswith(("regressed", "newly")) and counts[key] else ""
+        chips.append(f"<span{cls}><b>{counts[key]}</b> {label}</span>")
+    metric_rows = [
+        [
+            _td(f"<code>{_e(r['metric'])}</code>"),
+            _td(_f4(r["before_mean"])),
+            _td(_f4(r["after_mean"])),
+            _delta_td(r["mean_delta"], _ci(r["mean_ci_low"], r["mean_ci_high"])),
+            _td(_f4(r["before_pass_rate"])),
+            _td(_f4(r["after_pass_rate"])),
+            _delta_td(r["pass_rate_delta"], _ci(r["pass_rate_ci_low"], r["pass_rate_ci_high"])),
+            _td(f"{r['pass_to_fail']} / {r['fail_to_pass']}"),
+            _td(_f4(r["p_holm"])),
+        ]
+        for r in c.metrics.iter_rows(named=True)
+    ]
+    parts = [
+        f'<div class="ef-report"><style>{CSS}</style><h2>{title}</h2>',
+        f'<div class="ef-kpis">{"".join(chips)}</div>',
+        "<h3>Metrics</h3>",
+        _table(
+            [
+                "metric", "mean before", "mean after", "Δ mean", "pass-rate before",
+                "pass-rate after", "Δ pass-rate", "pass→fail / fail→pass", "p (Holm)",
+            ],
+            metric_rows,
+        ),
+    ]  # fmt: skip
+    moved = c.cohorts.filter(
+        (pl.col("mean_delta").fill_null(0) != 0) | (pl.col("pass_rate_delta").fill_null(0) != 0)
+    )
+    if moved.height:
+        parts += [
+            "<h3>Cohorts that moved</h3>",
+            _table(
+                ["cohort", "metric", "Δ mean", "Δ pass-rate", "p (Holm)"],
+                [
+                    [
+                        _td(_e(r["label"]), cls="ef-text"),
+                        _td(f"<code>{_e(r['metric'])}</code>", cls="ef-text"),
+                        _delta_td(r["mean_delta"]),
+                        _delta_td(r["pass_rate_delta"]),
+                        _td(_f4(r["p_holm"])),
+                    ]
+                    for r in moved.iter_rows(named=True)
+                ],
+            ),
+        ]
+    worst = c.regressions()
+    parts.append("<h3>Regressed rows</h3>")
+    if worst.height:
+        parts.append(
+            _table(
+                ["sample", "confident", "Δ pass-rate", "Δ score", "pass-rate", "score"],
+                [
+                    [
+                        _td(f"<code>{_e(r['sample_id'])}</code>"),
+                        _td("yes" if r["confident"] else "no"),
+                        _delta_td(r["pass_rate_delta"]),
+                        _delta_td(r["score_delta"]),
+                        _td(f"{_f4(r['before_pass_rate'])} → {_f4(r['after_pass_rate'])}"),
+                        _td(f"{_f4(r['before_score_mean'])} → {_f4(r['after_score_mean'])}"),
+                    ]
+                    for r in worst.head(max_rows).iter_rows(named=True)
+                ],
+            )
+        )
+        if worst.height > max_rows:
+            parts.append(f'<p class="ef-muted">… and {worst.height - max_rows} more.</p>')
+    else:
+        parts.append('<p class="ef-muted">None.</p>')
+    parts.append("</div>")
+    return "\n".join(parts)
 
 
-def comparison_text(summary: pl.DataFrame, *, title: str, verdict: str | None = None) -> str:
-    """A comparison as plain text."""
-    lines = [title] + ([verdict] if verdict else [])
+def comparison_text(comparison: Comparison) -> str:
+    """A comparison as plain text: counts, macro-F1 and per-metric deltas."""
+    c = comparison
+    counts = c.counts
+    lines = [
+        f"comparison {c.before.run_id} ({c.label}) -> {c.after.run_id} — {c.after.dataset.name}",
+        f"macro-F1 {_f4(c.macro_f1['before'])} -> {_f4(c.macro_f1['after'])} "
+        f"({_signed(c.macro_f1['delta'])}) · {counts['regressed']} regressed · "
+        f"{counts['improved']} improved · {counts['stable']} stable",
+        "",
+    ]
     lines += _text_table(
-        summary.columns,
-        [[_signed(v) if k.startswith("delta") and isinstance(v, float) else
-          (_f4(v) if isinstance(v, float) else ("" if v is None else v))
-          for k, v in r.items()] for r in summary.iter_rows(named=True)],
-    )  # fmt: skip
+        ["metric", "mean before", "mean after", "delta mean", "pass-rate delta", "p (Holm)"],
+        [
+            [
+                r["metric"],
+                _f4(r["before_mean"]),
+                _f4(r["after_mean"]),
+                _signed(r["mean_delta"]),
+                _signed(r["pass_rate_delta"]),
+                _f4(r["p_holm"]),
+            ]
+            for r in c.metrics.iter_rows(named=True)
+        ],
+    )
     return "\n".join(lines)

@@ -37,17 +37,23 @@ from evalframe import schema as C
 if TYPE_CHECKING:
     import altair as alt
 
+    from evalframe.compare import Comparison
     from evalframe.run import Run
+    from evalframe.store import Store
 
 __all__ = [
+    "ComparisonPlot",
     "RunPlot",
+    "StorePlot",
     "delta_bins",
     "deltas",
     "heatmap",
     "histograms",
+    "paired_scores",
     "to_png",
     "to_svg",
     "trend",
+    "trend_frame",
 ]
 
 _HINT = (
@@ -244,7 +250,7 @@ def trend(
     *,
     metric: str | Sequence[str] | None = None,
     value: str = "mean",
-    x: str = "created_at",
+    x: str = "seq",
 ) -> alt.LayerChart:
     """A metric across stored runs: one line per metric, one point per run.
 
@@ -253,7 +259,8 @@ def trend(
             ``value`` column (``store.plot.trend`` builds it from the store).
         metric: the metric id(s) to draw (default: every metric in ``runs``).
         value: the aggregate on the y axis (``mean``, ``pass_rate``, ``p50``, ``p95``).
-        x: the ordering column (``created_at`` or ``seq``).
+        x: the ordering column: ``seq`` (the store's save order, drawn evenly spaced) or
+            ``created_at`` (drawn on a time axis).
 
     Returns:
         An Altair layer chart (lines and points with per-run tooltips).
@@ -272,15 +279,20 @@ def trend(
                 f"{', '.join(sorted(known)) or '(none)'}."
             )
         frame = runs.filter(pl.col(C.METRIC).is_in(list(wanted)))
-    keep = [c for c in (C.RUN_ID, "name", x, C.METRIC, value) if c in frame.columns]
-    frame = frame.select(dict.fromkeys(keep)).sort(x)
-    x_type = (
-        "T" if frame.schema[x].is_temporal() else ("Q" if frame.schema[x].is_numeric() else "O")
-    )
+    keep = [c for c in (C.RUN_ID, "name", "created_at", x, C.METRIC, value) if c in frame.columns]
+    frame = frame.select(list(dict.fromkeys(keep))).sort(x)
+    dtype = frame.schema[x]
+    x_type = "T" if dtype.is_temporal() else ("O" if x == "seq" or not dtype.is_numeric() else "Q")
     tooltip = [alt.Tooltip(f"{c}:N") for c in (C.RUN_ID, "name") if c in frame.columns]
+    if "created_at" in frame.columns:
+        tooltip.append(alt.Tooltip("created_at:T", format="%Y-%m-%d %H:%M:%S"))
     tooltip += [alt.Tooltip(f"{C.METRIC}:N"), alt.Tooltip(f"{value}:Q", format=".4f")]
     base = alt.Chart(frame).encode(
-        x=alt.X(f"{x}:{x_type}", title=x.replace("_", " ")),
+        x=alt.X(
+            f"{x}:{x_type}",
+            title="run (save order)" if x == "seq" else x.replace("_", " "),
+            axis=alt.Axis(labelAngle=0),
+        ),
         y=alt.Y(f"{value}:Q", scale=alt.Scale(domain=_SCORE_AXIS), title=value.replace("_", "-")),
         color=alt.Color(f"{C.METRIC}:N", title="metric"),
     )
@@ -431,3 +443,102 @@ class RunPlot:
 
     def __repr__(self) -> str:
         return f"RunPlot(run_id={self._run.run_id!r}): .histograms(), .heatmap()"
+
+
+def paired_scores(comparison: Comparison) -> pl.DataFrame:
+    """Each compared row's mean score per metric in both runs, and the delta.
+
+    Rows are joined the way the comparison joined them (``row_hash`` or ``sample_id``);
+    a row's score is its mean over scored repetitions.
+
+    Returns:
+        Columns sample_id, metric, before, after, delta (after - before; null when either
+        side has no score), in the after run's metric order.
+    """
+    key = comparison.join_key
+
+    def side(run: Run, name: str) -> pl.DataFrame:
+        per_row = run.scores.group_by(C.SAMPLE_ID, C.METRIC).agg(pl.col(C.SCORE).mean().alias(name))
+        if key == C.ROW_HASH:
+            hashes = run.frame.select(C.SAMPLE_ID, C.ROW_HASH).unique(C.SAMPLE_ID)
+            per_row = per_row.join(hashes, on=C.SAMPLE_ID, how="left")
+        return per_row
+
+    before = side(comparison.before, "before")
+    if key == C.ROW_HASH:  # keep the after run's sample ids
+        before = before.drop(C.SAMPLE_ID)
+    after = side(comparison.after, "after")
+    common = [m for m in comparison.after.metric_ids if m in set(comparison.before.metric_ids)]
+    rank = {m: i for i, m in enumerate(common)}
+    return (
+        after.join(before, on=[key, C.METRIC], how="inner")
+        .filter(pl.col(C.METRIC).is_in(common))
+        .with_columns(
+            (pl.col("after") - pl.col("before")).alias("delta"),
+            pl.col(C.METRIC).replace_strict(rank, return_dtype=pl.Int64).alias("_order"),
+        )
+        .sort("_order", C.SAMPLE_ID)
+        .select(C.SAMPLE_ID, C.METRIC, "before", "after", "delta")
+    )
+
+
+class ComparisonPlot:
+    """``comparison.plot``: charts of a comparison of two runs."""
+
+    def __init__(self, comparison: Comparison) -> None:
+        self._comparison = comparison
+
+    def deltas(self, *, width: float = 0.1, columns: int = 3) -> alt.FacetChart:
+        """Per-row score changes, binned, one panel per metric (see ``deltas``)."""
+        return deltas(paired_scores(self._comparison), width=width, columns=columns)
+
+    def __repr__(self) -> str:
+        return "ComparisonPlot: .deltas()"
+
+
+_TREND_SQL = """
+    SELECT r.run_id, r.name, r.dataset, r.seq, r.created_at, s.metric,
+           s.mean, s.p50, s.p95, s.pass_rate
+    FROM metric_summary AS s JOIN runs AS r USING (run_id)
+    {where}
+    ORDER BY r.created_at, r.seq
+"""
+
+
+def trend_frame(store: Store, *, dataset: str | None = None) -> pl.DataFrame:
+    """Per (stored run, metric) aggregates, oldest run first, from the store's views."""
+    if dataset is None:
+        return store.sql(_TREND_SQL.format(where=""))
+    return store.sql(_TREND_SQL.format(where="WHERE r.dataset = $dataset"), {"dataset": dataset})
+
+
+class StorePlot:
+    """``store.plot``: charts across stored runs."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def trend(
+        self,
+        metric: str | Sequence[str] | None = None,
+        *,
+        value: Literal["mean", "pass_rate", "p50", "p95"] = "mean",
+        dataset: str | None = None,
+        last: int | None = None,
+    ) -> alt.LayerChart:
+        """A metric's ``value`` across stored runs, oldest first (see ``trend``).
+
+        Args:
+            metric: the metric id(s) (default: every stored metric).
+            value: the per-run aggregate to draw.
+            dataset: only runs of this dataset.
+            last: only the newest ``last`` runs.
+        """
+        frame = trend_frame(self._store, dataset=dataset)
+        if last is not None:
+            keep = frame.get_column(C.RUN_ID).unique(maintain_order=True).tail(last)
+            frame = frame.filter(pl.col(C.RUN_ID).is_in(keep.implode()))
+        return trend(frame, metric=metric, value=value)
+
+    def __repr__(self) -> str:
+        return "StorePlot: .trend(metric=...)"
