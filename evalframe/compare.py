@@ -42,6 +42,7 @@ from evalframe.exceptions import EvalframeError
 from evalframe.precision import precision_block, round6, row_aggregates
 
 if TYPE_CHECKING:
+    from evalframe.plot import ComparisonPlot
     from evalframe.run import Run
 
 __all__ = ["COMPARISON_SCHEMA_VERSION", "Comparison", "ComparisonError", "compare"]
@@ -155,6 +156,23 @@ class Comparison:
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
+
+    def _repr_html_(self) -> str:
+        from evalframe.html import comparison_html
+
+        return comparison_html(self)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        from evalframe.html import comparison_text
+
+        p.text(repr(self) if cycle else comparison_text(self))
+
+    @property
+    def plot(self) -> ComparisonPlot:
+        """Charts of this comparison: ``comparison.plot.deltas()`` (``viz`` extra)."""
+        from evalframe.plot import ComparisonPlot
+
+        return ComparisonPlot(self)
 
     def __repr__(self) -> str:
         c = self.counts
