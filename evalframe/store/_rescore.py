@@ -67,10 +67,11 @@ _STAT_COLUMNS: Final = (
 
 
 def whole_samples(batches: Iterable[pa.RecordBatch], min_rows: int) -> Iterator[pl.DataFrame]:
-    """Regroup record batches into frames of at least ``min_rows`` rows of whole samples.
+    """Regroup record batches into frames of whole samples, about ``min_rows`` rows each.
 
-    The batches must keep each sample's rows together (sorted by ``sample_id``, or one row
-    per sample); a frame never ends in the middle of a sample.
+    Once ``min_rows`` rows are pending, everything before the last (possibly incomplete)
+    sample is yielded. The batches must keep each sample's rows together (sorted by
+    ``sample_id``, or one row per sample), so a frame never ends in the middle of a sample.
     """
     pending: list[pl.DataFrame] = []
     rows = 0

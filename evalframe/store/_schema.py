@@ -210,12 +210,26 @@ VIEWS: Final[dict[str, str]] = {
         FROM metric_summary GROUP BY run_id""",
     "dimension_summary": f"""
         CREATE OR REPLACE VIEW dimension_summary AS
-        SELECT m.run_id, m.dimension,
-               count(DISTINCT m.metric) AS n_metrics,
-               {_AGGREGATES.replace("count(*)", "count(s.run_id)")}
-        FROM run_metrics AS m
-        LEFT JOIN scores AS s ON s.run_id = m.run_id AND s.metric = m.metric
-        GROUP BY m.run_id, m.dimension""",
+        WITH pooled AS (
+            SELECT m.run_id, m.dimension,
+                   count(DISTINCT m.metric) AS n_metrics,
+                   {_AGGREGATES.replace("count(*)", "count(s.run_id)")}
+            FROM run_metrics AS m
+            LEFT JOIN scores AS s ON s.run_id = m.run_id AND s.metric = m.metric
+            GROUP BY m.run_id, m.dimension
+        ),
+        macro AS (
+            SELECT run_id, dimension, avg(mean) AS macro_mean, avg(pass_rate) AS macro_pass_rate
+            FROM metric_summary GROUP BY run_id, dimension
+        )
+        SELECT p.*, macro.macro_mean, macro.macro_pass_rate
+        FROM pooled AS p JOIN macro USING (run_id, dimension)""",
+    "safety_failures": """
+        CREATE OR REPLACE VIEW safety_failures AS
+        SELECT s.run_id, s.sample_id, s.repetition, s.metric, s.score, s.error
+        FROM scores AS s
+        JOIN run_metrics AS m ON m.run_id = s.run_id AND m.metric = s.metric
+        WHERE m.dimension = 'safety' AND (s.error IS NOT NULL OR NOT s.passed)""",
     "cohort_scores": """
         CREATE OR REPLACE VIEW cohort_scores AS
         SELECT s.run_id, s.sample_id, s.repetition, s.metric, s.score, s.passed, s.error,

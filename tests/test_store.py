@@ -1,0 +1,687 @@
+"""The run store: round trips, SQL views against the Python aggregates, references,
+migrations, concurrency and crashes (real subprocesses), rescoring, Parquet transfer."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import evalframe as ef
+from evalframe import aggregate
+from evalframe.exceptions import MetricError, StoreError
+from evalframe.precision import precision_block, row_aggregates
+from evalframe.store import SCHEMA_VERSION, Store, StoreBusyError
+from evalframe.store import _schema as schema_ddl
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Scores chosen to sit on histogram bucket edges and quantile ties.
+EDGE_VALUES = [0.0, 0.1, 0.7 - 0.4, 1 / 3, 0.5, 0.5, 0.9999999999, 1.0, 0.25, 0.75, 0.3, 0.6]
+
+
+@ef.metrics.metric("fixed-value", family="custom", replace=True)
+def fixed_value() -> ef.metrics.Scored:
+    """The score written in the sample's metadata ``v`` (an error when it has none)."""
+    value = pl.col("metadata").str.json_path_match("$.v").cast(pl.Float64)
+    return ef.metrics.Scored(
+        score=value,
+        error=pl.when(value.is_null()).then(pl.lit("no v in metadata")),
+    )
+
+
+def _dataset(n: int = 12, name: str = "edges") -> ef.Dataset:
+    records = []
+    for i in range(n):
+        meta: dict[str, Any] = {"tags": [["alpha"], ["beta", "alpha"], []][i % 3]}
+        if i != 5:  # sample 5 has no value: fixed-value errors there
+            meta["v"] = EDGE_VALUES[i % len(EDGE_VALUES)]
+        records.append(
+            {
+                "id": f"s{i:02d}",
+                "input": {"question": f"q{i}"},
+                "expected_output": f"answer {i}" if i != 7 else 7,
+                "metadata": meta,
+            }
+        )
+    return ef.Dataset.from_records(records, name=name)
+
+
+def _outputs(n: int = 12, *, wrong: frozenset[int] = frozenset({1, 4})) -> dict[str, str]:
+    return {f"s{i:02d}": ("nope" if i in wrong else f"answer {i}") for i in range(n)}
+
+
+METRICS = ["exact-match", "contains", "fixed-value(threshold=0.3)"]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path / "runs.duckdb")
+
+
+def _run(store: Store | None = None, **kw: Any) -> ef.Run:
+    dataset = kw.pop("dataset", None)
+    options: dict[str, Any] = {"outputs": _outputs(), "metrics": METRICS, "repetitions": 2}
+    options.update(kw)
+    return ef.evaluate(_dataset() if dataset is None else dataset, store=store, **options)
+
+
+def _reports_equal(a: ef.Run, b: ef.Run) -> None:
+    ra, rb = a.report(), b.report()
+    assert list(ra) == list(rb)
+    for key in ra:
+        assert ra[key] == rb[key], key
+
+
+# --- round trips ---------------------------------------------------------------------------
+
+
+def test_saved_run_loads_back_with_an_identical_report(store: Store) -> None:
+    run = _run(store, labels={"branch": "main", "note": "ünïcode"})
+    loaded = store.load(run.run_id)
+    _reports_equal(run, loaded)
+    assert loaded.labels == {"branch": "main", "note": "ünïcode"}
+    assert_frame_equal(loaded.scores, run.scores)
+    assert [m.id for m in loaded.metrics] == METRICS
+    assert loaded.metrics[2].threshold == 0.3
+
+
+def test_system_runs_keep_latency_and_extra_output_columns(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.duckdb")
+    ds = _dataset(4)
+    outputs = pl.DataFrame(
+        {
+            "sample_id": [f"s{i:02d}" for i in range(4)],
+            "actual_output": ["answer 0", "x", "answer 2", "answer 3"],
+            "latency_ms": [12.5, 3.0, None, 7.25],
+            "trace_id": ["t0", "t1", "t2", "t3"],
+        }
+    )
+    run = ef.evaluate(ds, outputs=outputs, metrics=["exact-match"], store=store)
+    loaded = store.load("latest")
+    assert loaded.frame.get_column("latency_ms").to_list() == [12.5, 3.0, None, 7.25]
+    assert loaded.frame.get_column("trace_id").to_list() == ["t0", "t1", "t2", "t3"]
+    _reports_equal(run, loaded)
+    stored = store.sql("SELECT extra FROM outputs ORDER BY sample_id").get_column("extra")
+    assert json.loads(stored[0]) == {"trace_id": "t0"}
+
+
+def test_memory_store_and_run_save(tmp_path: Path) -> None:
+    with Store(":memory:") as mem:
+        run = _run()
+        assert run.save(mem) == run.run_id
+        assert mem.runs().get_column("run_id").to_list() == [run.run_id]
+        assert mem.schema_version == SCHEMA_VERSION
+    path = tmp_path / "by-path.duckdb"
+    run.save(path)  # a path works as well as a Store
+    assert Store(path).runs().height == 1
+
+
+def test_saving_a_run_twice_is_refused_and_keeps_one_copy(store: Store) -> None:
+    run = _run(store)
+    with pytest.raises(StoreError, match="already in the store"):
+        store.save(run)
+    assert store.sql("SELECT count(*) AS n FROM outputs").item() == run.frame.height
+
+
+def test_identical_datasets_share_their_samples(store: Store) -> None:
+    _run(store)
+    _run(store)
+    assert store.sql("SELECT count(DISTINCT dataset_hash) AS n FROM runs").item() == 1
+    assert store.sql("SELECT count(*) AS n FROM samples").item() == 12
+
+
+def test_runs_lists_newest_first_with_the_contract_columns(store: Store) -> None:
+    first = _run(store, name="first")
+    second = _run(store, name="second", outputs=_outputs(wrong=frozenset()))
+    listed = store.runs()
+    assert listed.columns[:6] == [
+        "run_id",
+        "name",
+        "dataset",
+        "created_at",
+        "macro_f1",
+        "n_samples",
+    ]
+    assert listed.get_column("run_id").to_list() == [second.run_id, first.run_id]
+    assert listed.get_column("macro_f1").to_list() == [second.macro_f1, first.macro_f1]
+    assert listed.get_column("n_samples").to_list() == [12, 12]
+
+
+def test_sql_binds_parameters_and_wraps_errors(store: Store) -> None:
+    run = _run(store)
+    got = store.sql("SELECT name FROM runs WHERE run_id = $id", {"id": run.run_id})
+    assert got.item() == "edges"
+    with pytest.raises(StoreError, match=r"statement: SELECT nope FROM runs") as info:
+        store.sql("SELECT nope FROM runs")
+    assert isinstance(info.value.cause, duckdb.Error)  # type: ignore[attr-defined]
+    with pytest.raises(StoreError, match="read-only"):
+        store.sql("DELETE FROM runs")  # readers open the file read-only
+
+
+def test_the_file_opens_in_plain_duckdb(store: Store) -> None:
+    run = _run(store)
+    con = duckdb.connect(store.path, read_only=True)
+    try:
+        rows = con.execute("SELECT run_id, n_samples FROM runs").fetchall()
+        views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
+    finally:
+        con.close()
+    assert rows == [(run.run_id, 12)]
+    assert set(schema_ddl.VIEWS) <= views
+
+
+# --- the SQL views give the Python aggregates' numbers ---------------------------------------
+
+
+def _sql_frame(store: Store, view: str, run_id: str, order: str) -> pl.DataFrame:
+    return store.sql(f"SELECT * FROM {view} WHERE run_id = ? ORDER BY {order}", [run_id])
+
+
+def test_metric_summary_view_matches_summarize(store: Store) -> None:
+    run = _run(store)
+    got = _sql_frame(store, "metric_summary", run.run_id, "ordinal")
+    want = aggregate.summarize(run.scores, metrics=run.metric_ids)
+    assert_frame_equal(got.select(want.columns), want, check_dtypes=False, abs_tol=1e-12)
+    macro = store.sql("SELECT macro_f1 FROM run_macro_f1 WHERE run_id = ?", [run.run_id])
+    assert macro.item() == pytest.approx(run.macro_f1, abs=1e-12)
+    assert store.runs().item(0, "macro_f1") == run.macro_f1
+
+
+def test_cohort_summary_view_matches_cohorts(store: Store) -> None:
+    run = _run(store)
+    got = _sql_frame(store, "cohort_summary", run.run_id, "is_untagged, cohort, ordinal")
+    want = run.cohorts
+    assert_frame_equal(got.select(want.columns), want, check_dtypes=False, abs_tol=1e-12)
+
+
+def test_score_histogram_view_matches_histograms(store: Store) -> None:
+    run = _run(store)
+    got = store.sql(
+        "SELECT h.* FROM score_histogram AS h JOIN run_metrics AS m USING (run_id, metric) "
+        "WHERE run_id = ? ORDER BY m.ordinal, bucket",
+        [run.run_id],
+    )
+    want = run.histograms()
+    assert_frame_equal(got.select(want.columns), want, check_dtypes=False)
+    fixed = want.filter(pl.col("metric") == METRICS[2]).get_column("count").to_list()
+    assert sum(fixed) == 22  # 11 scored samples x 2 repetitions; the edges land as in Python
+
+
+def test_failures_view_lists_every_error(store: Store) -> None:
+    run = _run(store)
+    got = store.sql(
+        "SELECT sample_id, repetition, metric, error FROM failures WHERE run_id = ? "
+        "ORDER BY metric, repetition, sample_id",
+        [run.run_id],
+    )
+    want = run.failures.sort("metric", "repetition", "sample_id")
+    assert_frame_equal(got, want, check_dtypes=False)
+    assert set(got.get_column("sample_id")) == {"s05", "s07"}
+
+
+def test_repetition_statistics_are_stored(store: Store) -> None:
+    calls: dict[str, int] = {}
+
+    def flaky(inp: dict[str, Any]) -> str:
+        q = inp["question"]
+        calls[q] = calls.get(q, 0) + 1
+        i = int(q[1:])
+        return f"answer {i}" if (calls[q] + i) % 3 else "wrong"
+
+    run = ef.evaluate(
+        _dataset(), system=flaky, metrics=METRICS[:2], repetitions=3, concurrency=1, store=store
+    )
+    rows = row_aggregates(run.scores, run.frame)
+    got = store.sql(
+        "SELECT * EXCLUDE (run_id) FROM sample_stats WHERE run_id = ? ORDER BY sample_id",
+        [run.run_id],
+    )
+    assert_frame_equal(got.select(rows.columns), rows.sort("sample_id"), check_dtypes=False)
+    assert store.sql("SELECT count(*) FROM unstable_samples").item() > 0
+    block = precision_block(rows, run.frame.height)
+    stored = store.runs().row(0, named=True)
+    info = store.sql("SELECT * FROM runs").row(0, named=True)
+    assert stored["repetitions"] == 3
+    for key in ("pass_rate", "resolution", "required_repetitions", "within_row_variance"):
+        assert info[key] == block[key], key
+    assert info["target_resolvable"] == block["target_resolvable"]
+
+
+def test_dimension_summary_pools_each_dimension(store: Store) -> None:
+    run = _run(store)
+    got = store.sql("SELECT * FROM dimension_summary WHERE run_id = ?", [run.run_id])
+    assert got.get_column("dimension").to_list() == ["correctness"]
+    scored = run.scores.filter(pl.col("score").is_not_null())
+    assert got.item(0, "n_metrics") == 3
+    assert got.item(0, "mean") == pytest.approx(scored.get_column("score").mean())
+    assert got.item(0, "pass_rate") == pytest.approx(scored.get_column("passed").mean())
+    summary = run.summary
+    assert got.item(0, "macro_pass_rate") == pytest.approx(run.macro_f1)
+    assert got.item(0, "macro_mean") == pytest.approx(summary.get_column("mean").mean())
+
+
+# --- references ----------------------------------------------------------------------------
+
+
+def test_references_resolve_by_id_name_recency_baseline_and_sql(store: Store) -> None:
+    a = _run(store, name="nightly")
+    b = _run(store, name="nightly")
+    other = _run(store, dataset=_dataset(name="other"), name="other-run")
+    assert store.resolve(a.run_id) == a.run_id
+    assert store.resolve(a.run_id[:8]) == a.run_id
+    assert store.resolve("nightly") == b.run_id  # a name means its newest run
+    assert store.resolve("latest") == other.run_id
+    assert store.resolve("previous") == b.run_id
+    # Relative to a run: the same dataset, never the run itself.
+    assert store.resolve("previous", relative_to=b.run_id) == a.run_id
+    assert store.resolve("latest", relative_to=b.run_id) == a.run_id
+    assert store.promote_baseline(a.run_id) == "edges"
+    assert store.resolve("baseline", relative_to=b.run_id) == a.run_id
+    assert store.resolve("baseline:edges") == a.run_id
+    assert store.resolve("edges") == a.run_id  # a baseline name
+    query = "SELECT run_id FROM runs WHERE name = 'nightly' ORDER BY created_at LIMIT 1"
+    assert store.resolve(query) == a.run_id
+
+
+@pytest.mark.parametrize(
+    ("ref", "message"),
+    [
+        ("nope", r"Unknown run reference 'nope'.*Newest of 1 run"),
+        ("previous", r"No 'previous' run: the store holds 1 run"),
+        ("baseline:main", r"No baseline named 'main'"),
+        ("SELECT run_id FROM runs WHERE false", r"returned 0 row\(s\)"),
+        ("SELECT 'x' AS run_id", r"returned 'x', which is not a run id"),
+        ("SELECT * FROM nowhere", r"statement: SELECT \* FROM nowhere"),
+        ("", "empty"),
+    ],
+)
+def test_bad_references_say_what_exists(store: Store, ref: str, message: str) -> None:
+    _run(store)
+    with pytest.raises(StoreError, match=message):
+        store.resolve(ref)
+
+
+def test_a_missing_store_is_a_clear_error(tmp_path: Path) -> None:
+    from evalframe.store._connect import Connector
+
+    connector = Connector(tmp_path / "absent.duckdb", timeout=1, threads=None)
+    with pytest.raises(StoreError, match="No store at"), connector.connect(write=False):
+        pass
+
+
+# --- schema versions -------------------------------------------------------------------------
+
+
+def _v0_file(path: Path, run: ef.Run) -> None:
+    """A version-0 file holding ``run``, written with the v0 DDL."""
+    mem = Store(":memory:")
+    mem.save(run)
+    export = path.parent / "v0-export"
+    mem.export(run.run_id, export)
+    con = duckdb.connect(str(path))
+    try:
+        for ddl in schema_ddl.V0_TABLES.values():
+            con.execute(ddl)
+        con.execute("INSERT INTO meta VALUES ('schema_version', '0')")
+        dropped = {
+            "runs": "source_run_id",
+            "run_metrics": "threshold",
+            "scores": "passed",
+        }
+        for table in ("runs", "run_metrics", "samples", "outputs", "scores", "sample_stats"):
+            source = str(export / f"{table}.parquet")
+            exclude = f" EXCLUDE ({dropped[table]})" if table in dropped else ""
+            con.execute(
+                f"INSERT INTO {table} BY NAME SELECT *{exclude} FROM read_parquet(?)", [source]
+            )
+    finally:
+        con.close()
+
+
+def test_a_v0_store_is_migrated_forward_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "old.duckdb"
+    run = _run(metrics=["exact-match", "contains"])
+    _v0_file(path, run)
+    store = Store(path)
+    assert store.schema_version == SCHEMA_VERSION
+    stored = store.sql("SELECT score, passed FROM scores WHERE score IS NOT NULL")
+    assert stored.get_column("passed").to_list() == [s >= 0.5 for s in stored.get_column("score")]
+    assert store.sql("SELECT DISTINCT threshold FROM run_metrics").item() == 0.5
+    assert store.sql("SELECT source_run_id FROM runs").item() is None
+    _reports_equal(run, store.load(run.run_id))
+    new = _run(store)  # and the migrated file takes new runs
+    assert store.resolve("latest") == new.run_id
+
+
+def test_a_newer_schema_or_a_foreign_file_is_refused(tmp_path: Path) -> None:
+    newer = tmp_path / "newer.duckdb"
+    Store(newer)
+    con = duckdb.connect(str(newer))
+    con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    con.close()
+    with pytest.raises(StoreError, match="schema version 99, written by a newer evalframe"):
+        Store(newer)
+    foreign = tmp_path / "foreign.duckdb"
+    con = duckdb.connect(str(foreign))
+    con.execute("CREATE TABLE people (name VARCHAR)")
+    con.close()
+    with pytest.raises(StoreError, match="not an evalframe store"):
+        Store(foreign)
+
+
+def test_the_schema_doc_names_every_table_column_and_view() -> None:
+    doc = (ROOT / "docs" / "store-schema.md").read_text(encoding="utf-8")
+    assert f"Schema version: **{SCHEMA_VERSION}**" in doc
+    con = duckdb.connect()
+    try:
+        schema_ddl.create(con)
+        columns = con.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = 'main'"
+        ).fetchall()
+    finally:
+        con.close()
+    sections = dict(re.findall(r"^### `(\w+)`\n([\s\S]*?)(?=^##|\Z)", doc, flags=re.MULTILINE))
+    missing = [f"{t}.{c}" for t, c in columns if f"| `{c}` |" not in sections.get(t, "")]
+    assert not missing
+
+
+# --- concurrency and crashes (real subprocesses) ----------------------------------------------
+
+WORKER = textwrap.dedent(
+    """
+    import os, sys, time
+
+    mode, path, tag = sys.argv[1], sys.argv[2], sys.argv[3]
+    if mode == "hold":  # no evalframe import: hold the lock as soon as possible
+        import duckdb
+        con = duckdb.connect(path)
+        print("holding", flush=True)
+        time.sleep(float(os.environ.get("HOLD", "3")))
+        con.close()
+        sys.exit(0)
+    import evalframe as ef
+    from evalframe.store import Store
+
+    n = int(os.environ.get("N_SAMPLES", "50"))
+    ds = ef.Dataset.from_records(
+        [{"id": f"s{i}", "input": {"q": i}, "expected_output": "yes"} for i in range(n)],
+        name="conc")
+    outputs = {f"s{i}": ("yes" if i % 3 else "no") for i in range(n)}
+    store = Store(path, timeout=60)
+    if mode == "save":
+        for k in range(int(os.environ.get("RUNS", "4"))):
+            ef.evaluate(ds, outputs=outputs, metrics=["exact-match", "contains"],
+                        name=f"{tag}-{k}", store=store)
+        print("done", flush=True)
+    elif mode == "crash":
+        import evalframe.store._write as w
+        real = w.insert
+        def crashing(con, table, frame):
+            real(con, table, frame)
+            if table == "outputs":  # runs, run_metrics, samples and outputs are in
+                os._exit(3)
+        w.insert = crashing
+        ef.evaluate(ds, outputs=outputs, metrics=["exact-match"], name=tag, store=store)
+    elif mode == "loop":
+        print("started", flush=True)
+        while True:
+            ef.evaluate(ds, outputs=outputs, metrics=["exact-match", "contains"],
+                        repetitions=2, name=tag, store=store)
+    """
+)
+
+
+def _worker(tmp_path: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER, encoding="utf-8")
+    return subprocess.Popen(
+        [sys.executable, str(script), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "POLARS_MAX_THREADS": "1", **env},
+    )
+
+
+def _assert_complete(store: Store) -> None:
+    """Every stored run has all its rows, and no rows belong to a run that is not stored."""
+    check = store.sql(
+        """
+        SELECT r.run_id, r.n_executions, r.n_samples,
+               (SELECT count(*) FROM outputs o WHERE o.run_id = r.run_id) AS outputs,
+               (SELECT count(*) FROM scores s WHERE s.run_id = r.run_id) AS scores,
+               (SELECT count(*) FROM run_metrics m WHERE m.run_id = r.run_id) AS metrics,
+               (SELECT count(*) FROM sample_stats t WHERE t.run_id = r.run_id) AS stats
+        FROM runs r
+        """
+    )
+    for r in check.iter_rows(named=True):
+        assert r["outputs"] == r["n_executions"], r
+        assert r["scores"] == r["n_executions"] * r["metrics"], r
+        assert r["stats"] == r["n_samples"], r
+    orphans = store.sql(
+        "SELECT count(*) FROM (SELECT run_id FROM outputs UNION SELECT run_id FROM scores "
+        "UNION SELECT run_id FROM sample_stats) WHERE run_id NOT IN (SELECT run_id FROM runs)"
+    ).item()
+    assert orphans == 0
+
+
+def test_two_processes_saving_at_once_both_succeed(tmp_path: Path) -> None:
+    path = str(tmp_path / "shared.duckdb")
+    Store(path)
+    procs = [_worker(tmp_path, "save", path, tag, RUNS="3") for tag in ("a", "b")]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert "done" in out
+    store = Store(path)
+    names = store.runs().get_column("name").to_list()
+    assert sorted(names) == sorted([f"{t}-{k}" for t in "ab" for k in range(3)])
+    _assert_complete(store)
+
+
+def test_a_held_lock_gives_a_retryable_busy_error(tmp_path: Path) -> None:
+    path = str(tmp_path / "held.duckdb")
+    Store(path)
+    holder = _worker(tmp_path, "hold", path, "-", HOLD="2")
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "holding"
+    started = time.monotonic()
+    try:
+        with pytest.raises(StoreBusyError, match="locked by another process") as info:
+            Store(path, timeout=0.5).save(_run(metrics=["exact-match"]))
+        assert info.value.retryable
+        assert time.monotonic() - started < 1.9
+    finally:
+        holder.communicate(timeout=30)
+    # Once the holder is gone, the retry succeeds.
+    assert Store(path).save(_run(metrics=["exact-match"]))
+
+
+def test_a_crash_mid_save_leaves_no_partial_run(tmp_path: Path) -> None:
+    path = str(tmp_path / "crash.duckdb")
+    kept = _run(Store(path), metrics=["exact-match"])
+    proc = _worker(tmp_path, "crash", path, "crashed")
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, err
+    store = Store(path)
+    assert store.runs().get_column("run_id").to_list() == [kept.run_id]
+    _assert_complete(store)
+    _run(store, metrics=["exact-match"])  # the file is healthy
+    assert store.runs().height == 2
+
+
+def test_a_killed_writer_leaves_only_whole_runs(tmp_path: Path) -> None:
+    path = str(tmp_path / "killed.duckdb")
+    Store(path)
+    proc = _worker(tmp_path, "loop", path, "loop", N_SAMPLES="3000")
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "started"
+    time.sleep(2.5)  # a few saves in, and most likely in the middle of one
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    store = Store(path)
+    _assert_complete(store)
+
+
+# --- rescoring -----------------------------------------------------------------------------
+
+CALLS: list[int] = []
+
+
+@ef.metrics.metric("counted-length", family="custom", replace=True)
+def counted_length() -> ef.metrics.Scored:
+    """1.0 when the output is shorter than 10 characters; counts the rows it scores."""
+
+    def kernel(s: pl.Series) -> pl.Series:
+        CALLS.append(s.len())
+        return (s.str.len_chars() < 10).cast(pl.Float64)
+
+    return ef.metrics.Scored(
+        score=pl.col("actual_output").map_batches(kernel, return_dtype=pl.Float64)
+    )
+
+
+def test_rescore_copies_unchanged_metrics_and_computes_new_ones(store: Store) -> None:
+    source = _run(store, metrics=["exact-match", "counted-length"])
+    CALLS.clear()
+    new_id = store.rescore(["counted-length", "contains"], runs=source.run_id)[0]
+    assert CALLS == []  # counted-length was copied, not recomputed
+    info = store.sql("SELECT * FROM runs WHERE run_id = ?", [new_id]).row(0, named=True)
+    assert info["source_run_id"] == source.run_id
+    assert json.loads(info["extra"])["rescore"]["computed"] == ["contains"]
+    fresh = ef.evaluate(
+        _dataset(), outputs=_outputs(), metrics=["counted-length", "contains"], repetitions=2
+    )
+    rescored = store.load(new_id)
+    assert_frame_equal(
+        rescored.scores.drop("run_id"), fresh.scores.drop("run_id"), check_row_order=True
+    )
+    block = precision_block(row_aggregates(fresh.scores, fresh.frame), fresh.frame.height)
+    assert info["macro_f1"] == pytest.approx(fresh.macro_f1, abs=1e-12)
+    for key in ("pass_rate", "resolution", "required_repetitions", "within_row_variance"):
+        assert info[key] == pytest.approx(block[key], abs=1e-12), key
+    _assert_complete(store)
+    CALLS.clear()
+    forced = store.rescore(["counted-length"], runs=source.run_id, force=True)[0]
+    assert sum(CALLS) == source.frame.height
+    kept = store.rescore(["contains"], runs=forced, keep=True)[0]
+    assert [m.id for m in store.load(kept).metrics] == ["contains", "counted-length"]
+
+
+def test_rescore_streams_whole_samples_in_small_batches(store: Store) -> None:
+    calls: dict[str, int] = {}
+
+    def flaky(inp: dict[str, Any]) -> str:
+        q = inp["question"]
+        calls[q] = calls.get(q, 0) + 1
+        return "answer " + q[1:] if (calls[q] + int(q[1:])) % 2 else "no"
+
+    source = ef.evaluate(
+        _dataset(),
+        system=flaky,
+        metrics=["exact-match"],
+        repetitions=3,
+        concurrency=1,
+        store=store,
+    )
+    new_id = store.rescore(["contains", "exact-match"], runs="latest", batch_size=4)[0]
+    stats = "SELECT * EXCLUDE (run_id) FROM sample_stats WHERE run_id = ? ORDER BY sample_id"
+    got = store.sql(stats, [new_id])
+    scores = store.load(new_id).scores
+    want = row_aggregates(scores, source.frame).sort("sample_id")
+    assert_frame_equal(got.select(want.columns), want, check_dtypes=False)
+    assert scores.height == 2 * source.frame.height
+
+
+def test_whole_samples_never_splits_a_sample() -> None:
+    import pyarrow as pa
+
+    from evalframe.store._rescore import whole_samples
+
+    ids = [f"s{i // 3:03d}" for i in range(300)]
+    table = pa.table({"sample_id": ids, "v": list(range(300))})
+    chunks = list(whole_samples(table.to_batches(max_chunksize=7), 10))
+    assert sum(c.height for c in chunks) == 300
+    seen: set[str] = set()
+    for c in chunks:
+        here = set(c.get_column("sample_id"))
+        assert not here & seen
+        seen |= here
+        assert c.height >= 10 - 3 or c is chunks[-1]  # cut before the last sample
+
+
+def test_rescore_selects_sources_by_sql_and_rolls_back_on_failure(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = _run(store, name="a", metrics=["exact-match"])
+    b = _run(store, name="b", metrics=["exact-match"])
+    made = store.rescore(["contains"], runs="SELECT run_id FROM runs ORDER BY name")
+    sources = store.sql(
+        "SELECT source_run_id FROM runs WHERE list_contains(?::VARCHAR[], run_id) "
+        "ORDER BY source_run_id",
+        [made],
+    ).get_column("source_run_id")
+    assert sorted(sources) == sorted([a.run_id, b.run_id])
+    with pytest.raises(MetricError, match="Unknown metric"):
+        store.rescore(["no-such-metric"], runs=a.run_id)
+
+    score_module = sys.modules["evalframe.score"]  # the package attribute is the function
+
+    def broken(*args: Any, **kwargs: Any) -> pl.DataFrame:
+        raise RuntimeError("scoring blew up")
+
+    monkeypatch.setattr(score_module, "score", broken)
+    before = store.runs().height
+    with pytest.raises(RuntimeError, match="blew up"):
+        store.rescore(["regex"], runs=a.run_id)
+    assert store.runs().height == before
+    _assert_complete(store)
+
+
+# --- Parquet export and import ---------------------------------------------------------------
+
+
+def test_export_and_import_round_trip(store: Store, tmp_path: Path) -> None:
+    a = _run(store)
+    b = _run(store, outputs=_outputs(wrong=frozenset()))
+    out = store.export([a.run_id, "latest"], tmp_path / "export")
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["format"] == "evalframe.export.v1"
+    assert manifest["runs"] == [a.run_id, b.run_id]
+    assert manifest["rows"]["scores"] == a.scores.height + b.scores.height
+    assert pl.read_parquet(out / "scores.parquet").height == manifest["rows"]["scores"]
+    other = Store(tmp_path / "other.duckdb")
+    assert sorted(other.import_runs(out)) == sorted([a.run_id, b.run_id])
+    assert other.import_runs(out) == []  # idempotent
+    _reports_equal(b, other.load("latest"))
+    _assert_complete(other)
+    with pytest.raises(StoreError, match="already holds an export"):
+        store.export(a.run_id, out)
+
+
+def test_import_rejects_what_is_not_an_export(store: Store, tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match=r"has no manifest\.json"):
+        store.import_runs(tmp_path)
+    (tmp_path / "manifest.json").write_text('{"format": "other"}', encoding="utf-8")
+    with pytest.raises(StoreError, match=r"not an evalframe\.export\.v1 manifest"):
+        store.import_runs(tmp_path)
+    (tmp_path / "manifest.json").write_text(
+        '{"format": "evalframe.export.v1", "schema_version": 0}', encoding="utf-8"
+    )
+    with pytest.raises(StoreError, match="schema version 0"):
+        store.import_runs(tmp_path)
