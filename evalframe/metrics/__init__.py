@@ -19,6 +19,7 @@ from evalframe.metrics._registry import (
 from evalframe.metrics._rowwise import MetricScore, Sample, from_object, rowwise
 from evalframe.metrics._spec import Metric, MetricDef, Scored, parse_spec
 from evalframe.metrics.citation import citation_groundedness
+from evalframe.metrics.deterministic import list_contains, numeric_diff
 from evalframe.metrics.judge import llm_as_judge, refusal_quality
 from evalframe.metrics.lexical import contains, exact_match, regex, rouge_l
 from evalframe.metrics.ordinal import ordinal_distance
@@ -31,6 +32,7 @@ from evalframe.metrics.retrieval import (
 )
 from evalframe.metrics.semantic import bertscore_like, cosine_embedding
 from evalframe.metrics.similarity import bleu, levenshtein
+from evalframe.metrics.structural import json_diff, json_schema, json_valid
 
 __all__ = [
     "Metric",
@@ -41,18 +43,23 @@ __all__ = [
     "Scored",
     "answer_containment_at_k",
     "available",
-    "citation_groundedness",
     "bertscore_like",
     "bleu",
+    "citation_groundedness",
     "contains",
     "cosine_embedding",
     "definition",
     "exact_match",
     "from_object",
     "get",
+    "json_diff",
+    "json_schema",
+    "json_valid",
     "levenshtein",
+    "list_contains",
     "llm_as_judge",
     "metric",
+    "numeric_diff",
     "ordinal_distance",
     "parse_spec",
     "refusal_quality",
