@@ -27,6 +27,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import gc
+import io
 import itertools
 import json
 import os
@@ -126,14 +127,13 @@ class Dataset(pl.DataFrame):
     path: Path | None
     schema_version: str
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        msg = "Build a Dataset with read_dataset(), Dataset.from_records() or Dataset.from_frame()."
-        raise TypeError(msg)
+    def __new__(cls, *args: Any, **kwargs: Any) -> pl.DataFrame:  # type: ignore[misc]
+        # Polars makes new frames with self.__class__(...) and cls._from_pydf(...): they are
+        # plain frames, not datasets without a name. _wrap() makes datasets.
+        return pl.DataFrame(*args, **kwargs)
 
     @classmethod
     def _from_pydf(cls, py_df: Any) -> pl.DataFrame:
-        # Polars builds the results of operations through cls._from_pydf: make them plain
-        # frames, not datasets without a name.
         return pl.DataFrame._from_pydf(py_df)
 
     @classmethod
@@ -243,27 +243,27 @@ class Dataset(pl.DataFrame):
         metrics: list[str],
         repetitions: int | None,
         path: Path | None,
+        schema_version: str = SCHEMA_VERSION,
     ) -> Dataset:
-        dataset = cls.__new__(cls)
+        dataset = object.__new__(cls)
         dataset._df = frame._df
         dataset.name = name
         dataset.metrics = metrics
         dataset.repetitions = repetitions
         dataset.path = path
-        dataset.schema_version = SCHEMA_VERSION
+        dataset.schema_version = schema_version
         return dataset
 
     def __repr__(self) -> str:
         return f"Dataset {self.name!r}: {self.height} samples\n{super().__repr__()}"
 
-    def __getstate__(self) -> Any:
+    def __reduce__(self) -> tuple[Any, ...]:
         attributes = {key: getattr(self, key) for key in _DATASET_ATTRIBUTES}
-        return super().__getstate__(), attributes
+        return _unpickle_dataset, (self.serialize(), attributes)
 
-    def __setstate__(self, state: Any) -> None:
-        frame_state, attributes = state
-        super().__setstate__(frame_state)
-        self.__dict__.update(attributes)
+
+def _unpickle_dataset(data: bytes, attributes: dict[str, Any]) -> Dataset:
+    return Dataset._wrap(pl.DataFrame.deserialize(io.BytesIO(data)), **attributes)
 
 
 def read_dataset(path: str | os.PathLike[str], *, name: str | None = None) -> Dataset:
@@ -588,15 +588,14 @@ def _from_document(
         samples = list(samples.values())
     if not isinstance(samples, list):
         raise source.error(f"{subject} missing required list field 'samples'.")
-    dataset = Dataset._wrap(
+    return Dataset._wrap(
         _samples_frame(samples, source),
         name=name,
         metrics=metrics,
         repetitions=repetitions,
         path=file,
+        schema_version=version,
     )
-    dataset.schema_version = version
-    return dataset
 
 
 def _schema_version(document: dict[Any, Any], subject: str, source: _Source) -> str:

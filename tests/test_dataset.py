@@ -1033,13 +1033,20 @@ def test_programmatic_datasets_validate_their_attributes(
 
 def test_polars_operations_return_plain_frames() -> None:
     ds = read_dataset(DATA / "faq.yaml")
-    for derived in (
+    derived = [
         ds.head(1),
         ds.filter(pl.col("expected_type") == "string"),
         ds.select("sample_id"),
+        ds.with_columns(pl.lit(1).alias("one")),
         ds.clone(),
-    ):
-        assert type(derived) is pl.DataFrame
+        ds.clear(),
+        ds[[]],
+        ds[:, ["sample_id"]],
+        ds[1:],
+        pl.concat([ds, ds]),
+    ]
+    assert [type(frame) for frame in derived] == [pl.DataFrame] * len(derived)
+    assert type(Dataset({"a": [1]})) is pl.DataFrame  # a dataset needs read_dataset/from_*
 
 
 def test_dataset_repr_names_the_dataset() -> None:
@@ -1055,11 +1062,6 @@ def test_dataset_pickles_with_its_attributes() -> None:
     assert (again.name, again.metrics, again.repetitions, again.path) == (
         ds.name, ds.metrics, ds.repetitions, ds.path,
     )  # fmt: skip
-
-
-def test_dataset_cannot_be_built_directly() -> None:
-    with pytest.raises(TypeError, match="read_dataset"):
-        Dataset({"sample_id": ["a"]})
 
 
 # --- size -------------------------------------------------------------------------------------
