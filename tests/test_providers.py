@@ -460,3 +460,36 @@ def test_onnx_embedder_verifies_its_model_and_is_batch_independent() -> None:
     with pytest.raises(ef.ProviderError, match="has sha256 8199be6f"):
         bad.embed(["x"], Ledger())
     _load.cache_clear()
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def test_cli_provider_options_budget_and_cache(
+    openai_stub: StubOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from evalframe.cli import cli
+
+    example = Path(ef.__file__).parent / "examples"
+    dataset, outputs = str(example / "support.yaml"), str(example / "support.outputs.json")
+    monkeypatch.setenv("EVALFRAME_JUDGE_API_KEY", STUB_API_KEY)
+    openai_stub.cost_per_call = 0.01
+    cache = str(tmp_path / "cli-cache.duckdb")
+    args = ["run", dataset, "--outputs", outputs, "-m", "llm-as-judge", "-m", "cosine-embedding"]
+    args += ["--judge-base-url", openai_stub.url, "--judge-model", "m", "--cache", cache]
+    args += ["--embeddings-model", "hashing", "--format", "json"]
+    first = CliRunner().invoke(cli, args)
+    assert first.exit_code == 0, first.stderr
+    report = json.loads(first.stdout)
+    assert report["cost"]["reported_usd"] > 0
+    calls = len(openai_stub.requests)
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code == 0
+    assert len(openai_stub.requests) == calls  # all from the cache
+    assert json.loads(again.stdout)["cost"]["calls"] == 1  # the local hashing embedder only
+    halted = CliRunner().invoke(cli, [*args[:-6], "--no-cache", "--budget-usd", "0.015"])
+    assert halted.exit_code == 1
+    assert "budget exhausted: Spent $0.0" in halted.stderr
+    assert STUB_API_KEY not in halted.stdout + halted.stderr
