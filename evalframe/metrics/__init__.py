@@ -22,6 +22,7 @@ from evalframe.metrics.citation import citation_groundedness
 from evalframe.metrics.deterministic import list_contains, numeric_diff
 from evalframe.metrics.judge import llm_as_judge, refusal_quality
 from evalframe.metrics.lexical import contains, exact_match, regex, rouge_l
+from evalframe.metrics.operational import cost, latency, retry_count, token_cost
 from evalframe.metrics.ordinal import ordinal_distance
 from evalframe.metrics.retrieval import (
     answer_containment_at_k,
@@ -48,6 +49,7 @@ __all__ = [
     "citation_groundedness",
     "contains",
     "cosine_embedding",
+    "cost",
     "definition",
     "exact_match",
     "from_object",
@@ -55,6 +57,7 @@ __all__ = [
     "json_diff",
     "json_schema",
     "json_valid",
+    "latency",
     "levenshtein",
     "list_contains",
     "llm_as_judge",
@@ -70,6 +73,8 @@ __all__ = [
     "retrieval_mrr",
     "retrieval_ndcg_at_k",
     "retrieval_recall_at_k",
+    "retry_count",
     "rouge_l",
     "rowwise",
+    "token_cost",
 ]
