@@ -24,6 +24,7 @@ from evalframe.metrics.judge import llm_as_judge, refusal_quality
 from evalframe.metrics.lexical import contains, exact_match, regex, rouge_l
 from evalframe.metrics.operational import cost, latency, retry_count, token_cost
 from evalframe.metrics.ordinal import ordinal_distance
+from evalframe.metrics.reliability import outcome_consistency, score_consistency
 from evalframe.metrics.retrieval import (
     answer_containment_at_k,
     retrieval_hit_at_k,
@@ -64,6 +65,7 @@ __all__ = [
     "metric",
     "numeric_diff",
     "ordinal_distance",
+    "outcome_consistency",
     "parse_spec",
     "refusal_quality",
     "regex",
@@ -76,5 +78,6 @@ __all__ = [
     "retry_count",
     "rouge_l",
     "rowwise",
+    "score_consistency",
     "token_cost",
 ]
