@@ -1086,15 +1086,13 @@ def test_a_one_megabyte_sample_loads_intact(tmp_path: Path) -> None:
 def test_one_hundred_thousand_samples_load_quickly(tmp_path: Path) -> None:
     n = 100_000
     path = tmp_path / "many.jsonl"
-    with path.open("w", encoding="utf-8") as out:
-        for i in range(n):
-            record = {
-                "id": f"s{i}",
-                "input": {"question": f"What is {i} + 1?"},
-                "expected_output": str(i + 1) if i % 2 else [i, i + 1],
-                "metadata": {"tags": ["even" if i % 2 == 0 else "odd"]},
-            }
-            out.write(json.dumps(record) + "\n")
+    lines = (
+        f'{{"id": "s{i}", "input": {{"question": "What is {i} + 1?"}}, '
+        f'"expected_output": {json.dumps(str(i + 1)) if i % 2 else [i, i + 1]}, '
+        f'"metadata": {{"tags": ["{"odd" if i % 2 else "even"}"]}}}}\n'
+        for i in range(n)
+    )
+    path.write_text("".join(lines), encoding="utf-8")
     started = time.perf_counter()
     ds = read_dataset(path)
     elapsed = time.perf_counter() - started
