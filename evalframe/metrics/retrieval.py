@@ -90,6 +90,9 @@ BAD_K = "Retrieval metric k must be a positive integer."
 # --- shapes Polars handles directly (the rest takes the exact, PHP-compatible reader) --------
 
 _WS = r"[ \t\n\r]*"
+# A compact array of strings without escapes or control characters; splitting it needs no
+# JSON decoder.
+_COMPACT_IDS = r'^\["[^"\\\x00-\x1f]*"(?:, ?"[^"\\\x00-\x1f]*")*\]$'
 # A loose capture: if other keys follow, the capture is not one array and the row falls
 # through to the exact reader.
 _WRAPPED = rf"(?s)^\{{{_WS}\"retrieved\"{_WS}:{_WS}(\[.*\]){_WS}\}}$"
@@ -290,7 +293,7 @@ def parse_retrieval(actual: pl.Series) -> pl.DataFrame:
     staged = frame.with_columns(array=pl.coalesce(trimmed.str.extract(_WRAPPED, 1), trimmed))
     array = pl.col("array")
     staged = staged.with_columns(
-        is_ids=(array == "[]") | array.str.contains(r'^\["[^"\\]*"(?:, ?"[^"\\]*")*\]$')
+        is_ids=(array == "[]") | array.str.contains(_COMPACT_IDS)
     )
     ws = "[ \t\n\r]*"
     object_rows = staged.filter(~pl.col("is_ids") & array.str.contains(f"^\\[{ws}\\{{"))
@@ -337,9 +340,7 @@ def parse_relevance(expected: pl.Series, kind: pl.Series) -> pl.DataFrame:
     text = pl.col("text").fill_null("")
     kind_ = pl.col("kind")
     list_text = pl.when(kind_ == "string").then(text.str.strip_chars(" \t\n\r")).otherwise(text)
-    is_list = kind_.is_in(["string", "list"]) & list_text.str.contains(
-        r'^\["[^"\\]*"(?:, ?"[^"\\]*")*\]$'
-    )
+    is_list = kind_.is_in(["string", "list"]) & list_text.str.contains(_COMPACT_IDS)
     is_map = (kind_ == "map") & text.str.contains(_MAP_NUM)
     listed = _split_ids(pl.when(is_list).then(list_text).otherwise(pl.lit("[]")))
     mapped = (

@@ -1,0 +1,691 @@
+"""Retrieval-ranking metrics: reference semantics (§2.10-§2.15), every error path, the typed
+column path, and oracles (a slow per-query reference and pytrec_eval) on random queries."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import evalframe as ef
+from evalframe.metrics import _ranking, retrieval
+
+RANKING = [
+    "retrieval-hit-at-k",
+    "retrieval-recall-at-k",
+    "retrieval-mrr",
+    "retrieval-ndcg-at-k",
+]
+
+
+def _frame(
+    actual: Sequence[str],
+    expected: Sequence[Any],
+    metadata: Sequence[dict[str, Any]] | None = None,
+    **extra: Any,
+) -> pl.DataFrame:
+    """An evaluation frame; ``expected`` values are typed the way the dataset loader types them."""
+    n = len(actual)
+    kinds, texts = [], []
+    for value in expected:
+        if isinstance(value, str):
+            kinds.append("string")
+            texts.append(value)
+        else:
+            kinds.append(
+                "bool" if isinstance(value, bool)
+                else "int" if isinstance(value, int)
+                else "float" if isinstance(value, float)
+                else "null" if value is None
+                else "list" if isinstance(value, list)
+                else "map"
+            )
+            texts.append(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+    frame = pl.DataFrame(
+        {
+            "sample_id": [f"s{i}" for i in range(n)],
+            "input": ["{}"] * n,
+            "expected_output": texts,
+            "expected_type": kinds,
+            "metadata": [json.dumps(m) for m in (metadata or [{}] * n)],
+            "tags": [[] for _ in range(n)],
+            "row_hash": ["h"] * n,
+            "actual_output": list(actual),
+        },
+        schema_overrides={"tags": pl.List(pl.String)},
+    )
+    return frame.with_columns(**{k: v for k, v in extra.items()}) if extra else frame
+
+
+def _score(frame: pl.DataFrame, spec: str) -> pl.DataFrame:
+    return ef.score(frame, [ef.metrics.get(spec)])
+
+
+def _one(actual: str, expected: Any, spec: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    row = _score(_frame([actual], [expected], [metadata or {}]), spec).row(0, named=True)
+    row["details"] = json.loads(row["details"]) if row["details"] else None
+    return row
+
+
+# --- golden values -------------------------------------------------------------------------
+
+
+def test_ndcg_golden_example_from_the_reference() -> None:
+    row = _one('["a","b","c"]', ["a", "c"], "retrieval-ndcg-at-k(k=3)")
+    assert row["score"] == pytest.approx(1.5 / (1 + 1 / math.log2(3)), abs=1e-12)
+    assert row["score"] == pytest.approx(0.919720789, abs=1e-9)
+    assert row["details"] == {"k": 3, "dcg": 1.5, "idcg": pytest.approx(1 + 1 / math.log2(3))}
+
+
+def test_ndcg_uses_linear_graded_gains_and_the_ideal_order_truncated_at_k() -> None:
+    row = _one('["b","a","x"]', {"a": 3, "b": 1, "c": 2}, "retrieval-ndcg-at-k(k=2)")
+    dcg = 1 + 3 / math.log2(3)
+    idcg = 3 + 2 / math.log2(3)
+    assert row["score"] == pytest.approx(dcg / idcg, abs=1e-12)
+
+
+def test_ndcg_clamps_negative_gains_and_scores_zero_without_ideal_gain() -> None:
+    assert _one('["a"]', {"a": -1, "b": 0}, "retrieval-ndcg-at-k")["score"] == 0.0
+    assert _one('["a","b"]', {"a": 0}, "retrieval-ndcg-at-k")["score"] == 0.0
+    assert _one('["x"]', {"a": 1}, "retrieval-ndcg-at-k")["score"] == 0.0
+
+
+def test_hit_recall_and_mrr_golden_values_and_details() -> None:
+    actual = '["d","a","e","c"]'
+    hit = _one(actual, ["a", "c", "z"], "retrieval-hit-at-k(k=2)")
+    assert hit["score"] == 1.0
+    assert hit["details"] == {"k": 2, "relevant": ["a", "c", "z"], "top_k": ["d", "a"]}
+    recall = _one(actual, ["a", "c", "z"], "retrieval-recall-at-k(k=4)")
+    assert recall["score"] == pytest.approx(2 / 3)
+    assert recall["details"] == {
+        "k": 4, "relevant_count": 3, "found": 2, "top_k": ["d", "a", "e", "c"]
+    }
+    mrr = _one(actual, ["c", "a"], "retrieval-mrr")
+    assert mrr["score"] == 0.5
+    assert mrr["details"] == {"first_relevant_rank": 2}
+    assert _one(actual, ["q"], "retrieval-mrr")["details"] == {"first_relevant_rank": None}
+    assert _one(actual, ["q"], "retrieval-hit-at-k")["score"] == 0.0
+
+
+def test_mrr_ignores_k_and_searches_the_whole_ranking() -> None:
+    ranking = json.dumps([f"d{i}" for i in range(40)])
+    assert _one(ranking, ["d29"], "retrieval-mrr", {"k": 2})["score"] == pytest.approx(1 / 30)
+    assert _one(ranking, ["d29"], "retrieval-hit-at-k(k=10)")["score"] == 0.0
+
+
+def test_zero_gain_ids_still_count_as_relevant_for_hit_recall_and_mrr() -> None:
+    for spec, want in [
+        ("retrieval-hit-at-k", 1.0),
+        ("retrieval-recall-at-k", 1.0),
+        ("retrieval-mrr", 1.0),
+        ("retrieval-ndcg-at-k", 0.0),
+    ]:
+        assert _one('["a"]', {"a": 0}, spec)["score"] == want, spec
+
+
+def test_duplicate_retrieved_ids_keep_their_best_rank() -> None:
+    row = _one('["a","a","b","a","c"]', ["c"], "retrieval-mrr")
+    assert row["score"] == pytest.approx(1 / 3)
+    top = _one('["a","a","b","a","c"]', ["c"], "retrieval-hit-at-k(k=3)")
+    assert top["details"]["top_k"] == ["a", "b", "c"]
+    assert top["score"] == 1.0
+
+
+def test_duplicate_relevant_ids_count_once() -> None:
+    assert _one('["a"]', ["a", "a", "b"], "retrieval-recall-at-k")["score"] == 0.5
+
+
+# --- accepted input shapes ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "actual",
+    [
+        '["a","b","c"]',
+        '["a", "b", "c"]',
+        '  \n["a","b","c"]\t',
+        '[{"id":"a","text":"t"},{"id":"b"},{"id":"c","text":5}]',
+        '[{"text":"t","id":"a","score":0.9,"meta":{"x":[1,2]}},{"id":"b"},{"id":"c"}]',
+        '{"retrieved":["a","b","c"]}',
+        '{"retrieved":[{"id":"a"},"b",{"id":"c"}],"latency":3}',
+        '{"0":"a","1":"b","2":"c"}',
+        '[ "a" , "b" ,\n "c" ]',
+    ],
+)
+def test_every_accepted_actual_output_shape_gives_the_same_ranking(actual: str) -> None:
+    row = _one(actual, ["c"], "retrieval-mrr")
+    assert row["error"] is None
+    assert row["score"] == pytest.approx(1 / 3)
+
+
+def test_ids_with_json_escapes_and_unicode_are_decoded() -> None:
+    actual = json.dumps(['doc "1"', "caf\u00e9", "back\\slash", "\U0001f600"])
+    assert _one(actual, ["back\\slash"], "retrieval-mrr")["score"] == pytest.approx(1 / 3)
+    assert _one(actual, ['doc "1"'], "retrieval-mrr")["score"] == 1.0
+    assert _one(actual, ["\U0001f600"], "retrieval-mrr")["score"] == 0.25
+
+
+def test_an_empty_object_is_an_empty_retrieval() -> None:
+    row = _one("{}", ["a"], "retrieval-recall-at-k")
+    assert (row["score"], row["error"]) == (0.0, None)
+    assert _one("[]", ["a"], "retrieval-mrr")["score"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "expected",
+    [["a", "c"], '["a","c"]', ' ["a", "c"] ', {"a": 1, "c": 1}, {"a": "1", "c": " 1.0"}],
+)
+def test_every_accepted_expected_output_shape(expected: Any) -> None:
+    row = _one('["a","b","c"]', expected, "retrieval-ndcg-at-k(k=3)")
+    assert row["score"] == pytest.approx(0.919720789, abs=1e-9)
+
+
+def test_gain_map_accepts_php_numeric_strings() -> None:
+    row = _one('["b","a"]', {"a": "1e1", "b": ".5"}, "retrieval-ndcg-at-k")
+    dcg = 0.5 + 10 / math.log2(3)
+    assert row["score"] == pytest.approx(dcg / (10 + 0.5 / math.log2(3)))
+
+
+def test_a_gain_map_keyed_zero_to_n_is_read_as_a_list_like_php() -> None:
+    row = _one('["x","y"]', {"0": "y", "1": "x"}, "retrieval-recall-at-k")
+    assert row["score"] == 1.0
+
+
+# --- k resolution ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("metadata", "want_k"),
+    [
+        ({"k": 2}, 2),
+        ({"k": "2"}, 4),
+        ({"k": 2.0}, 4),
+        ({"k": 0}, 4),
+        ({"k": -3}, 4),
+        ({"k": True}, 4),
+        ({"k": [2]}, 4),
+        ({"nested": {"k": 2}}, 4),
+        ({}, 4),
+        ({"k": 12}, 12),
+    ],
+)
+def test_k_comes_from_metadata_only_when_it_is_a_positive_integer(
+    metadata: dict[str, Any], want_k: int
+) -> None:
+    row = _one('["a","b","c","d","e","f"]', ["a"], "retrieval-hit-at-k(k=4)", metadata)
+    assert row["details"]["k"] == want_k
+
+
+def test_k_defaults_to_five() -> None:
+    assert _one('["a"]', ["a"], "retrieval-recall-at-k")["details"]["k"] == 5
+    assert ef.metrics.retrieval_recall_at_k(k=5).id == "retrieval-recall-at-k"
+    assert ef.metrics.retrieval_ndcg_at_k(k=10).id == "retrieval-ndcg-at-k(k=10)"
+
+
+@pytest.mark.parametrize("alias", [*RANKING[:2], "retrieval-ndcg-at-k", "answer-containment-at-k"])
+@pytest.mark.parametrize("k", [0, -1])
+def test_a_k_below_one_raises_at_bind_time(alias: str, k: int) -> None:
+    if alias == "retrieval-mrr":
+        return
+    with pytest.raises(ef.MetricError, match=r"^Retrieval metric k must be a positive integer\.$"):
+        ef.metrics.get(f"{alias}(k={k})")
+
+
+def test_mrr_takes_no_k_parameter() -> None:
+    with pytest.raises(ef.MetricError, match="has no parameter 'k'"):
+        ef.metrics.get("retrieval-mrr(k=3)")
+
+
+# --- error paths ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("actual", "message"),
+    [
+        ("not json", "retrieval actualOutput is not valid JSON: Syntax error."),
+        ("", "retrieval actualOutput is not valid JSON: Syntax error."),
+        ('["a",]', "retrieval actualOutput is not valid JSON: Syntax error."),
+        ("[NaN]", "retrieval actualOutput is not valid JSON: Syntax error."),
+        (
+            '["a\x01"]',
+            "retrieval actualOutput is not valid JSON: "
+            "Control character error, possibly incorrectly encoded.",
+        ),
+        (
+            '["\\ud800"]',
+            "retrieval actualOutput is not valid JSON: "
+            "Single unpaired UTF-16 surrogate in unicode escape.",
+        ),
+        ('{"x":["a"]}', "retrieval actualOutput must be a JSON array or an object with a 'retrieved' array."),
+        ('{"retrieved":"a"}', "retrieval actualOutput must be a JSON array or an object with a 'retrieved' array."),
+        ('"a"', "retrieval actualOutput must be a JSON array or an object with a 'retrieved' array."),
+        ("5", "retrieval actualOutput must be a JSON array or an object with a 'retrieved' array."),
+        ("null", "retrieval actualOutput must be a JSON array or an object with a 'retrieved' array."),
+        ('[{"id":7}]', "retrieval entry must be a non-empty id string or an object with a non-empty 'id'."),
+        ('[{"id":""}]', "retrieval entry must be a non-empty id string or an object with a non-empty 'id'."),
+        ('[{"text":"t"}]', "retrieval entry must be a non-empty id string or an object with a non-empty 'id'."),
+        ('["a",""]', "retrieval entry must be a non-empty id string or an object with a non-empty 'id'."),
+        ('["a",7]', "retrieval entry must be a non-empty id string or an object with a non-empty 'id'."),
+        ('["a",null]', "retrieval entry must be a non-empty id string or an object with a non-empty 'id'."),
+        ('[["a"]]', "retrieval entry must be a non-empty id string or an object with a non-empty 'id'."),
+        ('{"retrieved":[{"id":true}]}', "retrieval entry must be a non-empty id string or an object with a non-empty 'id'."),
+    ],
+)
+def test_actual_output_errors_use_the_reference_messages(actual: str, message: str) -> None:
+    for spec in [*RANKING, "answer-containment-at-k"]:
+        row = _one(actual, ["a"] if spec != "answer-containment-at-k" else "a", spec)
+        assert row["score"] is None
+        assert row["details"] is None
+        assert row["error"] == f"Sample 's0' {message}", spec
+
+
+@pytest.mark.parametrize(
+    ("expected", "message"),
+    [
+        ([], "retrieval expected_output must list at least one relevant id."),
+        ({}, "retrieval expected_output must list at least one relevant id."),
+        ("[]", "retrieval expected_output must list at least one relevant id."),
+        ("5", "retrieval expected_output must list at least one relevant id."),
+        ('"a"', "retrieval expected_output must list at least one relevant id."),
+        (5, "retrieval expected_output must list at least one relevant id."),
+        (1.5, "retrieval expected_output must list at least one relevant id."),
+        (True, "retrieval expected_output must list at least one relevant id."),
+        (None, "retrieval expected_output must list at least one relevant id."),
+        ("doc-1", "retrieval expected_output is not valid JSON: Syntax error."),
+        ("", "retrieval expected_output is not valid JSON: Syntax error."),
+        (["a", ""], "retrieval expected_output ids must be non-empty strings."),
+        (["a", 3], "retrieval expected_output ids must be non-empty strings."),
+        ('["a",null]', "retrieval expected_output ids must be non-empty strings."),
+        ({"a": "high"}, "retrieval expected_output gain map must be id => numeric gain."),
+        ({"a": True}, "retrieval expected_output gain map must be id => numeric gain."),
+        ({"a": None}, "retrieval expected_output gain map must be id => numeric gain."),
+        ({"a": [1]}, "retrieval expected_output gain map must be id => numeric gain."),
+        ({"a": "nan"}, "retrieval expected_output gain map must be id => numeric gain."),
+        ({"a": "0x1A"}, "retrieval expected_output gain map must be id => numeric gain."),
+        ({"": 1}, "retrieval expected_output gain map must be id => numeric gain."),
+    ],
+)
+def test_expected_output_errors_use_the_reference_messages(expected: Any, message: str) -> None:
+    for spec in RANKING:
+        row = _one('["a"]', expected, spec)
+        assert row["score"] is None
+        assert row["error"] == f"Sample 's0' {message}", spec
+
+
+def test_an_unparseable_actual_output_is_reported_before_the_expected_one() -> None:
+    row = _one("nope", [], "retrieval-recall-at-k")
+    assert row["error"] == "Sample 's0' retrieval actualOutput is not valid JSON: Syntax error."
+
+
+def test_errors_are_per_row_and_do_not_touch_other_rows() -> None:
+    frame = _frame(['["a"]', "oops", '["b","a"]'], [["a"], ["a"], ["a"]])
+    scores = _score(frame, "retrieval-mrr")
+    assert scores.get_column("score").to_list() == [1.0, None, 0.5]
+    assert scores.get_column("error").null_count() == 2
+
+
+# --- answer containment ---------------------------------------------------------------------
+
+
+def test_containment_finds_the_span_in_a_top_k_text_and_reports_its_rank() -> None:
+    actual = json.dumps([{"id": "a", "text": "nothing"}, {"id": "b", "text": "Paris is the capital"}])
+    row = _one(actual, "paris", "answer-containment-at-k")
+    assert row["score"] == 1.0
+    assert row["details"] == {"k": 5, "expected_span": "paris", "matched_rank": 2}
+    assert _one(actual, "paris", "answer-containment-at-k(k=1)")["score"] == 0.0
+
+
+def test_containment_normalises_unicode_whitespace_and_case() -> None:
+    actual = json.dumps(
+        [{"id": "a", "text": "Le  CAF\u00c9\u00a0au\tlait\u2003est chaud"}], ensure_ascii=False
+    )
+    assert _one(actual, " caf\u00e9 au\n lait ", "answer-containment-at-k")["score"] == 1.0
+    assert _one(actual, "caf\u00e9 au lait", "answer-containment-at-k(case_sensitive=true)")[
+        "score"
+    ] == 0.0
+    assert _one(actual, "CAF\u00c9 au lait", "answer-containment-at-k(case_sensitive=true)")[
+        "score"
+    ] == 1.0
+
+
+def test_containment_lowercases_beyond_ascii() -> None:
+    actual = json.dumps([{"id": "a", "text": "\u0391\u0398\u0397\u039d\u0391 STRASSE"}])
+    assert _one(actual, "\u03b1\u03b8\u03b7\u03bd\u03b1 strasse", "answer-containment-at-k")[
+        "score"
+    ] == 1.0
+
+
+def test_containment_skips_empty_texts_and_bare_ids_never_match() -> None:
+    assert _one('["paris"]', "paris", "answer-containment-at-k")["score"] == 0.0
+    actual = json.dumps([{"id": "a", "text": ""}, {"id": "b"}, {"id": "c", "text": "x paris"}])
+    assert _one(actual, "paris", "answer-containment-at-k")["details"]["matched_rank"] == 3
+
+
+def test_containment_uses_deduplicated_ranks() -> None:
+    actual = json.dumps(
+        [{"id": "a", "text": "x"}, {"id": "a", "text": "paris"}, {"id": "b", "text": "paris"}]
+    )
+    row = _one(actual, "paris", "answer-containment-at-k")
+    assert row["details"]["matched_rank"] == 2
+
+
+@pytest.mark.parametrize("expected", ["", "  \t", ["paris"], 5, None, {"a": 1}])
+def test_containment_needs_a_non_empty_string_span(expected: Any) -> None:
+    row = _one('[{"id":"a","text":"paris"}]', expected, "answer-containment-at-k")
+    assert row["score"] is None
+    assert row["error"] == (
+        "Sample 's0' expected_output must be a non-empty string (the answer span) for "
+        "answer-containment-at-k metric."
+    )
+
+
+# --- retrieval data already in columns ------------------------------------------------------
+
+
+def test_typed_columns_skip_json_entirely() -> None:
+    frame = _frame(["not json"] * 2, ["not json either"] * 2).with_columns(
+        actual_output__retrieved=pl.Series([["a", "b", "c"], ["x", "x", "c"]]),
+        expected_output__relevant=pl.Series([["a", "c"], ["c"]]),
+    )
+    scores = ef.score(frame, [ef.metrics.get("retrieval-ndcg-at-k(k=3)"), ef.metrics.retrieval_mrr()])
+    assert scores.get_column("error").null_count() == 4
+    ndcg, mrr = scores.partition_by("metric", maintain_order=True)
+    assert ndcg.get_column("score")[0] == pytest.approx(0.919720789, abs=1e-9)
+    assert mrr.get_column("score").to_list() == [1.0, 0.5]
+
+
+@pytest.mark.parametrize(
+    "gains",
+    [
+        pl.Series([{"a": 3.0, "b": None, "c": 2.0}, {"a": None, "b": 1.0, "c": None}]),
+        pl.Series(
+            [[{"key": "a", "value": 3}, {"key": "c", "value": 2}], [{"key": "b", "value": 1}]]
+        ),
+        pl.Series(
+            [[{"key": "a", "value": 3.0}, {"key": "c", "value": 2.0}], [{"key": "b", "value": 1.0}]]
+        ).list.to_map(),
+    ],
+    ids=["struct", "list-of-key-value", "map"],
+)
+def test_typed_gain_columns_struct_list_or_map(gains: pl.Series) -> None:
+    frame = _frame(["x"] * 2, ["x"] * 2).with_columns(
+        actual_output__retrieved=pl.Series([["c", "a"], ["a", "b"]]),
+        expected_output__gains=gains,
+    )
+    scores = _score(frame, "retrieval-ndcg-at-k").get_column("score").to_list()
+    want = (2 + 3 / math.log2(3)) / (3 + 2 / math.log2(3))
+    assert scores[0] == pytest.approx(want, abs=1e-12)
+    assert scores[1] == pytest.approx(1 / math.log2(3), abs=1e-12)
+
+
+def test_typed_columns_are_validated_like_json() -> None:
+    frame = _frame(["x"] * 4, ["x"] * 4).with_columns(
+        actual_output__retrieved=pl.Series([["a"], ["a", ""], None, ["a"]]),
+        expected_output__relevant=pl.Series([[], ["a"], ["a"], ["a", ""]]),
+    )
+    errors = _score(frame, "retrieval-hit-at-k").get_column("error").to_list()
+    assert errors == [
+        "Sample 's0' retrieval expected_output must list at least one relevant id.",
+        "Sample 's1' retrieval entry must be a non-empty id string or an object with a non-empty 'id'.",
+        "Sample 's2' actual_output__retrieved is null.",
+        "Sample 's3' retrieval expected_output ids must be non-empty strings.",
+    ]
+
+
+def test_typed_texts_feed_answer_containment() -> None:
+    frame = _frame(["x"], ["Paris"]).with_columns(
+        actual_output__retrieved=pl.Series([["a", "b"]]),
+        actual_output__retrieved_text=pl.Series([["nope", "in paris"]]),
+    )
+    row = _score(frame, "answer-containment-at-k").row(0, named=True)
+    assert row["score"] == 1.0
+    assert json.loads(row["details"])["matched_rank"] == 2
+
+
+def test_a_typed_column_of_the_wrong_type_fails_the_metric_on_every_row() -> None:
+    frame = _frame(["x"], [["a"]]).with_columns(actual_output__retrieved=pl.Series([3]))
+    error = _score(frame, "retrieval-mrr").get_column("error")[0]
+    assert "actual_output__retrieved" in error
+    assert "must be a list of id strings" in error
+
+
+def test_inputs_are_parsed_once_per_frame_for_all_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = {"retrieval": 0, "relevance": 0, "ranking": 0}
+    originals = {
+        "retrieval": retrieval.parse_retrieval,
+        "relevance": retrieval.parse_relevance,
+        "ranking": retrieval.rank_matches,
+    }
+
+    def counting(name: str) -> Any:
+        def wrapped(*args: Any) -> Any:
+            calls[name] += 1
+            return originals[name](*args)
+
+        return wrapped
+
+    monkeypatch.setattr(retrieval, "parse_retrieval", counting("retrieval"))
+    monkeypatch.setattr(retrieval, "parse_relevance", counting("relevance"))
+    monkeypatch.setattr(retrieval, "rank_matches", counting("ranking"))
+    metrics = [ef.metrics.get(s) for s in [*RANKING, "retrieval-recall-at-k(k=10)"]]
+    metrics.append(ef.metrics.answer_containment_at_k())
+    ef.score(_frame(['["a"]'] * 3, [["a"]] * 3), metrics)
+    assert calls == {"retrieval": 1, "relevance": 1, "ranking": 1}
+
+
+# --- oracles --------------------------------------------------------------------------------
+
+
+def _reference(
+    ranking: Sequence[str], gains: dict[str, float], k: int
+) -> dict[str, float]:
+    """A slow, obviously correct per-query implementation of the reference definitions."""
+    ids = list(dict.fromkeys(ranking))
+    top = ids[:k]
+    relevant = set(gains)
+    found = sum(1 for x in top if x in relevant)
+    first = next((i + 1 for i, x in enumerate(ids) if x in relevant), None)
+    dcg = sum(gains.get(x, 0.0) / math.log2(i + 2) for i, x in enumerate(top))
+    ideal = sorted(gains.values(), reverse=True)[:k]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return {
+        "retrieval-hit-at-k": 1.0 if found else 0.0,
+        "retrieval-recall-at-k": min(1.0, found / len(relevant)),
+        "retrieval-mrr": 1.0 / first if first else 0.0,
+        "retrieval-ndcg-at-k": min(1.0, max(0.0, dcg / idcg)) if idcg > 0 else 0.0,
+    }
+
+
+_IDS = st.sampled_from([f"d{i}" for i in range(30)] + ["a b", "é", 'q"', "x\\y", "007"])
+_QUERY = st.tuples(
+    st.lists(_IDS, max_size=25),
+    st.dictionaries(_IDS, st.integers(-2, 4) | st.floats(-1, 5, allow_nan=False), min_size=1, max_size=6),
+    st.integers(1, 12),
+)
+
+
+def _score_queries(
+    queries: Sequence[tuple[list[str], dict[str, float], int]], *, typed: bool
+) -> dict[str, list[float | None]]:
+    actual = [json.dumps(r) for r, _, _ in queries]
+    expected = [{k: v for k, v in g.items()} for _, g, _ in queries]
+    metadata = [{"k": k} for _, _, k in queries]
+    frame = _frame(actual, expected, metadata)
+    if typed:
+        frame = frame.with_columns(
+            actual_output__retrieved=pl.Series([r for r, _, _ in queries], dtype=pl.List(pl.String)),
+            expected_output__gains=pl.Series(
+                [[{"key": k, "value": float(v)} for k, v in g.items()] for _, g, _ in queries]
+            ),
+            actual_output=pl.lit("not json"),
+        )
+    scores = ef.score(frame, [ef.metrics.get(s) for s in RANKING])
+    assert scores.get_column("error").null_count() == scores.height
+    return {
+        m: part.get_column("score").to_list()
+        for (m,), part in scores.partition_by("metric", as_dict=True, maintain_order=True).items()
+    }
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(queries=st.lists(_QUERY, min_size=1, max_size=60), typed=st.booleans())
+def test_matches_the_slow_reference_on_random_queries(
+    queries: list[tuple[list[str], dict[str, float], int]], typed: bool
+) -> None:
+    got = _score_queries(queries, typed=typed)
+    for i, (ranking, gains, k) in enumerate(queries):
+        want = _reference(ranking, {g: float(v) for g, v in gains.items()}, k)
+        for metric, value in want.items():
+            assert got[metric][i] == pytest.approx(value, abs=1e-12), (metric, i)
+
+
+def _trec(
+    queries: Sequence[tuple[list[str], dict[str, int]]], k: int
+) -> dict[str, dict[str, float]]:
+    import pytrec_eval
+
+    qrels = {f"q{i}": dict(g) for i, (_, g) in enumerate(queries)}
+    run = {
+        f"q{i}": {doc: float(len(r) - rank) for rank, doc in enumerate(r)}
+        for i, (r, _) in enumerate(queries)
+    }
+    measures = {f"ndcg_cut.{k}", f"recall.{k}", "recip_rank", f"success.{k}"}
+    return pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)  # type: ignore[no-any-return]
+
+
+# Where the definitions coincide: distinct retrieved ids (a trec_eval run cannot repeat a
+# document), positive integer gains (trec_eval counts only relevance > 0 as relevant), at
+# least one retrieved id (trec_eval skips queries with an empty run).
+_TREC_QUERY = st.tuples(
+    st.lists(_IDS.filter(lambda s: " " not in s), min_size=1, max_size=40, unique=True),
+    st.dictionaries(_IDS.filter(lambda s: " " not in s), st.integers(1, 3), min_size=1, max_size=6),
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(queries=st.lists(_TREC_QUERY, min_size=50, max_size=200), k=st.sampled_from([1, 3, 5, 10, 20]))
+def test_agrees_with_pytrec_eval_on_random_graded_queries(
+    queries: list[tuple[list[str], dict[str, int]]], k: int
+) -> None:
+    got = _score_queries([(r, dict(g), k) for r, g in queries], typed=False)
+    trec = _trec(queries, k)
+    names = {
+        "retrieval-ndcg-at-k": f"ndcg_cut_{k}",
+        "retrieval-recall-at-k": f"recall_{k}",
+        "retrieval-mrr": "recip_rank",
+        "retrieval-hit-at-k": f"success_{k}",
+    }
+    for i in range(len(queries)):
+        for metric, trec_name in names.items():
+            assert got[metric][i] == pytest.approx(trec[f"q{i}"][trec_name], abs=1e-9), (
+                metric, queries[i]
+            )
+
+
+def _random_queries(n: int, seed: int) -> tuple[list[list[str]], list[dict[str, int]]]:
+    rng = np.random.default_rng(seed)
+    rankings, gains = [], []
+    for _ in range(n):
+        length = int(rng.integers(10, 101))
+        ranking = [f"doc-{x}" for x in rng.choice(5000, size=length, replace=False)]
+        pool = ranking + [f"doc-{x}" for x in rng.choice(5000, size=5)]
+        chosen = rng.choice(len(pool), size=int(rng.integers(1, 6)), replace=False)
+        rel = {pool[int(c)]: int(rng.integers(1, 4)) for c in chosen}
+        rankings.append(ranking)
+        gains.append(rel)
+    return rankings, gains
+
+
+def test_agrees_with_pytrec_eval_on_five_thousand_seeded_queries() -> None:
+    rankings, gains = _random_queries(5000, seed=7)
+    frame = _frame(["x"] * len(rankings), ["x"] * len(rankings)).with_columns(
+        actual_output__retrieved=pl.Series(rankings),
+        expected_output__gains=pl.Series(
+            [[{"key": k, "value": float(v)} for k, v in g.items()] for g in gains]
+        ),
+    )
+    for k in (5, 10):
+        metrics = [ef.metrics.get(f"{s}(k={k})" if s != "retrieval-mrr" else s) for s in RANKING]
+        specs = [m.id for m in metrics]
+        scores = ef.score(frame, metrics)
+        by = {m: p.get_column("score").to_numpy() for (m,), p in
+              scores.partition_by("metric", as_dict=True).items()}
+        trec = _trec(list(zip(rankings, gains, strict=True)), k)
+        for spec, name in zip(
+            specs, [f"success_{k}", f"recall_{k}", "recip_rank", f"ndcg_cut_{k}"], strict=True
+        ):
+            want = np.array([trec[f"q{i}"][name] for i in range(len(rankings))])
+            np.testing.assert_allclose(by[spec], want, rtol=0, atol=1e-9, err_msg=spec)
+
+
+def test_hash_clashes_fall_back_to_exact_matching(monkeypatch: pytest.MonkeyPatch) -> None:
+    queries = [
+        (["a", "b", "c", "d", "e", "b"], {"c": 2.0, "e": 1.0, "z": 3.0}, 5),
+        (["p", "q", "r"], {"r": 1.0, "q": 1.0}, 2),
+    ] * 20
+    honest = _score_queries(queries, typed=True)
+    monkeypatch.setattr(_ranking, "_hash", lambda s: s.hash().to_numpy() % np.uint64(2))
+    assert _score_queries(queries, typed=True) == honest
+
+
+# --- size -----------------------------------------------------------------------------------
+
+
+def test_one_hundred_thousand_queries_from_json() -> None:
+    rankings, gains = _random_queries(2000, seed=3)
+    repeat = 50
+    actual = pl.Series([json.dumps(r) for r in rankings] * repeat)
+    expected = [g for g in gains] * repeat
+    n = actual.len()
+    frame = pl.DataFrame(
+        {
+            "sample_id": [f"q{i}" for i in range(n)],
+            "input": ["{}"] * n,
+            "expected_output": [json.dumps(g, separators=(",", ":")) for g in expected],
+            "expected_type": ["map"] * n,
+            "metadata": ["{}"] * n,
+            "tags": [[] for _ in range(n)],
+            "actual_output": actual,
+        },
+        schema_overrides={"tags": pl.List(pl.String)},
+    )
+    assert n == 100_000
+    scores = ef.score(frame, [ef.metrics.get(s) for s in RANKING])
+    assert scores.height == 4 * n
+    assert scores.get_column("error").null_count() == 4 * n
+    ndcg = scores.filter(pl.col("metric") == "retrieval-ndcg-at-k").get_column("score")
+    for i in range(0, n, 9973):
+        q = i % len(rankings)
+        want = _reference(rankings[q], {k: float(v) for k, v in gains[q].items()}, 5)
+        assert ndcg[i] == pytest.approx(want["retrieval-ndcg-at-k"], abs=1e-12)
+
+
+def test_empty_frame_scores_to_an_empty_long_frame() -> None:
+    frame = _frame([], [])
+    scores = ef.score(frame, [ef.metrics.get(s) for s in [*RANKING, "answer-containment-at-k"]])
+    assert scores.height == 0
+
+
+def test_scores_are_row_order_invariant() -> None:
+    rankings, gains = _random_queries(300, seed=11)
+    frame = _frame([json.dumps(r) for r in rankings], gains)
+    metrics = [ef.metrics.get(s) for s in RANKING]
+    forward = ef.score(frame, metrics).sort("metric", "sample_id")
+    backward = ef.score(frame.reverse(), metrics).sort("metric", "sample_id")
+    assert forward.equals(backward)
+
+
+def test_factories_and_families() -> None:
+    for alias in [*RANKING, "answer-containment-at-k"]:
+        d = ef.metrics.definition(alias)
+        assert (d.family, d.dimension) == ("retrieval", "correctness")
+    assert ef.metrics.answer_containment_at_k(case_sensitive=True).id == (
+        "answer-containment-at-k(case_sensitive=true)"
+    )
