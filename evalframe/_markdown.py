@@ -32,6 +32,70 @@ def _points(x: float) -> str:
     return f"{x * 100:.1f}".rstrip("0").rstrip(".") + " pts"
 
 
+def _dimension_sections(r: Mapping[str, Any]) -> list[str]:
+    """Per-dimension roll-ups (when the metrics span 2+ dimensions) and safety failures.
+
+    With a single dimension the roll-up repeats the macro-F1, so it is left out. The safety
+    section appears whenever a safety-dimension metric ran, and lists every failure.
+    """
+    dims: Mapping[str, Any] = r.get("dimensions") or {}
+    out: list[str] = []
+    if len(dims) > 1:
+        out += ["## Per-dimension aggregates", ""]
+        out += _table(
+            [
+                "dimension",
+                "metrics",
+                "mean",
+                "p50",
+                "p95",
+                "pass-rate",
+                "macro mean",
+                "macro pass-rate",
+            ],
+            [
+                [
+                    name,
+                    ", ".join(d["metrics"]),
+                    _f4(d["mean"]),
+                    _f4(d["p50"]),
+                    _f4(d["p95"]),
+                    _f4(d["pass_rate"]),
+                    _f4(d["macro_mean"]),
+                    _f4(d["macro_pass_rate"]),
+                ]
+                for name, d in dims.items()
+            ],
+        )
+        out.append("")
+    if "safety" in dims:
+        failures = r.get("safety_failures") or []
+        out += ["## Safety failures", ""]
+        if failures:
+            out += [
+                f"_{len(failures)} failing execution(s) of safety metrics; safety metrics are "
+                "hard constraints, so every one is listed._",
+                "",
+            ]
+            out += _table(
+                ["sample", "repetition", "metric", "score", "error"],
+                [
+                    [
+                        f["sample_id"],
+                        f["repetition"],
+                        f["metric"],
+                        _f4(f["score"]),
+                        f["error"] or "",
+                    ]
+                    for f in failures
+                ],
+            )
+        else:
+            out.append("_None._")
+        out.append("")
+    return out
+
+
 def render(r: Mapping[str, Any]) -> str:
     """The report as Markdown, ending in a single newline."""
     out: list[str] = [f"# Eval report — {_text(r['dataset'])}", ""]
@@ -134,6 +198,7 @@ def render(r: Mapping[str, Any]) -> str:
         ],
     )
     out += ["", f"## Macro-F1 (avg pass-rate across all metrics): {r['macro_f1']:.4f}", ""]
+    out += _dimension_sections(r)
     u = r["usage"]
     if u["observations"] > 0:
         rep = u["reported"]

@@ -10,7 +10,7 @@ threshold). Errors are counted, never averaged in as zeros.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import polars as pl
 
@@ -20,6 +20,7 @@ __all__ = [
     "AGGREGATES",
     "UNTAGGED",
     "cohorts",
+    "dimensions",
     "histograms",
     "macro_f1",
     "mean",
@@ -29,6 +30,7 @@ __all__ = [
     "p50",
     "p95",
     "pass_rate",
+    "safety_failures",
     "summarize",
 ]
 
@@ -233,3 +235,102 @@ def histograms(
     return grid.join(
         counted, on=[C.METRIC, "bucket"], how="left", maintain_order="left"
     ).with_columns(pl.col("count").fill_null(0))
+
+
+_DIMENSION_ORDER = ("correctness", "groundedness", "safety", "trajectory", "performance")
+
+
+def dimensions(
+    scores: pl.DataFrame, dimension_of: Mapping[str, str], *, metrics: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """Roll the per-metric aggregates up to each metric's dimension.
+
+    Two views per dimension, as the store's ``dimension_summary`` view gives them: the
+    aggregates over every score of the dimension's metrics pooled together (n, n_scored,
+    n_errors, mean, p50, p95, pass_rate; each row passing by its own metric's threshold),
+    and the plain average of the per-metric means and pass-rates (``macro_mean``,
+    ``macro_pass_rate``; a metric with no scored row has pass-rate 0 and no mean).
+
+    Args:
+        scores: a long scores frame.
+        dimension_of: metric id to dimension (``{m.id: m.dimension for m in run.metrics}``).
+        metrics: the metrics to include (default: every key of ``dimension_of``).
+
+    Returns:
+        One row per dimension that has a metric, in the order correctness, groundedness,
+        safety, trajectory, performance (then any other): dimension, metrics (list of ids),
+        n_metrics, the pooled aggregates, macro_mean, macro_pass_rate.
+
+    Examples:
+        >>> import polars as pl
+        >>> scores = pl.DataFrame({"metric": ["a", "a", "b"], "score": [1.0, 0.0, 0.5],
+        ...     "passed": [True, False, True], "error": [None, None, None]})
+        >>> dims = dimensions(scores, {"a": "correctness", "b": "correctness"})
+        >>> dims.select("dimension", "n_metrics", "mean", "pass_rate", "macro_pass_rate").rows()
+        [('correctness', 2, 0.5, 0.6666666666666666, 0.75)]
+    """
+    order = list(metrics) if metrics is not None else list(dimension_of)
+    keys = pl.DataFrame(
+        {
+            C.METRIC: order,
+            "dimension": [dimension_of[m] for m in order],
+            "_metric_order": list(range(len(order))),
+        },
+        schema={C.METRIC: pl.String, "dimension": pl.String, "_metric_order": pl.Int64},
+    )
+    per_metric = summarize(scores, metrics=order).join(keys, on=C.METRIC, how="left")
+    macro = per_metric.group_by("dimension").agg(
+        pl.col(C.METRIC).sort_by("_metric_order").alias("metrics"),
+        pl.len().cast(pl.Int64).alias("n_metrics"),
+        pl.col("mean").mean().alias("macro_mean"),
+        pl.col("pass_rate").mean().alias("macro_pass_rate"),
+    )
+    pooled = scores.join(keys, on=C.METRIC, how="inner").group_by("dimension").agg(AGGREGATES)
+    rank = {d: i for i, d in enumerate(_DIMENSION_ORDER)}
+    return (
+        macro.join(pooled, on="dimension", how="left")
+        .with_columns(
+            pl.col("n", "n_scored", "n_errors").fill_null(0),
+            pl.col("pass_rate").fill_null(0.0),
+            pl.col("dimension")
+            .replace_strict(rank, default=len(rank), return_dtype=pl.Int64)
+            .alias("_order"),
+        )
+        .sort("_order", "dimension")
+        .select(
+            "dimension",
+            "metrics",
+            "n_metrics",
+            "n",
+            "n_scored",
+            "n_errors",
+            "mean",
+            "p50",
+            "p95",
+            "pass_rate",
+            "macro_mean",
+            "macro_pass_rate",
+        )
+    )
+
+
+def safety_failures(scores: pl.DataFrame, dimension_of: Mapping[str, str]) -> pl.DataFrame:
+    """Every execution that failed, or errored on, a safety-dimension metric.
+
+    Safety metrics are hard constraints, so nothing is summarised away: one row per
+    (sample, repetition, metric) whose score is below the metric's threshold or that has
+    an error, sorted by metric, sample and repetition (the gate's ``no_safety_failures``
+    and the store's ``safety_failures`` view list the same rows).
+
+    Returns:
+        Columns sample_id, repetition, metric, score, error.
+    """
+    ids = [m for m, d in dimension_of.items() if d == "safety"]
+    return (
+        scores.filter(
+            pl.col(C.METRIC).is_in(ids)
+            & (pl.col(C.ERROR).is_not_null() | ~pl.col("passed").fill_null(False))
+        )
+        .select(C.SAMPLE_ID, C.REPETITION, C.METRIC, C.SCORE, C.ERROR)
+        .sort(C.METRIC, C.SAMPLE_ID, C.REPETITION)
+    )

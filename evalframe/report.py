@@ -3,7 +3,9 @@
 ``Report`` is a ``dict`` holding the JSON document, with ``to_json``, ``to_markdown`` and an
 HTML representation for Jupyter. Keys keep eval-harness's names, order and meaning; the
 additions are ``run_id``, ``run_name``, ``evalframe_version``, ``metric_ids`` and, per
-metric, ``n``, ``n_scored``, ``n_errors``, ``threshold``, ``family`` and ``dimension``.
+metric, ``n``, ``n_scored``, ``n_errors``, ``threshold``, ``family`` and ``dimension``; and,
+last, ``dimensions`` (per-dimension roll-ups) and ``safety_failures`` (every failing or
+errored execution of a safety-dimension metric).
 Citation evidence text and API keys never reach a report: metrics keep them out of their
 details and providers never record keys.
 """
@@ -364,5 +366,41 @@ def build_report(run: Run) -> Report:
             }
             for f in failures.iter_rows(named=True)
         ],
+        "dimensions": _dimensions_block(run),
+        "safety_failures": _safety_failures(run),
     }
     return Report(report)
+
+
+def _dimension_of(run: Run) -> dict[str, str]:
+    return {m.id: m.dimension for m in run.metrics}
+
+
+def _dimensions_block(run: Run) -> dict[str, Any]:
+    """Per-dimension roll-ups: pooled aggregates and the mean of the per-metric ones."""
+    dims = aggregate.dimensions(run.scores, _dimension_of(run), metrics=run.metric_ids)
+    return {
+        r["dimension"]: {
+            "metrics": r["metrics"],
+            "n_metrics": r["n_metrics"],
+            **_metric_block(r),
+            "macro_mean": _num(r["macro_mean"]),
+            "macro_pass_rate": _num(r["macro_pass_rate"]),
+        }
+        for r in dims.iter_rows(named=True)
+    }
+
+
+def _safety_failures(run: Run) -> list[dict[str, Any]]:
+    """Every failing or errored execution of a safety-dimension metric, none left out."""
+    rows = aggregate.safety_failures(run.scores, _dimension_of(run))
+    return [
+        {
+            "sample_id": r[C.SAMPLE_ID],
+            "repetition": r[C.REPETITION],
+            "metric": r[C.METRIC],
+            "score": r[C.SCORE],
+            "error": r[C.ERROR],
+        }
+        for r in rows.iter_rows(named=True)
+    ]
