@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -42,9 +42,9 @@ def _njit(fn: _F) -> _F:
     import numba
 
     try:
-        return numba.njit(cache=True, nogil=True)(fn)  # type: ignore[no-any-return]
+        return cast(_F, numba.njit(cache=True, nogil=True)(fn))
     except RuntimeError:  # no writable cache directory: compile on every run instead
-        return numba.njit(nogil=True)(fn)  # type: ignore[no-any-return]
+        return cast(_F, numba.njit(nogil=True)(fn))
 
 
 def _match(
@@ -192,9 +192,7 @@ def dedupe_lists(ids: pl.Series, *aligned: pl.Series) -> tuple[pl.Series, ...]:
     return tuple(out)
 
 
-def rank_matches(
-    ids: pl.Series, relevant: pl.Series, gains: pl.Series
-) -> pl.DataFrame:
+def rank_matches(ids: pl.Series, relevant: pl.Series, gains: pl.Series) -> pl.DataFrame:
     """Per query: ranks of the relevant ids retrieved, their DCG terms, the ideal DCG terms.
 
     Args:

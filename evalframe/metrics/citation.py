@@ -32,13 +32,15 @@ NO_CITATIONS = "metadata.citations must contain at least one citation string" + 
 NO_SPANS = "metadata.citation_evidence must be a non-empty list of evidence spans."
 
 _SPAN = pl.Struct({"citation": pl.String, "quotes": pl.List(pl.String)})
-_PARSED = {
-    "metadata": pl.String,
-    "mode": pl.String,
-    "problem": pl.String,
-    "markers": pl.List(pl.String),
-    "spans": pl.List(_SPAN),
-}
+_PARSED = pl.Schema(
+    [
+        ("metadata", pl.String()),
+        ("mode", pl.String()),
+        ("problem", pl.String()),
+        ("markers", pl.List(pl.String)),
+        ("spans", pl.List(_SPAN)),
+    ]
+)
 
 
 def _items(value: Any) -> list[Any] | None:
@@ -110,7 +112,7 @@ def _spans(value: Any) -> tuple[list[dict[str, Any]], str | None]:
 
 
 def parse_citation_metadata(text: str) -> dict[str, Any]:
-    """One metadata JSON text -> mode, problem (message after ``Sample '<id>' ``), markers, spans."""
+    """Read one metadata JSON text: its mode, problem (after ``Sample '<id>' ``), markers, spans."""
     try:
         metadata = json.loads(text)
     except ValueError:
@@ -138,16 +140,22 @@ def _parse(metadata: pl.Series) -> pl.DataFrame:
             parsed.append({"metadata": text, **parse_citation_metadata(text)})
         else:
             parsed.append(
-                {"metadata": text, "mode": "citations", "problem": NO_CITATIONS,
-                 "markers": None, "spans": None}
+                {
+                    "metadata": text,
+                    "mode": "citations",
+                    "problem": NO_CITATIONS,
+                    "markers": None,
+                    "spans": None,
+                }
             )
     return pl.DataFrame(parsed, schema=_PARSED)
 
 
 def _kernel(frame: pl.DataFrame) -> pl.DataFrame:
     rows = frame.with_row_index("row").with_columns(pl.col("metadata").fill_null("{}"))
-    rows = rows.join(_parse(rows.get_column("metadata")), on="metadata", how="left",
-                     maintain_order="left")
+    rows = rows.join(
+        _parse(rows.get_column("metadata")), on="metadata", how="left", maintain_order="left"
+    )
     markers = (
         rows.select("row", "actual", marker="markers")
         .explode("marker", empty_as_null=False, keep_nulls=False)

@@ -30,9 +30,7 @@ def _override() -> pl.Expr:
     """``metadata.ordinal_scale`` where it is a valid scale, else null."""
     raw = C.metadata_field("ordinal_scale")
     # "[0]" exists only for an array: it tells ["a"] from the string '["a"]'
-    is_array = C.metadata_field("ordinal_scale[0]").is_not_null() & raw.str.contains(
-        _STRING_ARRAY
-    )
+    is_array = C.metadata_field("ordinal_scale[0]").is_not_null() & raw.str.contains(_STRING_ARRAY)
     labels = pl.when(is_array).then(raw).otherwise(pl.lit("[]")).str.json_decode(_LABELS)
     valid = (
         is_array
@@ -70,9 +68,7 @@ def _positions(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 @metric("ordinal-distance", family="ordinal")
-def ordinal_distance(
-    *, scale: tuple[str, ...], mode: Literal["step", "linear"] = "step"
-) -> Scored:
+def ordinal_distance(*, scale: tuple[str, ...], mode: Literal["step", "linear"] = "step") -> Scored:
     """Credit by how many steps the output label is from the expected one on an ordered scale.
 
     With i and j the positions of the expected and actual labels and d = |i - j|, ``mode="step"``

@@ -100,18 +100,20 @@ _NUM = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 # keys with at least one non-digit: an all-digit key may make PHP read the map as a list
 _KEY = r'"[^"\\]*[^"\\0-9][^"\\]*"'
 _MAP_NUM = rf"^\{{{_WS}{_KEY}{_WS}:{_WS}{_NUM}{_WS}(?:,{_WS}{_KEY}{_WS}:{_WS}{_NUM}{_WS})*\}}$"
-_PHP_NUMERIC = re.compile(r"[ \t\n\r\v\f]*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[ \t\n\r\v\f]*")
+_PHP_NUMERIC = re.compile(
+    r"[ \t\n\r\v\f]*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[ \t\n\r\v\f]*"
+)
 
 
 # --- the PHP-compatible reader (rows the strict grammars do not cover) ----------------------
 
 
-class _Rejected(ValueError):
+class _RejectedError(ValueError):
     pass
 
 
 def _reject_constant(name: str) -> Any:
-    raise _Rejected(name)
+    raise _RejectedError(name)
 
 
 def _has_surrogate(value: Any) -> bool:
@@ -202,9 +204,8 @@ def _read_relevance(
             return None, None, BAD_GAIN
         if isinstance(gain, bool):
             return None, None, BAD_GAIN
-        if isinstance(gain, int | float):
-            number = float(gain)
-        elif isinstance(gain, str) and _PHP_NUMERIC.fullmatch(gain):
+        numeric_text = isinstance(gain, str) and _PHP_NUMERIC.fullmatch(gain)
+        if isinstance(gain, int | float) or numeric_text:
             number = float(gain)
         else:
             return None, None, BAD_GAIN
@@ -241,8 +242,11 @@ def _overlay(base: pl.DataFrame, patch: pl.DataFrame) -> pl.DataFrame:
     joined = base.join(patch, on="index", how="left", suffix="__patch", maintain_order="left")
     patched = pl.col("index").is_in(patch.get_column("index").implode())
     return joined.select(
-        "index", *[pl.when(patched).then(pl.col(f"{n}__patch")).otherwise(pl.col(n)).alias(n)
-                   for n in names]
+        "index",
+        *[
+            pl.when(patched).then(pl.col(f"{n}__patch")).otherwise(pl.col(n)).alias(n)
+            for n in names
+        ],
     )
 
 
@@ -261,9 +265,11 @@ def _reject_empty_ids(rows: pl.DataFrame, aligned: str, message: str) -> pl.Data
     values = flat(rows.get_column("ids"))
     if not (values.is_null().any() or (values.str.len_bytes() == 0).any()):
         return rows.with_columns(error=pl.lit(None, pl.String))
-    bad = pl.col("ids").list.eval(
-        pl.element().is_null() | (pl.element().str.len_bytes() == 0)
-    ).list.any()
+    bad = (
+        pl.col("ids")
+        .list.eval(pl.element().is_null() | (pl.element().str.len_bytes() == 0))
+        .list.any()
+    )
     return rows.with_columns(error=pl.when(bad).then(pl.lit(message))).with_columns(
         ids=pl.when(pl.col("error").is_null()).then("ids"),
         **{aligned: pl.when(pl.col("error").is_null()).then(aligned)},
@@ -292,9 +298,7 @@ def parse_retrieval(actual: pl.Series) -> pl.DataFrame:
     trimmed = pl.col("text").str.strip_chars(PHP_WHITESPACE)
     staged = frame.with_columns(array=pl.coalesce(trimmed.str.extract(_WRAPPED, 1), trimmed))
     array = pl.col("array")
-    staged = staged.with_columns(
-        is_ids=(array == "[]") | array.str.contains(_COMPACT_IDS)
-    )
+    staged = staged.with_columns(is_ids=(array == "[]") | array.str.contains(_COMPACT_IDS))
     ws = "[ \t\n\r]*"
     object_rows = staged.filter(~pl.col("is_ids") & array.str.contains(f"^\\[{ws}\\{{"))
     object_rows = object_rows.with_columns(
@@ -344,7 +348,9 @@ def parse_relevance(expected: pl.Series, kind: pl.Series) -> pl.DataFrame:
     is_map = (kind_ == "map") & text.str.contains(_MAP_NUM)
     listed = _split_ids(pl.when(is_list).then(list_text).otherwise(pl.lit("[]")))
     mapped = (
-        pl.when(is_map).then(text).otherwise(pl.lit("{}"))
+        pl.when(is_map)
+        .then(text)
+        .otherwise(pl.lit("{}"))
         .str.json_decode(pl.Map(pl.String, pl.Float64))
     )
     fast = frame.select(
@@ -395,7 +401,9 @@ def _retrieval_from_columns(frame: pl.DataFrame) -> pl.DataFrame:
             .list.any()
         )
         .then(pl.lit(BAD_ENTRY))
-        .when(pl.col("texts").is_not_null() & (pl.col("texts").list.len() != pl.col("ids").list.len()))
+        .when(
+            pl.col("texts").is_not_null() & (pl.col("texts").list.len() != pl.col("ids").list.len())
+        )
         .then(pl.lit(f"{RETRIEVED_TEXTS} must hold one text per retrieved id.")),
         texts=pl.col("texts").list.eval(pl.element().fill_null("")),
     )
@@ -437,11 +445,14 @@ def _relevance_from_columns(frame: pl.DataFrame) -> pl.DataFrame:
             gains=inner.list.eval(pl.element().struct.field(value).cast(pl.Float64)),
         )
         ids, gain_lists = table.get_column("ids"), table.get_column("gains")
-        bad_entry = pl.col("ids").list.eval(
-            pl.element().is_null() | (pl.element().str.len_bytes() == 0)
-        ).list.any() | pl.col("gains").list.eval(
-            pl.element().is_null() | pl.element().is_nan() | pl.element().is_infinite()
-        ).list.any()
+        bad_entry = (
+            pl.col("ids")
+            .list.eval(pl.element().is_null() | (pl.element().str.len_bytes() == 0))
+            .list.any()
+            | pl.col("gains")
+            .list.eval(pl.element().is_null() | pl.element().is_nan() | pl.element().is_infinite())
+            .list.any()
+        )
         bad_message = BAD_GAIN
     else:
         ids = frame.get_column(RELEVANT_IDS)
@@ -451,9 +462,11 @@ def _relevance_from_columns(frame: pl.DataFrame) -> pl.DataFrame:
             )
         ids = ids.cast(_IDS)
         gain_lists = ids.list.eval(pl.element().str.len_bytes().cast(pl.Float64) * 0.0 + 1.0)
-        bad_entry = pl.col("ids").list.eval(
-            pl.element().is_null() | (pl.element().str.len_bytes() == 0)
-        ).list.any()
+        bad_entry = (
+            pl.col("ids")
+            .list.eval(pl.element().is_null() | (pl.element().str.len_bytes() == 0))
+            .list.any()
+        )
         bad_message = BAD_IDS
     checks = pl.DataFrame({"ids": ids, "gains": gain_lists}).select(
         error=pl.when(pl.col("ids").is_null() | (pl.col("ids").list.len() == 0))
