@@ -35,9 +35,8 @@ class HashingEmbedder:
         bigrams: include word bigrams.
 
     Examples:
-        >>> import evalframe as ef
-        >>> from evalframe.providers import Ledger
-        >>> e = ef.HashingEmbedder(dim=64)
+        >>> from evalframe.providers import HashingEmbedder, Ledger
+        >>> e = HashingEmbedder(dim=64)
         >>> a, b = e.embed(["the cat sat", "the cat sat"], Ledger()).vectors
         >>> round(float(a @ b), 6), a.shape
         (1.0, (64,))

@@ -116,8 +116,8 @@ class OnnxEmbedder:
         sha256: the expected SHA-256 of the model file.
 
     Examples:
-        >>> import evalframe as ef
-        >>> ef.OnnxEmbedder().id
+        >>> from evalframe.providers import OnnxEmbedder
+        >>> OnnxEmbedder().id
         'onnx:all-MiniLM-L6-v2-int8@8199be6f'
     """
 

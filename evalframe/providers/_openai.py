@@ -133,8 +133,8 @@ class OpenAIEmbeddings(_HTTPClient):
         seed: seeds the retry jitter.
 
     Examples:
-        >>> import evalframe as ef
-        >>> ef.OpenAIEmbeddings("bge-small", base_url="http://127.0.0.1:8080/v1")
+        >>> from evalframe.providers import OpenAIEmbeddings
+        >>> OpenAIEmbeddings("bge-small", base_url="http://127.0.0.1:8080/v1")
         OpenAIEmbeddings(model='bge-small', url='http://127.0.0.1:8080/v1/embeddings', api_key=none)
     """
 

@@ -83,8 +83,8 @@ class Providers:
             ``{"gpt-4o-mini": {"input_per_million": 0.15, "output_per_million": 0.6}}``.
 
     Examples:
-        >>> import evalframe as ef
-        >>> p = ef.Providers(embeddings="hashing", cache=False, budget_usd=1.0)
+        >>> from evalframe.providers import Providers
+        >>> p = Providers(embeddings="hashing", cache=False, budget_usd=1.0)
         >>> p
         Providers(embeddings=HashingEmbedder(dim=512), judge=None, cache=None, budget_usd=1.0)
     """
