@@ -129,11 +129,15 @@ def _check_pairs(
         if len(ids) and (ids.dtype.kind not in "iu" or ids.min() < 0):
             msg = f"lcs_lengths(): {name}_ids must be non-negative integers; got {ids.dtype}."
             raise ValueError(msg)
-    dtype = np.int32 if max(int(a.max(initial=0)), int(b.max(initial=0))) < 2**31 else np.int64
+    top = max(int(a.max(initial=0)), int(b.max(initial=0)))
+    if top >= 2 * (len(a) + len(b)) + (1 << 16):
+        # The kernel keeps one mask per id up to the largest: renumber sparse ids densely.
+        _, dense = np.unique(np.concatenate([a, b]), return_inverse=True)
+        a, b = dense[: len(a)], dense[len(a) :]
     return (
-        np.ascontiguousarray(a, dtype=dtype),
+        np.ascontiguousarray(a, dtype=np.int32),
         a_off,
-        np.ascontiguousarray(b, dtype=dtype),
+        np.ascontiguousarray(b, dtype=np.int32),
         b_off,
     )
 

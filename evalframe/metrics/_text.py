@@ -26,8 +26,12 @@ compares the bytes of every candidate, so equal ids mean equal tokens (no hash c
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 import numba
 import numpy as np
@@ -52,9 +56,10 @@ def njit_cached(fn: _F) -> _F:
     writable ``cache=True`` raises at decoration time, so compile on every run instead.
     """
     try:
-        return numba.njit(cache=True, nogil=True)(fn)  # type: ignore[no-any-return]
+        compiled = numba.njit(cache=True, nogil=True)(fn)
     except RuntimeError:
-        return numba.njit(nogil=True)(fn)  # type: ignore[no-any-return]
+        compiled = numba.njit(nogil=True)(fn)
+    return cast("_F", compiled)
 
 
 def tokens(expr: pl.Expr) -> pl.Expr:
@@ -77,29 +82,38 @@ def tokens(expr: pl.Expr) -> pl.Expr:
 
 
 # ---------------------------------------------------------------------------------------------
-# Interning kernels. The hash table ``slots`` has two uint64 per slot, kept together so a probe
-# touches one cache line: a tag (the token's first 8 bytes, with its length in the top byte when
-# it is shorter than 8) and ``id << 32 | length`` (all ones when empty). Comparing tag and
-# length decides tokens up to 7 bytes exactly; longer ones are compared with their bytes in
-# ``pool``, where id ``i`` owns ``pool[id_start[i]:id_start[i + 1]]``.
+# Interning kernels.
+#
+# Bytes are read 8 at a time as little-endian words (``_load8``): a token of n bytes is the
+# chunks of its words, the last one masked to its remaining bytes. The hash table ``slots``
+# holds two uint64 per slot, kept together so that a probe touches one cache line: a tag (the
+# first chunk, with the length in its top byte when the token is shorter than 8 bytes) and
+# ``id << 32 | length`` (all ones when empty). Equal tag and length decide tokens of up to 8
+# bytes exactly; longer ones also compare their other bytes with ``pool``, where id ``i`` owns
+# the (lowercased) bytes ``pool[id_start[i]:id_start[i + 1]]``. So equal ids mean equal tokens.
+#
+# The kernels never rebind an array inside a loop nor choose between arrays per token (Numba
+# then refcounts them on every iteration, several times slower). When the table is full they
+# return where they stopped, and ``_Interner.reserve`` grows it before the caller resumes.
 
 _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 _LOW32 = np.uint64(0xFFFFFFFF)
 _PRIME = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xFF51AFD7ED558CCD)
 _MIX2 = np.uint64(0xC4CEB9FE1A85EC53)
+_U1 = np.uint64(1)
+_U2 = np.uint64(2)
 _U8 = np.uint64(8)
 _U29 = np.uint64(29)
 _U32 = np.uint64(32)
 _U33 = np.uint64(33)
 _U35 = np.uint64(35)
 _U56 = np.uint64(56)
+_U63 = np.uint64(63)
+_HIGH_BITS = np.uint64(0x8080808080808080)
+_GE_A = np.uint64((0x80 - ord("A")) * 0x0101010101010101)  # byte + this >= 0x80 iff byte >= 'A'
+_GT_Z = np.uint64((0x7F - ord("Z")) * 0x0101010101010101)  # byte + this >= 0x80 iff byte > 'Z'
 
-# Byte maps applied while hashing and storing: identity for exact interning, ASCII lowercasing
-# for raw ASCII text (on ASCII, full Unicode lowercasing is exactly ASCII lowercasing).
-_IDENTITY = np.arange(256, dtype=np.uint8)
-_ASCII_LOWER = _IDENTITY.copy()
-_ASCII_LOWER[ord("A") : ord("Z") + 1] += 32
 # Token bytes of raw ASCII text: [0-9A-Za-z], i.e. \p{L}\p{N} restricted to ASCII.
 _ASCII_ALNUM = np.zeros(256, dtype=np.bool_)
 for _lo, _hi in ((ord("0"), ord("9")), (ord("A"), ord("Z")), (ord("a"), ord("z"))):
@@ -107,14 +121,41 @@ for _lo, _hi in ((ord("0"), ord("9")), (ord("A"), ord("Z")), (ord("a"), ord("z")
 # Token bytes of a space-joined list of tokens (tokens never contain a space).
 _NOT_SPACE = np.ones(256, dtype=np.bool_)
 _NOT_SPACE[ord(" ")] = False
+# Byte maps for comparing and storing: ASCII lowercasing for raw ASCII rows, else identity.
+_IDENTITY = np.arange(256, dtype=np.uint8)
+_ASCII_LOWER = _IDENTITY.copy()
+_ASCII_LOWER[ord("A") : ord("Z") + 1] += 32
 
 _ROW_NULL, _ROW_ASCII, _ROW_JOINED = 0, 1, 2
+_PARALLEL_BYTES = 1 << 20
 # Read-only like the buffers np.frombuffer gives, so the kernels compile one specialisation.
 _EMPTY_BYTES = np.frombuffer(b"", dtype=np.uint8)
 _ZERO_OFFSETS = np.frombuffer(np.zeros(1, dtype=np.int64).tobytes(), dtype=np.int64)
 
 
-@numba.njit(inline="always")
+@njit_cached
+def _load8(words: Any, p: int) -> Any:
+    """The 8 bytes at byte offset ``p`` of ``words``, first byte lowest."""
+    r = np.uint64(p & 7) * _U8
+    # Two shifts for the high part, so that r == 0 never shifts by 64 (undefined in LLVM).
+    return (words[p >> 3] >> r) | ((words[(p >> 3) + 1] << _U1) << (_U63 - r))
+
+
+@njit_cached
+def _chunk(words: Any, p: int, n: int, lower: bool) -> Any:
+    """The ``min(n, 8)`` bytes at ``p``, zero-padded; ASCII-lowercased if ``lower``.
+
+    Lowercasing sets bit 5 of the bytes in 'A'..'Z' and is only valid on ASCII (bytes < 0x80).
+    """
+    if n <= 0:
+        return np.uint64(0)
+    w = _load8(words, p)
+    if lower:
+        w |= ((w + _GE_A) & ~(w + _GT_Z) & _HIGH_BITS) >> _U2
+    return w if n >= 8 else w & ((_U2 << np.uint64(8 * n - 1)) - _U1)
+
+
+@njit_cached
 def _fmix(h: Any) -> Any:
     # murmur3's fmix64: the table index takes the low bits, which the multiply leaves weak.
     h ^= h >> _U33
@@ -125,33 +166,23 @@ def _fmix(h: Any) -> Any:
     return h
 
 
-@numba.njit(inline="always")
-def _key(src: Any, s: int, e: int, bytemap: Any) -> tuple[Any, Any]:
-    """Hash and tag of the token ``bytemap[src[s:e]]``."""
+@njit_cached
+def _mix(h: Any, chunk: Any) -> Any:
+    return (((h << _U29) | (h >> _U35)) ^ chunk) * _PRIME
+
+
+@njit_cached
+def _key(words: Any, s: int, e: int, lower: bool) -> tuple[Any, Any]:
+    """Hash and tag of the token in bytes ``s:e``."""
     n = e - s
-    stop = min(s + 8, e)
-    chunk = np.uint64(0)
-    shift = np.uint64(0)
-    for i in range(s, stop):
-        chunk |= np.uint64(bytemap[src[i]]) << shift
-        shift += _U8
-    tag = chunk | (np.uint64(n) << _U56) if n < 8 else chunk
-    h = (np.uint64(n) ^ chunk) * _PRIME
-    k = stop
-    while k < e:
-        stop = min(k + 8, e)
-        chunk = np.uint64(0)
-        shift = np.uint64(0)
-        for i in range(k, stop):
-            chunk |= np.uint64(bytemap[src[i]]) << shift
-            shift += _U8
-        h = ((h << _U29) | (h >> _U35)) ^ chunk
-        h *= _PRIME
-        k = stop
-    return _fmix(h), tag
+    first = _chunk(words, s, n, lower)
+    h = (np.uint64(n) ^ first) * _PRIME
+    for p in range(s + 8, e, 8):
+        h = _mix(h, _chunk(words, p, e - p, lower))
+    return _fmix(h), (first | (np.uint64(n) << _U56) if n < 8 else first)
 
 
-@numba.njit(inline="always")
+@njit_cached
 def _find(
     src: Any,
     s: int,
@@ -162,7 +193,7 @@ def _find(
     slots: Any,
     id_start: Any,
     pool: Any,
-) -> int:
+) -> Any:
     """Id of the token if interned, else ``-(slot + 1)`` for the empty slot where it belongs."""
     mask = len(slots) - 1
     pos = np.int64(h & np.uint64(mask))
@@ -173,8 +204,9 @@ def _find(
             return -(pos + 1)
         if slots[pos, 0] == tag and np.int64(meta & _LOW32) == n:
             idx = np.int64(meta >> _U32)
-            if n < 8:
+            if n <= 8:
                 return idx
+            # The tag holds the first 8 bytes. (Comparing bytes is faster here than words.)
             ks = id_start[idx]
             same = True
             for k in range(8, n):
@@ -186,7 +218,7 @@ def _find(
         pos = (pos + 1) & mask
 
 
-@numba.njit(inline="always")
+@njit_cached
 def _store(
     src: Any,
     s: int,
@@ -208,7 +240,7 @@ def _store(
     id_start[n_ids + 1] = ks + n
 
 
-@numba.njit(inline="always")
+@njit_cached
 def _has_room(
     slots: Any, id_start: Any, pool: Any, n_ids: int, new_ids: int, new_bytes: int
 ) -> bool:
@@ -220,28 +252,34 @@ def _has_room(
 
 
 @njit_cached
-def _rehash(slots: Any, id_start: Any, pool: Any, n_ids: int) -> None:
+def _rehash(old: Any, slots: Any, id_start: Any, pool: Any) -> None:
+    """Move every entry of the table ``old`` into the empty, larger table ``slots``."""
     mask = len(slots) - 1
-    for idx in range(n_ids):
-        s, e = id_start[idx], id_start[idx + 1]
-        h, tag = _key(pool, s, e, _IDENTITY)
-        pos = np.int64(h & np.uint64(mask))
+    for q in range(len(old)):
+        meta = old[q, 1]
+        if meta == _EMPTY:
+            continue
+        # ``_key`` of the stored bytes, packed byte by byte (growth is rare).
+        ks, n = id_start[np.int64(meta >> _U32)], np.int64(meta & _LOW32)
+        h = np.uint64(0)
+        for c in range(0, n if n > 0 else 1, 8):
+            chunk = np.uint64(0)
+            for k in range(c, c + 8 if c + 8 < n else n):
+                chunk |= np.uint64(pool[ks + k]) << np.uint64(8 * (k - c))
+            h = (np.uint64(n) ^ chunk) * _PRIME if c == 0 else _mix(h, chunk)
+        pos = np.int64(_fmix(h) & np.uint64(mask))
         while slots[pos, 1] != _EMPTY:
             pos = (pos + 1) & mask
-        slots[pos, 0] = tag
-        slots[pos, 1] = (np.uint64(idx) << _U32) | np.uint64(e - s)
-
-
-# The kernels below never rebind an array inside a loop (Numba would then refcount it on
-# every iteration, several times slower); when the table is full they return where they
-# stopped, and ``_Interner.reserve`` grows it before the caller resumes.
+        slots[pos, 0] = old[q, 0]
+        slots[pos, 1] = meta
 
 
 @njit_cached
 def _intern_flat(
     src: Any,
+    words: Any,
     tok_off: Any,
-    bytemap: Any,
+    identity: Any,
     slots: Any,
     id_start: Any,
     pool: Any,
@@ -249,18 +287,18 @@ def _intern_flat(
     ids: Any,
     t0: int,
 ) -> tuple[int, int]:
-    """Write the ids of tokens ``bytemap[src[tok_off[t]:tok_off[t + 1]]]``, from ``t0`` on.
+    """Write the ids of the tokens ``tok_off[t]:tok_off[t + 1]`` (bytes), from ``t0`` on.
 
     Returns the token it stopped at (``len(ids)`` when done) and the new id count.
     """
     for t in range(t0, len(ids)):
         s, e = tok_off[t], tok_off[t + 1]
-        h, tag = _key(src, s, e, bytemap)
-        found = _find(src, s, e, bytemap, h, tag, slots, id_start, pool)
+        h, tag = _key(words, s, e, False)
+        found = _find(src, s, e, identity, h, tag, slots, id_start, pool)
         if found < 0:
             if not _has_room(slots, id_start, pool, n_ids, 1, e - s):
                 return t, n_ids
-            _store(src, s, e, bytemap, tag, -(found + 1), slots, id_start, pool, n_ids)
+            _store(src, s, e, identity, tag, -(found + 1), slots, id_start, pool, n_ids)
             found = n_ids
             n_ids += 1
         ids[t] = found
@@ -268,26 +306,38 @@ def _intern_flat(
 
 
 @njit_cached
-def _row_kinds(buf: Any, off: Any, valid: Any) -> Any:
+def _row_kinds(buf: Any, words: Any, off: Any, valid: Any) -> Any:
     n = len(off) - 1
     kinds = np.empty(n, dtype=np.int8)
+    high = np.uint64(0)
+    for w in range(len(words)):
+        high |= words[w]
+    if high & _HIGH_BITS == 0:  # all ASCII, the common case: skip the per-row scan
+        for i in range(n):
+            kinds[i] = _ROW_ASCII if valid[i] else _ROW_NULL
+        return kinds
     for i in range(n):
         if not valid[i]:
             kinds[i] = _ROW_NULL
             continue
-        high = np.uint8(0)
+        row_high = np.uint8(0)
         for k in range(off[i], off[i + 1]):
-            high |= buf[k]
-        kinds[i] = _ROW_JOINED if high >= 128 else _ROW_ASCII
+            row_high |= buf[k]
+        kinds[i] = _ROW_JOINED if row_high >= 128 else _ROW_ASCII
     return kinds
 
 
 @njit_cached
 def _scan_row(
     src: Any,
+    words: Any,
     s: int,
     e: int,
     is_tok: Any,
+    lower: bool,
+    bytemap: Any,
+    starts: Any,
+    ends: Any,
     slots: Any,
     id_start: Any,
     pool: Any,
@@ -295,31 +345,26 @@ def _scan_row(
     ids: Any,
     n_tok: int,
 ) -> tuple[int, int]:
-    """Tokenise ``src[s:e]`` (runs of ``is_tok`` bytes, ASCII-lowercased) and intern it."""
-    k = s
-    while k < e:
-        if not is_tok[src[k]]:
-            k += 1
-            continue
-        t0 = k
-        # Scan and pack the first 8 bytes in one pass; this is ``_key`` for short tokens.
-        chunk = np.uint64(0)
-        shift = np.uint64(0)
-        while k < e and is_tok[src[k]] and k - t0 < 8:
-            chunk |= np.uint64(_ASCII_LOWER[src[k]]) << shift
-            shift += _U8
-            k += 1
-        if k < e and is_tok[src[k]]:
-            while k < e and is_tok[src[k]]:
-                k += 1
-            h, tag = _key(src, t0, k, _ASCII_LOWER)
-        else:
-            n = k - t0
-            tag = chunk | (np.uint64(n) << _U56) if n < 8 else chunk
-            h = _fmix((np.uint64(n) ^ chunk) * _PRIME)
-        found = _find(src, t0, k, _ASCII_LOWER, h, tag, slots, id_start, pool)
+    """Tokenise bytes ``s:e`` (runs of ``is_tok`` bytes) and intern the tokens."""
+    # Pass 1, branch-free (token lengths are unpredictable): where tokens start and end.
+    n_starts = 0
+    n_ends = 0
+    prev = 0
+    for k in range(s, e):
+        cur = int(is_tok[src[k]])
+        starts[n_starts] = k
+        n_starts += cur & ~prev & 1
+        ends[n_ends] = k
+        n_ends += prev & ~cur & 1
+        prev = cur
+    ends[n_ends] = e
+    # Pass 2: hash, look up and maybe add every token.
+    for t in range(n_starts):
+        a, b = starts[t], ends[t]
+        h, tag = _key(words, a, b, lower)
+        found = _find(src, a, b, bytemap, h, tag, slots, id_start, pool)
         if found < 0:
-            _store(src, t0, k, _ASCII_LOWER, tag, -(found + 1), slots, id_start, pool, n_ids)
+            _store(src, a, b, bytemap, tag, -(found + 1), slots, id_start, pool, n_ids)
             found = n_ids
             n_ids += 1
         ids[n_tok] = found
@@ -330,10 +375,18 @@ def _scan_row(
 @njit_cached
 def _tokenize_intern(
     buf: Any,
+    words: Any,
     off: Any,
     kinds: Any,
     joined_buf: Any,
+    joined_words: Any,
     joined_off: Any,
+    ascii_alnum: Any,
+    not_space: Any,
+    ascii_lower: Any,
+    identity: Any,
+    starts: Any,
+    ends: Any,
     slots: Any,
     id_start: Any,
     pool: Any,
@@ -346,10 +399,10 @@ def _tokenize_intern(
 ) -> tuple[int, int, int, int, int]:
     """Tokenise and intern a text column, from row ``row0`` on.
 
-    ASCII rows are scanned from ``buf``; the other rows, in order (``j`` counts them), were
-    tokenised by Polars and are given as space-joined token lists in ``joined_buf``. Stops
-    before a row that might not fit in the table; returns that row (``n`` when done), the
-    token count, ``j``, the id count and the row's byte length.
+    ASCII rows are scanned from ``buf`` and lowercased on the fly; the other rows, in order
+    (``j`` counts them), were tokenised and lowercased by Polars and are given as space-joined
+    token lists in ``joined_buf``. Stops before a row that might not fit in the table; returns
+    that row (``n`` when done), the token count, ``j``, the id count and the row's length.
     """
     n = len(off) - 1
     for i in range(row0, n):
@@ -366,15 +419,51 @@ def _tokenize_intern(
             return i, n_tok, j, n_ids, e - s
         if kind == _ROW_ASCII:
             n_tok, n_ids = _scan_row(
-                buf, s, e, _ASCII_ALNUM, slots, id_start, pool, n_ids, ids, n_tok
+                buf,
+                words,
+                s,
+                e,
+                ascii_alnum,
+                True,
+                ascii_lower,
+                starts,
+                ends,
+                slots,
+                id_start,
+                pool,
+                n_ids,
+                ids,
+                n_tok,
             )
         else:
             n_tok, n_ids = _scan_row(
-                joined_buf, s, e, _NOT_SPACE, slots, id_start, pool, n_ids, ids, n_tok
+                joined_buf,
+                joined_words,
+                s,
+                e,
+                not_space,
+                False,
+                identity,
+                starts,
+                ends,
+                slots,
+                id_start,
+                pool,
+                n_ids,
+                ids,
+                n_tok,
             )
             j += 1
         out_off[i + 1] = n_tok
     return n, n_tok, j, n_ids, 0
+
+
+def _padded_words(buf: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
+    """``buf`` as 64-bit words, first byte lowest, with at least 8 zero bytes after its end."""
+    padded = np.zeros((len(buf) + 16) // 8 * 8, dtype=np.uint8)
+    padded[: len(buf)] = buf
+    words = padded.view(np.uint64)
+    return words if sys.byteorder == "little" else words.byteswap()
 
 
 class _Interner:
@@ -383,7 +472,7 @@ class _Interner:
     def __init__(self) -> None:
         self.slots = np.full((1 << 12, 2), _EMPTY, dtype=np.uint64)
         self.id_start = np.zeros(1 << 11, dtype=np.int64)
-        self.pool = np.empty(1 << 14, dtype=np.uint8)
+        self.pool = np.empty(1 << 15, dtype=np.uint8)
         self.n_ids = 0
 
     def reserve(self, new_ids: int, new_bytes: int) -> None:
@@ -393,44 +482,66 @@ class _Interner:
             cap = len(self.slots)
             while 2 * ids > cap:
                 cap *= 2
-            self.slots = np.full((cap, 2), _EMPTY, dtype=np.uint64)
-            _rehash(self.slots, self.id_start, self.pool, self.n_ids)
+            old, self.slots = self.slots, np.full((cap, 2), _EMPTY, dtype=np.uint64)
+            _rehash(old, self.slots, self.id_start, self.pool)
         if ids >= len(self.id_start):
             id_start = np.zeros(max(2 * len(self.id_start), ids + 1), dtype=np.int64)
             id_start[: self.n_ids + 1] = self.id_start[: self.n_ids + 1]
             self.id_start = id_start
         used = int(self.id_start[self.n_ids])
-        if used + new_bytes > len(self.pool):
-            pool = np.empty(max(2 * len(self.pool), used + new_bytes), dtype=np.uint8)
+        need = used + new_bytes
+        if need > len(self.pool):
+            pool = np.empty(max(2 * len(self.pool), need), dtype=np.uint8)
             pool[:used] = self.pool[:used]
             self.pool = pool
 
-    def intern_flat(self, data: Any, tok_off: OffsetArray, bytemap: Any) -> IdArray:
+    def intern_flat(self, data: Any, tok_off: OffsetArray) -> IdArray:
         ids = np.empty(len(tok_off) - 1, dtype=np.int32)
+        words = _padded_words(data)
         t = 0
         while t < len(ids):  # runs once, plus once per growth of the table
             t, self.n_ids = _intern_flat(
-                data, tok_off, bytemap, self.slots, self.id_start, self.pool, self.n_ids, ids, t
+                data,
+                words,
+                tok_off,
+                _IDENTITY,
+                self.slots,
+                self.id_start,
+                self.pool,
+                self.n_ids,
+                ids,
+                t,
             )
             if t < len(ids):
                 self.reserve(1, int(tok_off[t + 1] - tok_off[t]))
         return ids
 
-    def tokenize_intern(
-        self, buf: Any, off: OffsetArray, kinds: Any, joined_buf: Any, joined_off: OffsetArray
-    ) -> tuple[IdArray, OffsetArray]:
-        n = len(off) - 1
+    def tokenize_intern(self, text: _TextColumn, r0: int, r1: int) -> tuple[IdArray, OffsetArray]:
+        """Ids and offsets (from 0) of the tokens of rows ``r0:r1`` of ``text``."""
+        off, kinds = text.off[r0 : r1 + 1], text.kinds[r0:r1]
+        j0 = int(text.joined_before[r0])
+        n = r1 - r0
         # Every token is followed by a separator or the end of its row.
-        ids = np.empty((len(buf) + len(joined_buf) + n) // 2 + 1, dtype=np.int32)
+        ids = np.empty((int(off[-1] - off[0]) + text.joined_bytes + n) // 2 + 1, dtype=np.int32)
         out_off = np.zeros(n + 1, dtype=np.int64)
-        row, n_tok, j = 0, 0, 0
+        starts = np.empty(text.longest // 2 + 2, dtype=np.int64)
+        ends = np.empty(text.longest // 2 + 2, dtype=np.int64)
+        row, n_tok, j = 0, 0, j0
         while row < n:  # runs once, plus once per growth of the table
             row, n_tok, j, self.n_ids, row_bytes = _tokenize_intern(
-                buf,
+                text.buf,
+                text.words,
                 off,
                 kinds,
-                joined_buf,
-                joined_off,
+                text.joined_buf,
+                text.joined_words,
+                text.joined_off,
+                _ASCII_ALNUM,
+                _NOT_SPACE,
+                _ASCII_LOWER,
+                _IDENTITY,
+                starts,
+                ends,
                 self.slots,
                 self.id_start,
                 self.pool,
@@ -443,7 +554,56 @@ class _Interner:
             )
             if row < n:
                 self.reserve((row_bytes + 1) // 2, row_bytes)
-        return ids[:n_tok].copy(), out_off
+        # Keep the over-allocated buffer only when it is not much larger than the result.
+        return (ids[:n_tok] if 2 * n_tok >= len(ids) else ids[:n_tok].copy()), out_off
+
+    def merge(self, other: _Interner) -> IdArray:
+        """Add the tokens of ``other``; return the id here of each id there."""
+        used = int(other.id_start[other.n_ids])
+        return self.intern_flat(other.pool[:used], other.id_start[: other.n_ids + 1])
+
+
+@dataclass(frozen=True)
+class _TextColumn:
+    """A String Series as the byte buffers the kernels read."""
+
+    buf: npt.NDArray[np.uint8]
+    words: npt.NDArray[np.uint64]
+    off: OffsetArray
+    kinds: npt.NDArray[np.int8]
+    joined_buf: npt.NDArray[np.uint8]
+    joined_words: npt.NDArray[np.uint64]
+    joined_off: OffsetArray
+    joined_before: OffsetArray  # joined_before[i]: how many of rows 0..i-1 are joined
+    joined_bytes: int
+    longest: int
+
+    @classmethod
+    def from_series(cls, text: pl.Series) -> _TextColumn:
+        buf, off, valid = _string_buffers(text)
+        words = _padded_words(buf)
+        kinds = _row_kinds(buf, words, off, valid)
+        others = np.flatnonzero(kinds == _ROW_JOINED)
+        joined_before = np.zeros(len(kinds) + 1, dtype=np.int64)
+        if len(others):
+            joined = text.gather(others).to_frame("t").select(tokens(pl.col("t")).list.join(" "))
+            joined_buf, joined_off, _ = _string_buffers(joined.to_series())
+            np.cumsum(kinds == _ROW_JOINED, out=joined_before[1:])
+        else:
+            joined_buf, joined_off = _EMPTY_BYTES, _ZERO_OFFSETS
+        longest = max(int(np.diff(off).max(initial=0)), int(np.diff(joined_off).max(initial=0)))
+        return cls(
+            buf,
+            words,
+            off,
+            kinds,
+            joined_buf,
+            _padded_words(joined_buf),
+            joined_off,
+            joined_before,
+            len(joined_buf),
+            longest,
+        )
 
 
 def _string_buffers(
@@ -500,7 +660,7 @@ def intern(*token_lists: pl.Series) -> tuple[tuple[IdArray, OffsetArray], ...]:
         np.cumsum(lengths, out=offsets[1:])
         flat = lists.cast(pl.List(pl.String)).explode(empty_as_null=False, keep_nulls=False)
         data, tok_off, _ = _string_buffers(flat)
-        out.append((interner.intern_flat(data, tok_off, _IDENTITY), offsets))
+        out.append((interner.intern_flat(data, tok_off), offsets))
     return tuple(out)
 
 
@@ -527,18 +687,57 @@ def intern_texts(*texts: pl.Series) -> tuple[tuple[IdArray, OffsetArray], ...]:
         >>> ids.tolist(), off.tolist()
         ([0, 1, 2, 3, 0, 1], [0, 2, 6, 6])
     """
-    interner = _Interner()
-    out: list[tuple[IdArray, OffsetArray]] = []
+    columns: list[_TextColumn] = []
     for column in texts:  # one iteration per input column, not per row
         _check_dtype(column, pl.String(), "intern_texts()")
-        text = column.cast(pl.String)
-        buf, off, valid = _string_buffers(text)
-        kinds = _row_kinds(buf, off, valid)
-        others = np.flatnonzero(kinds == _ROW_JOINED)
-        if len(others):
-            joined = text.gather(others).to_frame("t").select(tokens(pl.col("t")).list.join(" "))
-            joined_buf, joined_off, _ = _string_buffers(joined.to_series())
-        else:
-            joined_buf, joined_off = _EMPTY_BYTES, _ZERO_OFFSETS
-        out.append(interner.tokenize_intern(buf, off, kinds, joined_buf, joined_off))
-    return tuple(out)
+        columns.append(_TextColumn.from_series(column.cast(pl.String)))
+    n_bytes = sum(len(c.buf) + c.joined_bytes for c in columns)
+    chunks = _thread_count(n_bytes)
+    if chunks == 1:
+        interner = _Interner()
+        return tuple(interner.tokenize_intern(c, 0, len(c.kinds)) for c in columns)
+
+    # Each thread tokenises a range of rows of every column into its own table; the tables
+    # are then merged into the first, and every thread's ids mapped to the merged ids.
+    bounds = [np.linspace(0, len(c.kinds), chunks + 1).astype(np.int64) for c in columns]
+    interners = [_Interner() for _ in range(chunks)]
+
+    def tokenize(t: int) -> list[tuple[IdArray, OffsetArray]]:
+        return [
+            interners[t].tokenize_intern(c, int(b[t]), int(b[t + 1]))
+            for c, b in zip(columns, bounds, strict=True)
+        ]
+
+    with ThreadPoolExecutor(chunks) as pool:
+        parts = list(pool.map(tokenize, range(chunks)))
+        remaps = [np.empty(0, dtype=np.int32)] + [interners[0].merge(i) for i in interners[1:]]
+
+        def assemble(c: int) -> tuple[IdArray, OffsetArray]:
+            pieces = [parts[t][c] for t in range(chunks)]
+            sizes = np.array([0] + [len(ids) for ids, _ in pieces], dtype=np.int64)
+            starts = np.cumsum(sizes)
+            ids = np.empty(int(starts[-1]), dtype=np.int32)
+            offsets = np.empty(len(columns[c].kinds) + 1, dtype=np.int64)
+            offsets[0] = 0
+            for t, (chunk_ids, chunk_off) in enumerate(pieces):  # one per thread, not per row
+                out = ids[starts[t] : starts[t + 1]]
+                if t == 0:
+                    out[:] = chunk_ids
+                else:
+                    np.take(remaps[t], chunk_ids, out=out)
+                row0 = int(bounds[c][t])
+                offsets[row0 + 1 : row0 + len(chunk_off)] = chunk_off[1:] + starts[t]
+            return ids, offsets
+
+        return tuple(pool.map(assemble, range(len(columns))))
+
+
+def _thread_count(n_bytes: int) -> int:
+    """Threads for tokenising ``n_bytes`` of text: one for small batches, else up to Polars'.
+
+    Bounded by Polars' thread pool (``POLARS_MAX_THREADS``), so a user who pins Polars pins
+    this too; small batches stay on one thread, where starting threads would cost more.
+    """
+    if n_bytes < _PARALLEL_BYTES:
+        return 1
+    return max(1, min(pl.thread_pool_size(), os.cpu_count() or 1, n_bytes // _PARALLEL_BYTES))
