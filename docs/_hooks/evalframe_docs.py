@@ -6,8 +6,8 @@
 * ``cli.md`` is generated from the click command tree: every command's usage and help.
 * The nav in ``mkdocs.yml`` may name pages other parts of the project have not written yet:
   entries whose file does not exist are dropped (with an info message, not a warning), and
-  Markdown pages the nav does not list (``metrics/<family>.md``, say) are appended under
-  "More". ``providers.md`` gets a stub until the real page exists, so links to it hold.
+  Markdown pages the nav does not list are appended: ``metrics/<family>.md`` pages to the
+  Metrics section, anything else under "More". ``providers.md`` gets a stub until the real page exists, so links to it hold.
 
 Everything runs offline: the hooks import evalframe and read what it registers.
 """
@@ -202,6 +202,21 @@ def on_config(config: Any) -> Any:
         if not any(part.startswith("_") for part in p.relative_to(docs_dir).parts)
     )
     more = [page for page in extra if page not in listed]
+    families = [page for page in more if page.startswith("metrics/")]
+    section = next(
+        (
+            item
+            for item in nav
+            if isinstance(item, dict)
+            and isinstance(next(iter(item.values())), list)
+            and "metrics/catalogue.md" in str(item)
+        ),
+        None,
+    )
+    if section is not None and families:
+        # Family pages written after the nav: listed with the catalogue, by file name.
+        next(iter(section.values())).extend(families)
+        more = [page for page in more if page not in families]
     if more:
         nav.append({"More": more})
     config["nav"] = nav
