@@ -7,7 +7,8 @@
 * The nav in ``mkdocs.yml`` may name pages other parts of the project have not written yet:
   entries whose file does not exist are dropped (with an info message, not a warning), and
   Markdown pages the nav does not list are appended: ``metrics/<family>.md`` pages to the
-  Metrics section, anything else under "More". ``providers.md`` gets a stub until the real page exists, so links to it hold.
+  Metrics section, anything else under "More". ``providers.md`` gets a stub until the
+  real page exists, so links to it hold.
 
 Everything runs offline: the hooks import evalframe and read what it registers.
 """
@@ -103,7 +104,7 @@ def metric_catalogue(docs_dir: Path) -> str:
         "Generated from the metric registry (`ef.metrics.available()`) when the docs are "
         "built, so it lists exactly the metrics this evalframe registers, with the "
         "definition each one documents. Use a metric by its id: `-m 'rouge-l(beta=2.0)'` on "
-        "the command line, `metrics=[\"rouge-l(beta=2.0)\"]` or `ef.metrics.rouge_l(beta=2.0)` "
+        'the command line, `metrics=["rouge-l(beta=2.0)"]` or `ef.metrics.rouge_l(beta=2.0)` '
         "in Python. A sample passes a metric when its score is at least the metric's "
         "threshold (override it with `threshold=`, e.g. `rouge-l(threshold=0.7)`).",
         "",
