@@ -8,6 +8,7 @@ import os
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -334,3 +335,47 @@ def test_report_command_rejects_a_json_file_that_is_not_a_report(tmp_path: Path)
     result = CliRunner().invoke(cli, ["report", str(bogus)])
     assert result.exit_code == 2
     assert "is not a report" in result.output
+
+
+# --- comparisons and stores --------------------------------------------------------------
+
+
+def _comparison() -> Any:
+    from evalframe.compare import compare
+
+    outputs = json.loads((EXAMPLES / "support.outputs.json").read_text(encoding="utf-8"))
+    before_outputs = outputs["outputs"]
+    after_outputs = {**before_outputs, "refund-window": "a month", "warranty": "2 years"}
+    metrics = ["contains", "rouge-l"]
+    before = ef.evaluate(EXAMPLES / "support.yaml", outputs=before_outputs, metrics=metrics,
+                         run_id="before-run")  # fmt: skip
+    after = ef.evaluate(EXAMPLES / "support.yaml", outputs=after_outputs, metrics=metrics,
+                        run_id="after-run")  # fmt: skip
+    return compare(before, after, label="baseline")
+
+
+def test_comparison_html_snapshot() -> None:
+    comparison = _comparison()
+    text = comparison._repr_html_()
+    parse(text)
+    check_snapshot("comparison.html", text)
+    assert "refund-window" in text  # the regressed row is listed
+
+
+def test_comparison_text_names_runs_and_deltas() -> None:
+    text = efhtml.comparison_text(_comparison())
+    assert text.startswith("comparison before-run (baseline) -> after-run")
+    assert "1 regressed · 1 improved" in text
+
+
+def test_paired_scores_and_the_delta_chart() -> None:
+    comparison = _comparison()
+    paired = plot.paired_scores(comparison)
+    changed = paired.filter(pl.col("delta") != 0).select("sample_id", "metric", "delta")
+    assert changed.get_column("sample_id").unique().sort().to_list() == [
+        "refund-window",
+        "warranty",
+    ]
+    spec = comparison.plot.deltas().to_dict()
+    (values,) = spec["datasets"].values()
+    assert sum(v["rows"] for v in values) == paired.height
