@@ -337,7 +337,7 @@ def _v0_file(path: Path, run: ef.Run) -> None:
             con.execute(ddl)
         con.execute("INSERT INTO meta VALUES ('schema_version', '0')")
         dropped = {
-            "runs": "source_run_id",
+            "runs": "source_run_id, outputs_run_id",
             "run_metrics": "threshold",
             "scores": "passed",
         }
@@ -462,7 +462,7 @@ def _assert_complete(store: Store) -> None:
     check = store.sql(
         """
         SELECT r.run_id, r.n_executions, r.n_samples,
-               (SELECT count(*) FROM outputs o WHERE o.run_id = r.run_id) AS outputs,
+               (SELECT count(*) FROM run_outputs o WHERE o.run_id = r.run_id) AS outputs,
                (SELECT count(*) FROM scores s WHERE s.run_id = r.run_id) AS scores,
                (SELECT count(*) FROM run_metrics m WHERE m.run_id = r.run_id) AS metrics,
                (SELECT count(*) FROM sample_stats t WHERE t.run_id = r.run_id) AS stats

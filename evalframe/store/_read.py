@@ -273,7 +273,7 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str) -> Run:
         "SELECT o.* EXCLUDE (run_id) FROM outputs AS o "
         "JOIN samples AS d ON d.dataset_hash = ? AND d.sample_id = o.sample_id "
         "WHERE o.run_id = ? ORDER BY o.repetition, d.ordinal",
-        [digest, run_id],
+        [digest, info["outputs_run_id"] or run_id],
     )
     frame = _frame(outputs, samples)
     scores = query(

@@ -7,7 +7,8 @@ the same chunk, which reliability metrics need) and scored with the one runner,
 source already scored (same canonical id) are copied in SQL, never recomputed. Per-sample
 statistics are computed the same way, chunk by chunk with ``precision.row_aggregates``, over
 the new run's scores sorted by sample (DuckDB sorts out of core), and staged in a temporary
-Parquet file. Everything happens in one transaction: a crash leaves no partial run.
+Parquet file. The new run shares the source's outputs (``outputs_run_id``) instead of
+copying them. Everything happens in one transaction: a crash leaves no partial run.
 """
 
 from __future__ import annotations
@@ -215,12 +216,6 @@ def _rescore_one(
             copied += carried.get_column("metric").to_list()
             computed = [m for m in requested if m.id not in copied]
             insert(con, "run_metrics", _metric_rows(new_id, requested, carried))
-            execute(
-                con,
-                "INSERT INTO outputs BY NAME SELECT * REPLACE (?::VARCHAR AS run_id) "
-                "FROM outputs WHERE run_id = ?",
-                [new_id, source_id],
-            )
             if copied:
                 execute(
                     con,
@@ -274,7 +269,7 @@ def _score_stream(
     reader_con = con.cursor()
     try:
         reader = reader_con.sql(
-            statement, params=[source["dataset_hash"], source["run_id"]]
+            statement, params=[source["dataset_hash"], source["outputs_run_id"]]
         ).to_arrow_reader(batch_size)
         for chunk in whole_samples(reader, batch_size):
             frame = _with_extra(chunk)
@@ -379,6 +374,7 @@ def _insert_run(
         "labels": source["labels"],
         "extra": json.dumps(extra),
         "source_run_id": source["run_id"],
+        "outputs_run_id": source["outputs_run_id"],
         "n_samples": source["n_samples"],
         "n_executions": source["n_executions"],
         "repetitions": source["repetitions"],

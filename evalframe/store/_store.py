@@ -47,7 +47,8 @@ class Store:
         >>> import evalframe as ef
         >>> ds = ef.Dataset.from_records(
         ...     [{"id": "q1", "input": {"q": "2+2?"}, "expected_output": "4"}], name="math")
-        >>> store = ef.Store(":memory:")
+        >>> from evalframe.store import Store
+        >>> store = Store(":memory:")
         >>> run = ef.evaluate(ds, outputs={"q1": "4"}, metrics=["exact-match"], store=store)
         >>> store.sql("SELECT dataset, macro_f1, n_samples FROM runs")
         shape: (1, 3)
@@ -137,7 +138,8 @@ class Store:
 
         Examples:
             >>> import evalframe as ef
-            >>> ef.Store(":memory:").sql("SELECT ? AS answer", [42]).item()
+            >>> from evalframe.store import Store
+            >>> Store(":memory:").sql("SELECT ? AS answer", [42]).item()
             42
         """
         with self._connector.connect(write=False) as con:
@@ -220,10 +222,12 @@ class Store:
     ) -> list[str]:
         """Score stored outputs with new or changed metrics, writing one new run per source.
 
-        The system under test is not called. Each new run copies its source's outputs,
-        records ``source_run_id``, and has exactly the requested metrics (plus, with
-        ``keep``, the source's other metrics). A metric whose canonical id the source run
-        already has is copied, cell by cell, not recomputed (unless ``force``). Outputs
+        The system under test is not called. Each new run points at its source
+        (``source_run_id``) and shares its outputs rather than copying them
+        (``outputs_run_id``; the ``run_outputs`` view resolves it), and has exactly the
+        requested metrics (plus, with ``keep``, the source's other metrics). A metric whose
+        canonical id the source run already has is copied, cell by cell, not recomputed
+        (unless ``force``). Outputs
         stream from DuckDB in Arrow batches of whole samples, so memory stays bounded
         whatever the run's size.
 
@@ -245,7 +249,8 @@ class Store:
             >>> import evalframe as ef
             >>> ds = ef.Dataset.from_records(
             ...     [{"id": "q1", "input": {}, "expected_output": "Paris"}], name="geo")
-            >>> store = ef.Store(":memory:")
+            >>> from evalframe.store import Store
+            >>> store = Store(":memory:")
             >>> run = ef.evaluate(ds, outputs={"q1": "paris"}, metrics=["exact-match"],
             ...                   store=store)
             >>> new_id, = store.rescore(["rouge-l"], runs=run.run_id)

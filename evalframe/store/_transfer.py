@@ -47,15 +47,28 @@ def export_runs(connector: Connector, refs: list[str], to: str | os.PathLike[str
     with connector.connect(write=False) as con:
         ids = list(dict.fromkeys(_read.resolve(con, r) for r in refs))
         statements = {
-            t: f"SELECT * FROM {t} WHERE list_contains(?::VARCHAR[], run_id)" for t in _RUN_TABLES
+            t: f"SELECT * FROM {t} WHERE list_contains($ids, run_id)" for t in _RUN_TABLES
         }
+        # A rescored run shares its source's outputs; unless the source is exported too, the
+        # export gives it its own copy, so that every export is self-contained.
+        statements["runs"] = (
+            "SELECT * REPLACE (CASE WHEN list_contains($ids, outputs_run_id) THEN "
+            "outputs_run_id ELSE run_id END AS outputs_run_id) "
+            "FROM runs WHERE list_contains($ids, run_id)"
+        )
+        statements["outputs"] = (
+            "SELECT o.* REPLACE (r.run_id AS run_id) FROM runs AS r "
+            "JOIN outputs AS o ON o.run_id = r.outputs_run_id "
+            "WHERE list_contains($ids, r.run_id) "
+            "AND (r.outputs_run_id = r.run_id OR NOT list_contains($ids, r.outputs_run_id))"
+        )
         statements["samples"] = (
             "SELECT * FROM samples WHERE dataset_hash IN "
-            "(SELECT dataset_hash FROM runs WHERE list_contains(?::VARCHAR[], run_id))"
+            "(SELECT dataset_hash FROM runs WHERE list_contains($ids, run_id))"
         )
         for table, statement in statements.items():
             try:
-                reader = con.sql(statement, params=[ids]).to_arrow_reader(_BATCH)
+                reader = con.sql(statement, params={"ids": ids}).to_arrow_reader(_BATCH)
                 rows = 0
                 with pq.ParquetWriter(target / f"{table}.parquet", reader.schema) as writer:
                     for batch in reader:

@@ -243,6 +243,7 @@ def write_run(con: duckdb.DuckDBPyConnection, run: Run) -> None:
         "labels": json.dumps(dict(run.labels), ensure_ascii=False, default=str),
         "extra": json.dumps(extra, ensure_ascii=False, default=_json_default),
         "source_run_id": run.extra.get("source_run_id"),
+        "outputs_run_id": run.run_id,
         "n_samples": dataset.height,
         "n_executions": run.frame.height,
         "repetitions": run.repetitions,
