@@ -47,6 +47,39 @@ def _njit(fn: _F) -> _F:
         return cast(_F, numba.njit(nogil=True)(fn))
 
 
+def _has_duplicate(hashes: U64, offsets: I64) -> Bool:
+    """Per row, whether two positions share a hash (a superset of the rows with duplicates)."""
+    rows = offsets.size - 1
+    out = np.zeros(rows, np.bool_)
+    widest = 1
+    for r in range(rows):
+        widest = max(widest, offsets[r + 1] - offsets[r])
+    size = 8
+    while size < 2 * widest:
+        size *= 2
+    keys = np.zeros(size, np.uint64)
+    stamp = np.zeros(size, np.int64)
+    for r in range(rows):
+        lo, hi = offsets[r], offsets[r + 1]
+        mask = 7
+        while mask + 1 < 2 * (hi - lo):
+            mask = 2 * mask + 1
+        for p in range(lo, hi):
+            h = hashes[p]
+            slot = np.int64((h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) & mask
+            while stamp[slot] == r + 1 and keys[slot] != h:
+                slot = (slot + 1) & mask
+            if stamp[slot] == r + 1:
+                out[r] = True
+                break
+            stamp[slot] = r + 1
+            keys[slot] = h
+    return out
+
+
+_SCAN = 8
+
+
 def _match(
     ret_hashes: U64, ret_offsets: I64, rel_hashes: U64, rel_offsets: I64
 ) -> tuple[I64, I64, Bool]:
@@ -87,6 +120,18 @@ def _match(
                 stamp[slot] = r + 1
                 keys[slot] = h
                 where[slot] = j
+        if hi - lo <= _SCAN:
+            # a handful of relevant ids: a linear scan beats hashing into the table
+            for p in range(ret_offsets[r], ret_offsets[r + 1]):
+                h = ret_hashes[p]
+                for j in range(lo, hi):
+                    if rel_hashes[j] == h and not used[j]:
+                        used[j] = True
+                        pos_out[n] = p
+                        rel_out[n] = j
+                        n += 1
+                        break
+            continue
         for p in range(ret_offsets[r], ret_offsets[r + 1]):
             h = ret_hashes[p]
             slot = np.int64((h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) & mask
@@ -175,7 +220,11 @@ def dedupe_lists(ids: pl.Series, *aligned: pl.Series) -> tuple[pl.Series, ...]:
     Only the rows that hold a duplicate are rebuilt. Returns the deduplicated ``ids`` and
     ``aligned`` series, with their names and lengths.
     """
-    has_dup = (ids.list.n_unique() < ids.list.len()).fill_null(False)
+    values = flat(ids)
+    if values.len() < 2:
+        return (ids, *aligned)
+    # hashes only nominate rows; each nominated row is deduplicated exactly by Polars
+    has_dup = pl.Series(_kernel(_has_duplicate)(_hash(values), offsets_of(ids)))
     if not has_dup.any():
         return (ids, *aligned)
     rows = pl.Series(np.flatnonzero(has_dup.to_numpy()))
