@@ -31,12 +31,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import best_time, machine  # noqa: E402  (the helpers live beside this script)
+import numpy as np
+import polars as pl
+from _common import best_time, machine
 
-import numpy as np  # noqa: E402
-import polars as pl  # noqa: E402
-
-import evalframe as ef  # noqa: E402
+import evalframe as ef
 
 ALIASES = ["retrieval-ndcg-at-k", "retrieval-recall-at-k", "retrieval-mrr", "retrieval-hit-at-k"]
 
@@ -97,7 +96,7 @@ def evaluation_frame(queries: pl.DataFrame) -> pl.DataFrame:
 
 
 def json_frame(queries: pl.DataFrame) -> pl.DataFrame:
-    """The same queries as retrieval JSON strings and gain maps (what a saved outputs file holds)."""
+    """The same queries as retrieval JSON and gain maps, as a saved outputs file holds them."""
     actual = [json.dumps(r) for r in queries.get_column("retrieved").to_list()]
     expected = [
         json.dumps({g["key"]: g["value"] for g in gs}, separators=(",", ":"))
