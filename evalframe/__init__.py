@@ -11,7 +11,7 @@ Examples:
 
 from __future__ import annotations
 
-from evalframe import aggregate, metrics, schema
+from evalframe import aggregate, metrics, providers, schema
 from evalframe._version import __version__
 from evalframe.dataset import Dataset, read_dataset
 from evalframe.exceptions import (
@@ -22,6 +22,13 @@ from evalframe.exceptions import (
     StoreError,
 )
 from evalframe.outputs import read_outputs
+from evalframe.providers import (
+    HashingEmbedder,
+    OnnxEmbedder,
+    OpenAIEmbeddings,
+    OpenAIJudge,
+    Providers,
+)
 from evalframe.report import Report
 from evalframe.run import Run, evaluate
 from evalframe.score import score
@@ -30,8 +37,13 @@ __all__ = [
     "Dataset",
     "DatasetError",
     "EvalframeError",
+    "HashingEmbedder",
     "MetricError",
+    "OnnxEmbedder",
+    "OpenAIEmbeddings",
+    "OpenAIJudge",
     "ProviderError",
+    "Providers",
     "Report",
     "Run",
     "StoreError",
@@ -39,6 +51,7 @@ __all__ = [
     "aggregate",
     "evaluate",
     "metrics",
+    "providers",
     "read_dataset",
     "read_outputs",
     "schema",

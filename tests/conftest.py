@@ -18,3 +18,19 @@ def openai_stub() -> Iterator[object]:
 
     with StubOpenAI(api_key=STUB_API_KEY) as stub:
         yield stub
+
+
+# --- the metric registry is process-global: give every test a clean copy ----------------------
+
+
+@pytest.fixture(autouse=True)
+def _isolated_metric_registry() -> Iterator[None]:
+    """Metrics a test registers (``@metric``, ``rowwise``, ``register``) vanish after it."""
+    from evalframe.metrics import _registry
+
+    saved = dict(_registry._REGISTRY)
+    loaded = _registry._plugins_loaded
+    yield
+    _registry._REGISTRY.clear()
+    _registry._REGISTRY.update(saved)
+    _registry._plugins_loaded = loaded

@@ -48,8 +48,10 @@ def test_docs_build_strict_offline(site: Path) -> None:
 
 def test_metric_catalogue_lists_every_registered_metric_with_its_doc(site: Path) -> None:
     page = (site / "metrics" / "catalogue" / "index.html").read_text(encoding="utf-8")
+    # Built-ins only: other test modules register throwaway metrics when they are imported.
     for d in ef.metrics.available():
-        assert f'id="{d.name}"' in page, d.name
+        if d.build.__module__.startswith("evalframe."):
+            assert f'id="{d.name}"' in page, d.name
     assert "LCS" in page  # rouge-l's formula comes from its docstring
 
 
