@@ -392,27 +392,23 @@ def _retrieval_from_columns(frame: pl.DataFrame) -> pl.DataFrame:
         if RETRIEVED_TEXTS in frame.columns
         else pl.Series(RETRIEVED_TEXTS, [None] * frame.height, dtype=_IDS)
     )
-    checks = pl.DataFrame({"ids": ids, "texts": texts}).select(
-        error=pl.when(pl.col("ids").is_null())
+    if RETRIEVED_TEXTS in frame.columns:
+        texts = texts.list.eval(pl.element().fill_null(""))
+    rows = _reject_empty_ids(pl.DataFrame({"ids": ids, "texts": texts}), "texts", BAD_ENTRY)
+    rows = rows.with_columns(
+        error=pl.when(ids.is_null())
         .then(pl.lit(f"{RETRIEVED_IDS} is null."))
-        .when(
-            pl.col("ids")
-            .list.eval(pl.element().is_null() | (pl.element().str.len_bytes() == 0))
-            .list.any()
-        )
-        .then(pl.lit(BAD_ENTRY))
-        .when(
-            pl.col("texts").is_not_null() & (pl.col("texts").list.len() != pl.col("ids").list.len())
-        )
-        .then(pl.lit(f"{RETRIEVED_TEXTS} must hold one text per retrieved id.")),
-        texts=pl.col("texts").list.eval(pl.element().fill_null("")),
+        .when(texts.is_not_null() & (texts.list.len() != ids.list.len()))
+        .then(pl.lit(f"{RETRIEVED_TEXTS} must hold one text per retrieved id."))
+        .otherwise(pl.col("error"))
     )
-    error = checks.get_column("error")
-    ok = error.is_null()
-    ids = pl.select(pl.when(ok).then(ids)).to_series()
-    texts = pl.select(pl.when(ok).then(checks.get_column("texts"))).to_series()
-    ids, texts = dedupe_lists(ids, texts)
-    return pl.DataFrame({"ids": ids, "texts": texts, "error": error})
+    if rows.get_column("error").null_count() < rows.height:
+        unusable = pl.col("error").is_not_null()
+        rows = rows.with_columns(
+            ids=pl.when(~unusable).then("ids"), texts=pl.when(~unusable).then("texts")
+        )
+    ids, texts = dedupe_lists(rows.get_column("ids"), rows.get_column("texts"))
+    return pl.DataFrame({"ids": ids, "texts": texts, "error": rows.get_column("error")})
 
 
 def _relevance_from_columns(frame: pl.DataFrame) -> pl.DataFrame:
