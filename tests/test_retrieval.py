@@ -617,10 +617,9 @@ def _trec(
 
 
 # Where the definitions coincide: distinct retrieved ids (a trec_eval run cannot repeat a
-# document), positive integer gains (trec_eval counts only relevance > 0 as relevant), at
-# least one retrieved id (trec_eval skips queries with an empty run).
+# document) and positive integer gains (trec_eval counts only relevance > 0 as relevant).
 _TREC_QUERY = st.tuples(
-    st.lists(_IDS.filter(lambda s: " " not in s), min_size=1, max_size=40, unique=True),
+    st.lists(_IDS.filter(lambda s: " " not in s), max_size=40, unique=True),
     st.dictionaries(_IDS.filter(lambda s: " " not in s), st.integers(1, 3), min_size=1, max_size=6),
 )
 
