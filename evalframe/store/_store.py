@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from evalframe.compare import Comparison
     from evalframe.metrics._registry import MetricFactory
     from evalframe.metrics._spec import Metric
+    from evalframe.plot import StorePlot
     from evalframe.run import Run
 
 __all__ = ["Store"]
@@ -302,6 +303,23 @@ class Store:
 
     def __repr__(self) -> str:
         return f"Store({self.path!r})"
+
+    # --- presentation ----------------------------------------------------------------------
+
+    @property
+    def plot(self) -> StorePlot:
+        """Charts across stored runs: ``store.plot.trend(metric=...)`` (``viz`` extra)."""
+        from evalframe.plot import StorePlot
+
+        return StorePlot(self)
+
+    def _repr_html_(self) -> str:
+        from evalframe.html import runs_html
+
+        return runs_html(self.runs(limit=50), title=f"Stored runs in {self.path}")
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self) if cycle else f"{self!r}\n{self.runs(limit=20)}")
 
 
 def _version(con: duckdb.DuckDBPyConnection) -> int | None:
