@@ -22,8 +22,13 @@ from evalframe.metrics.structural import json_leaves
 
 __all__ = ["NUMBER_PATTERN", "list_contains", "numeric_diff"]
 
-NUMBER_PATTERN = r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?"
-"""A decimal number as written in prose: sign, thousands commas, fraction, exponent."""
+NUMBER_PATTERN = (
+    r"[-+]?(?:(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+)
+"""A decimal number as written in prose: sign, thousands commas, fraction, exponent.
+
+ASCII digits only (Rust's ``\\d`` would also match other scripts' digits, which the float
+parser then rejects)."""
 
 _ACTUAL = pl.col(C.ACTUAL_OUTPUT)
 _EXPECTED = pl.col(C.EXPECTED_OUTPUT)
