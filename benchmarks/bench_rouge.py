@@ -1,0 +1,163 @@
+"""ROUGE-L throughput: evalframe against rouge-score, rouge-score-rs and a rapidfuzz LCS loop.
+
+Generates seeded English-like (reference, noisy paraphrase) pairs, scores them end to end with
+each implementation, checks that all agree with evalframe to 1e-9, and prints pairs/s and the
+ratios. Run from the repository root:
+
+    .venv/bin/python benchmarks/bench_rouge.py            # 100,000 pairs, threads = nproc
+    .venv/bin/python benchmarks/bench_rouge.py --pairs 20000 --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import best_time, machine, pin_threads, text_pairs
+
+_ARGS = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+_ARGS.add_argument("--pairs", type=int, default=100_000, help="number of pairs (default 100000)")
+_ARGS.add_argument("--rouge-score-pairs", type=int, default=5_000, help="rouge-score subsample")
+_ARGS.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="threads per library")
+_ARGS.add_argument("--repeat", type=int, default=5, help="timed runs per library; best is kept")
+_ARGS.add_argument("--seed", type=int, default=0)
+_ARGS.add_argument(
+    "--warm-jit-cache",
+    action="store_true",
+    help="use Numba's on-disk cache instead of a fresh one (reports cache load, not compile)",
+)
+ARGS = _ARGS.parse_args()
+
+# Before NumPy, Numba, Polars or a Rust extension starts its thread pool.
+pin_threads(ARGS.threads)
+if not ARGS.warm_jit_cache:
+    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="evalframe-bench-numba-")
+
+import re  # noqa: E402
+
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+
+TOKEN = re.compile(r"[^\W_]+")  # Unicode letters and digits, as str.isalnum
+
+
+def f_measure(lcs: np.ndarray, n_ref: np.ndarray, n_cand: np.ndarray) -> np.ndarray:
+    """Reference §2.4's F1 from LCS lengths and token counts (for the rapidfuzz loop)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(n_cand > 0, lcs / np.maximum(n_cand, 1), 0.0)
+        r = np.where(n_ref > 0, lcs / np.maximum(n_ref, 1), 0.0)
+        f = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
+    return np.where((n_ref == 0) & (n_cand == 0), 1.0, f)
+
+
+def main() -> None:
+    print(f"machine: {machine()}; threads per library: {ARGS.threads}")
+    t0 = time.perf_counter()
+    refs, cands = text_pairs(ARGS.pairs, seed=ARGS.seed)
+    frame = pl.DataFrame({"expected_output": refs, "actual_output": cands})
+    words = frame.select(pl.col("expected_output").str.count_matches(" ") + 1).to_series()
+    print(
+        f"data: {ARGS.pairs:,} pairs, seed {ARGS.seed}, reference {words.min()}-{words.max()} "
+        f"words (mean {words.mean():.1f}), generated in {time.perf_counter() - t0:.1f} s"
+    )
+
+    from evalframe.metrics._lcs import rouge_l
+
+    t0 = time.perf_counter()
+    rouge_l(frame["expected_output"].head(50), frame["actual_output"].head(50))
+    jit = time.perf_counter() - t0
+    what = "Numba cache load" if ARGS.warm_jit_cache else "Numba JIT compile, fresh cache"
+    print(f"evalframe warm-up ({what}): {jit:.2f} s, excluded from its timing\n")
+
+    results: dict[str, tuple[float, int, str]] = {}
+
+    def run_evalframe() -> np.ndarray:
+        out = rouge_l(frame["expected_output"], frame["actual_output"])
+        return out["score"].to_numpy()
+
+    seconds, ours = best_time(run_evalframe, repeat=ARGS.repeat)
+    results["evalframe rouge_l"] = (
+        seconds,
+        ARGS.pairs,
+        "tokenise + intern + LCS + F, Polars in/out",
+    )
+
+    from rouge_score_rs import rouge_scorer as rs_scorer
+
+    scorer_rs = rs_scorer.RougeScorer(["rougeL"])
+
+    def run_rs() -> np.ndarray:
+        scores = scorer_rs.score_batch(refs, cands)
+        return np.array([s["rougeL"].fmeasure for s in scores])
+
+    seconds, rs = best_time(run_rs, repeat=ARGS.repeat)
+    results["rouge-score-rs score_batch"] = (seconds, ARGS.pairs, "Rust, rayon threads")
+
+    from rapidfuzz import process
+    from rapidfuzz.distance import LCSseq
+
+    def run_rapidfuzz() -> np.ndarray:
+        a = [TOKEN.findall(t.lower()) for t in refs]
+        b = [TOKEN.findall(t.lower()) for t in cands]
+        lcs = process.cpdist(a, b, scorer=LCSseq.similarity, workers=ARGS.threads, dtype=np.int64)
+        n_a = np.fromiter(map(len, a), dtype=np.int64, count=len(a))
+        n_b = np.fromiter(map(len, b), dtype=np.int64, count=len(b))
+        return f_measure(lcs, n_a, n_b)
+
+    seconds, rf = best_time(run_rapidfuzz, repeat=min(ARGS.repeat, 3))
+    results["rapidfuzz LCSseq cpdist"] = (seconds, ARGS.pairs, "re tokenise in Python + cpdist")
+
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+    sub = min(ARGS.rouge_score_pairs, ARGS.pairs)
+
+    def run_rouge_score() -> np.ndarray:
+        return np.array(
+            [
+                scorer.score(r, c)["rougeL"].fmeasure
+                for r, c in zip(refs[:sub], cands[:sub], strict=True)
+            ]
+        )
+
+    seconds, gs = best_time(run_rouge_score, repeat=1)
+    results["rouge-score (Google)"] = (seconds, sub, f"pure Python, first {sub:,} pairs only")
+
+    # Agreement. rouge-score and rouge-score-rs give 0 when both sides have no token (the
+    # reference gives 1); the generated data has none, but count them anyway.
+    both_empty = (
+        frame.select(
+            (pl.col("expected_output").str.contains(r"[\p{L}\p{N}]").not_())
+            & (pl.col("actual_output").str.contains(r"[\p{L}\p{N}]").not_())
+        )
+        .to_series()
+        .to_numpy()
+    )
+    checks = {
+        "rouge-score-rs": np.abs(rs - ours)[~both_empty],
+        "rapidfuzz": np.abs(rf - ours),
+        "rouge-score": np.abs(gs - ours[:sub])[~both_empty[:sub]],
+    }
+    print("agreement with evalframe (max |difference| of F1):")
+    for name, diff in checks.items():
+        worst = float(diff.max(initial=0.0))
+        status = "OK" if worst <= 1e-9 else "FAIL"
+        print(f"  {name:<16} {worst:.3g} over {len(diff):,} pairs  {status}")
+        if worst > 1e-9:
+            raise SystemExit(f"{name} disagrees with evalframe by {worst}")
+    print(f"  both sides without tokens: {int(both_empty.sum())} pairs (excluded above)\n")
+
+    ours_rate = ARGS.pairs / results["evalframe rouge_l"][0]
+    print(f"{'implementation':<28} {'pairs/s':>12} {'evalframe / it':>15}  notes")
+    for name, (seconds, n, note) in results.items():
+        rate = n / seconds
+        print(f"{name:<28} {rate:>12,.0f} {ours_rate / rate:>14.1f}x  {note}")
+
+
+if __name__ == "__main__":
+    main()
