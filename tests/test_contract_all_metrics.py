@@ -1,0 +1,119 @@
+"""The metric contract, checked over every built-in metric on the same mixed frame.
+
+Float64 scores in [0, 1] or null; a null score always has an error and a score never does;
+one row per input row, in order; row-order invariant; deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import polars as pl
+import pytest
+
+import evalframe as ef
+from conftest import STUB_API_KEY
+
+PARAMS = {"ordinal-distance": "ordinal-distance(scale=[low,medium,high])"}
+
+
+def builtins() -> list[str]:
+    return sorted(
+        d.name for d in ef.metrics.available() if d.build.__module__.startswith("evalframe.")
+    )
+
+
+def mixed_frame() -> pl.DataFrame:
+    rows: list[tuple[Any, str, dict[str, Any]]] = [
+        ("Paris", "Paris", {"tags": ["geo"]}),
+        ("30 days", "Returns are accepted within 30 days [1].", {"citations": ["[1]"]}),
+        (["d1", "d3"], json.dumps(["d1", "d2", "d3"]), {"k": 2}),
+        ({"d1": 2, "d2": 1}, json.dumps([{"id": "d2", "text": "x"}, {"id": "d1", "text": "y"}]), {}),
+        ("medium", "high", {"refusal_expected": True}),
+        ('{"a": 1, "b": [1, 2]}', '{"a": 1, "b": [1, 3]}', {}),
+        ("42", "The answer is 42.", {}),
+        ("", "", {}),
+        (None, "anything", {}),
+        ("/o+k/i", "OOK", {"citation_evidence": [{"citation": "[2]", "quote": "q"}]}),
+        ("É", "é", {"tags": ["unicode"]}),
+        (3.5, "3.5", {}),
+    ]
+    kinds = {str: "string", int: "int", float: "float", list: "list", dict: "map",
+             type(None): "null"}
+    n = len(rows)
+    return pl.DataFrame(
+        {
+            "sample_id": [f"s{i:02d}" for i in range(n)],
+            "input": ['{"question":"q?"}'] * n,
+            "expected_output": [
+                e if isinstance(e, str) else json.dumps(e, separators=(",", ":")) for e, _, _ in rows
+            ],
+            "expected_type": [kinds[type(e)] for e, _, _ in rows],
+            "metadata": [json.dumps(m) for _, _, m in rows],
+            "tags": [m.get("tags", []) for _, _, m in rows],
+            "row_hash": [f"h{i}" for i in range(n)],
+            "actual_output": [a for _, a, _ in rows],
+            "latency_ms": [float(100 * i) if i % 3 else None for i in range(n)],
+            "prompt_tokens": [10 * i for i in range(n)],
+            "completion_tokens": [5 * i for i in range(n)],
+            "cost_usd": [0.001 * i for i in range(n)],
+            "retries": [i % 4 for i in range(n)],
+        },
+        schema_overrides={"tags": pl.List(pl.String)},
+    )
+
+
+@pytest.fixture
+def providers(openai_stub: Any) -> ef.Providers:
+    judge = ef.OpenAIJudge("stub-judge", base_url=openai_stub.url, api_key=STUB_API_KEY,
+                           backoff=0.001, retries=1)
+    return ef.Providers(embeddings="hashing", judge=judge, cache=False)
+
+
+@pytest.mark.parametrize("name", builtins())
+def test_metric_honours_the_contract(name: str, providers: ef.Providers) -> None:
+    metric = ef.metrics.get(PARAMS.get(name, name))
+    base = mixed_frame()
+    frame = pl.concat([base.with_columns(repetition=pl.lit(r, pl.Int64)) for r in range(2)])
+    first = ef.score(frame, [metric], context=providers)
+
+    assert first.schema == ef.schema.SCORES_SCHEMA
+    assert first.height == frame.height
+    assert first.select("sample_id", "repetition").equals(frame.select("sample_id", "repetition"))
+    scored = first.filter(pl.col("score").is_not_null())
+    assert scored.get_column("score").is_between(0.0, 1.0).all()
+    assert scored.get_column("error").null_count() == scored.height
+    errored = first.filter(pl.col("score").is_null())
+    assert errored.get_column("error").null_count() == 0
+    assert errored.get_column("passed").null_count() == errored.height
+    assert (
+        scored.get_column("passed") == (scored.get_column("score") >= metric.threshold)
+    ).all()
+
+    again = ef.score(frame, [metric], context=providers)
+    assert again.equals(first), "not deterministic"
+
+    shuffled = frame.sample(fraction=1.0, shuffle=True, seed=7)
+    reordered = ef.score(shuffled, [metric], context=providers)
+    key = ["sample_id", "repetition"]
+    assert reordered.sort(key).select("score", "error").equals(first.sort(key).select("score", "error"))
+
+
+@pytest.mark.parametrize("name", builtins())
+def test_metric_handles_an_empty_frame(name: str, providers: ef.Providers) -> None:
+    metric = ef.metrics.get(PARAMS.get(name, name))
+    empty = mixed_frame().clear().with_columns(repetition=pl.lit(0, pl.Int64))
+    out = ef.score(empty, [metric], context=providers)
+    assert out.height == 0
+    assert out.schema == ef.schema.SCORES_SCHEMA
+
+
+def test_the_fifteen_seed_metrics_are_registered() -> None:
+    seed = {
+        "exact-match", "contains", "regex", "rouge-l", "cosine-embedding", "bertscore-like",
+        "llm-as-judge", "refusal-quality", "retrieval-hit-at-k", "retrieval-recall-at-k",
+        "retrieval-mrr", "retrieval-ndcg-at-k", "answer-containment-at-k", "ordinal-distance",
+        "citation-groundedness",
+    }
+    assert seed <= set(builtins())
