@@ -379,3 +379,36 @@ def test_paired_scores_and_the_delta_chart() -> None:
     spec = comparison.plot.deltas().to_dict()
     (values,) = spec["datasets"].values()
     assert sum(v["rows"] for v in values) == paired.height
+
+
+def test_store_listing_and_trend(tmp_path: Path) -> None:
+    from IPython.lib.pretty import pretty
+
+    from evalframe.store import Store
+
+    with Store(tmp_path / "runs.duckdb") as store:
+        for name, answer in [("v1", "30 days"), ("v2", "about a month")]:
+            run = ef.evaluate(
+                EXAMPLES / "support.yaml",
+                outputs={**_support_outputs(), "refund-window": answer},
+                metrics=["contains", "rouge-l"],
+                name=name,
+            )
+            store.save(run)
+        text = store._repr_html_()
+        parse(text)
+        assert "Stored runs in" in text
+        assert text.index(">v2<") < text.index(">v1<")  # newest first
+        assert "v1" in pretty(store)
+        spec = store.plot.trend(metric="contains").to_dict()
+        (values,) = spec["datasets"].values()
+        assert [v["name"] for v in values] == ["v1", "v2"]
+        assert [round(v["mean"], 4) for v in values] == [1.0, round(11 / 12, 4)]
+        assert spec["layer"][0]["encoding"]["x"]["field"] == "seq"
+        assert store.plot.trend(value="pass_rate", last=1).to_dict()["datasets"]
+
+
+def _support_outputs() -> dict[str, str]:
+    doc = json.loads((EXAMPLES / "support.outputs.json").read_text(encoding="utf-8"))
+    outputs: dict[str, str] = doc["outputs"]
+    return outputs
