@@ -214,19 +214,28 @@ def reference_ranking(
 # --- the column kernels ---------------------------------------------------------------------
 
 
-def dedupe_lists(ids: pl.Series, *aligned: pl.Series) -> tuple[pl.Series, ...]:
+def dedupe_lists(
+    ids: pl.Series, *aligned: pl.Series, with_hashes: bool = False
+) -> tuple[pl.Series, ...]:
     """Drop duplicate ids from each list, keeping the first; ``aligned`` lists follow along.
 
     Only the rows that hold a duplicate are rebuilt. Returns the deduplicated ``ids`` and
-    ``aligned`` series, with their names and lengths.
+    ``aligned`` series, with their names and lengths, and with ``with_hashes`` a last
+    List(UInt64) series of the ids' hashes (for ``rank_matches``, which then hashes nothing).
     """
     values = flat(ids)
-    if values.len() < 2:
-        return (ids, *aligned)
+    offsets = offsets_of(ids)
+    hashes = _hash(values)
+
+    def done(out: tuple[pl.Series, ...], hashes: U64, offsets: I64) -> tuple[pl.Series, ...]:
+        if not with_hashes:
+            return out
+        return (*out, from_flat(pl.Series(hashes, dtype=pl.UInt64), offsets, "hashes"))
+
     # hashes only nominate rows; each nominated row is deduplicated exactly by Polars
-    has_dup = pl.Series(_kernel(_has_duplicate)(_hash(values), offsets_of(ids)))
+    has_dup = pl.Series(_kernel(_has_duplicate)(hashes, offsets))
     if not has_dup.any():
-        return (ids, *aligned)
+        return done((ids, *aligned), hashes, offsets)
     rows = pl.Series(np.flatnonzero(has_dup.to_numpy()))
     sub = ids.gather(rows)
     keep = sub.list.eval(pl.int_range(pl.len()).filter(pl.element().is_first_distinct()))
@@ -238,16 +247,19 @@ def dedupe_lists(ids: pl.Series, *aligned: pl.Series) -> tuple[pl.Series, ...]:
             np.concatenate([np.flatnonzero(~has_dup.to_numpy()), rows.to_numpy()]), kind="stable"
         )
         out.append(merged.gather(order).alias(series.name))
-    return tuple(out)
+    return done(tuple(out), _hash(flat(out[0])), offsets_of(out[0]))
 
 
-def rank_matches(ids: pl.Series, relevant: pl.Series, gains: pl.Series) -> pl.DataFrame:
+def rank_matches(
+    ids: pl.Series, relevant: pl.Series, gains: pl.Series, hashes: pl.Series | None = None
+) -> pl.DataFrame:
     """Per query: ranks of the relevant ids retrieved, their DCG terms, the ideal DCG terms.
 
     Args:
         ids: List(String), each list a deduplicated ranking (rank 1 first).
         relevant: List(String), each list distinct relevant ids.
         gains: List(Float64), aligned with ``relevant``.
+        hashes: optional List(UInt64), the hashes of ``ids`` as ``dedupe_lists`` gives them.
 
     Returns:
         A frame with ``ranks`` (List(Int64), ascending), ``terms`` (List(Float64),
@@ -259,11 +271,9 @@ def rank_matches(ids: pl.Series, relevant: pl.Series, gains: pl.Series) -> pl.Da
     ret_values, rel_values = flat(ids), flat(relevant)
     gain_values = flat(gains).cast(pl.Float64).to_numpy()
     rows = ret_offsets.size - 1
-    pos, rel, clash = _kernel(_match)(
-        _hash(ret_values), ret_offsets, _hash(rel_values), rel_offsets
-    )
-    ret_rows = np.repeat(np.arange(rows), np.diff(ret_offsets))
-    match_rows = ret_rows[pos]
+    ret_hashes = _hash(ret_values) if hashes is None else flat(hashes).to_numpy()
+    pos, rel, clash = _kernel(_match)(ret_hashes, ret_offsets, _hash(rel_values), rel_offsets)
+    match_rows = np.searchsorted(ret_offsets, pos, side="right") - 1
     same = (ret_values.gather(pos) == rel_values.gather(rel)).to_numpy()
     bad = np.zeros(rows, np.bool_)
     bad[match_rows[~same]] = True

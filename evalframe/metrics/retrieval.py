@@ -17,7 +17,7 @@ those are read instead of ``actual_output`` / ``expected_output`` (``expected_ou
 wins over ``expected_output__relevant``). Either way the inputs are parsed once per frame,
 whatever the number of retrieval metrics, into the generated columns
 
-    actual_output__retrieval        Struct{ids, texts, error}
+    actual_output__retrieval        Struct{ids, texts, hashes, error}
     expected_output__relevance      Struct{ids, gains, error}
     retrieval__ranking              Struct{ranks, terms, ideal}: the ranks (ascending) of the
                                     relevant ids retrieved, their DCG terms, the ideal terms
@@ -329,8 +329,12 @@ def parse_retrieval(actual: pl.Series) -> pl.DataFrame:
     if slow.height:
         base = pl.concat([base, _exact(slow, _read_retrieval, _RETRIEVAL_FIELDS)])
     out = base if base.get_column("index").is_sorted() else base.sort("index")
-    ids, texts = dedupe_lists(out.get_column("ids"), out.get_column("texts"))
-    return pl.DataFrame({"ids": ids, "texts": texts, "error": out.get_column("error")})
+    ids, texts, hashes = dedupe_lists(
+        out.get_column("ids"), out.get_column("texts"), with_hashes=True
+    )
+    return pl.DataFrame(
+        {"ids": ids, "texts": texts, "hashes": hashes, "error": out.get_column("error")}
+    )
 
 
 def parse_relevance(expected: pl.Series, kind: pl.Series) -> pl.DataFrame:
@@ -407,8 +411,12 @@ def _retrieval_from_columns(frame: pl.DataFrame) -> pl.DataFrame:
         rows = rows.with_columns(
             ids=pl.when(~unusable).then("ids"), texts=pl.when(~unusable).then("texts")
         )
-    ids, texts = dedupe_lists(rows.get_column("ids"), rows.get_column("texts"))
-    return pl.DataFrame({"ids": ids, "texts": texts, "error": rows.get_column("error")})
+    ids, texts, hashes = dedupe_lists(
+        rows.get_column("ids"), rows.get_column("texts"), with_hashes=True
+    )
+    return pl.DataFrame(
+        {"ids": ids, "texts": texts, "hashes": hashes, "error": rows.get_column("error")}
+    )
 
 
 def _relevance_from_columns(frame: pl.DataFrame) -> pl.DataFrame:
@@ -507,10 +515,12 @@ def _relevance_column(frame: pl.DataFrame) -> pl.DataFrame:
 def _ranking_column(frame: pl.DataFrame) -> pl.DataFrame:
     retrieval = frame.get_column(RETRIEVAL)
     relevance = frame.get_column(RELEVANCE)
+    fields = {f.name for f in retrieval.dtype.fields}  # type: ignore[attr-defined]
     return rank_matches(
         retrieval.struct.field("ids"),
         relevance.struct.field("ids"),
         relevance.struct.field("gains"),
+        retrieval.struct.field("hashes") if "hashes" in fields else None,
     )
 
 
