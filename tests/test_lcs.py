@@ -266,7 +266,8 @@ def test_intern_rejects_columns_that_are_not_token_lists() -> None:
 WORDS = st.sampled_from(
     ["the", "The", "THE", "cat", "Cat", "sat", "on", "mat", "a", "x", "3", "14", "2024", "évalué",
      "ÉCOLE", "naïve", "Straße", "日本", "Evaluation", "EVALUATIONS", "abcdefgh", "ABCDEFGH",
-     "abcdefghi", "internationalization", "Internationalisation", "ΟΔΟΣ"]
+     "abcdefghi", "internationalization", "Internationalisation", "ΟΔΟΣ", "İstanbul", "①½",
+     "x\U000e0100y", "\U0001f3f4\U000e0067\U000e0062\U000e007f", "\U00020000\U00020001"]
 )  # fmt: skip
 SEPARATORS = st.sampled_from(
     [" ", "  ", ", ", ". ", "'", "-", "_", "\n", "—", "\u2019", " … ", "\t"]
@@ -289,6 +290,16 @@ def test_intern_texts_agrees_with_interning_the_token_lists(
     series = [pl.Series(a, dtype=pl.String), pl.Series(b, dtype=pl.String)]
     lists = [pl.select(tokens(pl.lit(s))).to_series() for s in series]
     assert_bijective(intern_texts(*series), lists)
+
+
+def test_lowercasing_stays_inside_the_character_table() -> None:
+    # The byte scanner classifies lowercased text with a table of the code points below
+    # _CHAR_TABLE_SIZE: lowercasing must not leave it.
+    size = _text._CHAR_TABLE_SIZE
+    chars = pl.Series([chr(c) for c in range(size) if not 0xD800 <= c <= 0xDFFF])
+    lowered = chars.str.to_lowercase().filter(chars.str.to_lowercase() != chars).to_list()
+    assert lowered
+    assert max(ord(ch) for text in lowered for ch in text) < size
 
 
 def test_intern_texts_in_threads_agrees_with_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
