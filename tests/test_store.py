@@ -192,9 +192,10 @@ def _sql_frame(store: Store, view: str, run_id: str, order: str) -> pl.DataFrame
 
 def test_metric_summary_view_matches_summarize(store: Store) -> None:
     run = _run(store)
-    got = _sql_frame(store, "metric_summary", run.run_id, "ordinal")
     want = aggregate.summarize(run.scores, metrics=run.metric_ids)
-    assert_frame_equal(got.select(want.columns), want, check_dtypes=False, abs_tol=1e-12)
+    for source in ("metric_summary", "run_metric_stats"):
+        got = _sql_frame(store, source, run.run_id, "ordinal")
+        assert_frame_equal(got.select(want.columns), want, check_dtypes=False, abs_tol=1e-12)
     macro = store.sql("SELECT macro_f1 FROM run_macro_f1 WHERE run_id = ?", [run.run_id])
     assert macro.item() == pytest.approx(run.macro_f1, abs=1e-12)
     assert store.runs().item(0, "macro_f1") == run.macro_f1
@@ -202,9 +203,23 @@ def test_metric_summary_view_matches_summarize(store: Store) -> None:
 
 def test_cohort_summary_view_matches_cohorts(store: Store) -> None:
     run = _run(store)
-    got = _sql_frame(store, "cohort_summary", run.run_id, "is_untagged, cohort, ordinal")
     want = run.cohorts
-    assert_frame_equal(got.select(want.columns), want, check_dtypes=False, abs_tol=1e-12)
+    for source in ("cohort_summary", "run_cohort_stats"):
+        got = _sql_frame(store, source, run.run_id, "is_untagged, cohort, ordinal")
+        assert_frame_equal(got.select(want.columns), want, check_dtypes=False, abs_tol=1e-12)
+
+
+def test_materialized_stats_equal_the_views_for_saved_and_rescored_runs(store: Store) -> None:
+    run = _run(store)
+    rescored = store.rescore(["contains", "exact-match"], runs=run.run_id)[0]
+    for run_id in (run.run_id, rescored):
+        for table, view, order in (
+            ("run_metric_stats", "metric_summary", "ordinal"),
+            ("run_cohort_stats", "cohort_summary", "is_untagged, cohort, ordinal"),
+        ):
+            got = _sql_frame(store, table, run_id, order)
+            want = _sql_frame(store, view, run_id, order)
+            assert_frame_equal(got.select(want.columns), want, check_dtypes=False, abs_tol=1e-12)
 
 
 def test_score_histogram_view_matches_histograms(store: Store) -> None:
@@ -465,7 +480,8 @@ def _assert_complete(store: Store) -> None:
                (SELECT count(*) FROM run_outputs o WHERE o.run_id = r.run_id) AS outputs,
                (SELECT count(*) FROM scores s WHERE s.run_id = r.run_id) AS scores,
                (SELECT count(*) FROM run_metrics m WHERE m.run_id = r.run_id) AS metrics,
-               (SELECT count(*) FROM sample_stats t WHERE t.run_id = r.run_id) AS stats
+               (SELECT count(*) FROM sample_stats t WHERE t.run_id = r.run_id) AS stats,
+               (SELECT count(*) FROM run_metric_stats t WHERE t.run_id = r.run_id) AS m_stats
         FROM runs r
         """
     )
@@ -473,9 +489,11 @@ def _assert_complete(store: Store) -> None:
         assert r["outputs"] == r["n_executions"], r
         assert r["scores"] == r["n_executions"] * r["metrics"], r
         assert r["stats"] == r["n_samples"], r
+        assert r["m_stats"] == r["metrics"], r
     orphans = store.sql(
         "SELECT count(*) FROM (SELECT run_id FROM outputs UNION SELECT run_id FROM scores "
-        "UNION SELECT run_id FROM sample_stats) WHERE run_id NOT IN (SELECT run_id FROM runs)"
+        "UNION SELECT run_id FROM sample_stats UNION SELECT run_id FROM run_cohort_stats) "
+        "WHERE run_id NOT IN (SELECT run_id FROM runs)"
     ).item()
     assert orphans == 0
 

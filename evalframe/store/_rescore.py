@@ -5,10 +5,11 @@ Arrow record batches, are cut into chunks of whole samples (every repetition of 
 the same chunk, which reliability metrics need) and scored with the one runner,
 ``evalframe.score``; each chunk's scores are appended before the next is read. Metrics the
 source already scored (same canonical id) are copied in SQL, never recomputed. Per-sample
-statistics are computed the same way, chunk by chunk with ``precision.row_aggregates``, over
-the new run's scores sorted by sample (DuckDB sorts out of core), and staged in a temporary
-Parquet file. The new run shares the source's outputs (``outputs_run_id``) instead of
-copying them. Everything happens in one transaction: a crash leaves no partial run.
+statistics come chunk by chunk from ``precision.row_aggregates`` too: from the scored chunks
+when every metric was computed, else from the new run's scores read back sorted by sample
+(DuckDB sorts out of core); they are staged in a temporary Parquet file. The new run shares
+the source's outputs (``outputs_run_id``) instead of copying them. Everything happens in one
+transaction: a crash leaves no partial run.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from evalframe.precision import (
 )
 from evalframe.store import _read
 from evalframe.store._connect import Connector, execute, fetch, query, store_error
+from evalframe.store._schema import fill_stats
 from evalframe.store._write import (
     OUTPUT_COLUMNS,
     RUN_TYPES,
@@ -223,11 +225,23 @@ def _rescore_one(
                     "FROM scores WHERE run_id = ? AND list_contains(?::VARCHAR[], metric)",
                     [new_id, source_id, copied],
                 )
-            if computed:
-                _score_stream(
-                    con, source, computed, new_id, batch_size=batch_size, providers=providers
-                )
-            _sample_stats(con, new_id, source["dataset_hash"], batch_size=batch_size)
+            with tempfile.TemporaryDirectory(prefix="evalframe-rescore-") as tmp:
+                stage = _StatsStage(tmp)
+                # With nothing copied, each scored chunk holds every metric of its samples,
+                # so the statistics come from the chunks; otherwise from a sorted read-back.
+                if computed:
+                    _score_stream(
+                        con,
+                        source,
+                        computed,
+                        new_id,
+                        batch_size=batch_size,
+                        providers=providers,
+                        stage=None if copied else stage,
+                    )
+                if copied:
+                    _sample_stats(con, new_id, stage, batch_size=batch_size)
+                stage.insert(con, new_id, source["dataset_hash"])
             finished = time.time()
             _insert_run(
                 con,
@@ -240,6 +254,7 @@ def _rescore_one(
                 computed=[m.id for m in computed],
                 usage=getattr(providers, "usage_frame", None),
             )
+            fill_stats(con, new_id)  # after the runs row: the cohort view joins it
     return new_id
 
 
@@ -251,6 +266,7 @@ def _score_stream(
     *,
     batch_size: int,
     providers: Any,
+    stage: _StatsStage | None,
 ) -> None:
     """Stream the source's evaluation frame in whole-sample chunks and score each chunk."""
     from evalframe.score import score
@@ -275,6 +291,8 @@ def _score_stream(
             frame = _with_extra(chunk)
             scores = score(frame, metrics, run_id=new_id, context=providers)
             insert(con, "scores", scores.select(C.SCORES_SCHEMA.names()))
+            if stage is not None:
+                stage.add(scores)
     except duckdb.Error as exc:
         raise store_error("Could not stream the source run's outputs.", statement, exc) from exc
     finally:
@@ -295,43 +313,58 @@ def _with_extra(chunk: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([frame, unpacked.select(fresh)], how="horizontal")
 
 
-def _sample_stats(
-    con: duckdb.DuckDBPyConnection, run_id: str, digest: str, *, batch_size: int
-) -> None:
-    """Per-sample repetition statistics of the new run, chunk by chunk, staged in Parquet."""
-    import pyarrow.parquet as pq
+class _StatsStage:
+    """Per-sample statistics, chunk by chunk, staged in a temporary Parquet file."""
 
+    def __init__(self, folder: str) -> None:
+        self.path = Path(folder) / "sample_stats.parquet"
+        self._writer: Any = None
+
+    def add(self, scores: pl.DataFrame) -> None:
+        """Add the statistics of the whole samples in ``scores``."""
+        import pyarrow.parquet as pq
+
+        order = scores.select(C.SAMPLE_ID).unique(maintain_order=True)
+        rows = row_aggregates(
+            scores, order.with_columns(pl.lit(None, pl.String).alias(C.ROW_HASH))
+        ).select(_STAT_COLUMNS)
+        table = rows.to_arrow()
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.path, table.schema)
+        self._writer.write_table(table)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+    def insert(self, con: duckdb.DuckDBPyConnection, run_id: str, digest: str) -> None:
+        """Append the staged rows to ``sample_stats``, with each sample's row hash."""
+        self.close()
+        if self._writer is None:
+            return
+        execute(
+            con,
+            "INSERT INTO sample_stats BY NAME "
+            "SELECT p.*, ?::VARCHAR AS run_id, d.row_hash FROM read_parquet(?) AS p "
+            "JOIN samples AS d ON d.dataset_hash = ? AND d.sample_id = p.sample_id",
+            [run_id, str(self.path), digest],
+        )
+
+
+def _sample_stats(
+    con: duckdb.DuckDBPyConnection, run_id: str, stage: _StatsStage, *, batch_size: int
+) -> None:
+    """Stage the statistics of the new run's stored scores, read back sorted by sample."""
     statement = (
         "SELECT sample_id, repetition, score, passed, error FROM scores "
         "WHERE run_id = ? ORDER BY sample_id"
     )
-    with tempfile.TemporaryDirectory(prefix="evalframe-rescore-") as tmp:
-        staged = Path(tmp) / "sample_stats.parquet"
-        writer: pq.ParquetWriter | None = None
-        try:
-            reader = con.sql(statement, params=[run_id]).to_arrow_reader(batch_size)
-            for chunk in whole_samples(reader, batch_size):
-                order = chunk.select(C.SAMPLE_ID).unique(maintain_order=True)
-                rows = row_aggregates(
-                    chunk, order.with_columns(pl.lit(None, pl.String).alias(C.ROW_HASH))
-                ).select(_STAT_COLUMNS)
-                table = rows.to_arrow()
-                if writer is None:
-                    writer = pq.ParquetWriter(staged, table.schema)
-                writer.write_table(table)
-        except duckdb.Error as exc:
-            raise store_error("Could not compute per-sample statistics.", statement, exc) from exc
-        finally:
-            if writer is not None:
-                writer.close()
-        if writer is not None:
-            execute(
-                con,
-                "INSERT INTO sample_stats BY NAME "
-                "SELECT p.*, ?::VARCHAR AS run_id, d.row_hash FROM read_parquet(?) AS p "
-                "JOIN samples AS d ON d.dataset_hash = ? AND d.sample_id = p.sample_id",
-                [run_id, str(staged), digest],
-            )
+    try:
+        reader = con.sql(statement, params=[run_id]).to_arrow_reader(batch_size)
+        for chunk in whole_samples(reader, batch_size):
+            stage.add(chunk)
+    except duckdb.Error as exc:
+        raise store_error("Could not compute per-sample statistics.", statement, exc) from exc
 
 
 def _insert_run(

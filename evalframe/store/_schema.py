@@ -9,9 +9,11 @@ on purpose: DuckDB keeps ART indexes in memory and maintains them on every inser
 would make saving a million score rows several times slower. Their keys are unique by
 construction (one transaction writes a whole run; a dataset's samples are written once).
 
-Long free text (outputs, details, inputs, metadata) is compressed with zstd: as good as
-DuckDB's default string compression on this data and two to three times faster to write
-(measured: 400,000 exact-match details, 2.2 s by default, 1.5 s with zstd, same size).
+Long free text (outputs, details, inputs, metadata) and the per-row ``sample_id`` columns
+are compressed with zstd: two to three times faster to write than DuckDB's default string
+compression (measured on 1,000,000 rows: details 1.12 s and 19 MiB by default, 0.55 s and
+6.5 MiB with zstd; sample ids 0.86 s and 4.5 MiB, 0.31 s and 6.5 MiB), and as fast to scan
+and join.
 """
 
 from __future__ import annotations
@@ -22,7 +24,16 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "TABLES", "VIEWS", "create", "histogram_edges"]
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "VIEWS",
+    "create",
+    "create_views",
+    "fill_stats",
+    "histogram_edges",
+]
 
 SCHEMA_VERSION: Final = 1
 """The schema version this evalframe writes; files of older versions are migrated on open."""
@@ -80,7 +91,7 @@ TABLES: Final[dict[str, str]] = {
             dataset_hash VARCHAR NOT NULL,
             ordinal BIGINT NOT NULL,
             sample_id VARCHAR NOT NULL,
-            row_hash VARCHAR,
+            row_hash VARCHAR USING COMPRESSION zstd,
             input VARCHAR USING COMPRESSION zstd,
             expected_output VARCHAR USING COMPRESSION zstd,
             expected_type VARCHAR,
@@ -90,7 +101,7 @@ TABLES: Final[dict[str, str]] = {
     "outputs": """
         CREATE TABLE IF NOT EXISTS outputs (
             run_id VARCHAR NOT NULL,
-            sample_id VARCHAR NOT NULL,
+            sample_id VARCHAR NOT NULL USING COMPRESSION zstd,
             repetition BIGINT NOT NULL,
             actual_output VARCHAR USING COMPRESSION zstd,
             system_error VARCHAR,
@@ -104,7 +115,7 @@ TABLES: Final[dict[str, str]] = {
     "scores": """
         CREATE TABLE IF NOT EXISTS scores (
             run_id VARCHAR NOT NULL,
-            sample_id VARCHAR NOT NULL,
+            sample_id VARCHAR NOT NULL USING COMPRESSION zstd,
             repetition BIGINT NOT NULL,
             metric VARCHAR NOT NULL,
             score DOUBLE,
@@ -115,8 +126,8 @@ TABLES: Final[dict[str, str]] = {
     "sample_stats": """
         CREATE TABLE IF NOT EXISTS sample_stats (
             run_id VARCHAR NOT NULL,
-            sample_id VARCHAR NOT NULL,
-            row_hash VARCHAR,
+            sample_id VARCHAR NOT NULL USING COMPRESSION zstd,
+            row_hash VARCHAR USING COMPRESSION zstd,
             repetitions BIGINT NOT NULL,
             passed BIGINT NOT NULL,
             errored BIGINT NOT NULL,
@@ -139,6 +150,39 @@ TABLES: Final[dict[str, str]] = {
             cost_usd DOUBLE,
             latency_ms DOUBLE,
             extra VARCHAR
+        )""",
+    "run_metric_stats": """
+        CREATE TABLE IF NOT EXISTS run_metric_stats (
+            run_id VARCHAR NOT NULL,
+            ordinal INTEGER NOT NULL,
+            metric VARCHAR NOT NULL,
+            threshold DOUBLE,
+            family VARCHAR,
+            dimension VARCHAR,
+            n BIGINT NOT NULL,
+            n_scored BIGINT NOT NULL,
+            n_errors BIGINT NOT NULL,
+            mean DOUBLE,
+            p50 DOUBLE,
+            p95 DOUBLE,
+            pass_rate DOUBLE NOT NULL
+        )""",
+    "run_cohort_stats": """
+        CREATE TABLE IF NOT EXISTS run_cohort_stats (
+            run_id VARCHAR NOT NULL,
+            cohort VARCHAR,
+            label VARCHAR NOT NULL,
+            is_untagged BOOLEAN NOT NULL,
+            sample_count BIGINT NOT NULL,
+            ordinal INTEGER NOT NULL,
+            metric VARCHAR NOT NULL,
+            n BIGINT NOT NULL,
+            n_scored BIGINT NOT NULL,
+            n_errors BIGINT NOT NULL,
+            mean DOUBLE,
+            p50 DOUBLE,
+            p95 DOUBLE,
+            pass_rate DOUBLE NOT NULL
         )""",
     "baselines": """
         CREATE TABLE IF NOT EXISTS baselines (
@@ -249,11 +293,12 @@ VIEWS: Final[dict[str, str]] = {
         JOIN samples AS d ON d.dataset_hash = r.dataset_hash AND d.sample_id = s.sample_id""",
     "cohort_summary": f"""
         CREATE OR REPLACE VIEW cohort_summary AS
-        WITH counts AS (
-            SELECT run_id, cohort, count(DISTINCT (sample_id, repetition)) AS sample_count
-            FROM cohort_scores GROUP BY ALL
-        ),
-        a AS (SELECT run_id, cohort, metric, {_AGGREGATES} FROM cohort_scores GROUP BY ALL)
+        WITH a AS (SELECT run_id, cohort, metric, {_AGGREGATES} FROM cohort_scores GROUP BY ALL),
+        counts AS (
+            -- Every execution has one row per metric, so the executions of a cohort are its
+            -- largest per-metric row count (cheaper than counting distinct executions).
+            SELECT run_id, cohort, max(n) AS sample_count FROM a GROUP BY ALL
+        )
         SELECT c.run_id, c.cohort, coalesce(c.cohort, '(untagged)') AS label,
                c.cohort IS NULL AS is_untagged, c.sample_count, m.ordinal, m.metric,
                {_FILLED}
@@ -279,6 +324,16 @@ def create(con: duckdb.DuckDBPyConnection) -> None:
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
     for ddl in VIEWS.values():
         con.execute(ddl)
+
+
+def fill_stats(con: duckdb.DuckDBPyConnection, run_id: str | None) -> None:
+    """Materialize a run's (or, with None, every run's) metric and cohort aggregates."""
+    where, params = ("WHERE run_id = ?", [run_id]) if run_id is not None else ("", [])
+    for table, view in (
+        ("run_metric_stats", "metric_summary"),
+        ("run_cohort_stats", "cohort_summary"),
+    ):
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view} {where}", params)
 
 
 # --- migrations ----------------------------------------------------------------------------
@@ -316,6 +371,7 @@ V0_TABLES: Final[dict[str, str]] = {
     "usage": TABLES["usage"],
     "baselines": TABLES["baselines"],
 }
+"""Version 0 had no ``run_metric_stats`` and ``run_cohort_stats`` either."""
 
 
 def _v0_to_v1(con: duckdb.DuckDBPyConnection) -> None:
@@ -333,6 +389,10 @@ def _v0_to_v1(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("UPDATE run_metrics SET threshold = 0.5 WHERE threshold IS NULL")
     con.execute("ALTER TABLE scores ADD COLUMN IF NOT EXISTS passed BOOLEAN")
     con.execute("UPDATE scores SET passed = score >= 0.5 WHERE score IS NOT NULL")
+    for table in ("run_metric_stats", "run_cohort_stats"):
+        con.execute(TABLES[table])
+    create_views(con)
+    fill_stats(con, None)
 
 
 MIGRATIONS: Final[dict[int, Callable[[duckdb.DuckDBPyConnection], None]]] = {0: _v0_to_v1}

@@ -3,7 +3,7 @@
 An export directory holds ``manifest.json`` (format ``evalframe.export.v1``, the store
 schema version, the run ids, the row count of every file) and one Parquet file per table
 (``runs``, ``run_metrics``, ``samples``, ``outputs``, ``scores``, ``sample_stats``,
-``usage``) with the store's columns. Rows stream through Arrow record batches both ways, so
+``run_metric_stats``, ``run_cohort_stats``, ``usage``) with the store's columns. Rows stream through Arrow record batches both ways, so
 exporting or importing a run of any size needs bounded memory. Import is one transaction;
 runs already in the store are skipped, so importing twice is harmless.
 """
@@ -29,7 +29,16 @@ __all__ = ["EXPORT_FORMAT", "export_runs", "import_runs"]
 
 EXPORT_FORMAT: Final = "evalframe.export.v1"
 MANIFEST: Final = "manifest.json"
-_RUN_TABLES: Final = ("runs", "run_metrics", "outputs", "scores", "sample_stats", "usage")
+_RUN_TABLES: Final = (
+    "runs",
+    "run_metrics",
+    "outputs",
+    "scores",
+    "sample_stats",
+    "run_metric_stats",
+    "run_cohort_stats",
+    "usage",
+)
 _BATCH: Final = 200_000
 
 

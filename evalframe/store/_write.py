@@ -269,6 +269,13 @@ def write_run(con: duckdb.DuckDBPyConnection, run: Run) -> None:
     insert(con, "outputs", outputs_frame(run.frame, run.run_id))
     insert(con, "scores", scores.select(C.SCORES_SCHEMA.names()))
     insert(con, "sample_stats", rows.with_columns(pl.lit(run.run_id).alias(C.RUN_ID)))
+    metrics = _metrics_frame(run).drop("name", "params")
+    insert(con, "run_metric_stats", run.summary.join(metrics, on=C.METRIC, how="left"))
+    insert(
+        con,
+        "run_cohort_stats",
+        run.cohorts.join(metrics.select(C.METRIC, C.RUN_ID, "ordinal"), on=C.METRIC, how="left"),
+    )
     usage = usage_frame(run.usage, run.run_id)
     if usage.height:
         insert(con, "usage", usage)
