@@ -3,8 +3,9 @@
 An export directory holds ``manifest.json`` (format ``evalframe.export.v1``, the store
 schema version, the run ids, the row count of every file) and one Parquet file per table
 (``runs``, ``run_metrics``, ``samples``, ``outputs``, ``scores``, ``sample_stats``,
-``run_metric_stats``, ``run_cohort_stats``, ``usage``) with the store's columns. Rows stream through Arrow record batches both ways, so
-exporting or importing a run of any size needs bounded memory. Import is one transaction;
+``run_metric_stats``, ``run_cohort_stats``, ``usage``) with the store's columns. Rows stream
+through Arrow record batches both ways, so exporting or importing a run of any size needs
+bounded memory. Import is one transaction;
 runs already in the store are skipped, so importing twice is harmless.
 """
 
