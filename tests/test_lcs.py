@@ -174,6 +174,20 @@ def test_lcs_lengths_rejects_inconsistent_offsets() -> None:
         lcs_lengths([-1], [0, 1], [1], [0, 1])
 
 
+def test_kernels_compile_when_no_cache_directory_is_writable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from numba.core import caching
+
+    # Numba raises at decoration time when it finds no writable cache location.
+    monkeypatch.setattr(caching.CacheImpl, "_locator_classes", [])
+
+    def add(x: int, y: int) -> int:
+        return x + y
+
+    assert _text.njit_cached(add)(1, 2) == 3
+
+
 # --- tokeniser ---------------------------------------------------------------------------------
 
 TRICKY = [
