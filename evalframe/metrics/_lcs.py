@@ -49,6 +49,43 @@ def _low_bits(n: int) -> Any:
 
 
 @njit_cached
+def _lcs_pair(
+    short: Any, s0: int, s1: int, long: Any, l0: int, l1: int, peq: Any, carry: Any
+) -> int:
+    """LCS length of ``short[s0:s1]`` and ``long[l0:l1]`` (``s1 - s0 >= 1``)."""
+    m = s1 - s0
+    if m <= 64:
+        for k in range(m):
+            peq[short[s0 + k]] |= _ONE << np.uint64(k)
+        v = _ALL
+        for j in range(l0, l1):
+            u = v & peq[long[j]]
+            v = (v + u) | (v - u)
+        for k in range(m):
+            peq[short[s0 + k]] = 0
+        return _popcount(~v & _low_bits(m))
+    # Word by word, low to high: carry[j] is the carry out of the previous word at step j.
+    carry[: l1 - l0] = 0
+    total = 0
+    for w0 in range(s0, s1, 64):
+        w1 = min(w0 + 64, s1)
+        for k in range(w1 - w0):
+            peq[short[w0 + k]] |= _ONE << np.uint64(k)
+        v = _ALL
+        for j in range(l0, l1):
+            u = v & peq[long[j]]
+            x = v + u
+            y = x + carry[j - l0]
+            carry[j - l0] = np.uint64((x < v) | (y < x))
+            # V - U never borrows (U is a subset of V's bits), so it stays word-local.
+            v = y | (v - u)
+        total += _popcount(~v & _low_bits(w1 - w0))
+        for k in range(w1 - w0):
+            peq[short[w0 + k]] = 0
+    return total
+
+
+@njit_cached
 def _lcs_kernel(a_ids: Any, a_off: Any, b_ids: Any, b_off: Any, active: Any) -> Any:
     n = len(a_off) - 1
     out = np.zeros(n, dtype=np.int64)
@@ -66,46 +103,14 @@ def _lcs_kernel(a_ids: Any, a_off: Any, b_ids: Any, b_off: Any, active: Any) -> 
     peq = np.zeros(vocab, dtype=np.uint64)
     carry = np.zeros(longest, dtype=np.uint64)
     for i in range(n):
-        if not active[i]:
-            continue
         a0, a1, b0, b1 = a_off[i], a_off[i + 1], b_off[i], b_off[i + 1]
-        if a1 == a0 or b1 == b0:
+        if not active[i] or a1 == a0 or b1 == b0:
             continue
+        # The shorter side is the bit vector: fewer words.
         if a1 - a0 <= b1 - b0:
-            seq_s, s0, s1, seq_l, l0, l1 = a_ids, a0, a1, b_ids, b0, b1
+            out[i] = _lcs_pair(a_ids, a0, a1, b_ids, b0, b1, peq, carry)
         else:
-            seq_s, s0, s1, seq_l, l0, l1 = b_ids, b0, b1, a_ids, a0, a1
-        m = s1 - s0
-        if m <= 64:
-            for k in range(m):
-                peq[seq_s[s0 + k]] |= _ONE << np.uint64(k)
-            v = _ALL
-            for j in range(l0, l1):
-                u = v & peq[seq_l[j]]
-                v = (v + u) | (v - u)
-            out[i] = _popcount(~v & _low_bits(m))
-            for k in range(m):
-                peq[seq_s[s0 + k]] = 0
-            continue
-        # Word by word, low to high: carry[j] is the carry out of the previous word at step j.
-        carry[: l1 - l0] = 0
-        total = 0
-        for w0 in range(s0, s1, 64):
-            w1 = min(w0 + 64, s1)
-            for k in range(w1 - w0):
-                peq[seq_s[w0 + k]] |= _ONE << np.uint64(k)
-            v = _ALL
-            for j in range(l0, l1):
-                u = v & peq[seq_l[j]]
-                x = v + u
-                y = x + carry[j - l0]
-                carry[j - l0] = np.uint64((x < v) | (y < x))
-                # V - U never borrows (U is a subset of V's bits), so it stays word-local.
-                v = y | (v - u)
-            total += _popcount(~v & _low_bits(w1 - w0))
-            for k in range(w1 - w0):
-                peq[seq_s[w0 + k]] = 0
-        out[i] = total
+            out[i] = _lcs_pair(b_ids, b0, b1, a_ids, a0, a1, peq, carry)
     return out
 
 
