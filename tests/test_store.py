@@ -416,6 +416,24 @@ def test_the_schema_doc_names_every_table_column_and_view() -> None:
 
 # --- concurrency and crashes (real subprocesses) ----------------------------------------------
 
+
+def test_threads_of_one_process_save_and_read_at_once(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = Store(tmp_path / "threads.duckdb")
+    runs = [_run(metrics=["exact-match"], name=f"t{i}") for i in range(6)]
+
+    def work(run: ef.Run) -> int:
+        store.save(run)
+        return int(store.sql("SELECT count(*) FROM runs").item())
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        counts = list(pool.map(work, runs))
+    assert max(counts) == 6
+    assert sorted(store.runs().get_column("name")) == [f"t{i}" for i in range(6)]
+    _assert_complete(store)
+
+
 WORKER = textwrap.dedent(
     """
     import os, sys, time

@@ -4,8 +4,9 @@ DuckDB 2.0 lets one process hold a file read-write, and while it does no other p
 open it at all, not even read-only. So writers open, write one transaction and close;
 readers open read-only and close; and both retry with exponential backoff while another
 process holds the lock, up to a timeout, after which ``StoreBusyError`` (retryable) is
-raised. A connection is never shared between threads: in-memory stores hand each operation
-its own cursor under a lock.
+raised. A connection is never shared between threads: within a process, operations on one
+file take turns (a lock per file), and in-memory stores hand each operation its own cursor
+under a lock.
 """
 
 from __future__ import annotations
@@ -28,6 +29,17 @@ __all__ = ["Connector", "StoreBusyError", "execute", "fetch", "query", "store_er
 
 MEMORY: Final = ":memory:"
 _LOCK_MARKERS: Final = ("Could not set lock", "Conflicting lock")
+_FILE_LOCKS: dict[str, threading.RLock] = {}
+_FILE_LOCKS_GUARD = threading.Lock()
+
+
+def _file_lock(path: str) -> threading.RLock:
+    """One lock per file and process: DuckDB shares a database instance per file within a
+    process, and opening or closing it from two threads at once races (attach conflicts,
+    "different configuration" errors), so this process's operations on a file take turns."""
+    key = os.path.realpath(path)
+    with _FILE_LOCKS_GUARD:
+        return _FILE_LOCKS.setdefault(key, threading.RLock())
 
 
 class StoreBusyError(StoreError):
@@ -101,7 +113,15 @@ def _abort(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _is_lock_conflict(exc: BaseException) -> bool:
-    return isinstance(exc, duckdb.IOException) and any(m in str(exc) for m in _LOCK_MARKERS)
+    """Another process holds the file, or another thread of this one has it open differently.
+
+    DuckDB shares one database instance per file within a process; while a thread holds it
+    read-write, a read-only open from another thread fails (and the other way round) until
+    that connection closes, which is the same wait as for another process.
+    """
+    if isinstance(exc, duckdb.IOException):
+        return any(m in str(exc) for m in _LOCK_MARKERS)
+    return isinstance(exc, duckdb.ConnectionException) and "different configuration" in str(exc)
 
 
 class Connector:
@@ -144,11 +164,12 @@ class Connector:
                 finally:
                     cursor.close()
             return
-        con = self._open(write=write)
-        try:
-            yield con
-        finally:
-            con.close()
+        with _file_lock(self.path):
+            con = self._open(write=write)
+            try:
+                yield con
+            finally:
+                con.close()
 
     def _open(self, *, write: bool) -> duckdb.DuckDBPyConnection:
         if not write and not Path(self.path).exists():
