@@ -164,7 +164,7 @@ def render(r: Mapping[str, Any]) -> str:
                     s["passed"],
                     s["repetitions"],
                     _f4(s["pass_rate"]),
-                    f"{s['pass_rate_ci']['low']:.3f} – {s['pass_rate_ci']['high']:.3f}",
+                    f"{s['pass_rate_ci']['low']:.3f} \N{EN DASH} {s['pass_rate_ci']['high']:.3f}",
                     _f4(s["score_mean"]),
                     _f4(s["score_stddev"]),
                 ]

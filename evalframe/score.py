@@ -53,11 +53,7 @@ def enrich(
 
 def _metric_rows(frame: pl.DataFrame, m: Metric) -> pl.DataFrame:
     scored = m.expressions()
-    details = scored.details
-    if details is None:
-        details_expr = pl.lit(None, pl.String)
-    else:
-        details_expr = details
+    details = pl.lit(None, pl.String) if scored.details is None else scored.details
     prepared = frame.with_columns(**scored.prepare) if scored.prepare else frame
     out = prepared.select(
         pl.col(C.SAMPLE_ID),
@@ -66,7 +62,7 @@ def _metric_rows(frame: pl.DataFrame, m: Metric) -> pl.DataFrame:
         (scored.error if scored.error is not None else pl.lit(None, pl.String))
         .cast(pl.String)
         .alias(C.ERROR),
-        details_expr.alias("details"),
+        details.alias("details"),
     )
     if out.schema["details"] != pl.String:
         if isinstance(out.schema["details"], pl.Struct):

@@ -29,13 +29,23 @@ def test_run_prints_markdown_and_exits_zero_on_a_clean_run() -> None:
 
 
 def test_run_json_format_and_out_file(tmp_path: Path) -> None:
-    code, out, _ = invoke("run", DATASET, "--outputs", OUTPUTS, "--format", "json", "-m",
-                          "exact-match", "-m", "rouge-l(beta=2.0)")
+    code, out, _ = invoke(
+        "run",
+        DATASET,
+        "--outputs",
+        OUTPUTS,
+        "--format",
+        "json",
+        "-m",
+        "exact-match",
+        "-m",
+        "rouge-l(beta=2.0)",
+    )
     assert code == 0
     report = json.loads(out)
     assert list(report["metrics"]) == ["exact-match", "rouge-l(beta=2.0)"]
     target = tmp_path / "r.md"
-    code, out, err = invoke("run", DATASET, "--outputs", OUTPUTS, "--out", str(target))
+    code, out, _ = invoke("run", DATASET, "--outputs", OUTPUTS, "--out", str(target))
     assert code == 0
     assert out == ""
     assert target.read_text().startswith("# Eval report")
@@ -87,8 +97,17 @@ def test_metrics_lists_the_registry() -> None:
 
 def test_console_script_runs_as_a_real_process() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "evalframe", "run", DATASET, "--outputs", OUTPUTS, "--format",
-         "json"],
+        [
+            sys.executable,
+            "-m",
+            "evalframe",
+            "run",
+            DATASET,
+            "--outputs",
+            OUTPUTS,
+            "--format",
+            "json",
+        ],
         capture_output=True,
         text=True,
         check=False,

@@ -11,9 +11,9 @@ from typing import Any
 
 import polars as pl
 import pytest
+from conftest import STUB_API_KEY
 
 import evalframe as ef
-from conftest import STUB_API_KEY
 
 PARAMS = {"ordinal-distance": "ordinal-distance(scale=[low,medium,high])"}
 
@@ -29,7 +29,11 @@ def mixed_frame() -> pl.DataFrame:
         ("Paris", "Paris", {"tags": ["geo"]}),
         ("30 days", "Returns are accepted within 30 days [1].", {"citations": ["[1]"]}),
         (["d1", "d3"], json.dumps(["d1", "d2", "d3"]), {"k": 2}),
-        ({"d1": 2, "d2": 1}, json.dumps([{"id": "d2", "text": "x"}, {"id": "d1", "text": "y"}]), {}),
+        (
+            {"d1": 2, "d2": 1},
+            json.dumps([{"id": "d2", "text": "x"}, {"id": "d1", "text": "y"}]),
+            {},
+        ),
         ("medium", "high", {"refusal_expected": True}),
         ('{"a": 1, "b": [1, 2]}', '{"a": 1, "b": [1, 3]}', {}),
         ("42", "The answer is 42.", {}),
@@ -39,15 +43,22 @@ def mixed_frame() -> pl.DataFrame:
         ("É", "é", {"tags": ["unicode"]}),
         (3.5, "3.5", {}),
     ]
-    kinds = {str: "string", int: "int", float: "float", list: "list", dict: "map",
-             type(None): "null"}
+    kinds = {
+        str: "string",
+        int: "int",
+        float: "float",
+        list: "list",
+        dict: "map",
+        type(None): "null",
+    }
     n = len(rows)
     return pl.DataFrame(
         {
             "sample_id": [f"s{i:02d}" for i in range(n)],
             "input": ['{"question":"q?"}'] * n,
             "expected_output": [
-                e if isinstance(e, str) else json.dumps(e, separators=(",", ":")) for e, _, _ in rows
+                e if isinstance(e, str) else json.dumps(e, separators=(",", ":"))
+                for e, _, _ in rows
             ],
             "expected_type": [kinds[type(e)] for e, _, _ in rows],
             "metadata": [json.dumps(m) for _, _, m in rows],
@@ -66,8 +77,9 @@ def mixed_frame() -> pl.DataFrame:
 
 @pytest.fixture
 def providers(openai_stub: Any) -> ef.Providers:
-    judge = ef.OpenAIJudge("stub-judge", base_url=openai_stub.url, api_key=STUB_API_KEY,
-                           backoff=0.001, retries=1)
+    judge = ef.OpenAIJudge(
+        "stub-judge", base_url=openai_stub.url, api_key=STUB_API_KEY, backoff=0.001, retries=1
+    )
     return ef.Providers(embeddings="hashing", judge=judge, cache=False)
 
 
@@ -87,9 +99,7 @@ def test_metric_honours_the_contract(name: str, providers: ef.Providers) -> None
     errored = first.filter(pl.col("score").is_null())
     assert errored.get_column("error").null_count() == 0
     assert errored.get_column("passed").null_count() == errored.height
-    assert (
-        scored.get_column("passed") == (scored.get_column("score") >= metric.threshold)
-    ).all()
+    assert (scored.get_column("passed") == (scored.get_column("score") >= metric.threshold)).all()
 
     again = ef.score(frame, [metric], context=providers)
     assert again.equals(first), "not deterministic"
@@ -97,7 +107,11 @@ def test_metric_honours_the_contract(name: str, providers: ef.Providers) -> None
     shuffled = frame.sample(fraction=1.0, shuffle=True, seed=7)
     reordered = ef.score(shuffled, [metric], context=providers)
     key = ["sample_id", "repetition"]
-    assert reordered.sort(key).select("score", "error").equals(first.sort(key).select("score", "error"))
+    assert (
+        reordered.sort(key)
+        .select("score", "error")
+        .equals(first.sort(key).select("score", "error"))
+    )
 
 
 @pytest.mark.parametrize("name", builtins())
@@ -111,9 +125,20 @@ def test_metric_handles_an_empty_frame(name: str, providers: ef.Providers) -> No
 
 def test_the_fifteen_seed_metrics_are_registered() -> None:
     seed = {
-        "exact-match", "contains", "regex", "rouge-l", "cosine-embedding", "bertscore-like",
-        "llm-as-judge", "refusal-quality", "retrieval-hit-at-k", "retrieval-recall-at-k",
-        "retrieval-mrr", "retrieval-ndcg-at-k", "answer-containment-at-k", "ordinal-distance",
+        "exact-match",
+        "contains",
+        "regex",
+        "rouge-l",
+        "cosine-embedding",
+        "bertscore-like",
+        "llm-as-judge",
+        "refusal-quality",
+        "retrieval-hit-at-k",
+        "retrieval-recall-at-k",
+        "retrieval-mrr",
+        "retrieval-ndcg-at-k",
+        "answer-containment-at-k",
+        "ordinal-distance",
         "citation-groundedness",
     }
     assert seed <= set(builtins())

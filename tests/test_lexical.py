@@ -14,7 +14,14 @@ import evalframe as ef
 def frame(rows: list[tuple[object, str]]) -> pl.DataFrame:
     """Rows of (expected value, actual output)."""
     n = len(rows)
-    kinds = {str: "string", int: "int", float: "float", list: "list", dict: "map", type(None): "null"}
+    kinds = {
+        str: "string",
+        int: "int",
+        float: "float",
+        list: "list",
+        dict: "map",
+        type(None): "null",
+    }
     return pl.DataFrame(
         {
             "sample_id": [f"s{i}" for i in range(n)],
@@ -37,8 +44,10 @@ def scores(metric: str, rows: list[tuple[object, str]]) -> pl.DataFrame:
 
 
 def test_exact_match_is_byte_exact_and_case_sensitive() -> None:
-    out = scores("exact-match", [("Paris", "Paris"), ("Paris", "paris"), ("Paris", "Paris "),
-                                  ("é", "e\u0301")])
+    out = scores(
+        "exact-match",
+        [("Paris", "Paris"), ("Paris", "paris"), ("Paris", "Paris "), ("é", "e\u0301")],
+    )
     assert out.get_column("score").to_list() == [1.0, 0.0, 0.0, 0.0]
     details = json.loads(out.get_column("details")[0])
     assert details == {"expected": "Paris", "actual": "Paris", "match": True}

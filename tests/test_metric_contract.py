@@ -67,7 +67,7 @@ def test_bad_parameter_values_name_the_parameter() -> None:
 
 
 def test_unknown_metric_suggests_close_names() -> None:
-    with pytest.raises(ef.MetricError, match="Unknown metric 'rouge_l'.*'rouge-l'"):
+    with pytest.raises(ef.MetricError, match=r"Unknown metric 'rouge_l'.*'rouge-l'"):
         ef.metrics.get("rouge_l")
     with pytest.raises(ef.MetricError, match="Did you mean 'exact-match'"):
         ef.metrics.get("exact-mach")
@@ -194,4 +194,6 @@ def test_custom_metric_out_of_range_and_nan_become_errors() -> None:
 
 def test_every_registered_builtin_has_a_family_dimension_and_summary() -> None:
     for d in ef.metrics.available():
-        assert d.family and d.dimension and d.summary, d.name
+        assert d.family, d.name
+        assert d.dimension, d.name
+        assert d.summary, d.name

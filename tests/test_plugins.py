@@ -33,7 +33,9 @@ def plugin_distribution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iter
     info = tmp_path / "fancy_metrics-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fancy-metrics\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[evalframe.metrics]\nshouting = fancy_metrics:shouting\n")
+    (info / "entry_points.txt").write_text(
+        "[evalframe.metrics]\nshouting = fancy_metrics:shouting\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(_registry, "_plugins_loaded", False)
     yield
@@ -60,5 +62,5 @@ def test_a_broken_plugin_fails_with_its_name(
     (info / "entry_points.txt").write_text("[evalframe.metrics]\nnope = no_such_module:x\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(_registry, "_plugins_loaded", False)
-    with pytest.raises(ef.MetricError, match="Metric plugin 'nope'.*failed to load"):
+    with pytest.raises(ef.MetricError, match=r"Metric plugin 'nope'.*failed to load"):
         ef.metrics.get("not-registered-anywhere")

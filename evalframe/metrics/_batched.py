@@ -33,7 +33,9 @@ def batched(
 
     def run(packed: pl.Series) -> pl.Series:
         result = kernel(packed.struct.unnest())
-        return result.select(list(output)).cast(pl.Schema(schema.to_schema())).to_struct(packed.name)
+        return (
+            result.select(list(output)).cast(pl.Schema(schema.to_schema())).to_struct(packed.name)
+        )
 
     packed = pl.struct(*(expr.alias(name) for name, expr in inputs.items()))
     return packed.map_batches(run, return_dtype=schema, is_elementwise=True)

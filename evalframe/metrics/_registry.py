@@ -160,9 +160,8 @@ def _load_plugins() -> None:
             raise MetricError(
                 f"Metric plugin '{ep.name}' ({ep.value}) failed to load: {exc}"
             ) from exc
-        if isinstance(obj, Metric | MetricDef | MetricFactory):
-            if obj.name not in _REGISTRY:
-                register(obj)
+        if isinstance(obj, Metric | MetricDef | MetricFactory) and obj.name not in _REGISTRY:
+            register(obj)
         # A module entry point registers its metrics through @metric when imported.
 
 
