@@ -18,9 +18,8 @@ that library needs from that frame:
 The libraries run in interleaved rounds (``--repeat``, default 5) after a warm-up on a small
 slice (Numba compilation and cache loading are one-off costs, excluded for evalframe and ranx
 alike); the best and the median round are reported, with the ratio to evalframe's. Also
-shown: evalframe
-from retrieval JSON strings (the JSON is parsed in the timing). Scores are cross-checked
-between the three libraries before anything is reported.
+shown: evalframe from retrieval JSON strings (the JSON is parsed in the timing). Scores are
+cross-checked between the three libraries before anything is reported.
 """
 
 from __future__ import annotations
