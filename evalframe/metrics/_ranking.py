@@ -82,14 +82,16 @@ _SCAN = 8
 
 def _match(
     ret_hashes: U64, ret_offsets: I64, rel_hashes: U64, rel_offsets: I64
-) -> tuple[I64, I64, Bool]:
-    """Pairs (retrieved position, relevant index) whose hashes agree, in rank order.
+) -> tuple[I64, I64, I64, Bool]:
+    """Pairs (retrieved position, relevant index) whose hashes agree, in rank order, and the
+    query (row) of each pair.
 
     Also flags rows where two relevant ids share a hash (they are distinct strings).
     """
     rows = ret_offsets.size - 1
     pos_out = np.empty(rel_hashes.size, np.int64)
     rel_out = np.empty(rel_hashes.size, np.int64)
+    row_out = np.empty(rel_hashes.size, np.int64)
     clash = np.zeros(rows, np.bool_)
     widest = 1
     for r in range(rows):
@@ -129,6 +131,7 @@ def _match(
                         used[j] = True
                         pos_out[n] = p
                         rel_out[n] = j
+                        row_out[n] = r
                         n += 1
                         break
             continue
@@ -141,8 +144,29 @@ def _match(
                 used[where[slot]] = True
                 pos_out[n] = p
                 rel_out[n] = where[slot]
+                row_out[n] = r
                 n += 1
-    return pos_out[:n], rel_out[:n], clash
+    return pos_out[:n], rel_out[:n], row_out[:n], clash
+
+
+def _ideal_terms(gains: F64, offsets: I64) -> F64:
+    """Per row, the gains sorted in descending order, each divided by log2(position + 1)."""
+    out = gains.copy()
+    for r in range(offsets.size - 1):
+        lo, hi = offsets[r], offsets[r + 1]
+        if hi - lo > 32:
+            out[lo:hi] = -np.sort(-gains[lo:hi])
+        else:
+            for i in range(lo + 1, hi):  # insertion sort: relevant sets are small
+                g = out[i]
+                j = i - 1
+                while j >= lo and out[j] < g:
+                    out[j + 1] = out[j]
+                    j -= 1
+                out[j + 1] = g
+        for i in range(lo, hi):
+            out[i] = out[i] / np.log2(i - lo + 2.0)
+    return out
 
 
 _KERNELS: dict[str, Callable[..., Any]] = {}
@@ -272,8 +296,9 @@ def rank_matches(
     gain_values = flat(gains).cast(pl.Float64).to_numpy()
     rows = ret_offsets.size - 1
     ret_hashes = _hash(ret_values) if hashes is None else flat(hashes).to_numpy()
-    pos, rel, clash = _kernel(_match)(ret_hashes, ret_offsets, _hash(rel_values), rel_offsets)
-    match_rows = np.searchsorted(ret_offsets, pos, side="right") - 1
+    pos, rel, match_rows, clash = _kernel(_match)(
+        ret_hashes, ret_offsets, _hash(rel_values), rel_offsets
+    )
     same = (ret_values.gather(pos) == rel_values.gather(rel)).to_numpy()
     bad = np.zeros(rows, np.bool_)
     bad[match_rows[~same]] = True
@@ -283,10 +308,7 @@ def rank_matches(
     ranks = pos - ret_offsets[match_rows] + 1
     terms = gain_values[rel] / np.log2(ranks + 1.0)
 
-    rel_rows = np.repeat(np.arange(rows), np.diff(rel_offsets))
-    order = np.lexsort((-gain_values, rel_rows))
-    within = np.arange(rel_rows.size) - rel_offsets[rel_rows]
-    ideal = gain_values[order] / np.log2(within + 2.0)
+    ideal = _kernel(_ideal_terms)(gain_values, rel_offsets)
 
     counts = np.bincount(match_rows, minlength=rows)
     match_offsets = np.zeros(rows + 1, np.int64)
