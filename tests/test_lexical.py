@@ -136,3 +136,22 @@ def test_lexical_metrics_keep_one_row_per_sample_in_order() -> None:
     assert out.get_column("sample_id").to_list() == [f"s{i}" for i in range(1000)]
     expected = [1.0 if i % 7 == i % 5 else 0.0 for i in range(1000)]
     assert out.get_column("score").to_list() == expected
+
+
+def test_regex_groups_rows_by_distinct_pattern_with_the_same_results() -> None:
+    patterns = ["/a+b/", "/^x/i", "/(bad/"]
+    outputs = ["aab", "Xy", "zzz", "ab"]
+    rows = [(patterns[i % 3], outputs[i % 4]) for i in range(3000)]  # grouped path
+    few = rows[:12]  # row-by-row path: under 64 rows per pattern
+    for subset in (rows, few):
+        out = scores("regex", subset)
+        expected = []
+        for pattern, actual in subset:
+            if pattern == "/(bad/":
+                expected.append(None)
+            elif pattern == "/a+b/":
+                expected.append(1.0 if "ab" in actual else 0.0)
+            else:
+                expected.append(1.0 if actual.lower().startswith("x") else 0.0)
+        assert out.get_column("score").to_list() == expected
+        assert out.get_column("error").null_count() == len(subset) - expected.count(None)

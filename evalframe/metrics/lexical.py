@@ -110,20 +110,62 @@ def _translate(pattern: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return translated, parse_error
 
 
-def _regex_compile_errors(frame: pl.DataFrame) -> pl.DataFrame:
-    """The engine's message for each invalid pattern, computed once per distinct pattern."""
-    patterns = frame.get_column("pattern")
-    bad = patterns.filter(frame.get_column("invalid")).unique().drop_nulls()
-    messages: dict[str, str] = {}
-    for p in bad:  # distinct invalid patterns only, not rows
-        try:
-            pl.select(pl.lit("").str.contains(p))
-        except pl.exceptions.PolarsError as exc:
-            text = str(exc).split("\n\nThis error occurred", 1)[0]
-            messages[p] = " ".join(text.replace("regex error: ", "", 1).split())
-    return frame.select(
-        message=pl.col("pattern").replace_strict(messages, default=None, return_dtype=pl.String)
+def _compile_error(pattern: str) -> str | None:
+    """The engine's message when ``pattern`` does not compile, else None."""
+    try:
+        pl.select(pl.lit("").str.contains(pattern))
+    except pl.exceptions.PolarsError as exc:
+        text = str(exc).split("\n\nThis error occurred", 1)[0]
+        return " ".join(text.replace("regex error: ", "", 1).split())
+    return None
+
+
+# Below this many rows per distinct pattern, matching row by row (each row's pattern compiled
+# by Polars) beats one pass per pattern group.
+_ROWS_PER_PATTERN = 64
+
+
+def _regex_kernel(frame: pl.DataFrame) -> pl.DataFrame:
+    """Match outputs against per-row patterns, translating and compiling each distinct one once.
+
+    Datasets repeat patterns (a handful of shapes across many rows), so the work is done per
+    distinct pattern: translation and the compile check on the unique values, then one
+    vectorized ``str.contains`` per pattern group. When nearly every row has its own pattern,
+    rows are matched directly instead.
+    """
+    patterns = frame.select(pl.col("pattern").unique().drop_nulls())
+    translated, parse_error = _translate(pl.col("pattern"))
+    patterns = patterns.with_columns(translated.alias("rust"), parse_error.alias("reason"))
+    compiles = pl.lit("").str.contains(pl.col("rust"), strict=False).is_not_null()
+    patterns = patterns.with_columns(
+        pl.when(pl.col("reason").is_null() & ~compiles)
+        .then(pl.lit(""))
+        .otherwise("reason")
+        .alias("reason")
     )
+    broken = patterns.filter(pl.col("reason") == "").get_column("rust").to_list()
+    messages = {p: _compile_error(p) for p in broken}  # distinct invalid patterns, not rows
+    patterns = patterns.with_columns(
+        pl.when(pl.col("reason") == "")
+        .then(pl.col("rust").replace_strict(messages, default=None, return_dtype=pl.String))
+        .otherwise("reason")
+        .alias("reason")
+    )
+    rows = frame.with_row_index("_row").join(patterns, on="pattern", how="left")
+    usable = rows.filter(pl.col("reason").is_null() & pl.col("rust").is_not_null())
+    n_patterns = usable.get_column("rust").n_unique()
+    if n_patterns and usable.height / n_patterns >= _ROWS_PER_PATTERN:
+        matched = pl.concat(
+            group.select(
+                "_row", pl.col("actual").str.contains(group.item(0, "rust")).alias("match")
+            )
+            for group in usable.partition_by("rust")
+        )
+    else:
+        matched = usable.select(
+            "_row", pl.col("actual").str.contains(pl.col("rust"), strict=False).alias("match")
+        )
+    return rows.join(matched, on="_row", how="left").sort("_row").select("match", "reason")
 
 
 @metric("regex", family="lexical")
@@ -136,16 +178,8 @@ def regex() -> Scored:
     possessive quantifiers, ``\\K``) are rejected as that sample's error.
     """
     bad, message = type_error("regex")
-    translated, parse_error = _translate(_EXPECTED)
-    invalid = pl.lit("").str.contains(translated, strict=False).is_null() & parse_error.is_null()
-    compile_errors = batched(
-        _regex_compile_errors,
-        {"pattern": translated, "invalid": invalid},
-        {"message": pl.String},
-    )
-    compile_error = pl.col("regex__compile").struct.field("message")
-    match = _ACTUAL.str.contains(translated, strict=False)
-    reason = pl.coalesce(parse_error, compile_error)
+    k = pl.col("regex__kernel")
+    match, reason = k.struct.field("match"), k.struct.field("reason")
     failed = sample_error(
         "regex metric could not evaluate expected_output against actual output. PCRE error: {}.",
         reason,
@@ -154,7 +188,13 @@ def regex() -> Scored:
         score=pl.when(bad | reason.is_not_null()).then(None).otherwise(match.cast(pl.Float64)),
         error=pl.when(bad).then(message).when(reason.is_not_null()).then(failed),
         details=pl.struct(pattern=_EXPECTED, match=match),
-        prepare={"regex__compile": compile_errors},
+        prepare={
+            "regex__kernel": batched(
+                _regex_kernel,
+                {"pattern": C.expected_text(), "actual": _ACTUAL},
+                {"match": pl.Boolean, "reason": pl.String},
+            )
+        },
     )
 
 
