@@ -4,6 +4,7 @@ export/import, and ``evalframe run --store``."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -57,14 +58,21 @@ def _outputs(wrong: set[str] = frozenset(), forbidden: set[str] = frozenset()) -
 METRICS = ["exact-match", "no-forbidden-word"]
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    """A store with a clean baseline run 'v1' and a run 'v2' where s1 and s3 regressed."""
-    path = tmp_path / "runs.duckdb"
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("template") / "runs.duckdb"
     ef.evaluate(_dataset(), outputs=_outputs(), metrics=METRICS, name="v1", store=path)
     ef.evaluate(
         _dataset(), outputs=_outputs(wrong={"s1", "s3"}), metrics=METRICS, name="v2", store=path
     )
+    return path
+
+
+@pytest.fixture
+def db(template: Path, tmp_path: Path) -> str:
+    """A store with a clean baseline run 'v1' and a run 'v2' where s1 and s3 regressed."""
+    path = tmp_path / "runs.duckdb"
+    shutil.copyfile(template, path)
     return str(path)
 
 
