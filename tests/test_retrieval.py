@@ -749,3 +749,33 @@ def test_factories_and_families() -> None:
     assert ef.metrics.answer_containment_at_k(case_sensitive=True).id == (
         "answer-containment-at-k(case_sensitive=true)"
     )
+
+
+def test_evaluate_passes_typed_retrieval_columns_through_from_the_outputs_frame() -> None:
+    dataset = ef.Dataset.from_records(
+        [
+            {
+                "id": "q1",
+                "input": {"q": "a"},
+                "expected_output": ["d1", "d3"],
+                "metadata": {"k": 1},
+            },
+            {"id": "q2", "input": {"q": "b"}, "expected_output": {"d2": 2, "d9": 1}},
+        ],
+        name="rag",
+    )
+    outputs = pl.DataFrame(
+        {
+            "sample_id": ["q1", "q2"],
+            "actual_output": ["unused", "unused"],
+            "actual_output__retrieved": [["d2", "d3"], ["d9", "d2"]],
+        }
+    )
+    run = ef.evaluate(dataset, outputs=outputs, metrics=["retrieval-mrr", "retrieval-hit-at-k"])
+    by = {(r["sample_id"], r["metric"]): r["score"] for r in run.scores.to_dicts()}
+    assert by == {
+        ("q1", "retrieval-mrr"): 0.5,
+        ("q1", "retrieval-hit-at-k"): 0.0,
+        ("q2", "retrieval-mrr"): 1.0,
+        ("q2", "retrieval-hit-at-k"): 1.0,
+    }
