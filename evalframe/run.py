@@ -15,7 +15,7 @@ import polars as pl
 from evalframe import aggregate
 from evalframe import schema as C
 from evalframe.dataset import Dataset, read_dataset
-from evalframe.exceptions import DatasetError, MetricError
+from evalframe.exceptions import DatasetError, MetricError, StoreError
 from evalframe.metrics._registry import MetricFactory, resolve
 from evalframe.metrics._spec import Metric
 from evalframe.outputs import align_outputs, read_outputs
@@ -215,6 +215,8 @@ def evaluate(
         providers: embeddings/judge providers for model-backed metrics.
         run_id: the run's id (default: a random 16-hex-digit id).
         store: a ``Store`` or DuckDB file path to save the run to (in one transaction).
+            If saving fails, the ``StoreError`` carries the run as ``error.run``, so it
+            can be saved again (``error.run.save(store)``).
 
     Returns:
         The ``Run``. A metric that cannot score a row records that row's error; a system
@@ -286,5 +288,10 @@ def evaluate(
         extra=extra,
     )
     if store is not None:
-        result.save(store)
+        try:
+            result.save(store)
+        except StoreError as exc:
+            # Keep the (possibly expensive) evaluation: the caller can save it again.
+            exc.run = result  # type: ignore[attr-defined]
+            raise
     return result

@@ -544,8 +544,18 @@ def test_a_held_lock_gives_a_retryable_busy_error(tmp_path: Path) -> None:
         assert time.monotonic() - started < 1.9
     finally:
         holder.communicate(timeout=30)
-    # Once the holder is gone, the retry succeeds.
-    assert Store(path).save(_run(metrics=["exact-match"]))
+    # A failed save inside evaluate() keeps the run on the error, to save again later.
+    impatient = Store(path, timeout=0.3)
+    holder = _worker(tmp_path, "hold", path, "-", HOLD="2")
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "holding"
+    try:
+        with pytest.raises(StoreBusyError) as info:
+            _run(impatient, metrics=["exact-match"])
+    finally:
+        holder.communicate(timeout=30)
+    run = info.value.run  # type: ignore[attr-defined]
+    assert Store(path).save(run) == run.run_id
 
 
 def test_a_crash_mid_save_leaves_no_partial_run(tmp_path: Path) -> None:
