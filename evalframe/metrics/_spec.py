@@ -111,9 +111,11 @@ class MetricDef:
             if p.name in params:
                 bound[p.name] = coerce(params[p.name], p.annotation, self.name, p.name)
             elif p.required:
+                listed = get_origin(p.annotation) in (tuple, list, Sequence)
+                example = "[a,b,c]" if listed else "..."
                 raise MetricError(
-                    f"Metric '{self.name}' requires the parameter '{p.name}' "
-                    f"(for example {self.name}({p.name}=...))."
+                    f"Metric '{self.name}' requires the parameter '{p.name}'; it has no "
+                    f"default (for example {self.name}({p.name}={example}))."
                 )
             else:
                 bound[p.name] = p.default
