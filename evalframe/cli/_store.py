@@ -343,7 +343,12 @@ def list_baselines(store_path: Path | None) -> None:
 @click.option("--force", is_flag=True, help="Recompute metrics the source already scored.")
 @click.option("--name", default=None, help="The new runs' name (default: the source's).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=100_000, show_default=True)
-@click.option("--memory-limit", default=None, help="DuckDB memory limit, e.g. 2GB.")
+@click.option(
+    "--memory-limit",
+    default="2GB",
+    show_default=True,
+    help="DuckDB's memory limit while rescoring; beyond it, joins and sorts spill to disk.",
+)
 def rescore(
     store_path: Path | None,
     runs_ref: str | None,
@@ -352,7 +357,7 @@ def rescore(
     force: bool,
     name: str | None,
     batch_size: int,
-    memory_limit: str | None,
+    memory_limit: str,
 ) -> None:
     """Score stored outputs with new or changed metrics; one new run per source run."""
     store = _open(store_path)

@@ -198,64 +198,91 @@ def _rescore_one(
     new_id = uuid.uuid4().hex[:16]
     started = time.time()
     with connector.connect(write=True) as con:
-        if memory_limit is not None:
+        # A file store's connection is this operation's own database instance; an
+        # in-memory store holds all its data in memory, so a limit there would cap the store.
+        if memory_limit is not None and not connector.in_memory:
             execute(con, "SET memory_limit = ?", [memory_limit])
-        with transaction(con):
-            source = query(con, "SELECT * FROM runs WHERE run_id = ?", [source_id]).row(
-                0, named=True
-            )
-            source_metrics = query(
-                con, "SELECT * FROM run_metrics WHERE run_id = ? ORDER BY ordinal", [source_id]
-            )
-            have = set(source_metrics.get_column("metric").to_list())
-            wanted = {m.id for m in requested}
-            carried = (
-                source_metrics.filter(~pl.col("metric").is_in(list(wanted)))
-                if keep
-                else source_metrics.clear()
-            )
-            copied = [m.id for m in requested if m.id in have and not force]
-            copied += carried.get_column("metric").to_list()
-            computed = [m for m in requested if m.id not in copied]
-            insert(con, "run_metrics", _metric_rows(new_id, requested, carried))
-            if copied:
-                execute(
-                    con,
-                    "INSERT INTO scores BY NAME SELECT * REPLACE (?::VARCHAR AS run_id) "
-                    "FROM scores WHERE run_id = ? AND list_contains(?::VARCHAR[], metric)",
-                    [new_id, source_id, copied],
-                )
-            with tempfile.TemporaryDirectory(prefix="evalframe-rescore-") as tmp:
-                stage = _StatsStage(tmp)
-                # With nothing copied, each scored chunk holds every metric of its samples,
-                # so the statistics come from the chunks; otherwise from a sorted read-back.
-                if computed:
-                    _score_stream(
-                        con,
-                        source,
-                        computed,
-                        new_id,
-                        batch_size=batch_size,
-                        providers=providers,
-                        stage=None if copied else stage,
-                    )
-                if copied:
-                    _sample_stats(con, new_id, stage, batch_size=batch_size)
-                stage.insert(con, new_id, source["dataset_hash"])
-            finished = time.time()
-            _insert_run(
-                con,
-                source,
-                new_id,
-                name=name,
-                started=started,
-                finished=finished,
-                copied=copied,
-                computed=[m.id for m in computed],
-                usage=getattr(providers, "usage_frame", None),
-            )
-            fill_stats(con, new_id)  # after the runs row: the cohort view joins it
+        _rescore_in(
+            con,
+            new_id,
+            source_id,
+            requested,
+            started=started,
+            keep=keep,
+            force=force,
+            name=name,
+            batch_size=batch_size,
+            providers=providers,
+        )
     return new_id
+
+
+def _rescore_in(  # the body of one rescore, in one transaction
+    con: duckdb.DuckDBPyConnection,
+    new_id: str,
+    source_id: str,
+    requested: list[Metric],
+    *,
+    started: float,
+    keep: bool,
+    force: bool,
+    name: str | None,
+    batch_size: int,
+    providers: Any,
+) -> None:
+    with transaction(con):
+        source = query(con, "SELECT * FROM runs WHERE run_id = ?", [source_id]).row(0, named=True)
+        source_metrics = query(
+            con, "SELECT * FROM run_metrics WHERE run_id = ? ORDER BY ordinal", [source_id]
+        )
+        have = set(source_metrics.get_column("metric").to_list())
+        wanted = {m.id for m in requested}
+        carried = (
+            source_metrics.filter(~pl.col("metric").is_in(list(wanted)))
+            if keep
+            else source_metrics.clear()
+        )
+        copied = [m.id for m in requested if m.id in have and not force]
+        copied += carried.get_column("metric").to_list()
+        computed = [m for m in requested if m.id not in copied]
+        insert(con, "run_metrics", _metric_rows(new_id, requested, carried))
+        if copied:
+            execute(
+                con,
+                "INSERT INTO scores BY NAME SELECT * REPLACE (?::VARCHAR AS run_id) "
+                "FROM scores WHERE run_id = ? AND list_contains(?::VARCHAR[], metric)",
+                [new_id, source_id, copied],
+            )
+        with tempfile.TemporaryDirectory(prefix="evalframe-rescore-") as tmp:
+            stage = _StatsStage(tmp)
+            # With nothing copied, each scored chunk holds every metric of its samples,
+            # so the statistics come from the chunks; otherwise from a sorted read-back.
+            if computed:
+                _score_stream(
+                    con,
+                    source,
+                    computed,
+                    new_id,
+                    batch_size=batch_size,
+                    providers=providers,
+                    stage=None if copied else stage,
+                )
+            if copied:
+                _sample_stats(con, new_id, stage, batch_size=batch_size)
+            stage.insert(con, new_id, source["dataset_hash"])
+        finished = time.time()
+        _insert_run(
+            con,
+            source,
+            new_id,
+            name=name,
+            started=started,
+            finished=finished,
+            copied=copied,
+            computed=[m.id for m in computed],
+            usage=getattr(providers, "usage_frame", None),
+        )
+        fill_stats(con, new_id)  # after the runs row: the cohort view joins it
 
 
 def _score_stream(

@@ -218,7 +218,7 @@ class Store:
         force: bool = False,
         name: str | None = None,
         batch_size: int = 100_000,
-        memory_limit: str | None = None,
+        memory_limit: str | None = "2GB",
         providers: Any = None,
     ) -> list[str]:
         """Score stored outputs with new or changed metrics, writing one new run per source.
@@ -240,7 +240,10 @@ class Store:
             force: recompute every metric, even those the source already scored.
             name: the new runs' name (default: the source's name).
             batch_size: outputs per scoring batch.
-            memory_limit: DuckDB's memory limit while rescoring, e.g. ``"2GB"``.
+            memory_limit: DuckDB's memory limit while rescoring a file store (None: DuckDB's
+                default, 80% of RAM; ignored for in-memory stores). Joins and sorts beyond
+                it spill to disk, so the process's peak memory is about this plus a few
+                batches (measured in benchmarks/README.md).
             providers: embeddings/judge providers for model-backed metrics.
 
         Returns:
