@@ -316,24 +316,6 @@ def test_lowercasing_stays_inside_the_character_table() -> None:
     assert max(ord(ch) for text in lowered for ch in text) < size
 
 
-def test_intern_texts_in_threads_agrees_with_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
-    rng = random.Random(11)
-    words = ["alpha", "Beta", "gamma", "DELTA", "epsilonic", "ζήτα", "3.14", "x", "café"]
-    rows = [
-        None if rng.random() < 0.05 else " ".join(rng.choices(words, k=rng.randint(0, 30)))
-        for _ in range(5000)
-    ]
-    series = [pl.Series(rows, dtype=pl.String), pl.Series(rows[::-1], dtype=pl.String)]
-    lists = [pl.select(tokens(pl.lit(s))).to_series() for s in series]
-    single = intern_texts(*series)
-    monkeypatch.setattr(_text, "_thread_count", lambda n_bytes: 3)
-    threaded = intern_texts(*series)
-    assert_bijective(threaded, lists)
-    for (ids1, off1), (ids3, off3) in zip(single, threaded, strict=True):
-        np.testing.assert_array_equal(off1, off3)
-        assert len(ids1) == len(ids3)
-
-
 # --- rouge_l -----------------------------------------------------------------------------------
 
 

@@ -21,7 +21,17 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.exceptions import MetricError
-from evalframe.metrics._text import intern_texts, njit_cached
+from evalframe.metrics._text import (
+    _ASCII_LOWER,
+    _PRIME,
+    _ROW_SCAN,
+    _U56,
+    _bounds,
+    _chunk,
+    _mix,
+    _TextColumn,
+    njit_cached,
+)
 
 __all__ = ["lcs_lengths", "rouge_l"]
 
@@ -49,23 +59,27 @@ def _low_bits(n: int) -> Any:
 
 
 @njit_cached
-def _lcs_pair(
+def _lcs_word(short: Any, s0: int, s1: int, long: Any, l0: int, l1: int, peq: Any) -> int:
+    """``_lcs_pair`` for a short side of at most 64 tokens: one word."""
+    for k in range(s1 - s0):
+        peq[short[s0 + k]] |= _ONE << np.uint64(k)
+    v = _ALL
+    for j in range(l0, l1):
+        u = v & peq[long[j]]
+        v = (v + u) | (v - u)
+    for k in range(s0, s1):
+        peq[short[k]] = 0
+    return _popcount(~v & _low_bits(s1 - s0))
+
+
+@njit_cached
+def _lcs_words(
     short: Any, s0: int, s1: int, long: Any, l0: int, l1: int, peq: Any, carry: Any
 ) -> int:
-    """LCS length of ``short[s0:s1]`` and ``long[l0:l1]`` (``s1 - s0 >= 1``)."""
-    m = s1 - s0
-    if m <= 64:
-        for k in range(m):
-            peq[short[s0 + k]] |= _ONE << np.uint64(k)
-        v = _ALL
-        for j in range(l0, l1):
-            u = v & peq[long[j]]
-            v = (v + u) | (v - u)
-        for k in range(m):
-            peq[short[s0 + k]] = 0
-        return _popcount(~v & _low_bits(m))
-    # Word by word, low to high: carry[j] is the carry out of the previous word at step j.
-    carry[: l1 - l0] = 0
+    """``_lcs_pair`` for a short side of any length: words of 64 tokens, low to high, with
+    ``carry[j]`` the carry out of the previous word at step j."""
+    for j in range(l1 - l0):
+        carry[j] = 0
     total = 0
     for w0 in range(s0, s1, 64):
         w1 = min(w0 + 64, s1)
@@ -80,9 +94,24 @@ def _lcs_pair(
             # V - U never borrows (U is a subset of V's bits), so it stays word-local.
             v = y | (v - u)
         total += _popcount(~v & _low_bits(w1 - w0))
-        for k in range(w1 - w0):
-            peq[short[w0 + k]] = 0
+        for k in range(w0, w1):
+            peq[short[k]] = 0
     return total
+
+
+@njit_cached
+def _lcs_pair(
+    short: Any, s0: int, s1: int, long: Any, l0: int, l1: int, peq: Any, carry: Any
+) -> int:
+    """LCS length of ``short[s0:s1]`` and ``long[l0:l1]`` (``1 <= s1 - s0``).
+
+    ``peq[id]`` is the match mask of token ``id`` within the current word of the short side:
+    set for its tokens, used, then cleared token by token, so that no pair pays for the size
+    of the id space. ``peq`` must be zero on entry and is zero again on exit.
+    """
+    if s1 - s0 <= 64:
+        return _lcs_word(short, s0, s1, long, l0, l1, peq)
+    return _lcs_words(short, s0, s1, long, l0, l1, peq, carry)
 
 
 @njit_cached
@@ -98,8 +127,6 @@ def _lcs_kernel(a_ids: Any, a_off: Any, b_ids: Any, b_off: Any, active: Any) -> 
             for k in range(b_off[i], b_off[i + 1]):
                 vocab = max(vocab, b_ids[k] + 1)
             longest = max(longest, a_off[i + 1] - a_off[i], b_off[i + 1] - b_off[i])
-    # Match masks indexed by token id; only the bits of the current pair are ever set, and
-    # they are cleared token by token afterwards, so no pair pays for the vocabulary size.
     peq = np.zeros(vocab, dtype=np.uint64)
     carry = np.zeros(longest, dtype=np.uint64)
     for i in range(n):
@@ -111,6 +138,151 @@ def _lcs_kernel(a_ids: Any, a_off: Any, b_ids: Any, b_off: Any, active: Any) -> 
             out[i] = _lcs_pair(a_ids, a0, a1, b_ids, b0, b1, peq, carry)
         else:
             out[i] = _lcs_pair(b_ids, b0, b1, a_ids, a0, a1, peq, carry)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# ROUGE-L fused per pair: tokenise both texts of a pair (``_text``'s scanners), give the tokens
+# of the shorter one local ids through a small hash table of their keys, look the longer one's
+# tokens up in it, and run ``_lcs_pair`` on the local ids. Everything a pair touches stays in
+# the L1 cache, where a column-wide vocabulary table would not.
+#
+# ``keys[:, t]`` describes token t of one side: hash, tag (as in ``_text``), length, and where
+# its bytes after the first 8 start in that side's ``pool``. Helpers take arrays, not tuples of
+# arrays: taking an array out of a tuple costs Numba a reference count, on every call.
+
+_HASH, _TAG, _LEN, _TAIL = 0, 1, 2, 3
+
+
+@njit_cached
+def _keys_of(
+    src: Any, words: Any, lower: bool, starts: Any, ends: Any, n: int, keys: Any, pool: Any
+) -> None:
+    """Keys of the tokens ``starts[t]:ends[t]`` of ``src`` (ASCII-lowercased if ``lower``)."""
+    used = 0
+    for t in range(n):
+        a, b = starts[t], ends[t]
+        m = b - a
+        first = _chunk(words, a, m, lower)
+        h = (np.uint64(m) ^ first) * _PRIME
+        if m > 8:
+            for p in range(a + 8, b, 8):
+                h = _mix(h, _chunk(words, p, b - p, lower))
+            keys[_TAIL, t] = used
+            for k in range(a + 8, b):
+                pool[used] = _ASCII_LOWER[src[k]]
+                used += 1
+        keys[_HASH, t] = h
+        keys[_TAG, t] = first | (np.uint64(m) << _U56) if m < 8 else first
+        keys[_LEN, t] = m
+
+
+@njit_cached
+def _find_local(ks: Any, ps: Any, k: Any, p: Any, t: int, slots: Any, mask: int, shift: Any) -> Any:
+    """Slot of the short side's token equal to token ``t`` of keys ``k``, or of an empty one."""
+    # Shaped like ``_text._find`` on purpose: with a loop condition on an array, a ``break``
+    # or a call in a branch, Numba reference-counts the arrays on every probe (several times
+    # slower); ``tests/test_lcs.py`` has no such check, the benchmark shows it.
+    pos = np.int64(k[_HASH, t] >> shift)
+    n = np.int64(k[_LEN, t])
+    while True:
+        r = slots[pos]
+        if r < 0:
+            return pos
+        # Tag and length decide tokens of up to 8 bytes; longer ones compare the rest.
+        same = (ks[_TAG, r] == k[_TAG, t]) & (ks[_LEN, r] == n)
+        x, y = np.int64(ks[_TAIL, r]), np.int64(k[_TAIL, t])
+        q = 8
+        while same & (q < n):
+            same = ps[x] == p[y]
+            x += 1
+            y += 1
+            q += 1
+        if same:
+            return pos
+        pos = (pos + 1) & mask
+
+
+@njit_cached
+def _local_ids(
+    ke: Any, pe: Any, n_e: int, ka: Any, pa: Any, n_a: int, slots: Any, ids: Any
+) -> None:
+    """Local ids of a pair's tokens: ``ids[:n_e]`` for the expected side, the index of the
+    token's first occurrence; ``ids[n_e:n_e + n_a]`` for the actual side, the id of the equal
+    expected token, or ``n_e``, which no expected token has."""
+    bits = 1
+    while (1 << bits) < 2 * n_e:
+        bits += 1
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)  # a multiplicative hash: its high bits are the mixed ones
+    for q in range(mask + 1):
+        slots[q] = -1
+    for t in range(n_e):
+        pos = _find_local(ke, pe, ke, pe, t, slots, mask, shift)
+        if slots[pos] < 0:
+            slots[pos] = t
+        ids[t] = slots[pos]
+    for t in range(n_a):
+        r = slots[_find_local(ke, pe, ka, pa, t, slots, mask, shift)]
+        ids[n_e + t] = r if r >= 0 else n_e
+
+
+@njit_cached
+def _rouge_kernel(e_col: Any, a_col: Any, max_tokens: int, scratch: Any, out: Any) -> None:
+    """Token counts of both sides and LCS of every scored pair of rows (``out``).
+
+    A column is a ``_TextColumn``'s arrays. Every call below gets the same arrays on every
+    row (no choosing between arrays in a branch), which keeps Numba's reference counting out
+    of the loop.
+    """
+    e_buf, e_words, e_start, e_end, e_kinds, e_classes = e_col
+    a_buf, a_words, a_start, a_end, a_kinds, a_classes = a_col
+    e_starts, e_ends, a_starts, a_ends, e_keys, a_keys, e_pool, a_pool = scratch[:8]
+    slots, ids, peq, carry = scratch[8:]
+    e_count, a_count, lcs = out
+    for i in range(len(e_kinds)):
+        ek, ak = e_kinds[i], a_kinds[i]
+        n_e = _bounds(e_buf, e_start[i], e_end[i], ek, e_classes, e_starts, e_ends)
+        n_a = _bounds(a_buf, a_start[i], a_end[i], ak, a_classes, a_starts, a_ends)
+        e_count[i], a_count[i] = n_e, n_a
+        if (0 < n_e <= max_tokens) & (0 < n_a <= max_tokens):
+            _keys_of(e_buf, e_words, ek == _ROW_SCAN, e_starts, e_ends, n_e, e_keys, e_pool)
+            _keys_of(a_buf, a_words, ak == _ROW_SCAN, a_starts, a_ends, n_a, a_keys, a_pool)
+            _local_ids(e_keys, e_pool, n_e, a_keys, a_pool, n_a, slots, ids)
+            # The shorter side is the bit vector: fewer words. Both sides live in ``ids``, so
+            # that no branch picks between arrays (which costs Numba reference counts).
+            short, long = (0, n_e) if n_e <= n_a else (n_e, 0)
+            lcs[i] = _lcs_pair(
+                ids, short, short + min(n_e, n_a), ids, long, long + max(n_e, n_a), peq, carry
+            )
+
+
+def _column(text: _TextColumn) -> tuple[Any, ...]:
+    return (text.buf, text.words, text.row_start, text.row_end, text.kinds, text.char_class)
+
+
+def _scratch(longest: int) -> tuple[Any, ...]:
+    """Work arrays for pairs of at most ``longest`` tokens a side."""
+    n = longest
+    return (
+        np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
+        np.empty(n, np.int64), np.empty((4, n), np.uint64), np.empty((4, n), np.uint64),
+        np.empty(8 * n, np.uint8), np.empty(8 * n, np.uint8), np.empty(4 * n, np.int64),
+        np.empty(2 * n, np.int64), np.zeros(n + 1, np.uint64), np.zeros(n, np.uint64),
+    )  # fmt: skip
+
+
+def _rouge_counts(
+    expected: pl.Series, actual: pl.Series, max_tokens: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Token counts of each side and LCS lengths (0 where not scored) of every row."""
+    e_text = _TextColumn.from_series(expected.cast(pl.String))
+    a_text = _TextColumn.from_series(actual.cast(pl.String))
+    n = len(e_text.kinds)
+    # A row of b bytes holds at most (b + 1) // 2 tokens.
+    longest = max(e_text.longest, a_text.longest) // 2 + 2
+    out = (np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64))
+    _rouge_kernel(_column(e_text), _column(a_text), max_tokens, _scratch(longest), out)
     return out
 
 
@@ -227,15 +399,12 @@ def rouge_l(
         msg = f"rouge_l() expects row-aligned Series; got {len(expected)} and {len(actual)} rows."
         raise ValueError(msg)
 
-    (e_ids, e_off), (a_ids, a_off) = intern_texts(expected, actual)
-    e_len = np.diff(e_off)
-    a_len = np.diff(a_off)
+    e_len, a_len, lcs = _rouge_counts(expected, actual, max_tokens)
     e_ok = expected.is_not_null().to_numpy()
     a_ok = actual.is_not_null().to_numpy()
     e_over = e_ok & (e_len > max_tokens)
     a_over = a_ok & (a_len > max_tokens)
     scored = e_ok & a_ok & ~e_over & ~a_over
-    lcs = _lcs_kernel(e_ids, e_off, a_ids, a_off, scored)
 
     b2 = float(beta) ** 2
     ne, na, lcs_col = pl.col("_ne"), pl.col("_na"), pl.col("_lcs")

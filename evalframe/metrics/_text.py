@@ -37,10 +37,8 @@ whole LCS. Each row takes the cheapest exact route:
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -127,22 +125,22 @@ _HIGH_BITS = np.uint64(0x8080808080808080)
 _GE_A = np.uint64((0x80 - ord("A")) * 0x0101010101010101)  # byte + this >= 0x80 iff byte >= 'A'
 _GT_Z = np.uint64((0x7F - ord("Z")) * 0x0101010101010101)  # byte + this >= 0x80 iff byte > 'Z'
 
-# Token bytes of raw ASCII text: [0-9A-Za-z], i.e. \p{L}\p{N} restricted to ASCII.
-_ASCII_ALNUM = np.zeros(256, dtype=np.bool_)
+_ROW_NULL, _ROW_SCAN, _ROW_LOWER, _ROW_REGEX = 0, 1, 2, 3
+# _TOKEN_BYTES[kind, byte]: the byte belongs to a token. Raw ASCII rows and lowercased rows:
+# [0-9A-Za-z], i.e. \p{L}\p{N} in ASCII (lowercased rows decode their other bytes); rows of
+# space-joined tokens: any byte but the space (tokens never contain one).
+_TOKEN_BYTES = np.zeros((4, 256), dtype=np.uint8)
 for _lo, _hi in ((ord("0"), ord("9")), (ord("A"), ord("Z")), (ord("a"), ord("z"))):
-    _ASCII_ALNUM[_lo : _hi + 1] = True
-# Token bytes of a space-joined list of tokens (tokens never contain a space).
-_NOT_SPACE = np.ones(256, dtype=np.bool_)
-_NOT_SPACE[ord(" ")] = False
+    _TOKEN_BYTES[[_ROW_SCAN, _ROW_LOWER], _lo : _hi + 1] = 1
+_TOKEN_BYTES[_ROW_REGEX] = 1
+_TOKEN_BYTES[_ROW_REGEX, ord(" ")] = 0
 # Byte maps for comparing and storing: ASCII lowercasing for raw ASCII rows, else identity.
 _IDENTITY = np.arange(256, dtype=np.uint8)
 _ASCII_LOWER = _IDENTITY.copy()
 _ASCII_LOWER[ord("A") : ord("Z") + 1] += 32
 
-_ROW_NULL, _ROW_SCAN, _ROW_LOWER, _ROW_REGEX = 0, 1, 2, 3
 _ALNUM, _STABLE_SEPARATOR = 1, 2
 _EMPTY_CLASSES = np.zeros(0, dtype=np.uint8)
-_PARALLEL_BYTES = 1 << 20
 # Planes 0-3 hold every letter and number of Unicode 16 (the last, CJK extension H, ends at
 # U+323AF); lowercasing maps a code point below this to code points below it.
 _CHAR_TABLE_SIZE = 0x40000
@@ -262,11 +260,9 @@ def _store(
 def _has_room(
     slots: Any, id_start: Any, pool: Any, n_ids: int, new_ids: int, new_bytes: int
 ) -> bool:
-    return bool(
-        2 * (n_ids + new_ids) <= len(slots)
-        and n_ids + new_ids < len(id_start)
-        and id_start[n_ids] + new_bytes <= len(pool)
-    )
+    # ``&``, not ``and``: short-circuits make Numba reference-count the arrays.
+    room = (2 * (n_ids + new_ids) <= len(slots)) & (n_ids + new_ids < len(id_start))
+    return bool(room & (id_start[n_ids] + new_bytes <= len(pool)))
 
 
 @njit_cached
@@ -341,7 +337,7 @@ def _decode(src: Any, k: int) -> tuple[Any, int]:
 
 
 @njit_cached
-def _row_kinds(buf: Any, words: Any, off: Any, valid: Any, char_class: Any) -> Any:
+def _row_kinds(buf: Any, off: Any, valid: Any, char_class: Any) -> Any:
     """How to tokenise each row: ``_ROW_SCAN``, ``_ROW_LOWER`` or ``_ROW_REGEX`` (or null).
 
     A row of ASCII and of separators that stay separators when lowercased is scanned as it is;
@@ -350,15 +346,10 @@ def _row_kinds(buf: Any, words: Any, off: Any, valid: Any, char_class: Any) -> A
     """
     n = len(off) - 1
     kinds = np.empty(n, dtype=np.int8)
-    if _all_ascii(words):  # the common case: skip the per-row scan
-        for i in range(n):
-            kinds[i] = _ROW_SCAN if valid[i] else _ROW_NULL
-        return kinds
     for i in range(n):
-        if not valid[i]:
-            kinds[i] = _ROW_NULL
+        kinds[i] = _ROW_SCAN if valid[i] else _ROW_NULL
+        if len(char_class) == 0:  # the column is all ASCII
             continue
-        kinds[i] = _ROW_SCAN
         k, e = off[i], off[i + 1]
         while k < e:
             if buf[k] < 0x80:
@@ -375,35 +366,25 @@ def _row_kinds(buf: Any, words: Any, off: Any, valid: Any, char_class: Any) -> A
 
 
 @njit_cached
-def _bounds_bytes(src: Any, s: int, e: int, is_tok: Any, starts: Any, ends: Any) -> int:
-    """Starts and ends of the runs of ``is_tok`` bytes in ``s:e``; returns how many.
+def _bounds(src: Any, s: int, e: int, kind: int, char_class: Any, starts: Any, ends: Any) -> int:
+    """Starts and ends of the tokens of bytes ``s:e`` of a row of ``kind``; returns how many.
 
-    Branch-free: token lengths are unpredictable, mispredicted branches would dominate.
+    Tokens are runs of the bytes ``_TOKEN_BYTES[kind]`` marks, and in ``_ROW_LOWER`` rows of
+    the non-ASCII characters ``char_class`` marks as letters or numbers. Branch-free for ASCII:
+    token lengths are unpredictable, mispredicted branches would dominate.
     """
     n_starts = 0
     n_ends = 0
     prev = 0
-    for k in range(s, e):
-        cur = int(is_tok[src[k]])
-        starts[n_starts] = k
-        n_starts += cur & ~prev & 1
-        ends[n_ends] = k
-        n_ends += prev & ~cur & 1
-        prev = cur
-    ends[n_ends] = e
-    return n_starts
-
-
-@njit_cached
-def _bounds_utf8(src: Any, s: int, e: int, char_class: Any, starts: Any, ends: Any) -> int:
-    """Like ``_bounds_bytes`` for runs of letters and numbers of ``char_class``, in UTF-8."""
-    n_starts = 0
-    n_ends = 0
-    prev = 0
+    utf8 = kind == _ROW_LOWER
     k = s
     while k < e:
-        cp, size = _decode(src, k)
-        cur = int(char_class[cp] & _ALNUM) if cp < len(char_class) else 0
+        b = src[k]
+        cur = int(_TOKEN_BYTES[kind, b])
+        size = 1
+        if utf8 & (b >= 0x80):
+            cp, size = _decode(src, k)
+            cur = int(char_class[cp] & _ALNUM)
         starts[n_starts] = k
         n_starts += cur & ~prev & 1
         ends[n_ends] = k
@@ -419,23 +400,27 @@ def _intern_spans(
     src: Any,
     words: Any,
     lower: bool,
-    bytemap: Any,
     starts: Any,
     ends: Any,
     n_spans: int,
-    table: tuple[Any, Any, Any],
+    slots: Any,
+    id_start: Any,
+    pool: Any,
     n_ids: int,
     ids: Any,
     n_tok: int,
 ) -> tuple[int, int]:
-    """Intern the tokens ``starts[t]:ends[t]`` of ``src``; room for them is already made."""
-    slots, id_start, pool = table
+    """Intern the tokens ``starts[t]:ends[t]`` of ``src``; room for them is already made.
+
+    ``lower``: ASCII-lowercase (raw ASCII rows); other rows are lowercase already, and ASCII
+    lowercasing leaves them as they are, so ``_ASCII_LOWER`` serves every row.
+    """
     for t in range(n_spans):
         a, b = starts[t], ends[t]
         h, tag = _key(words, a, b, lower)
-        found = _find(src, a, b, bytemap, h, tag, slots, id_start, pool)
+        found = _find(src, a, b, _ASCII_LOWER, h, tag, slots, id_start, pool)
         if found < 0:
-            _store(src, a, b, bytemap, tag, -(found + 1), slots, id_start, pool, n_ids)
+            _store(src, a, b, _ASCII_LOWER, tag, -(found + 1), slots, id_start, pool, n_ids)
             found = n_ids
             n_ids += 1
         ids[n_tok] = found
@@ -445,85 +430,50 @@ def _intern_spans(
 
 @njit_cached
 def _tokenize_intern(
-    raw: tuple[Any, Any, Any, Any],
-    lowered: tuple[Any, Any, Any],
-    joined: tuple[Any, Any, Any],
-    maps: tuple[Any, Any, Any, Any, Any],
-    scratch: tuple[Any, Any],
-    table: tuple[Any, Any, Any],
-    out: tuple[Any, Any],
-    state: tuple[int, int, int, int, int],
-) -> tuple[int, int, int, int, int, int]:
-    """Tokenise and intern rows of a text column, from the row in ``state`` on.
+    buf: Any,
+    words: Any,
+    row_start: Any,
+    row_end: Any,
+    kinds: Any,
+    char_class: Any,
+    starts: Any,
+    ends: Any,
+    slots: Any,
+    id_start: Any,
+    pool: Any,
+    n_ids: int,
+    ids: Any,
+    out_off: Any,
+    row: int,
+    n_tok: int,
+) -> tuple[int, int, int, int]:
+    """Tokenise and intern rows ``row:`` of a text column (a ``_TextColumn``'s arrays).
 
-    ``_ROW_SCAN`` rows are read from the raw buffer and ASCII-lowercased on the fly,
-    ``_ROW_LOWER`` rows (counted by ``j_low``) from the rows Polars lowercased, and
-    ``_ROW_REGEX`` rows (counted by ``j_regex``) from the space-joined tokens Polars extracted.
-    Stops before a row that might not fit in the table; returns the new state (its row is
-    ``n`` when done) and the byte length of the row it stopped at.
+    Stops before a row that might not fit in the table; returns the row it stopped at
+    (``len(kinds)`` when done), the token count, the id count and that row's byte length.
     """
-    buf, words, off, kinds = raw
-    low_buf, low_words, low_off = lowered
-    joined_buf, joined_words, joined_off = joined
-    ascii_alnum, not_space, ascii_lower, identity, char_class = maps
-    starts, ends = scratch
-    slots, id_start, pool = table
-    ids, out_off = out
-    row0, n_tok, j_low, j_regex, n_ids = state
-    n = len(off) - 1
-    for i in range(row0, n):
-        kind = kinds[i]
-        if kind == _ROW_SCAN:
-            s, e = off[i], off[i + 1]
-        elif kind == _ROW_LOWER:
-            s, e = low_off[j_low], low_off[j_low + 1]
-        elif kind == _ROW_REGEX:
-            s, e = joined_off[j_regex], joined_off[j_regex + 1]
-        else:
-            out_off[i + 1] = n_tok
-            continue
+    for i in range(row, len(kinds)):
+        s, e = row_start[i], row_end[i]
         # A row of b bytes has at most (b + 1) // 2 tokens, so at most that many new ids.
         if not _has_room(slots, id_start, pool, n_ids, (e - s + 1) // 2, e - s):
-            return i, n_tok, j_low, j_regex, n_ids, e - s
-        if kind == _ROW_SCAN:
-            n_spans = _bounds_bytes(buf, s, e, ascii_alnum, starts, ends)
-            n_tok, n_ids = _intern_spans(
-                buf, words, True, ascii_lower, starts, ends, n_spans, table, n_ids, ids, n_tok
-            )
-        elif kind == _ROW_LOWER:
-            n_spans = _bounds_utf8(low_buf, s, e, char_class, starts, ends)
-            n_tok, n_ids = _intern_spans(
-                low_buf,
-                low_words,
-                False,
-                identity,
-                starts,
-                ends,
-                n_spans,
-                table,
-                n_ids,
-                ids,
-                n_tok,
-            )
-            j_low += 1
-        else:
-            n_spans = _bounds_bytes(joined_buf, s, e, not_space, starts, ends)
-            n_tok, n_ids = _intern_spans(
-                joined_buf,
-                joined_words,
-                False,
-                identity,
-                starts,
-                ends,
-                n_spans,
-                table,
-                n_ids,
-                ids,
-                n_tok,
-            )
-            j_regex += 1
+            return i, n_tok, n_ids, e - s
+        n_spans = _bounds(buf, s, e, kinds[i], char_class, starts, ends)
+        n_tok, n_ids = _intern_spans(
+            buf,
+            words,
+            kinds[i] == _ROW_SCAN,
+            starts,
+            ends,
+            n_spans,
+            slots,
+            id_start,
+            pool,
+            n_ids,
+            ids,
+            n_tok,
+        )
         out_off[i + 1] = n_tok
-    return n, n_tok, j_low, j_regex, n_ids, 0
+    return len(kinds), n_tok, n_ids, 0
 
 
 @functools.cache
@@ -549,19 +499,27 @@ def _char_class() -> npt.NDArray[np.uint8]:
 
 
 @njit_cached
-def _all_ascii(words: Any) -> bool:
-    high = np.uint64(0)
-    for w in range(len(words)):
-        high |= words[w]
-    return bool(high & _HIGH_BITS == 0)
+def _all_ascii(buf: Any) -> bool:
+    high = np.uint8(0)
+    for k in range(len(buf)):
+        high |= buf[k]
+    return bool(high < 0x80)
 
 
-def _padded_words(buf: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
-    """``buf`` as 64-bit words, first byte lowest, with at least 8 zero bytes after its end."""
-    padded = np.zeros((len(buf) + 16) // 8 * 8, dtype=np.uint8)
-    padded[: len(buf)] = buf
-    words = padded.view(np.uint64)
-    return words if sys.byteorder == "little" else words.byteswap()
+def _padded(parts: list[npt.NDArray[np.uint8]]) -> tuple[npt.NDArray[np.uint8], Any]:
+    """The parts concatenated and followed by at least 8 zero bytes, as bytes and as 64-bit
+    words (first byte lowest) over the same memory."""
+    size = sum(len(p) for p in parts)
+    words = np.zeros((size + 16) // 8, dtype=np.uint64)
+    buf = words.view(np.uint8)
+    at = 0
+    for part in parts:  # the column, then its few re-tokenised rows: not a loop over rows
+        buf[at : at + len(part)] = part
+        at += len(part)
+    if sys.byteorder != "little":
+        # ``_load8`` wants the first byte lowest: keep a byte-swapped copy for the words.
+        words = words.byteswap()
+    return buf, words
 
 
 class _Interner:
@@ -595,109 +553,82 @@ class _Interner:
 
     def intern_flat(self, data: Any, tok_off: OffsetArray) -> IdArray:
         ids = np.empty(len(tok_off) - 1, dtype=np.int32)
-        words = _padded_words(data)
+        buf, words = _padded([data])
         t = 0
         while t < len(ids):  # runs once, plus once per growth of the table
             t, self.n_ids = _intern_flat(
-                data,
-                words,
-                tok_off,
-                _IDENTITY,
-                self.slots,
-                self.id_start,
-                self.pool,
-                self.n_ids,
-                ids,
-                t,
-            )
+                buf, words, tok_off, _IDENTITY, self.slots, self.id_start, self.pool,
+                self.n_ids, ids, t,
+            )  # fmt: skip
             if t < len(ids):
                 self.reserve(1, int(tok_off[t + 1] - tok_off[t]))
         return ids
 
-    def tokenize_intern(self, text: _TextColumn, r0: int, r1: int) -> tuple[IdArray, OffsetArray]:
-        """Ids and offsets (from 0) of the tokens of rows ``r0:r1`` of ``text``."""
-        raw = (text.buf, text.words, text.off[r0 : r1 + 1], text.kinds[r0:r1])
-        n = r1 - r0
+    def tokenize_intern(self, text: _TextColumn) -> tuple[IdArray, OffsetArray]:
+        """Ids and offsets of the tokens of every row of ``text``."""
+        n = len(text.kinds)
         # Every token is followed by a separator or the end of its row.
-        ids = np.empty((int(raw[2][-1] - raw[2][0]) + text.extra_bytes + n) // 2 + 1, np.int32)
+        ids = np.empty((len(text.buf) + n) // 2 + 1, np.int32)
         out_off = np.zeros(n + 1, dtype=np.int64)
-        scratch = (
-            np.empty(text.longest // 2 + 2, np.int64),
-            np.empty(text.longest // 2 + 2, np.int64),
-        )
-        maps = (_ASCII_ALNUM, _NOT_SPACE, _ASCII_LOWER, _IDENTITY, text.char_class)
+        starts = np.empty(text.longest // 2 + 2, np.int64)
+        ends = np.empty(text.longest // 2 + 2, np.int64)
         row, n_tok = 0, 0
-        j_low, j_regex = int(text.lowered_before[r0]), int(text.regex_before[r0])
         while row < n:  # runs once, plus once per growth of the table
-            row, n_tok, j_low, j_regex, self.n_ids, row_bytes = _tokenize_intern(
-                raw,
-                text.lowered,
-                text.joined,
-                maps,
-                scratch,
-                (self.slots, self.id_start, self.pool),
-                (ids, out_off),
-                (row, n_tok, j_low, j_regex, self.n_ids),
-            )
+            row, n_tok, self.n_ids, row_bytes = _tokenize_intern(
+                text.buf, text.words, text.row_start, text.row_end, text.kinds, text.char_class,
+                starts, ends, self.slots, self.id_start, self.pool, self.n_ids, ids, out_off,
+                row, n_tok,
+            )  # fmt: skip
             if row < n:
                 self.reserve((row_bytes + 1) // 2, row_bytes)
         # Keep the over-allocated buffer only when it is not much larger than the result.
         return (ids[:n_tok] if 2 * n_tok >= len(ids) else ids[:n_tok].copy()), out_off
 
-    def merge(self, other: _Interner) -> IdArray:
-        """Add the tokens of ``other``; return the id here of each id there."""
-        used = int(other.id_start[other.n_ids])
-        return self.intern_flat(other.pool[:used], other.id_start[: other.n_ids + 1])
-
-
-_Buffers = tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint64], OffsetArray]
-
 
 @dataclass(frozen=True)
 class _TextColumn:
-    """A String Series as the buffers the kernels read (see ``_tokenize_intern``)."""
+    """A String Series as the kernels read it.
+
+    ``buf`` holds the Arrow bytes of the column, then the ``_ROW_LOWER`` rows lowercased by
+    Polars, then the ``_ROW_REGEX`` rows' tokens joined by spaces, and 8 zero bytes; ``words``
+    is the same memory as 64-bit words. Row ``i`` is ``buf[row_start[i]:row_end[i]]``, to be
+    tokenised as ``kinds[i]`` says.
+    """
 
     buf: npt.NDArray[np.uint8]
     words: npt.NDArray[np.uint64]
-    off: OffsetArray
+    row_start: OffsetArray
+    row_end: OffsetArray
     kinds: npt.NDArray[np.int8]
-    lowered: _Buffers  # the _ROW_LOWER rows, lowercased by Polars
-    joined: _Buffers  # the _ROW_REGEX rows' tokens from ``tokens``, joined by spaces
-    lowered_before: OffsetArray  # lowered_before[i]: how many of rows 0..i-1 are _ROW_LOWER
-    regex_before: OffsetArray
-    extra_bytes: int
-    longest: int
     char_class: npt.NDArray[np.uint8]
+    longest: int  # bytes of the longest row
 
     @classmethod
     def from_series(cls, text: pl.Series) -> _TextColumn:
-        buf, off, valid = _string_buffers(text)
-        words = _padded_words(buf)
-        ascii_only = _all_ascii(words)
+        raw, off, valid = _string_buffers(text)
+        row_start = off[:-1].copy()
+        row_end = off[1:].copy()
+        parts = [raw]
+        ascii_only = _all_ascii(raw)
         char_class = _EMPTY_CLASSES if ascii_only else _char_class()
-        kinds = _row_kinds(buf, words, off, valid, char_class)
-        parts: list[_Buffers] = []
-        before: list[OffsetArray] = []
-        for kind, expr in (
-            (_ROW_LOWER, pl.col("t").str.to_lowercase()),
-            (_ROW_REGEX, tokens(pl.col("t")).list.join(" ")),
-        ):
-            rows = kinds == kind
-            counts = np.zeros(len(kinds) + 1, dtype=np.int64)
-            if ascii_only or not rows.any():
-                parts.append((_EMPTY_BYTES, _padded_words(_EMPTY_BYTES), _ZERO_OFFSETS))
-            else:
-                picked = text.gather(np.flatnonzero(rows)).to_frame("t").select(expr).to_series()
-                part_buf, part_off, _ = _string_buffers(picked)
-                parts.append((part_buf, _padded_words(part_buf), part_off))
-                np.cumsum(rows, out=counts[1:])
-            before.append(counts)
-        longest = max(int(np.diff(o).max(initial=0)) for o in (off, parts[0][2], parts[1][2]))
-        extra = len(parts[0][0]) + len(parts[1][0])
-        return cls(
-            buf, words, off, kinds, parts[0], parts[1], before[0], before[1], extra, longest,
-            char_class,
-        )  # fmt: skip
+        kinds = _row_kinds(raw, off, valid, char_class)
+        if not ascii_only:
+            size = len(raw)
+            for kind, expr in (
+                (_ROW_LOWER, pl.col("t").str.to_lowercase()),
+                (_ROW_REGEX, tokens(pl.col("t")).list.join(" ")),
+            ):
+                rows = np.flatnonzero(kinds == kind)
+                if len(rows):
+                    picked = text.gather(rows).to_frame("t").select(expr).to_series()
+                    part, part_off, _ = _string_buffers(picked)
+                    row_start[rows] = part_off[:-1] + (size - part_off[0])
+                    row_end[rows] = part_off[1:] + (size - part_off[0])
+                    parts.append(part[part_off[0] : part_off[-1]])
+                    size += int(part_off[-1] - part_off[0])
+        buf, words = _padded(parts)
+        longest = int((row_end - row_start).max(initial=0))
+        return cls(buf, words, row_start, row_end, kinds, char_class, longest)
 
 
 def _string_buffers(
@@ -765,9 +696,8 @@ def intern_texts(*texts: pl.Series) -> tuple[tuple[IdArray, OffsetArray], ...]:
     than the two: a compiled byte scanner reads every row made of ASCII and of non-ASCII
     separators (curly quotes, dashes, no-break spaces, symbols, emoji), since there Unicode
     lowercasing and ``\\p{L}\\p{N}`` reduce to ASCII lowercasing and ``[a-z0-9]``; rows with
-    other characters (accented letters, other scripts) go through the Polars expression. Large
-    inputs are split by rows over up to ``pl.thread_pool_size()`` threads, which can number the
-    ids differently from :func:`intern`. A null text has no tokens.
+    other characters (accented letters, other scripts) are lowercased by Polars first. A null
+    text has no tokens.
 
     Args:
         *texts: String Series.
@@ -784,57 +714,9 @@ def intern_texts(*texts: pl.Series) -> tuple[tuple[IdArray, OffsetArray], ...]:
         >>> ids.tolist(), off.tolist()
         ([0, 1, 2, 3, 0, 1], [0, 2, 6, 6])
     """
-    columns: list[_TextColumn] = []
+    interner = _Interner()
+    out: list[tuple[IdArray, OffsetArray]] = []
     for column in texts:  # one iteration per input column, not per row
         _check_dtype(column, pl.String(), "intern_texts()")
-        columns.append(_TextColumn.from_series(column.cast(pl.String)))
-    n_bytes = sum(len(c.buf) + c.extra_bytes for c in columns)
-    chunks = _thread_count(n_bytes)
-    if chunks == 1:
-        interner = _Interner()
-        return tuple(interner.tokenize_intern(c, 0, len(c.kinds)) for c in columns)
-
-    # Each thread tokenises a range of rows of every column into its own table; the tables
-    # are then merged into the first, and every thread's ids mapped to the merged ids.
-    bounds = [np.linspace(0, len(c.kinds), chunks + 1).astype(np.int64) for c in columns]
-    interners = [_Interner() for _ in range(chunks)]
-
-    def tokenize(t: int) -> list[tuple[IdArray, OffsetArray]]:
-        return [
-            interners[t].tokenize_intern(c, int(b[t]), int(b[t + 1]))
-            for c, b in zip(columns, bounds, strict=True)
-        ]
-
-    with ThreadPoolExecutor(chunks) as pool:
-        parts = list(pool.map(tokenize, range(chunks)))
-        remaps = [np.empty(0, dtype=np.int32)] + [interners[0].merge(i) for i in interners[1:]]
-
-        def assemble(c: int) -> tuple[IdArray, OffsetArray]:
-            pieces = [parts[t][c] for t in range(chunks)]
-            sizes = np.array([0] + [len(ids) for ids, _ in pieces], dtype=np.int64)
-            starts = np.cumsum(sizes)
-            ids = np.empty(int(starts[-1]), dtype=np.int32)
-            offsets = np.empty(len(columns[c].kinds) + 1, dtype=np.int64)
-            offsets[0] = 0
-            for t, (chunk_ids, chunk_off) in enumerate(pieces):  # one per thread, not per row
-                out = ids[starts[t] : starts[t + 1]]
-                if t == 0:
-                    out[:] = chunk_ids
-                else:
-                    np.take(remaps[t], chunk_ids, out=out)
-                row0 = int(bounds[c][t])
-                offsets[row0 + 1 : row0 + len(chunk_off)] = chunk_off[1:] + starts[t]
-            return ids, offsets
-
-        return tuple(pool.map(assemble, range(len(columns))))
-
-
-def _thread_count(n_bytes: int) -> int:
-    """Threads for tokenising ``n_bytes`` of text: one for small batches, else up to Polars'.
-
-    Bounded by Polars' thread pool (``POLARS_MAX_THREADS``), so a user who pins Polars pins
-    this too; small batches stay on one thread, where starting threads would cost more.
-    """
-    if n_bytes < _PARALLEL_BYTES:
-        return 1
-    return max(1, min(pl.thread_pool_size(), os.cpu_count() or 1, n_bytes // _PARALLEL_BYTES))
+        out.append(interner.tokenize_intern(_TextColumn.from_series(column.cast(pl.String))))
+    return tuple(out)
