@@ -316,6 +316,32 @@ def test_lowercasing_stays_inside_the_character_table() -> None:
     assert max(ord(ch) for text in lowered for ch in text) < size
 
 
+@st.composite
+def long_texts(draw: st.DrawFn) -> str | None:
+    """Texts of up to ~200 tokens: several 64-bit words of the LCS bit vector."""
+    if draw(st.integers(0, 19)) == 0:
+        return None
+    words = draw(st.lists(WORDS, max_size=draw(st.sampled_from([5, 70, 200]))))
+    seps = draw(st.lists(SEPARATORS, min_size=len(words), max_size=len(words)))
+    return "".join(w + s for w, s in zip(words, seps, strict=True))
+
+
+@SETTINGS
+@given(st.lists(st.tuples(long_texts(), long_texts()), min_size=1, max_size=6))
+def test_rouge_l_lcs_matches_dynamic_programming_on_python_tokens(
+    pairs: list[tuple[str | None, str | None]],
+) -> None:
+    expected, actual = (pl.Series(side, dtype=pl.String) for side in zip(*pairs, strict=True))
+    out = rouge_l(expected, actual)
+    for (e, a), row in zip(pairs, out.iter_rows(named=True), strict=True):
+        if e is None or a is None:
+            assert row["lcs_tokens"] is None
+            continue
+        te, ta = tokens_py(e), tokens_py(a)
+        assert (row["expected_tokens"], row["actual_tokens"]) == (len(te), len(ta))
+        assert row["lcs_tokens"] == lcs_dp(te, ta)
+
+
 # --- rouge_l -----------------------------------------------------------------------------------
 
 
@@ -358,6 +384,13 @@ def test_rouge_l_golden_values() -> None:
     assert rouge_row("It's 3.14!", "its 3 14")["lcs_tokens"] == 2
     assert rouge_row("École supérieure", "école SUPÉRIEURE")["score"] == 1.0
     assert rouge_row("a b c", "c b a")["score"] == pytest.approx(1 / 3)
+    # Tokens longer than 8 bytes that share their first 8 (the tag) and their length.
+    row = rouge_row("internationalization abcdefghX", "internationalisation abcdefghY")
+    assert row["lcs_tokens"] == 0
+    assert (
+        rouge_row("Internationalization ABCDEFGHX", "internationalization abcdefghx")["score"]
+        == 1.0
+    )
 
 
 def test_rouge_l_empty_sides() -> None:
