@@ -33,6 +33,11 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
 
+def pattern(k: int) -> str:
+    """The k-th of the distinct regex patterns: case-insensitive, with word boundaries."""
+    return rf"(?i)\b(order|ref)[- #]?{k:04d}\b|\bdays?\s+\d+"
+
+
 def frame() -> pl.DataFrame:
     """``ARGS.rows`` rows of (expected, actual) text, needles and patterns, from 20,000 pairs."""
     refs, cands = text_pairs(20_000, seed=ARGS.seed)
@@ -42,7 +47,7 @@ def frame() -> pl.DataFrame:
     # Half the rows are exact copies, so == has work on both outcomes.
     same = pl.Series(rng.random(ARGS.rows) < 0.5)
     words = pl.col("expected_output").str.split(" ")
-    patterns = [rf"(?i)\b(order|ref)[- #]?{k:04d}\b|\bdays?\s+\d+" for k in range(ARGS.patterns)]
+    patterns = [pattern(k) for k in range(ARGS.patterns)]
     return base.with_columns(
         pl.when(same).then(pl.col("expected_output")).otherwise(pl.col("actual_output"))
         .alias("actual_output"),
@@ -73,9 +78,9 @@ def main() -> None:
             df.head(naive_rows),
             actual.str.contains(pl.col("pattern"), strict=False),
         ),
-        "regex: str.contains, one pattern": (
+        "regex: str.contains, one of those patterns for all rows": (
             df,
-            actual.str.contains(r"(?i)\b(refund|policy)\b.*\d+"),
+            actual.str.contains(pattern(0)),
         ),
     }
     print(f"{'expression':<62} {'seconds':>8} {'rows/s':>12} {'s / 1M rows':>12}  target < 1 s")
@@ -89,9 +94,9 @@ def main() -> None:
             f"  {status}"
         )
     print(
-        "\nPolars compiles a per-row regex pattern for every row; a Unicode-aware pattern with"
-        "\n(?i) or \\b costs about 0.5 ms to compile, so score distinct patterns once each"
-        "\n(.over(pattern) or a group_by), as the grouped line does."
+        "\nWith a pattern column Polars compiles the regex again for every row (a pattern with"
+        "\n(?i) and \\b takes about 0.5 ms to compile); .over(pattern) compiles each distinct"
+        "\npattern once, and those compilations are most of its lead over the one-pattern line."
     )
 
 
