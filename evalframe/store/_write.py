@@ -62,18 +62,19 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 
 def insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame | Any) -> None:
-    """Append a Polars frame or an Arrow table/batch to ``table``, matching columns by name."""
-    data = frame.to_arrow() if isinstance(frame, pl.DataFrame) else frame
-    name = f"_evalframe_in_{table}"
-    statement = f"INSERT INTO {table} BY NAME SELECT * FROM {name}"
+    """Append a Polars frame or an Arrow table/batch to ``table``, matching columns by name.
+
+    The rows reach DuckDB by a replacement scan of the local variable named in the statement,
+    not by ``register``: a registered view dropped inside a transaction stays in the catalog
+    (and keeps its Arrow data alive) until the transaction ends, so a rescore appending many
+    batches in one transaction would hold every batch in memory.
+    """
+    _evalframe_rows = frame.to_arrow() if isinstance(frame, pl.DataFrame) else frame
+    statement = f"INSERT INTO {table} BY NAME SELECT * FROM _evalframe_rows"
     try:
-        con.register(name, data)
         con.execute(statement)
     except duckdb.Error as exc:
         raise store_error(f"Could not write to the store's {table} table.", statement, exc) from exc
-    finally:
-        with suppress(duckdb.Error):
-            con.unregister(name)
 
 
 def dataset_hash(dataset: pl.DataFrame) -> str:
