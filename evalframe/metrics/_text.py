@@ -656,7 +656,7 @@ def intern(*token_lists: pl.Series) -> tuple[tuple[IdArray, OffsetArray], ...]:
 
     Equal tokens get equal ids and different tokens different ids (bytes are compared, so no
     hash collision can merge two tokens). Ids are dense, ``0..n_distinct - 1``, in order of
-    first appearance. A null list has no tokens.
+    first appearance. A null list has no tokens; a null inside a list counts as ``""``.
 
     Args:
         *token_lists: ``List(String)`` Series, e.g. from :func:`tokens`.
