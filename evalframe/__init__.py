@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from evalframe import aggregate, metrics, providers, schema
 from evalframe._version import __version__
+from evalframe.compare import Comparison, compare
 from evalframe.dataset import Dataset, read_dataset
 from evalframe.exceptions import (
     DatasetError,
@@ -21,6 +22,7 @@ from evalframe.exceptions import (
     ProviderError,
     StoreError,
 )
+from evalframe.gate import GateResult, gate
 from evalframe.outputs import read_outputs
 from evalframe.providers import (
     HashingEmbedder,
@@ -32,11 +34,14 @@ from evalframe.providers import (
 from evalframe.report import Report
 from evalframe.run import Run, evaluate
 from evalframe.score import score
+from evalframe.store import Store
 
 __all__ = [
+    "Comparison",
     "Dataset",
     "DatasetError",
     "EvalframeError",
+    "GateResult",
     "HashingEmbedder",
     "MetricError",
     "OnnxEmbedder",
@@ -46,10 +51,13 @@ __all__ = [
     "Providers",
     "Report",
     "Run",
+    "Store",
     "StoreError",
     "__version__",
     "aggregate",
+    "compare",
     "evaluate",
+    "gate",
     "metrics",
     "providers",
     "read_dataset",

@@ -1,0 +1,32 @@
+"""The public surface: a sorted, importable ``__all__`` and no side effects at import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import evalframe as ef
+
+
+def test_all_is_sorted_and_every_name_exists() -> None:
+    assert ef.__all__ == sorted(ef.__all__)
+    for name in ef.__all__:
+        assert hasattr(ef, name), name
+
+
+def test_metrics_namespace_exports_every_builtin_factory() -> None:
+    assert ef.metrics.__all__ == sorted(ef.metrics.__all__)
+    for d in ef.metrics.available():
+        if d.build.__module__.startswith("evalframe."):
+            factory = getattr(ef.metrics, d.name.replace("-", "_"))
+            assert factory.definition is d
+
+
+def test_import_loads_no_model_runtime_or_http_client() -> None:
+    code = (
+        "import sys, evalframe; "
+        "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'httpx', 'altair', 'tenacity') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
