@@ -470,10 +470,11 @@ WORKER = textwrap.dedent(
         w.insert = crashing
         ef.evaluate(ds, outputs=outputs, metrics=["exact-match"], name=tag, store=store)
     elif mode == "loop":
-        print("started", flush=True)
         while True:
-            ef.evaluate(ds, outputs=outputs, metrics=["exact-match", "contains"],
-                        repetitions=2, name=tag, store=store)
+            run = ef.evaluate(ds, outputs=outputs, metrics=["exact-match", "contains"],
+                              repetitions=2, name=tag)
+            print("saving", flush=True)
+            store.save(run)
     """
 )
 
@@ -574,13 +575,15 @@ def test_a_crash_mid_save_leaves_no_partial_run(tmp_path: Path) -> None:
 def test_a_killed_writer_leaves_only_whole_runs(tmp_path: Path) -> None:
     path = str(tmp_path / "killed.duckdb")
     Store(path)
-    proc = _worker(tmp_path, "loop", path, "loop", N_SAMPLES="3000")
+    proc = _worker(tmp_path, "loop", path, "loop", N_SAMPLES="20000")
     assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "started"
-    time.sleep(2.5)  # a few saves in, and most likely in the middle of one
+    for _ in range(3):  # two saves done, the third under way
+        assert proc.stdout.readline().strip() == "saving"
+    time.sleep(0.05)  # inside the third save's transaction (80,000 score rows)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     store = Store(path)
+    assert store.runs().height == 2
     _assert_complete(store)
 
 
