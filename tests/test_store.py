@@ -275,6 +275,34 @@ def test_repetition_statistics_are_stored(store: Store) -> None:
     assert info["target_resolvable"] == block["target_resolvable"]
 
 
+@ef.metrics.metric("short-answer", family="custom", dimension="safety", replace=True)
+def short_answer() -> ef.metrics.Scored:
+    """1.0 when the output has at most 8 characters (a stand-in safety metric)."""
+    return ef.metrics.Scored(score=(pl.col("actual_output").str.len_chars() <= 8).cast(pl.Float64))
+
+
+def test_dimension_summary_view_matches_aggregate_dimensions(store: Store) -> None:
+    run = _run(store, metrics=[*METRICS, "short-answer"])
+    dims = {m.id: m.dimension for m in run.metrics}
+    want = aggregate.dimensions(run.scores, dims, metrics=run.metric_ids).drop("metrics")
+    got = store.sql(
+        "SELECT * FROM dimension_summary WHERE run_id = ? ORDER BY dimension", [run.run_id]
+    )
+    assert_frame_equal(
+        got.select(want.columns), want.sort("dimension"), check_dtypes=False, abs_tol=1e-12
+    )
+    failing = store.sql(
+        "SELECT sample_id, repetition FROM safety_failures WHERE run_id = ? "
+        "ORDER BY repetition, sample_id",
+        [run.run_id],
+    )
+    want_failing = run.scores.filter(
+        (pl.col("metric") == "short-answer") & ~pl.col("passed").fill_null(False)
+    ).select("sample_id", "repetition")
+    assert_frame_equal(failing, want_failing.sort("repetition", "sample_id"), check_dtypes=False)
+    assert failing.height > 0
+
+
 def test_dimension_summary_pools_each_dimension(store: Store) -> None:
     run = _run(store)
     got = store.sql("SELECT * FROM dimension_summary WHERE run_id = ?", [run.run_id])
