@@ -683,6 +683,16 @@ def test_rescore_streams_whole_samples_in_small_batches(store: Store) -> None:
     want = row_aggregates(scores, source.frame).sort("sample_id")
     assert_frame_equal(got.select(want.columns), want, check_dtypes=False)
     assert scores.height == 2 * source.frame.height
+    # A metric over a row's repetitions sees them all, however small the batches.
+    consistency = store.rescore(["outcome-consistency"], runs=source.run_id, batch_size=2)[0]
+    fresh = ef.score(source.frame, [ef.metrics.get("outcome-consistency")])
+    rescored = store.load(consistency).scores
+    key = ["sample_id", "repetition"]
+    assert_frame_equal(
+        rescored.sort(key).select("sample_id", "repetition", "score", "error"),
+        fresh.sort(key).select("sample_id", "repetition", "score", "error"),
+    )
+    assert rescored.get_column("score").n_unique() > 1
 
 
 def test_whole_samples_never_splits_a_sample() -> None:
