@@ -151,21 +151,14 @@ def _regex_kernel(frame: pl.DataFrame) -> pl.DataFrame:
         .otherwise("reason")
         .alias("reason")
     )
-    rows = frame.with_row_index("_row").join(patterns, on="pattern", how="left")
-    usable = rows.filter(pl.col("reason").is_null() & pl.col("rust").is_not_null())
-    n_patterns = usable.get_column("rust").n_unique()
-    if n_patterns and usable.height / n_patterns >= _ROWS_PER_PATTERN:
-        matched = pl.concat(
-            group.select(
-                "_row", pl.col("actual").str.contains(group.item(0, "rust")).alias("match")
-            )
-            for group in usable.partition_by("rust")
-        )
+    rows = frame.join(patterns, on="pattern", how="left", maintain_order="left")
+    rust = pl.when(pl.col("reason").is_null()).then(pl.col("rust"))
+    n_patterns = rows.select(rust.n_unique()).item()
+    if rows.height >= _ROWS_PER_PATTERN * n_patterns:
+        match = pl.col("actual").str.contains(rust.first()).over(rust)
     else:
-        matched = usable.select(
-            "_row", pl.col("actual").str.contains(pl.col("rust"), strict=False).alias("match")
-        )
-    return rows.join(matched, on="_row", how="left").sort("_row").select("match", "reason")
+        match = pl.col("actual").str.contains(rust, strict=False)
+    return rows.select(match.alias("match"), "reason")
 
 
 @metric("regex", family="lexical")
