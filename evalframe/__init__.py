@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from evalframe import aggregate, metrics, providers, schema
 from evalframe._version import __version__
-from evalframe.compare import Comparison, compare
+from evalframe.compare import Comparison, ComparisonError, compare
 from evalframe.dataset import Dataset, read_dataset
 from evalframe.exceptions import (
     DatasetError,
@@ -34,10 +34,11 @@ from evalframe.providers import (
 from evalframe.report import Report
 from evalframe.run import Run, evaluate
 from evalframe.score import score
-from evalframe.store import Store
+from evalframe.store import Store, StoreBusyError
 
 __all__ = [
     "Comparison",
+    "ComparisonError",
     "Dataset",
     "DatasetError",
     "EvalframeError",
@@ -52,6 +53,7 @@ __all__ = [
     "Report",
     "Run",
     "Store",
+    "StoreBusyError",
     "StoreError",
     "__version__",
     "aggregate",
