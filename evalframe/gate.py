@@ -47,6 +47,16 @@ class GateResult:
     safety_failures: pl.DataFrame
     comparison: Comparison = field(repr=False)
 
+    def __repr__(self) -> str:
+        verdict = "passed" if self.passed else f"failed: {'; '.join(self.failures)}"
+        return (
+            f"GateResult({verdict}; {self.worst_rows.height} regressed row(s) counted, "
+            f"{self.safety_failures.height} safety failure(s))"
+        )
+
+    def __str__(self) -> str:
+        return self.to_text()
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary: passed, failures, notes, counts, worst rows, safety failures."""
         return {
