@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
@@ -38,12 +38,15 @@ if TYPE_CHECKING:
 
 __all__ = ["OpenAIEmbeddings", "OpenAIJudge"]
 
+T = TypeVar("T")
+
 
 class _HTTPClient:
     """Settings shared by both clients; see ``OpenAIEmbeddings`` for the arguments."""
 
     _path = ""
     _operation = ""
+    _kind: Literal["embeddings", "judge"] = "embeddings"
 
     def __init__(
         self,
@@ -113,6 +116,72 @@ class _HTTPClient:
             rng=self._rng,
         )
 
+    def _exchange(
+        self,
+        requests: Sequence[tuple[dict[str, Any], int]],
+        parse: Callable[[dict[str, Any], int], tuple[T, str | None]],
+        ledger: Ledger,
+    ) -> list[tuple[T | None, str | None]]:
+        """Send the ``(body, items)`` requests concurrently; each gives ``parse``'s result.
+
+        Each request checks the budget first and is recorded in ``ledger``, sent or failed;
+        a request that fails (or is refused by the budget) gives ``(None, error)``.
+        """
+        results: list[tuple[T | None, str | None]] = [(None, "not sent")] * len(requests)
+
+        async def one(client: httpx.AsyncClient, gate: asyncio.Semaphore, i: int) -> None:
+            body, items = requests[i]
+            async with gate:
+                try:
+                    ledger.check()
+                except BudgetExhaustedError as exc:
+                    results[i] = (None, str(exc))
+                    return
+                try:
+                    response = await self._post(client, body)
+                except RequestFailedError as exc:
+                    ledger.record(self._call(items, exc.attempts, exc.latency_ms, error=str(exc)))
+                    results[i] = (None, str(exc))
+                    return
+                got, problem = parse(response.body, items)
+                usage = usage_from_body(response.body)
+                ledger.record(
+                    self._call(items, response.attempts, response.latency_ms, problem, usage)
+                )
+                results[i] = (got, problem)
+
+        async def main() -> None:
+            gate = asyncio.Semaphore(self.concurrency)
+            async with self._client() as client:
+                await asyncio.gather(*(one(client, gate, i) for i in range(len(requests))))
+
+        if requests:
+            run_sync(main)
+        return results
+
+    def _call(
+        self,
+        items: int,
+        attempts: int,
+        latency_ms: float,
+        error: str | None = None,
+        usage: dict[str, Any] | None = None,
+    ) -> Call:
+        usage = usage or {}
+        return Call(
+            kind=self._kind,
+            provider=self.provider,
+            model=usage.get("model") or self.model,
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            total_tokens=usage.get("total_tokens"),
+            reported_cost_usd=usage.get("reported_cost_usd"),
+            latency_ms=latency_ms,
+            attempts=attempts,
+            items=items,
+            error=error,
+        )
+
 
 class OpenAIEmbeddings(_HTTPClient):
     """Embeddings from any OpenAI-compatible ``/embeddings`` endpoint.
@@ -140,6 +209,7 @@ class OpenAIEmbeddings(_HTTPClient):
 
     _path = "embeddings"
     _operation = "Embeddings"
+    _kind = "embeddings"
 
     def __init__(
         self,
@@ -189,66 +259,20 @@ class OpenAIEmbeddings(_HTTPClient):
         n = len(texts)
         vectors: list[Vector | None] = [None] * n
         errors: list[str | None] = [None] * n
-        if n == 0:
-            return Embedded(vectors, errors)
         batches = [range(i, min(i + self.batch_size, n)) for i in range(0, n, self.batch_size)]
-
-        async def one(client: httpx.AsyncClient, gate: asyncio.Semaphore, idx: range) -> None:
-            async with gate:
-                try:
-                    ledger.check()
-                except BudgetExhaustedError as exc:
-                    errors[idx.start : idx.stop] = [str(exc)] * len(idx)
-                    return
-                body: dict[str, Any] = {"model": self.model, "input": [texts[i] for i in idx]}
-                if self.dimensions:
-                    body["dimensions"] = self.dimensions
-                try:
-                    response = await self._post(client, body)
-                except RequestFailedError as exc:
-                    ledger.record(self._call(idx, exc.attempts, exc.latency_ms, error=str(exc)))
-                    errors[idx.start : idx.stop] = [str(exc)] * len(idx)
-                    return
-                got, problem = _vectors(response.body, len(idx))
-                usage = usage_from_body(response.body)
-                ledger.record(
-                    self._call(idx, response.attempts, response.latency_ms, problem, usage)
-                )
-                if problem is not None:
-                    errors[idx.start : idx.stop] = [problem] * len(idx)
-                else:
-                    vectors[idx.start : idx.stop] = got
-
-        async def main() -> None:
-            gate = asyncio.Semaphore(self.concurrency)
-            async with self._client() as client:
-                await asyncio.gather(*(one(client, gate, idx) for idx in batches))
-
-        run_sync(main)
+        requests = []
+        for idx in batches:
+            body: dict[str, Any] = {"model": self.model, "input": [texts[i] for i in idx]}
+            if self.dimensions:
+                body["dimensions"] = self.dimensions
+            requests.append((body, len(idx)))
+        results = self._exchange(requests, _vectors, ledger)
+        for idx, (got, problem) in zip(batches, results, strict=True):
+            if got is None or problem is not None:
+                errors[idx.start : idx.stop] = [problem] * len(idx)
+            else:
+                vectors[idx.start : idx.stop] = got
         return Embedded(vectors, errors)
-
-    def _call(
-        self,
-        idx: range,
-        attempts: int,
-        latency_ms: float,
-        error: str | None = None,
-        usage: dict[str, Any] | None = None,
-    ) -> Call:
-        usage = usage or {}
-        return Call(
-            kind="embeddings",
-            provider=self.provider,
-            model=usage.get("model") or self.model,
-            prompt_tokens=usage.get("prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"),
-            total_tokens=usage.get("total_tokens"),
-            reported_cost_usd=usage.get("reported_cost_usd"),
-            latency_ms=latency_ms,
-            attempts=attempts,
-            items=len(idx),
-            error=error,
-        )
 
 
 def _vectors(body: dict[str, Any], expected: int) -> tuple[list[Vector | None], str | None]:
@@ -298,6 +322,7 @@ class OpenAIJudge(_HTTPClient):
 
     _path = "chat/completions"
     _operation = "LLM judge"
+    _kind = "judge"
 
     def __init__(
         self,
@@ -349,61 +374,16 @@ class OpenAIJudge(_HTTPClient):
 
     def complete(self, prompts: Sequence[str], ledger: Ledger) -> list[Reply]:
         """One reply per prompt; a failed request gives that prompt's error."""
-        replies: list[Reply] = [Reply(None, "not sent")] * len(prompts)
+        requests = [(dict(self.request(prompt)), 1) for prompt in prompts]
+        return [Reply(c, problem) for c, problem in self._exchange(requests, _reply, ledger)]
 
-        async def one(client: httpx.AsyncClient, gate: asyncio.Semaphore, i: int) -> None:
-            async with gate:
-                try:
-                    ledger.check()
-                except BudgetExhaustedError as exc:
-                    replies[i] = Reply(None, str(exc))
-                    return
-                try:
-                    response = await self._post(client, dict(self.request(prompts[i])))
-                except RequestFailedError as exc:
-                    ledger.record(self._call(exc.attempts, exc.latency_ms, error=str(exc)))
-                    replies[i] = Reply(None, str(exc))
-                    return
-                content = _content(response.body)
-                problem = (
-                    None
-                    if content is not None
-                    else "LLM judge response missing choices[0].message.content (or it is empty)."
-                )
-                usage = usage_from_body(response.body)
-                ledger.record(self._call(response.attempts, response.latency_ms, problem, usage))
-                replies[i] = Reply(content, problem)
 
-        async def main() -> None:
-            gate = asyncio.Semaphore(self.concurrency)
-            async with self._client() as client:
-                await asyncio.gather(*(one(client, gate, i) for i in range(len(prompts))))
-
-        if prompts:
-            run_sync(main)
-        return replies
-
-    def _call(
-        self,
-        attempts: int,
-        latency_ms: float,
-        error: str | None = None,
-        usage: dict[str, Any] | None = None,
-    ) -> Call:
-        usage = usage or {}
-        return Call(
-            kind="judge",
-            provider=self.provider,
-            model=usage.get("model") or self.model,
-            prompt_tokens=usage.get("prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"),
-            total_tokens=usage.get("total_tokens"),
-            reported_cost_usd=usage.get("reported_cost_usd"),
-            latency_ms=latency_ms,
-            attempts=attempts,
-            items=1,
-            error=error,
-        )
+def _reply(body: dict[str, Any], items: int) -> tuple[str | None, str | None]:
+    """The reply's content, or what is wrong with it."""
+    content = _content(body)
+    if content is None:
+        return None, "LLM judge response missing choices[0].message.content (or it is empty)."
+    return content, None
 
 
 def _content(body: dict[str, Any]) -> str | None:
