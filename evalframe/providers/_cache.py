@@ -100,6 +100,41 @@ class ResponseCache:
             log.warning("Provider cache %s skipped (%s): %s", self.path, what, exc)
         self._broken = True
 
+    def _lookup(self, namespace: str, payloads: Sequence[Any], select: str) -> Any | None:
+        """Rows of ``select`` over ``wanted`` (``key`` and position ``i`` of each payload).
+
+        Counts hits and misses; ``None`` when the cache cannot be read.
+        """
+        import pyarrow as pa
+
+        keys = [request_key(namespace, p) for p in payloads]
+        wanted = pa.table({"key": keys, "i": pa.array(np.arange(len(keys), dtype=np.int64))})
+        try:
+            with self._connect() as con:
+                con.register("wanted", wanted)
+                found = con.sql(select).to_arrow_table()
+        except Exception as exc:  # a cache problem must never fail the run
+            self._guard("lookup", exc)
+            self.misses += len(payloads)
+            return None
+        self.hits += found.num_rows
+        self.misses += len(payloads) - found.num_rows
+        return found
+
+    def _insert(self, name: str, table: Any) -> None:
+        """Add the rows of ``table`` to table ``name``, keeping rows already stored."""
+        columns = ", ".join(table.column_names)
+        try:
+            with self._connect() as con:
+                con.register("incoming", table)
+                con.execute(
+                    f"INSERT INTO {name} ({columns}) "
+                    f"SELECT DISTINCT ON (key) {columns} FROM incoming "
+                    "ON CONFLICT DO NOTHING"
+                ).fetchall()
+        except Exception as exc:  # a cache problem must never fail the run
+            self._guard("write", exc)
+
     # -- vectors ---------------------------------------------------------------------------
 
     def get_vectors(self, namespace: str, payloads: Sequence[Any]) -> list[Vector | None]:
@@ -107,21 +142,12 @@ class ResponseCache:
         out: list[Vector | None] = [None] * len(payloads)
         if not payloads:
             return out
-        import pyarrow as pa
-
-        keys = [request_key(namespace, t) for t in payloads]
-        wanted = pa.table({"key": keys, "i": pa.array(np.arange(len(keys), dtype=np.int64))})
-        try:
-            with self._connect() as con:
-                con.register("wanted", wanted)
-                found = con.sql(
-                    "SELECT w.i, v.rows, v.dim, v.data FROM wanted w JOIN vectors v USING (key)"
-                ).to_arrow_table()
-        except Exception as exc:  # a cache problem must never fail the run
-            self._guard("lookup", exc)
-            self.misses += len(payloads)
-            return out
-        if found.num_rows:
+        found = self._lookup(
+            namespace,
+            payloads,
+            "SELECT w.i, v.rows, v.dim, v.data FROM wanted w JOIN vectors v USING (key)",
+        )
+        if found is not None and found.num_rows:
             idx = found.column("i").to_numpy()
             rows = found.column("rows").to_numpy()
             dims = found.column("dim").to_numpy()
@@ -131,8 +157,6 @@ class ResponseCache:
             for j in range(found.num_rows):  # one stored array per hit
                 arr = flat[offsets[j] : offsets[j + 1]]
                 out[int(idx[j])] = arr.reshape(-1, int(dims[j])) if rows[j] >= 0 else arr
-        self.hits += found.num_rows
-        self.misses += len(payloads) - found.num_rows
         return out
 
     def put_vectors(
@@ -162,16 +186,7 @@ class ResponseCache:
                 "data": pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values)),
             }
         )
-        try:
-            with self._connect() as con:
-                con.register("incoming", table)
-                con.execute(
-                    "INSERT INTO vectors (key, namespace, rows, dim, data) "
-                    "SELECT DISTINCT ON (key) key, namespace, rows, dim, data FROM incoming "
-                    "ON CONFLICT DO NOTHING"
-                ).fetchall()
-        except Exception as exc:  # a cache problem must never fail the run
-            self._guard("write", exc)
+        self._insert("vectors", table)
 
     # -- judge replies ---------------------------------------------------------------------
 
@@ -180,24 +195,14 @@ class ResponseCache:
         out: list[str | None] = [None] * len(requests)
         if not requests:
             return out
-        import pyarrow as pa
-
-        keys = [request_key(namespace, r) for r in requests]
-        wanted = pa.table({"key": keys, "i": pa.array(np.arange(len(keys), dtype=np.int64))})
-        try:
-            with self._connect() as con:
-                con.register("wanted", wanted)
-                found = con.execute(
-                    "SELECT w.i, r.content FROM wanted w JOIN replies r USING (key)"
-                ).fetchall()
-        except Exception as exc:  # a cache problem must never fail the run
-            self._guard("lookup", exc)
-            self.misses += len(requests)
-            return out
-        for i, content in found:
-            out[int(i)] = content
-        self.hits += len(found)
-        self.misses += len(requests) - len(found)
+        found = self._lookup(
+            namespace, requests, "SELECT w.i, r.content FROM wanted w JOIN replies r USING (key)"
+        )
+        if found is not None:
+            for i, content in zip(
+                found.column("i").to_pylist(), found.column("content").to_pylist(), strict=True
+            ):
+                out[int(i)] = content
         return out
 
     def put_replies(self, namespace: str, requests: Sequence[Any], contents: Sequence[str]) -> None:
@@ -217,13 +222,4 @@ class ResponseCache:
                 "content": list(contents),
             }
         )
-        try:
-            with self._connect() as con:
-                con.register("incoming", table)
-                con.execute(
-                    "INSERT INTO replies (key, namespace, request, content) "
-                    "SELECT DISTINCT ON (key) key, namespace, request, content FROM incoming "
-                    "ON CONFLICT DO NOTHING"
-                ).fetchall()
-        except Exception as exc:  # a cache problem must never fail the run
-            self._guard("write", exc)
+        self._insert("replies", table)
