@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import polars as pl
 
 from evalframe import schema as C
+from evalframe.report import metric_sections
 
 if TYPE_CHECKING:
     from evalframe.compare import Comparison
@@ -94,33 +95,7 @@ def run_document(run: Run, *, buckets: int = 10) -> dict[str, Any]:
     Building the full report walks every sample; the views only need the aggregates,
     so a notebook repr of a million-row run stays fast.
     """
-    by_id = {m.id: m for m in run.metrics}
-    metrics = {
-        r[C.METRIC]: {
-            **_block(r),
-            "threshold": by_id[r[C.METRIC]].threshold,
-            "family": by_id[r[C.METRIC]].family,
-            "dimension": by_id[r[C.METRIC]].dimension,
-        }
-        for r in run.summary.iter_rows(named=True)
-    }
-    hist = run.histograms(buckets)
-    distributions = {
-        m: hist.filter(pl.col(C.METRIC) == m).select("min", "max", "count").to_dicts()
-        for m in run.metric_ids
-    }
-    cohorts = []
-    for (label,), group in run.cohorts.group_by("label", maintain_order=True):
-        first = group.row(0, named=True)
-        cohorts.append(
-            {
-                "name": first["cohort"],
-                "label": label,
-                "is_untagged": first["is_untagged"],
-                "sample_count": first["sample_count"],
-                "metrics": {r[C.METRIC]: _block(r) for r in group.iter_rows(named=True)},
-            }
-        )
+    metrics, distributions, cohorts = metric_sections(run, _block, buckets=buckets)
     failures = run.failures.sort(C.REPETITION, maintain_order=True)
     return {
         "run_id": run.run_id,

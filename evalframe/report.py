@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
@@ -289,27 +290,28 @@ def _sample_aggregates(run: Run, rows: pl.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def build_report(run: Run) -> Report:
-    """Assemble the ``evalframe.report.v1`` document for a run."""
-    ids = run.metric_ids
-    summary = run.summary
+def metric_sections(
+    run: Run, block: Callable[[dict[str, Any]], dict[str, Any]], *, buckets: int = 10
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    """The ``metrics``, ``metric_distributions`` and ``cohorts`` parts of a run's report.
+
+    ``block`` turns a summary row into a metric's aggregates; the histograms have
+    ``buckets`` bins.
+    """
     by_id = {m.id: m for m in run.metrics}
-    metrics = {}
-    for r in summary.iter_rows(named=True):
-        m = by_id[r["metric"]]
-        metrics[r["metric"]] = {
-            **_metric_block(r),
-            "threshold": m.threshold,
-            "family": m.family,
-            "dimension": m.dimension,
+    metrics = {
+        r[C.METRIC]: {
+            **block(r),
+            "threshold": by_id[r[C.METRIC]].threshold,
+            "family": by_id[r[C.METRIC]].family,
+            "dimension": by_id[r[C.METRIC]].dimension,
         }
-    hist = run.histograms()
+        for r in run.summary.iter_rows(named=True)
+    }
+    hist = run.histograms(buckets)
     distributions = {
-        m: [
-            {"min": b["min"], "max": b["max"], "count": b["count"]}
-            for b in hist.filter(pl.col(C.METRIC) == m).iter_rows(named=True)
-        ]
-        for m in ids
+        m: hist.filter(pl.col(C.METRIC) == m).select("min", "max", "count").to_dicts()
+        for m in run.metric_ids
     }
     cohorts = []
     for (label,), group in run.cohorts.group_by("label", maintain_order=True):
@@ -320,9 +322,16 @@ def build_report(run: Run) -> Report:
                 "label": label,
                 "is_untagged": first["is_untagged"],
                 "sample_count": first["sample_count"],
-                "metrics": {r["metric"]: _metric_block(r) for r in group.iter_rows(named=True)},
+                "metrics": {r[C.METRIC]: block(r) for r in group.iter_rows(named=True)},
             }
         )
+    return metrics, distributions, cohorts
+
+
+def build_report(run: Run) -> Report:
+    """Assemble the ``evalframe.report.v1`` document for a run."""
+    ids = run.metric_ids
+    metrics, distributions, cohorts = metric_sections(run, _metric_block)
     rows = row_aggregates(run.scores, run.frame)
     total_executions = run.frame.height
     precision = precision_block(rows, total_executions)
