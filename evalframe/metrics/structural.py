@@ -740,6 +740,28 @@ def json_diff(*, max_paths: int = 10) -> Scored:
 # --- json-schema --------------------------------------------------------------------------------
 
 
+def _verdict(
+    validator: Any, actual_text: str, best_match: Any
+) -> tuple[bool | None, str | None, str | None, str | None]:
+    """``(valid, path, reason, problem)`` of one output under one schema's validator.
+
+    ``validator`` is the schema's problem instead, when the schema itself is unusable.
+    """
+    if isinstance(validator, str):
+        return None, None, None, validator
+    try:
+        instance = json.loads(actual_text)
+    except (ValueError, RecursionError) as exc:
+        return None, None, None, f"output cannot be validated: {exc}"
+    try:
+        error = best_match(validator.iter_errors(instance))
+    except RecursionError:
+        return None, None, None, "output is nested too deeply to validate"
+    if error is None:
+        return True, None, None, None
+    return False, error.json_path, error.message, None
+
+
 def _schema_kernel(check_formats: bool) -> Any:
     def kernel(frame: pl.DataFrame) -> pl.DataFrame:
         # jsonschema ships no type information (types-jsonschema is a separate stub package).
@@ -765,44 +787,8 @@ def _schema_kernel(check_formats: bool) -> Any:
         for schema_text, actual_text in todo.iter_rows():
             if schema_text not in validators:
                 validators[schema_text] = _validator(schema_text, jsonschema, check_formats)
-            validator = validators[schema_text]
-            if isinstance(validator, str):
-                verdicts.append((schema_text, actual_text, None, None, None, validator))
-                continue
-            try:
-                instance = json.loads(actual_text)
-            except (ValueError, RecursionError) as exc:
-                verdicts.append(
-                    (
-                        schema_text,
-                        actual_text,
-                        None,
-                        None,
-                        None,
-                        f"output cannot be validated: {exc}",
-                    )
-                )
-                continue
-            try:
-                error = best_match(validator.iter_errors(instance))
-            except RecursionError:
-                verdicts.append(
-                    (
-                        schema_text,
-                        actual_text,
-                        None,
-                        None,
-                        None,
-                        "output is nested too deeply to validate",
-                    )
-                )
-                continue
-            if error is None:
-                verdicts.append((schema_text, actual_text, True, None, None, None))
-            else:
-                verdicts.append(
-                    (schema_text, actual_text, False, error.json_path, error.message, None)
-                )
+            verdict = _verdict(validators[schema_text], actual_text, best_match)
+            verdicts.append((schema_text, actual_text, *verdict))
         table = pl.DataFrame(
             verdicts,
             schema={
