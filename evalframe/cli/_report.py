@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import click
 
+from evalframe.cli._options import store_option
 from evalframe.exceptions import EvalframeError
 from evalframe.report import Report
 
@@ -28,7 +28,7 @@ def _read_report_file(path: Path) -> Report:
     return Report(doc)
 
 
-def _load(ref: str, store: str | None) -> Report:
+def _load(ref: str, store: Path | None) -> Report:
     path = Path(ref)
     if path.is_file():
         return _read_report_file(path)
@@ -39,7 +39,7 @@ def _load(ref: str, store: str | None) -> Report:
             f"{ref!r} is not a report JSON file, so it names a stored run: pass --store PATH "
             "(or set EVALFRAME_STORE) to say which store to look in."
         )
-    if not Path(store).is_file():
+    if not store.is_file():
         raise EvalframeError(f"No such store file: {store}")
     from evalframe.store import Store
 
@@ -49,12 +49,7 @@ def _load(ref: str, store: str | None) -> Report:
 
 @click.command()
 @click.argument("run", metavar="RUN")
-@click.option(
-    "--store",
-    type=click.Path(dir_okay=False),
-    default=lambda: os.environ.get("EVALFRAME_STORE"),
-    help="The run store (default: $EVALFRAME_STORE).",
-)
+@store_option()
 @click.option(
     "--format",
     "fmt",
@@ -75,13 +70,13 @@ def _load(ref: str, store: str | None) -> Report:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the report here instead of stdout.",
 )
-def report(run: str, store: str | None, fmt: str, charts: str, out: Path | None) -> None:
+def report(run: str, store_path: Path | None, fmt: str, charts: str, out: Path | None) -> None:
     """Render RUN's report: one self-contained HTML file (no network), Markdown or JSON.
 
     RUN is a report JSON file (from `evalframe run --format json`) or a stored run: an id,
     a name, latest, previous, a baseline name or a SQL query returning one run id.
     """
-    doc = _load(run, store)
+    doc = _load(run, store_path)
     if fmt == "html":
         text = doc.to_html(charts=charts)  # type: ignore[arg-type]  # click.Choice checked it
     elif fmt == "markdown":

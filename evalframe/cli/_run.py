@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 import evalframe as ef
+from evalframe.cli._options import store_option
 
 
 @click.command()
@@ -41,13 +42,7 @@ import evalframe as ef
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the report here instead of stdout.",
 )
-@click.option(
-    "--store",
-    "store",
-    envvar="EVALFRAME_STORE",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Save the run to this DuckDB run store (default: $EVALFRAME_STORE).",
-)
+@store_option(help="Save the run to this DuckDB run store (default: $EVALFRAME_STORE).")
 @click.option(
     "--embeddings-base-url",
     metavar="URL",
@@ -89,7 +84,7 @@ def run(
     repetitions: int | None,
     fmt: str,
     out: Path | None,
-    store: Path | None,
+    store_path: Path | None,
     embeddings_base_url: str | None,
     embeddings_model: str | None,
     judge_base_url: str | None,
@@ -124,7 +119,7 @@ def run(
         outputs=outputs,
         metrics=list(metrics) or None,
         repetitions=repetitions,
-        store=store,
+        store=store_path,
         providers=providers,
     )
     report = result.report()
@@ -134,8 +129,8 @@ def run(
     else:
         out.write_text(text, encoding="utf-8")
         click.echo(f"wrote {out} (run {result.run_id})", err=True)
-    if store is not None:
-        click.echo(f"saved run {result.run_id} to {store}", err=True)
+    if store_path is not None:
+        click.echo(f"saved run {result.run_id} to {store_path}", err=True)
     budget = report.get("budget")
     if budget and budget.get("halted"):
         click.echo(f"budget exhausted: {budget['reason']}", err=True)

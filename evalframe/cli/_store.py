@@ -15,6 +15,7 @@ import click
 import polars as pl
 
 from evalframe._compare_render import fmt, table
+from evalframe.cli._options import STORE_ENV, store_option
 from evalframe.exceptions import StoreError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -29,19 +30,6 @@ __all__ = [
     "runs",
     "sql",
 ]
-
-STORE_ENV = "EVALFRAME_STORE"
-
-
-def store_option(f: F) -> F:
-    """``--store PATH``, defaulting to ``$EVALFRAME_STORE``."""
-    return click.option(
-        "--store",
-        "store_path",
-        envvar=STORE_ENV,
-        type=click.Path(dir_okay=False, path_type=Path),
-        help=f"The DuckDB run store (default: ${STORE_ENV}).",
-    )(f)
 
 
 def _open(store_path: Path | None, *, create: bool = False) -> Any:
@@ -79,7 +67,7 @@ def _echo_frame(frame: pl.DataFrame, output: str, max_rows: int) -> None:
 
 @click.command()
 @click.argument("query")
-@store_option
+@store_option()
 @click.option(
     "--format",
     "output",
@@ -99,7 +87,7 @@ def sql(query: str, store_path: Path | None, output: str, max_rows: int) -> None
 
 
 @click.command()
-@store_option
+@store_option()
 @click.option(
     "--format", "output", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
@@ -158,7 +146,7 @@ def _stats_options(f: F) -> F:
 @click.command("compare")
 @click.argument("before")
 @click.argument("after")
-@store_option
+@store_option()
 @_stats_options
 @click.option(
     "--format",
@@ -221,7 +209,7 @@ def _drops(values: tuple[str, ...]) -> dict[str, float]:
     metavar="REF",
     help="The reference: a run id or name, latest, previous, baseline[:NAME] or SQL.",
 )
-@store_option
+@store_option()
 @click.option("--max-regressions", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option(
     "--confident-only",
@@ -303,7 +291,7 @@ def baseline() -> None:
 @baseline.command("promote")
 @click.argument("run_ref", metavar="RUN")
 @click.option("--name", default=None, help="The baseline's name (default: the dataset name).")
-@store_option
+@store_option()
 def promote(run_ref: str, name: str | None, store_path: Path | None) -> None:
     """Point a baseline at RUN."""
     store = _open(store_path)
@@ -313,7 +301,7 @@ def promote(run_ref: str, name: str | None, store_path: Path | None) -> None:
 
 
 @baseline.command("list")
-@store_option
+@store_option()
 def list_baselines(store_path: Path | None) -> None:
     """List the named baselines."""
     frame = _open(store_path).baselines()
@@ -328,7 +316,7 @@ def list_baselines(store_path: Path | None) -> None:
 
 
 @click.command()
-@store_option
+@store_option()
 @click.option(
     "--runs",
     "runs_ref",
@@ -385,7 +373,7 @@ def rescore(
 @click.command("export")
 @click.argument("run_refs", metavar="RUN...", nargs=-1, required=True)
 @click.option("--to", "target", required=True, type=click.Path(file_okay=False, path_type=Path))
-@store_option
+@store_option()
 def export_cmd(run_refs: tuple[str, ...], target: Path, store_path: Path | None) -> None:
     """Export runs as Parquet files (one per table) and a manifest into directory --to."""
     out = _open(store_path).export(list(run_refs), target)
@@ -394,7 +382,7 @@ def export_cmd(run_refs: tuple[str, ...], target: Path, store_path: Path | None)
 
 @click.command("import")
 @click.argument("source", type=click.Path(file_okay=False, exists=True, path_type=Path))
-@store_option
+@store_option()
 def import_cmd(source: Path, store_path: Path | None) -> None:
     """Import the runs of an export directory (runs already stored are skipped)."""
     added = _open(store_path, create=True).import_runs(source)

@@ -1,0 +1,26 @@
+"""Options more than one command takes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+__all__ = ["STORE_ENV", "store_option"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+STORE_ENV = "EVALFRAME_STORE"
+
+
+def store_option(help: str = f"The DuckDB run store (default: ${STORE_ENV}).") -> Callable[[F], F]:
+    """``--store PATH`` (the ``store_path`` argument), defaulting to ``$EVALFRAME_STORE``."""
+    return click.option(
+        "--store",
+        "store_path",
+        envvar=STORE_ENV,
+        type=click.Path(dir_okay=False, path_type=Path),
+        help=help,
+    )
