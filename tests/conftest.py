@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -34,3 +36,18 @@ def _isolated_metric_registry() -> Iterator[None]:
     _registry._REGISTRY.clear()
     _registry._REGISTRY.update(saved)
     _registry._plugins_loaded = loaded
+
+
+# --- input files: written under a test's tmp_path ----------------------------------------------
+
+DATA = Path(__file__).parent / "data"
+
+
+def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
+    """Write ``content`` to ``tmp_path / name``: bytes as they are, text dedented, as UTF-8."""
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(textwrap.dedent(content), encoding="utf-8")
+    return path

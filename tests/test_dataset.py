@@ -13,21 +13,11 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import DATA, write
 
 from evalframe import DatasetError, schema
 from evalframe._canon import php_canonical_json, row_hash, to_json_value
 from evalframe.dataset import SCHEMA_VERSION, Dataset, read_dataset
-
-DATA = Path(__file__).parent / "data"
-
-
-def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
-    path = tmp_path / name
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(textwrap.dedent(content), encoding="utf-8")
-    return path
 
 
 def yaml_dataset(tmp_path: Path, samples: str, head: str = "name: d\n") -> Path:

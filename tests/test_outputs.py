@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import DATA, write
 
 from evalframe import DatasetError
 from evalframe.dataset import Dataset, read_dataset
 from evalframe.outputs import align_outputs, read_outputs
-
-DATA = Path(__file__).parent / "data"
-
-
-def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
-    path = tmp_path / name
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(textwrap.dedent(content), encoding="utf-8")
-    return path
 
 
 def outputs_error(path: Path) -> str:
