@@ -5,7 +5,9 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import polars as pl
 import pytest
 
 # --- providers: an OpenAI-compatible stub server on loopback (tests/openai_stub.py) ----------
@@ -51,3 +53,33 @@ def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
     else:
         path.write_text(textwrap.dedent(content), encoding="utf-8")
     return path
+
+
+# --- scoring frames ------------------------------------------------------------------------------
+
+
+def frame(
+    expected: list[str],
+    actual: list[str | None],
+    types: list[str] | None = None,
+    **extra: Any,
+) -> pl.DataFrame:
+    """A scoring frame of (expected, actual) rows with input ``{"question":"q"}``.
+
+    Expected values are strings unless ``types`` says otherwise; ``extra`` adds columns.
+    """
+    n = len(expected)
+    base = pl.DataFrame(
+        {
+            "sample_id": [f"s{i}" for i in range(n)],
+            "input": ['{"question":"q"}'] * n,
+            "expected_output": expected,
+            "expected_type": types or ["string"] * n,
+            "metadata": ["{}"] * n,
+            "tags": [[] for _ in range(n)],
+            "row_hash": ["h"] * n,
+            "actual_output": actual,
+        },
+        schema_overrides={"tags": pl.List(pl.String), "actual_output": pl.String},
+    )
+    return base.with_columns(**extra)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from conftest import frame
 
 import evalframe as ef
 from evalframe.metrics import Scored
@@ -85,23 +86,6 @@ def test_duplicate_metrics_in_one_run_are_rejected() -> None:
         ef.metrics.resolve(["exact-match", ef.metrics.exact_match()])
 
 
-def _frame(expected: list[str], actual: list[str]) -> pl.DataFrame:
-    n = len(expected)
-    return pl.DataFrame(
-        {
-            "sample_id": [f"s{i}" for i in range(n)],
-            "input": ['{"question":"q"}'] * n,
-            "expected_output": expected,
-            "expected_type": ["string"] * n,
-            "metadata": ["{}"] * n,
-            "tags": [[] for _ in range(n)],
-            "row_hash": ["h"] * n,
-            "actual_output": actual,
-        },
-        schema_overrides={"tags": pl.List(pl.String)},
-    )
-
-
 def test_decorated_user_metric_scores_and_resolves_by_name() -> None:
     @ef.metrics.metric("length-ratio", family="custom", replace=True)
     def length_ratio(*, cap: int = 100) -> Scored:
@@ -110,7 +94,7 @@ def test_decorated_user_metric_scores_and_resolves_by_name() -> None:
         e = pl.col("expected_output").str.len_chars().clip(upper_bound=cap)
         return Scored(score=pl.min_horizontal(a, e) / pl.max_horizontal(a, e, 1))
 
-    scores = ef.score(_frame(["abcd", "ab"], ["ab", "ab"]), [ef.metrics.get("length-ratio")])
+    scores = ef.score(frame(["abcd", "ab"], ["ab", "ab"]), [ef.metrics.get("length-ratio")])
     assert scores.get_column("score").to_list() == [0.5, 1.0]
     assert length_ratio(cap=3).id == "length-ratio(cap=3)"
 
@@ -138,7 +122,7 @@ def test_rowwise_jaccard_is_a_dozen_lines_of_user_code() -> None:
             return 0.0
         return len(expected & got) / len(union)
 
-    scores = ef.score(_frame(["a b c", "x"], ["a b d", "x"]), [jaccard()])
+    scores = ef.score(frame(["a b c", "x"], ["a b d", "x"]), [jaccard()])
     assert scores.get_column("score").to_list() == [0.5, 1.0]
 
 
@@ -149,7 +133,7 @@ def test_rowwise_exceptions_and_out_of_range_scores_are_row_errors() -> None:
             raise RuntimeError("kaput")
         return 2.0 if actual == "big" else 1.0
 
-    scores = ef.score(_frame(["x", "x", "x"], ["boom", "big", "ok"]), [fragile()])
+    scores = ef.score(frame(["x", "x", "x"], ["boom", "big", "ok"]), [fragile()])
     assert scores.get_column("score").to_list() == [None, None, 1.0]
     errors = scores.get_column("error").to_list()
     assert errors[0] == "Sample 's0' fragile metric failed: kaput"
@@ -165,7 +149,7 @@ def test_seed_style_object_with_name_and_score_methods() -> None:
             return ef.metrics.MetricScore(1.0, {"len": len(actual_output)})
 
     factory = ef.metrics.from_object(Always())
-    scores = ef.score(_frame(["x"], ["abc"]), [factory()])
+    scores = ef.score(frame(["x"], ["abc"]), [factory()])
     assert scores.row(0, named=True)["details"] == '{"len": 3}'
 
 
@@ -175,7 +159,7 @@ def test_a_metric_that_breaks_outright_errors_every_row_and_spares_the_others() 
         """Reads a column that does not exist."""
         return Scored(score=pl.col("no_such_column").cast(pl.Float64))
 
-    scores = ef.score(_frame(["a", "b"], ["a", "c"]), [broken(), ef.metrics.exact_match()])
+    scores = ef.score(frame(["a", "b"], ["a", "c"]), [broken(), ef.metrics.exact_match()])
     by = scores.partition_by("metric", as_dict=True)
     assert by[("broken",)].get_column("error").str.starts_with("Metric 'broken' failed").all()
     assert by[("exact-match",)].get_column("score").to_list() == [1.0, 0.0]
@@ -187,7 +171,7 @@ def test_custom_metric_out_of_range_and_nan_become_errors() -> None:
         """Returns scores outside [0, 1]."""
         return Scored(score=pl.Series([1.5, float("nan"), -0.1, 0.5]).implode().explode())
 
-    scores = ef.score(_frame(["a"] * 4, ["a"] * 4), [wild()])
+    scores = ef.score(frame(["a"] * 4, ["a"] * 4), [wild()])
     assert scores.get_column("score").to_list() == [None, None, None, 0.5]
     assert scores.get_column("error").null_count() == 1
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-from conftest import STUB_API_KEY
+from conftest import STUB_API_KEY, frame
 from openai_stub import StubOpenAI
 
 import evalframe as ef
@@ -34,23 +34,6 @@ from evalframe.providers._onnx import _load
 def _private_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The default cache file lives in the test's own folder."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-
-
-def frame(expected: list[str], actual: list[str | None]) -> pl.DataFrame:
-    n = len(expected)
-    return pl.DataFrame(
-        {
-            "sample_id": [f"s{i}" for i in range(n)],
-            "input": ['{"question":"q"}'] * n,
-            "expected_output": expected,
-            "expected_type": ["string"] * n,
-            "metadata": ["{}"] * n,
-            "tags": [[] for _ in range(n)],
-            "row_hash": ["h"] * n,
-            "actual_output": actual,
-        },
-        schema_overrides={"tags": pl.List(pl.String), "actual_output": pl.String},
-    )
 
 
 def embeddings(stub: StubOpenAI, **kw: Any) -> OpenAIEmbeddings:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-from conftest import STUB_API_KEY
+from conftest import STUB_API_KEY, frame
 from openai_stub import StubOpenAI
 
 import evalframe as ef
@@ -20,26 +20,6 @@ from evalframe.providers import OpenAIEmbeddings, Providers
 @pytest.fixture(autouse=True)
 def _private_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-
-
-def frame(
-    expected: list[str], actual: list[str], types: list[str] | None = None, **extra: Any
-) -> pl.DataFrame:
-    n = len(expected)
-    base = pl.DataFrame(
-        {
-            "sample_id": [f"s{i}" for i in range(n)],
-            "input": ['{"question":"q"}'] * n,
-            "expected_output": expected,
-            "expected_type": types or ["string"] * n,
-            "metadata": ["{}"] * n,
-            "tags": [[] for _ in range(n)],
-            "row_hash": ["h"] * n,
-            "actual_output": actual,
-        },
-        schema_overrides={"tags": pl.List(pl.String)},
-    )
-    return base.with_columns(**extra)
 
 
 def with_vectors(expected_vecs: list[Any], actual_vecs: list[Any]) -> pl.DataFrame:
