@@ -24,21 +24,17 @@ does: ``yes``, ``no``, ``on`` and ``off`` stay strings, and a repeated key is an
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import gc
 import io
 import itertools
 import json
 import os
-import re
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, cast
 
 import polars as pl
-import yaml
 
 from evalframe import schema as C
 from evalframe._canon import (
@@ -50,12 +46,17 @@ from evalframe._canon import (
     row_hash,
     to_json_value,
 )
+from evalframe._formats import (
+    COLUMNAR_FIELDS,
+    READERS,
+    Document,
+    Source,
+    columnar_source,
+    decode_utf8,
+    records_from_columns,
+)
+from evalframe._yaml import YamlLoader, yaml_problem, yaml_value
 from evalframe.exceptions import DatasetError
-
-try:
-    from yaml import CSafeLoader as _SafeLoader
-except ImportError:  # pragma: no cover - PyYAML without libyaml: same results, ~10x slower
-    from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]
 
 __all__ = ["SCHEMA_VERSION", "Dataset", "read_dataset"]
 
@@ -64,22 +65,13 @@ SCHEMA_VERSION: Final = "eval-harness.dataset.v1"
 
 _DATASET_ATTRIBUTES: Final = ("name", "metrics", "repetitions", "path", "schema_version")
 _EXPECTED_TYPES: Final = ("string", "int", "float", "bool", "null", "list", "map")
-_MERGE_TAG: Final = "tag:yaml.org,2002:merge"
-_STR_TAG: Final = "tag:yaml.org,2002:str"
-_INT_TAG: Final = "tag:yaml.org,2002:int"
-_NULL_TAG: Final = "tag:yaml.org,2002:null"
-_BOOL_TAG: Final = "tag:yaml.org,2002:bool"
-_SEQ_TAG: Final = "tag:yaml.org,2002:seq"
-_MAP_TAG: Final = "tag:yaml.org,2002:map"
-_BOOLS: Final = {
-    "true": True,
-    "True": True,
-    "TRUE": True,
-    "false": False,
-    "False": False,
-    "FALSE": False,
-}
-_YAML11_TAGS: Final = frozenset({_BOOL_TAG, _INT_TAG, "tag:yaml.org,2002:float"})
+
+# evalframe.outputs imports these helpers from here under their old names; they now live in
+# evalframe._formats and evalframe._yaml.
+_decode_utf8 = decode_utf8
+_YamlLoader = YamlLoader
+_yaml_problem = yaml_problem
+_yaml_value = yaml_value
 
 
 class Dataset(pl.DataFrame):
@@ -171,10 +163,10 @@ class Dataset(pl.DataFrame):
             >>> Dataset.from_frame(frame, name="math").row(0)[:3]
             ('a', '{"question":"What is 2+2?"}', '4')
         """
-        source = _columnar_source(name, "frame")
-        wanted = [column for column in _COLUMNAR_FIELDS if column in frame.columns]
+        source = columnar_source(name, "frame")
+        wanted = [column for column in COLUMNAR_FIELDS if column in frame.columns]
         columns = {column: frame.get_column(column).to_list() for column in wanted}
-        records = _records_from_columns(columns, frame.columns, source)
+        records = records_from_columns(columns, frame.columns, source)
         return cls._build(records, source, name, metrics, repetitions, path)
 
     @classmethod
@@ -208,7 +200,7 @@ class Dataset(pl.DataFrame):
             >>> ds.get_column("expected_type").to_list(), ds.repetitions
             (['int'], 2)
         """
-        source = _Source(f"Dataset '{name}'", "records", ("id", "sample_id"), tags_field=True)
+        source = Source(f"Dataset '{name}'", "records", ("id", "sample_id"), tags_field=True)
         rows = (dict(r) if isinstance(r, Mapping) else r for r in records)
         return cls._build(rows, source, name, metrics, repetitions, path)
 
@@ -216,7 +208,7 @@ class Dataset(pl.DataFrame):
     def _build(
         cls,
         records: Iterable[object],
-        source: _Source,
+        source: Source,
         name: object,
         metrics: object,
         repetitions: object,
@@ -296,41 +288,26 @@ def read_dataset(path: str | os.PathLike[str], *, name: str | None = None) -> Da
     """
     file = Path(path)
     where = os.fspath(path)
-    reader = _READERS.get(file.suffix.lower())
+    reader = READERS.get(file.suffix.lower())
     if reader is None:
         raise DatasetError(
             f"{where}: unsupported dataset file extension {file.suffix!r}; expected one of "
             ".yaml, .yml, .json, .jsonl, .csv or .parquet."
         )
     with _gc_paused():
-        return reader(file, where, name)
+        found = reader(file, where, name)
+        if isinstance(found, Document):
+            return _from_document(found.value, found.source, name, file)
+        return Dataset._build(found.samples, found.source, found.name, (), None, file)
 
 
 # --- per-sample validation ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Source:
-    """Where samples come from, and the format rules that differ between sources."""
-
-    where: str  # prefixes every message: the file path, or "Dataset '<name>'"
-    label: str  # "YAML", "JSON", "JSONL", "CSV", "Parquet", "frame" or "records"
-    id_keys: tuple[str, ...] = ("id",)
-    text_fields: bool = False  # input, metadata and expected_type may come as text
-    tags_field: bool = False  # a per-sample "tags" field fills metadata.tags
-
-    def error(self, message: str) -> DatasetError:
-        return DatasetError(f"{self.where}: {message}")
-
-    @property
-    def a_list(self) -> str:
-        return "a YAML list" if self.label == "YAML" else "a list"
-
-
 _Row = tuple[str, str, str, str, str, list[str], str]
 
 
-def _samples_frame(records: Iterable[object], source: _Source) -> pl.DataFrame:
+def _samples_frame(records: Iterable[object], source: Source) -> pl.DataFrame:
     """Validate samples and build the dataset columns in one pass."""
     rows: list[_Row] = []
     seen: set[str] = set()
@@ -372,7 +349,7 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _sample_row(record: object, index: int, source: _Source) -> _Row:
+def _sample_row(record: object, index: int, source: Source) -> _Row:
     if not isinstance(record, dict):
         raise source.error(f"Sample at index {index} is not an associative array.")
     sample_id = _sample_id(record, index, source)
@@ -405,7 +382,7 @@ def _sample_row(record: object, index: int, source: _Source) -> _Row:
     )
 
 
-def _sample_id(record: dict[Any, Any], index: int, source: _Source) -> str:
+def _sample_id(record: dict[Any, Any], index: int, source: Source) -> str:
     given = [(key, record[key]) for key in source.id_keys if record.get(key) is not None]
     if len(given) > 1 and given[0][1] != given[1][1]:
         raise source.error(
@@ -421,7 +398,7 @@ def _sample_id(record: dict[Any, Any], index: int, source: _Source) -> str:
     )
 
 
-def _input_map(value: object, at: str, source: _Source) -> dict[str, JSONValue]:
+def _input_map(value: object, at: str, source: Source) -> dict[str, JSONValue]:
     if source.text_fields and isinstance(value, str):
         # Plain text is the question; text that opens like a JSON object must be one.
         value = (
@@ -440,7 +417,7 @@ def _input_map(value: object, at: str, source: _Source) -> dict[str, JSONValue]:
     return cast(dict[str, JSONValue], _plain(value, "input", at, source))
 
 
-def _expected_value(record: dict[Any, Any], at: str, source: _Source) -> JSONValue:
+def _expected_value(record: dict[Any, Any], at: str, source: Source) -> JSONValue:
     value = record["expected_output"]
     declared = record.get("expected_type") if source.text_fields else None
     if declared is None:
@@ -466,7 +443,7 @@ def _expected_value(record: dict[Any, Any], at: str, source: _Source) -> JSONVal
     return plain
 
 
-def _metadata_map(value: object, at: str, source: _Source) -> dict[str, JSONValue]:
+def _metadata_map(value: object, at: str, source: Source) -> dict[str, JSONValue]:
     if source.text_fields and isinstance(value, str):
         value = _json_text(value, "metadata", at, source) if value.strip() else None
     if value is None or (isinstance(value, list) and not value):
@@ -481,7 +458,7 @@ def _metadata_map(value: object, at: str, source: _Source) -> dict[str, JSONValu
 
 
 def _tags(
-    value: object, metadata: dict[str, JSONValue], at: str, source: _Source
+    value: object, metadata: dict[str, JSONValue], at: str, source: Source
 ) -> tuple[list[str], dict[str, JSONValue]]:
     """The normalised tags, and the metadata with ``tags`` filled from a ``tags`` field."""
     from_metadata = _normalise_tags(metadata.get("tags"))
@@ -511,14 +488,14 @@ def _normalise_tags(value: object) -> list[str]:
     return list(dict.fromkeys(tag for tag in trimmed if tag))
 
 
-def _json_text(text: str, field: str, at: str, source: _Source) -> object:
+def _json_text(text: str, field: str, at: str, source: Source) -> object:
     try:
         return json.loads(text)
     except ValueError as exc:
         raise source.error(f"{at} field '{field}' is not valid JSON: {exc}.") from exc
 
 
-def _plain(value: object, field: str, at: str, source: _Source) -> JSONValue:
+def _plain(value: object, field: str, at: str, source: Source) -> JSONValue:
     try:
         return to_json_value(value)
     except UnsupportedValueError as exc:
@@ -558,7 +535,7 @@ def _check_repetitions(value: object, subject: str, where: str) -> int | None:
 
 
 def _from_document(
-    document: object, source: _Source, requested_name: str | None, file: Path
+    document: object, source: Source, requested_name: str | None, file: Path
 ) -> Dataset:
     subject = f"Dataset {source.label}"
     hint = ""
@@ -598,7 +575,7 @@ def _from_document(
     )
 
 
-def _schema_version(document: dict[Any, Any], subject: str, source: _Source) -> str:
+def _schema_version(document: dict[Any, Any], subject: str, source: Source) -> str:
     if "schema_version" not in document:
         return SCHEMA_VERSION
     version = document["schema_version"]
@@ -610,302 +587,3 @@ def _schema_version(document: dict[Any, Any], subject: str, source: _Source) -> 
             f"{field} has unsupported value '{version}'. Supported versions: {SCHEMA_VERSION}."
         )
     return version
-
-
-# --- file formats -----------------------------------------------------------------------------
-
-
-def _read_yaml(file: Path, where: str, name: str | None) -> Dataset:
-    source = _Source(where, "YAML")
-    text = _read_text(file, where, "Dataset YAML")
-    try:
-        document = _parse_yaml(text)
-    except yaml.YAMLError as exc:
-        raise source.error(f"Dataset YAML is not valid YAML: {_yaml_problem(exc)}") from exc
-    return _from_document(document, source, name, file)
-
-
-def _read_json(file: Path, where: str, name: str | None) -> Dataset:
-    text = _read_text(file, where, "Dataset JSON")
-    if not text.strip():
-        raise DatasetError(f"{where}: Dataset JSON file is empty.")
-    try:
-        document = json.loads(text)
-    except ValueError as exc:
-        raise DatasetError(f"{where}: Dataset JSON is not valid JSON: {exc}.") from exc
-    if isinstance(document, dict):
-        return _from_document(document, _Source(where, "JSON"), name, file)
-    if isinstance(document, list):
-        source = _Source(where, "JSON", ("sample_id", "id"), tags_field=True)
-        return Dataset._build(document, source, name or file.stem, (), None, file)
-    raise DatasetError(
-        f"{where}: Dataset JSON must be an object with 'name' and 'samples', or a list of "
-        f"samples; got {type(document).__name__}."
-    )
-
-
-def _read_jsonl(file: Path, where: str, name: str | None) -> Dataset:
-    source = _Source(where, "JSONL", ("sample_id", "id"), tags_field=True)
-    text = _read_text(file, where, "Dataset JSONL")
-    if not text.strip():
-        raise source.error("Dataset JSONL file is empty.")
-    return Dataset._build(_jsonl_values(text, source), source, name or file.stem, (), None, file)
-
-
-def _jsonl_values(text: str, source: _Source) -> Iterator[object]:
-    # Split on "\n" only: str.splitlines() would also split at U+2028 inside JSON strings.
-    for number, line in enumerate(text.split("\n"), start=1):
-        if line.strip():
-            try:
-                yield json.loads(line)
-            except ValueError as exc:
-                raise source.error(
-                    f"Dataset JSONL line {number} is not valid JSON: {exc}."
-                ) from exc
-
-
-def _read_csv(file: Path, where: str, name: str | None) -> Dataset:
-    source = _columnar_source(name or file.stem, "CSV", where)
-    text = _read_text(file, where, "Dataset CSV")
-    if not text.strip():
-        raise source.error("Dataset CSV file is empty.")
-    try:
-        # Every cell as text; an empty cell is null (absent), except in expected_output.
-        frame = pl.read_csv(text.encode("utf-8"), infer_schema=False)
-    except pl.exceptions.PolarsError as exc:
-        raise source.error(f"Dataset CSV could not be parsed: {exc}") from exc
-    if C.EXPECTED_OUTPUT in frame.columns:
-        frame = frame.with_columns(pl.col(C.EXPECTED_OUTPUT).fill_null(""))
-    wanted = [column for column in _COLUMNAR_FIELDS if column in frame.columns]
-    columns = {column: frame.get_column(column).to_list() for column in wanted}
-    records = _records_from_columns(columns, frame.columns, source)
-    return Dataset._build(records, source, name or file.stem, (), None, file)
-
-
-def _read_parquet(file: Path, where: str, name: str | None) -> Dataset:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    source = _columnar_source(name or file.stem, "Parquet", where)
-    data = _read_bytes(file, where, "Dataset Parquet")
-    if not data:
-        raise source.error("Dataset Parquet file is empty.")
-    try:
-        table = pq.read_table(pa.BufferReader(data))
-        wanted = [column for column in _COLUMNAR_FIELDS if column in table.column_names]
-        # Arrow maps come back as dicts rather than lists of (key, value) pairs.
-        columns = {c: table.column(c).to_pylist(maps_as_pydicts="strict") for c in wanted}
-    except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
-        raise source.error(f"Dataset Parquet is not a valid Parquet file: {exc}") from exc
-    records = _records_from_columns(columns, table.column_names, source)
-    return Dataset._build(records, source, name or file.stem, (), None, file)
-
-
-_COLUMNAR_FIELDS: Final[tuple[str, ...]] = (
-    C.SAMPLE_ID,
-    "id",
-    C.INPUT,
-    C.EXPECTED_OUTPUT,
-    C.EXPECTED_TYPE,
-    C.METADATA,
-    C.TAGS,
-)
-
-
-def _columnar_source(name: str, label: str, where: str | None = None) -> _Source:
-    return _Source(
-        where or f"Dataset '{name}'",
-        label,
-        ("sample_id", "id"),
-        text_fields=True,
-        tags_field=True,
-    )
-
-
-def _records_from_columns(
-    columns: dict[str, list[Any]], found: Sequence[str], source: _Source
-) -> Iterator[dict[str, Any]]:
-    required = [("sample_id", "id"), (C.INPUT,), (C.EXPECTED_OUTPUT,)]
-    for choices in required:
-        if not any(choice in columns for choice in choices):
-            spelled = " (or 'id')" if len(choices) > 1 else ""
-            raise source.error(
-                f"Dataset {source.label} is missing required column '{choices[0]}'{spelled}; "
-                f"found columns: {', '.join(found) or '(none)'}."
-            )
-    keys = list(columns)
-    return (dict(zip(keys, values, strict=True)) for values in zip(*columns.values(), strict=True))
-
-
-_READERS: Final = {
-    ".yaml": _read_yaml,
-    ".yml": _read_yaml,
-    ".json": _read_json,
-    ".jsonl": _read_jsonl,
-    ".csv": _read_csv,
-    ".parquet": _read_parquet,
-}
-
-
-# --- bytes, text and YAML (shared with evalframe.outputs) ---------------------------------------
-
-
-def _read_bytes(file: Path, where: str, subject: str) -> bytes:
-    try:
-        return file.read_bytes()
-    except OSError as exc:
-        raise DatasetError(f"{subject} file is missing or unreadable: {where}") from exc
-
-
-def _read_text(file: Path, where: str, subject: str) -> str:
-    return _decode_utf8(_read_bytes(file, where, subject), where, subject)
-
-
-def _decode_utf8(data: bytes, where: str, subject: str) -> str:
-    body = data.removeprefix(codecs.BOM_UTF8)
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = body.count(b"\n", 0, exc.start) + 1
-        raise DatasetError(
-            f"{where}: {subject} is not valid UTF-8: byte 0x{body[exc.start]:02x} at line "
-            f"{line} (byte offset {exc.start}) is {exc.reason}."
-        ) from exc
-
-
-class _YamlLoader(_SafeLoader):
-    """PyYAML's safe loader with YAML 1.2 core-schema scalars, and repeated keys as errors.
-
-    eval-harness parses YAML with Symfony's parser, for which ``yes``, ``no``, ``on``,
-    ``off``, ``1:30`` and ``1_000`` are strings, ``1e3`` is a number and a repeated key is an
-    error. PyYAML's YAML 1.1 rules would read ``expected_output: no`` as ``false`` and keep
-    the last of two equal keys without a word.
-    """
-
-    yaml_implicit_resolvers = {  # noqa: RUF012  # PyYAML's class-level registry
-        first: [(tag, regexp) for tag, regexp in resolvers if tag not in _YAML11_TAGS]
-        for first, resolvers in _SafeLoader.yaml_implicit_resolvers.items()
-    }
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
-        own = [key for key, _ in node.value if key.tag != _MERGE_TAG]
-        merged = len(own) < len(node.value)
-        mapping = super().construct_mapping(node, deep=deep)
-        if merged or len(mapping) < len(own):
-            seen: set[object] = set()
-            for key_node in own:
-                key = self.construct_object(key_node, deep=deep)
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping",
-                        node.start_mark,
-                        f"found duplicate key {key!r}",
-                        key_node.start_mark,
-                    )
-                seen.add(key)
-        return mapping
-
-
-def _construct_int(loader: _SafeLoader, node: yaml.ScalarNode) -> int:
-    text = str(loader.construct_scalar(node))
-    digits = text.lstrip("+-")
-    sign = -1 if text.startswith("-") else 1
-    try:
-        if digits[:2] in {"0o", "0x"}:
-            return sign * int(digits[2:], 8 if digits[1] == "o" else 16)
-        return int(text, 10)  # "010" is ten in YAML 1.2, not eight
-    except ValueError as exc:
-        raise yaml.constructor.ConstructorError(
-            None, None, f"invalid integer {text!r}", node.start_mark
-        ) from exc
-
-
-_YamlLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
-_YamlLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:int",
-    re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"),
-    list("-+0123456789"),
-)
-_YamlLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(
-        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
-    ),
-    list("-+.0123456789"),
-)
-_YamlLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
-
-
-def _parse_yaml(text: str) -> object:
-    """Parse one YAML document into plain Python values."""
-    loader = _YamlLoader(text)
-    try:
-        root = loader.get_single_node()
-        return None if root is None else _yaml_value(loader, root)
-    except RecursionError as exc:
-        raise yaml.YAMLError("the document nests too deeply or an anchor refers to itself") from exc
-    finally:
-        loader.dispose()
-
-
-def _yaml_value(loader: _YamlLoader, node: yaml.Node) -> object:
-    """The value of a node: plain scalars, lists and maps directly, the rest by PyYAML.
-
-    PyYAML's generic constructor spends most of a large load in bookkeeping that plain data
-    does not need; this walk is about twice as fast. Aliases are copied, not shared.
-    """
-    tag = node.tag
-    if isinstance(node, yaml.ScalarNode):
-        if tag == _STR_TAG:
-            return node.value
-        if tag == _INT_TAG:
-            return _construct_int(loader, node)
-        if tag == _NULL_TAG:
-            return None
-        if tag == _BOOL_TAG and node.value in _BOOLS:
-            return _BOOLS[node.value]
-    elif isinstance(node, yaml.SequenceNode) and tag == _SEQ_TAG:
-        return [_yaml_value(loader, item) for item in node.value]
-    elif (
-        isinstance(node, yaml.MappingNode)
-        and tag == _MAP_TAG
-        and not any(key.tag == _MERGE_TAG for key, _ in node.value)
-    ):
-        return _yaml_mapping(loader, node)
-    return loader.construct_object(node, deep=True)
-
-
-def _yaml_mapping(loader: _YamlLoader, node: yaml.MappingNode) -> dict[Any, object]:
-    mapping: dict[Any, object] = {}
-    for key_node, value_node in node.value:
-        key = _yaml_value(loader, key_node)
-        if not isinstance(key, Hashable):
-            raise yaml.constructor.ConstructorError(
-                "while constructing a mapping",
-                node.start_mark,
-                "found unhashable key",
-                key_node.start_mark,
-            )
-        if key in mapping:
-            raise yaml.constructor.ConstructorError(
-                "while constructing a mapping",
-                node.start_mark,
-                f"found duplicate key {key!r}",
-                key_node.start_mark,
-            )
-        mapping[key] = _yaml_value(loader, value_node)
-    return mapping
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """A one-line account of a YAML error: what, and at which line and column."""
-    if isinstance(exc, yaml.MarkedYAMLError):
-        what = ": ".join(part for part in (exc.context, exc.problem) if part)
-        mark = exc.problem_mark or exc.context_mark
-        if mark is not None:
-            what += f" at line {mark.line + 1}, column {mark.column + 1}"
-        return what
-    return " ".join(str(exc).split())

@@ -1,0 +1,247 @@
+"""Dataset files into Python values, one reader per format (the I/O half of ``read_dataset``).
+
+A reader takes the file, the path as the user spelled it (``where``, which prefixes every
+message) and the requested dataset name, reads and decodes the file, and returns what it
+found without validating a single sample:
+
+* ``Document``: an eval-harness ``eval-harness.dataset.v1`` document (``.yaml``/``.yml``, and
+  ``.json`` files in the same shape), whose fields ``evalframe.dataset`` checks;
+* ``Records``: sample records (``.json`` lists, ``.jsonl``, ``.csv``, ``.parquet``) with the
+  dataset name (the requested one, else the file stem).
+
+``evalframe.dataset`` turns either into a ``Dataset``. Unreadable files, invalid UTF-8 and
+unparseable content are ``DatasetError`` here; everything about the samples is checked there.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import polars as pl
+import yaml
+
+from evalframe import schema as C
+from evalframe._yaml import parse_yaml, yaml_problem
+from evalframe.exceptions import DatasetError
+
+__all__ = [
+    "COLUMNAR_FIELDS",
+    "READERS",
+    "Document",
+    "Records",
+    "Source",
+    "columnar_source",
+    "decode_utf8",
+    "read_bytes",
+    "read_text",
+    "records_from_columns",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where samples come from, and the format rules that differ between sources."""
+
+    where: str  # prefixes every message: the file path, or "Dataset '<name>'"
+    label: str  # "YAML", "JSON", "JSONL", "CSV", "Parquet", "frame" or "records"
+    id_keys: tuple[str, ...] = ("id",)
+    text_fields: bool = False  # input, metadata and expected_type may come as text
+    tags_field: bool = False  # a per-sample "tags" field fills metadata.tags
+
+    def error(self, message: str) -> DatasetError:
+        return DatasetError(f"{self.where}: {message}")
+
+    @property
+    def a_list(self) -> str:
+        return "a YAML list" if self.label == "YAML" else "a list"
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """An eval-harness dataset document as parsed (any value: checking it is not I/O)."""
+
+    value: object
+    source: Source
+
+
+@dataclass(frozen=True, slots=True)
+class Records:
+    """Sample records (possibly a lazy iterator that raises on a bad line) and a name."""
+
+    samples: Iterable[object]
+    source: Source
+    name: str
+
+
+Reader = Callable[[Path, str, str | None], Document | Records]
+
+
+# --- the formats ------------------------------------------------------------------------------
+
+
+def _read_yaml(file: Path, where: str, name: str | None) -> Document:
+    source = Source(where, "YAML")
+    text = read_text(file, where, "Dataset YAML")
+    try:
+        document = parse_yaml(text)
+    except yaml.YAMLError as exc:
+        raise source.error(f"Dataset YAML is not valid YAML: {yaml_problem(exc)}") from exc
+    return Document(document, source)
+
+
+def _read_json(file: Path, where: str, name: str | None) -> Document | Records:
+    text = read_text(file, where, "Dataset JSON")
+    if not text.strip():
+        raise DatasetError(f"{where}: Dataset JSON file is empty.")
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise DatasetError(f"{where}: Dataset JSON is not valid JSON: {exc}.") from exc
+    if isinstance(document, dict):
+        return Document(document, Source(where, "JSON"))
+    if isinstance(document, list):
+        source = Source(where, "JSON", ("sample_id", "id"), tags_field=True)
+        return Records(document, source, name or file.stem)
+    raise DatasetError(
+        f"{where}: Dataset JSON must be an object with 'name' and 'samples', or a list of "
+        f"samples; got {type(document).__name__}."
+    )
+
+
+def _read_jsonl(file: Path, where: str, name: str | None) -> Records:
+    source = Source(where, "JSONL", ("sample_id", "id"), tags_field=True)
+    text = read_text(file, where, "Dataset JSONL")
+    if not text.strip():
+        raise source.error("Dataset JSONL file is empty.")
+    return Records(_jsonl_values(text, source), source, name or file.stem)
+
+
+def _jsonl_values(text: str, source: Source) -> Iterator[object]:
+    # Split on "\n" only: str.splitlines() would also split at U+2028 inside JSON strings.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            try:
+                yield json.loads(line)
+            except ValueError as exc:
+                raise source.error(
+                    f"Dataset JSONL line {number} is not valid JSON: {exc}."
+                ) from exc
+
+
+def _read_csv(file: Path, where: str, name: str | None) -> Records:
+    source = columnar_source(name or file.stem, "CSV", where)
+    text = read_text(file, where, "Dataset CSV")
+    if not text.strip():
+        raise source.error("Dataset CSV file is empty.")
+    try:
+        # Every cell as text; an empty cell is null (absent), except in expected_output.
+        frame = pl.read_csv(text.encode("utf-8"), infer_schema=False)
+    except pl.exceptions.PolarsError as exc:
+        raise source.error(f"Dataset CSV could not be parsed: {exc}") from exc
+    if C.EXPECTED_OUTPUT in frame.columns:
+        frame = frame.with_columns(pl.col(C.EXPECTED_OUTPUT).fill_null(""))
+    wanted = [column for column in COLUMNAR_FIELDS if column in frame.columns]
+    columns = {column: frame.get_column(column).to_list() for column in wanted}
+    records = records_from_columns(columns, frame.columns, source)
+    return Records(records, source, name or file.stem)
+
+
+def _read_parquet(file: Path, where: str, name: str | None) -> Records:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = columnar_source(name or file.stem, "Parquet", where)
+    data = read_bytes(file, where, "Dataset Parquet")
+    if not data:
+        raise source.error("Dataset Parquet file is empty.")
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+        wanted = [column for column in COLUMNAR_FIELDS if column in table.column_names]
+        # Arrow maps come back as dicts rather than lists of (key, value) pairs.
+        columns = {c: table.column(c).to_pylist(maps_as_pydicts="strict") for c in wanted}
+    except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
+        raise source.error(f"Dataset Parquet is not a valid Parquet file: {exc}") from exc
+    records = records_from_columns(columns, table.column_names, source)
+    return Records(records, source, name or file.stem)
+
+
+READERS: Final[dict[str, Reader]] = {
+    ".yaml": _read_yaml,
+    ".yml": _read_yaml,
+    ".json": _read_json,
+    ".jsonl": _read_jsonl,
+    ".csv": _read_csv,
+    ".parquet": _read_parquet,
+}
+
+
+# --- columns (CSV, Parquet and frames) --------------------------------------------------------
+
+COLUMNAR_FIELDS: Final[tuple[str, ...]] = (
+    C.SAMPLE_ID,
+    "id",
+    C.INPUT,
+    C.EXPECTED_OUTPUT,
+    C.EXPECTED_TYPE,
+    C.METADATA,
+    C.TAGS,
+)
+
+
+def columnar_source(name: str, label: str, where: str | None = None) -> Source:
+    """The rules for samples in columns: ``sample_id`` or ``id``, text fields, ``tags``."""
+    return Source(
+        where or f"Dataset '{name}'",
+        label,
+        ("sample_id", "id"),
+        text_fields=True,
+        tags_field=True,
+    )
+
+
+def records_from_columns(
+    columns: dict[str, list[Any]], found: Sequence[str], source: Source
+) -> Iterator[dict[str, Any]]:
+    """One record per row of ``columns``, once the required columns are known to be there."""
+    required = [("sample_id", "id"), (C.INPUT,), (C.EXPECTED_OUTPUT,)]
+    for choices in required:
+        if not any(choice in columns for choice in choices):
+            spelled = " (or 'id')" if len(choices) > 1 else ""
+            raise source.error(
+                f"Dataset {source.label} is missing required column '{choices[0]}'{spelled}; "
+                f"found columns: {', '.join(found) or '(none)'}."
+            )
+    keys = list(columns)
+    return (dict(zip(keys, values, strict=True)) for values in zip(*columns.values(), strict=True))
+
+
+# --- bytes and text (shared with evalframe.outputs) -------------------------------------------
+
+
+def read_bytes(file: Path, where: str, subject: str) -> bytes:
+    try:
+        return file.read_bytes()
+    except OSError as exc:
+        raise DatasetError(f"{subject} file is missing or unreadable: {where}") from exc
+
+
+def read_text(file: Path, where: str, subject: str) -> str:
+    return decode_utf8(read_bytes(file, where, subject), where, subject)
+
+
+def decode_utf8(data: bytes, where: str, subject: str) -> str:
+    """UTF-8 text without a BOM; invalid bytes are an error naming the line and offset."""
+    body = data.removeprefix(codecs.BOM_UTF8)
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = body.count(b"\n", 0, exc.start) + 1
+        raise DatasetError(
+            f"{where}: {subject} is not valid UTF-8: byte 0x{body[exc.start]:02x} at line "
+            f"{line} (byte offset {exc.start}) is {exc.reason}."
+        ) from exc
