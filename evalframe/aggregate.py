@@ -78,6 +78,12 @@ def pass_rate() -> pl.Expr:
 
 
 AGGREGATES: list[pl.Expr] = [n(), n_scored(), n_errors(), mean(), p50(), p95(), pass_rate()]
+_STATS = ("n", "n_scored", "n_errors", "mean", "p50", "p95", "pass_rate")  # AGGREGATES' names
+
+
+def _no_rows_filled() -> list[pl.Expr]:
+    """Aggregates of a group with no rows (a null after a join) read as 0."""
+    return [pl.col("n", "n_scored", "n_errors").fill_null(0), pl.col("pass_rate").fill_null(0.0)]
 
 
 def _metric_order(scores: pl.DataFrame, metrics: Sequence[str] | None) -> list[str]:
@@ -117,10 +123,8 @@ def summarize(
         keys.join(result, on=C.METRIC, how="left")
         .sort([*by, "_order"] if by else "_order")
         .drop("_order")
-        .select(*by, C.METRIC, "n", "n_scored", "n_errors", "mean", "p50", "p95", "pass_rate")
-        .with_columns(
-            pl.col("n", "n_scored", "n_errors").fill_null(0), pl.col("pass_rate").fill_null(0.0)
-        )
+        .select(*by, C.METRIC, *_STATS)
+        .with_columns(_no_rows_filled())
     )
 
 
@@ -173,8 +177,7 @@ def cohorts(
     return (
         grid.join(stats, on=["cohort", C.METRIC], how="left", nulls_equal=True)
         .with_columns(
-            pl.col("n", "n_scored", "n_errors").fill_null(0),
-            pl.col("pass_rate").fill_null(0.0),
+            *_no_rows_filled(),
             pl.col("cohort").is_null().alias("is_untagged"),
             pl.col("cohort").fill_null(UNTAGGED).alias("label"),
             pl.col(C.METRIC).replace_strict(rank, return_dtype=pl.Int64).alias("_order"),
@@ -187,13 +190,7 @@ def cohorts(
             "is_untagged",
             "sample_count",
             C.METRIC,
-            "n",
-            "n_scored",
-            "n_errors",
-            "mean",
-            "p50",
-            "p95",
-            "pass_rate",
+            *_STATS,
         )
     )
 
@@ -290,8 +287,7 @@ def dimensions(
     return (
         macro.join(pooled, on="dimension", how="left")
         .with_columns(
-            pl.col("n", "n_scored", "n_errors").fill_null(0),
-            pl.col("pass_rate").fill_null(0.0),
+            *_no_rows_filled(),
             pl.col("dimension")
             .replace_strict(rank, default=len(rank), return_dtype=pl.Int64)
             .alias("_order"),
@@ -301,13 +297,7 @@ def dimensions(
             "dimension",
             "metrics",
             "n_metrics",
-            "n",
-            "n_scored",
-            "n_errors",
-            "mean",
-            "p50",
-            "p95",
-            "pass_rate",
+            *_STATS,
             "macro_mean",
             "macro_pass_rate",
         )
