@@ -52,10 +52,8 @@ from evalframe._formats import (
     Document,
     Source,
     columnar_source,
-    decode_utf8,
     records_from_columns,
 )
-from evalframe._yaml import YamlLoader, yaml_problem, yaml_value
 from evalframe.exceptions import DatasetError
 
 __all__ = ["SCHEMA_VERSION", "Dataset", "read_dataset"]
@@ -65,13 +63,6 @@ SCHEMA_VERSION: Final = "eval-harness.dataset.v1"
 
 _DATASET_ATTRIBUTES: Final = ("name", "metrics", "repetitions", "path", "schema_version")
 _EXPECTED_TYPES: Final = ("string", "int", "float", "bool", "null", "list", "map")
-
-# evalframe.outputs imports these helpers from here under their old names; they now live in
-# evalframe._formats and evalframe._yaml.
-_decode_utf8 = decode_utf8
-_YamlLoader = YamlLoader
-_yaml_problem = yaml_problem
-_yaml_value = yaml_value
 
 
 class Dataset(pl.DataFrame):

@@ -27,13 +27,9 @@ import polars as pl
 import yaml
 
 from evalframe import schema as C
-from evalframe.dataset import (
-    Dataset,
-    _decode_utf8,
-    _yaml_problem,
-    _yaml_value,
-    _YamlLoader,
-)
+from evalframe._formats import decode_utf8
+from evalframe._yaml import YamlLoader, yaml_problem, yaml_value
+from evalframe.dataset import Dataset
 from evalframe.exceptions import DatasetError
 
 __all__ = ["align_outputs", "read_outputs"]
@@ -77,7 +73,7 @@ def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
     suffix = file.suffix.lower()
     if suffix == ".parquet":
         return _from_parquet(data, where)
-    text = _decode_utf8(data, where, _SUBJECT)
+    text = decode_utf8(data, where, _SUBJECT)
     if not text.strip():
         raise DatasetError(f"{where}: {_SUBJECT} must not be empty.")
     if suffix == ".jsonl":
@@ -186,7 +182,7 @@ def _parse_document(text: str, suffix: str, where: str) -> object:
             return _parse_yaml_outputs(text, where)
         except yaml.YAMLError as exc:
             raise DatasetError(
-                f"{where}: {_SUBJECT} contains invalid YAML: {_yaml_problem(exc)}."
+                f"{where}: {_SUBJECT} contains invalid YAML: {yaml_problem(exc)}."
             ) from exc
     try:
         return _parse_json(text)
@@ -196,7 +192,7 @@ def _parse_document(text: str, suffix: str, where: str) -> object:
         except yaml.YAMLError as yaml_exc:
             raise DatasetError(
                 f"{where}: {_SUBJECT} could not be parsed as JSON or YAML. "
-                f"JSON error: {json_exc}. YAML error: {_yaml_problem(yaml_exc)}."
+                f"JSON error: {json_exc}. YAML error: {yaml_problem(yaml_exc)}."
             ) from yaml_exc
 
 
@@ -206,7 +202,7 @@ def _parse_json(text: str) -> object:
 
 def _parse_yaml_outputs(text: str, where: str) -> object:
     """Parse YAML outputs, keeping each map key's text as written (``1`` -> ``"1"``)."""
-    loader = _YamlLoader(text)
+    loader = YamlLoader(text)
     try:
         root = loader.get_single_node()
         if root is None:
@@ -217,13 +213,13 @@ def _parse_yaml_outputs(text: str, where: str) -> object:
         if repeated:
             raise DatasetError(f"{where}: Duplicate saved output for sample '{repeated[0]}'.")
         if node is None:
-            return _yaml_value(loader, root)
+            return yaml_value(loader, root)
         # Build the top level with a stand-in for the outputs map, whose keys stay as text.
         stand_in = yaml.ScalarNode("tag:yaml.org,2002:null", "")
         pairs = [(key, stand_in if value is node else value) for key, value in root.value]
-        document = _yaml_value(loader, yaml.MappingNode(root.tag, pairs))
+        document = yaml_value(loader, yaml.MappingNode(root.tag, pairs))
         document["outputs"] = {  # type: ignore[index]  # a YAML map is a dict
-            sample_id: _yaml_value(loader, value)
+            sample_id: yaml_value(loader, value)
             for sample_id, (_, value) in zip(ids, node.value, strict=True)
         }
         return document
