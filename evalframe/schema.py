@@ -68,36 +68,36 @@ ExpectedType = Literal["string", "int", "float", "bool", "null", "list", "map"]
 
 DATASET_SCHEMA: Final = pl.Schema(
     {
-        SAMPLE_ID: pl.String,
-        INPUT: pl.String,
-        EXPECTED_OUTPUT: pl.String,
-        EXPECTED_TYPE: pl.String,
-        METADATA: pl.String,
-        TAGS: pl.List(pl.String),
-        ROW_HASH: pl.String,
+        SAMPLE_ID: pl.String(),
+        INPUT: pl.String(),
+        EXPECTED_OUTPUT: pl.String(),
+        EXPECTED_TYPE: pl.String(),
+        METADATA: pl.String(),
+        TAGS: pl.List(pl.String()),
+        ROW_HASH: pl.String(),
     }
 )
 
 OPERATIONAL_COLUMNS: Final = pl.Schema(
     {
-        "latency_ms": pl.Float64,
-        "prompt_tokens": pl.Int64,
-        "completion_tokens": pl.Int64,
-        "cost_usd": pl.Float64,
-        "retries": pl.Int64,
+        "latency_ms": pl.Float64(),
+        "prompt_tokens": pl.Int64(),
+        "completion_tokens": pl.Int64(),
+        "cost_usd": pl.Float64(),
+        "retries": pl.Int64(),
     }
 )
 
 SCORES_SCHEMA: Final = pl.Schema(
     {
-        RUN_ID: pl.String,
-        SAMPLE_ID: pl.String,
-        REPETITION: pl.Int64,
-        METRIC: pl.String,
-        SCORE: pl.Float64,
-        "passed": pl.Boolean,
-        ERROR: pl.String,
-        "details": pl.String,
+        RUN_ID: pl.String(),
+        SAMPLE_ID: pl.String(),
+        REPETITION: pl.Int64(),
+        METRIC: pl.String(),
+        SCORE: pl.Float64(),
+        "passed": pl.Boolean(),
+        ERROR: pl.String(),
+        "details": pl.String(),
     }
 )
 
