@@ -190,11 +190,15 @@ def histograms(data: Any, *, buckets: int = 10, columns: int = 3) -> alt.FacetCh
                 alt.Tooltip("count:Q"),
             ],
         )
-        .properties(width=200, height=110)
     )
-    return base.facet(  # type: ignore[no-any-return]
-        facet=alt.Facet(f"{C.METRIC}:N", sort=order, title=None), columns=columns
-    ).resolve_scale(y="independent")
+    return _per_metric(base, order, columns)
+
+
+def _per_metric(chart: Any, order: list[str], columns: int) -> alt.FacetChart:
+    """``chart`` as small panels, one per metric in ``order``, each with its own y scale."""
+    facet = _altair().Facet(f"{C.METRIC}:N", sort=order, title=None)
+    panels = chart.properties(width=200, height=110).facet(facet=facet, columns=columns)
+    return panels.resolve_scale(y="independent")  # type: ignore[no-any-return]
 
 
 def heatmap(data: Any, *, value: Literal["pass_rate", "mean"] = "pass_rate") -> alt.LayerChart:
@@ -383,11 +387,8 @@ def deltas(paired: pl.DataFrame, *, width: float = 0.1, columns: int = 3) -> alt
                 alt.Tooltip("rows:Q"),
             ],
         )
-        .properties(width=200, height=110)
     )
-    return base.facet(  # type: ignore[no-any-return]
-        facet=alt.Facet(f"{C.METRIC}:N", sort=order, title=None), columns=columns
-    ).resolve_scale(y="independent")
+    return _per_metric(base, order, columns)
 
 
 # --- export ------------------------------------------------------------------------------
