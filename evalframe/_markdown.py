@@ -22,6 +22,11 @@ def _f4(x: Any) -> str:
     return "n/a" if x is None else f"{float(x):.4f}"
 
 
+def _stat_cells(m: Mapping[str, Any]) -> list[str]:
+    """A metric block's mean, p50, p95 and pass-rate cells."""
+    return [_f4(m[k]) for k in ("mean", "p50", "p95", "pass_rate")]
+
+
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
@@ -186,10 +191,7 @@ def render(r: Mapping[str, Any]) -> str:
         [
             [
                 name,
-                _f4(m["mean"]),
-                _f4(m["p50"]),
-                _f4(m["p95"]),
-                _f4(m["pass_rate"]),
+                *_stat_cells(m),
                 f"{m['threshold']:g}",
                 m["n_scored"],
                 m["n_errors"],
@@ -272,10 +274,7 @@ def render(r: Mapping[str, Any]) -> str:
                 c["label"],
                 c["sample_count"],
                 name,
-                _f4(m["mean"]),
-                _f4(m["p50"]),
-                _f4(m["p95"]),
-                _f4(m["pass_rate"]),
+                *_stat_cells(m),
             ]
             for c in r["cohorts"]
             for name, m in c["metrics"].items()
@@ -305,10 +304,7 @@ def render(r: Mapping[str, Any]) -> str:
                     c["sample_count"],
                     ", ".join(c["compliance_frameworks"]) or "n/a",
                     name,
-                    _f4(m["mean"]),
-                    _f4(m["p50"]),
-                    _f4(m["p95"]),
-                    _f4(m["pass_rate"]),
+                    *_stat_cells(m),
                 ]
                 for c in adv["categories"]
                 for name, m in c["metrics"].items()
