@@ -1,4 +1,5 @@
-"""Shared helpers for the benchmarks: seeded text generators, timing and machine facts.
+"""Shared helpers for the benchmarks: seeded text generators, scoring frames, timing and
+machine facts.
 
 Import this module before Polars, NumPy or Numba so that ``pin_threads`` takes effect.
 """
@@ -9,7 +10,10 @@ import os
 import platform
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    import polars as pl
 
 T = TypeVar("T")
 
@@ -180,6 +184,26 @@ def text_pairs(
         cands.append(" ".join(cand_words))
         start = stop
     return refs, cands
+
+
+def scoring_frame(refs: list[str], outs: list[str]) -> pl.DataFrame:
+    """A frame ``ef.score`` takes: one string-expected row per (reference, output) pair."""
+    import polars as pl  # here, so that importing this module leaves Polars unloaded
+
+    n = len(refs)
+    return pl.DataFrame(
+        {
+            "sample_id": [f"s{i}" for i in range(n)],
+            "input": ["{}"] * n,
+            "expected_output": refs,
+            "expected_type": ["string"] * n,
+            "metadata": ["{}"] * n,
+            "tags": [[] for _ in range(n)],
+            "row_hash": ["h"] * n,
+            "actual_output": outs,
+        },
+        schema_overrides={"tags": pl.List(pl.String)},
+    )
 
 
 def best_time(fn: Callable[[], T], *, repeat: int = 3) -> tuple[float, T]:

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 import numpy as np
 import polars as pl
-from _common import best_time, machine, text_pairs
+from _common import best_time, machine, scoring_frame, text_pairs
 
 import evalframe as ef
 from evalframe.metrics.semantic import cosine_rows, greedy_match
@@ -100,19 +100,7 @@ class CountingEmbedder:
 
 def bench_bertscore(n: int) -> None:
     refs, cands = text_pairs(n, seed=1)
-    frame = pl.DataFrame(
-        {
-            "sample_id": [f"s{i}" for i in range(n)],
-            "input": ["{}"] * n,
-            "expected_output": refs,
-            "expected_type": ["string"] * n,
-            "metadata": ["{}"] * n,
-            "tags": [[] for _ in range(n)],
-            "row_hash": ["h"] * n,
-            "actual_output": cands,
-        },
-        schema_overrides={"tags": pl.List(pl.String)},
-    )
+    frame = scoring_frame(refs, cands)
     toks = frame.select(
         e=ef.metrics._text.tokens(pl.col("expected_output")),
         a=ef.metrics._text.tokens(pl.col("actual_output")),

@@ -27,27 +27,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-import polars as pl
-from _common import best_time, machine, text_pairs
+from _common import best_time, machine, scoring_frame, text_pairs
 
 import evalframe as ef
-
-
-def evaluation_frame(refs: list[str], outs: list[str]) -> pl.DataFrame:
-    n = len(refs)
-    return pl.DataFrame(
-        {
-            "sample_id": [f"s{i}" for i in range(n)],
-            "input": ["{}"] * n,
-            "expected_output": refs,
-            "expected_type": ["string"] * n,
-            "metadata": ["{}"] * n,
-            "tags": [[] for _ in range(n)],
-            "row_hash": ["h"] * n,
-            "actual_output": outs,
-        },
-        schema_overrides={"tags": pl.List(pl.String)},
-    )
 
 
 def timed_once(fn: object) -> tuple[float, object]:
@@ -68,7 +50,7 @@ def main() -> None:
     from sacrebleu.metrics import BLEU
 
     refs, outs = text_pairs(args.pairs)
-    frame = evaluation_frame(refs, outs)
+    frame = scoring_frame(refs, outs)
     lev, bleu = ef.metrics.levenshtein(), ef.metrics.bleu()
     ef.score(frame.head(100), [lev, bleu])  # warm-up: Numba cache, imports
 
