@@ -7,14 +7,13 @@ from typing import Any
 
 import click
 
+from evalframe.cli._options import format_option
 from evalframe.metrics import available
 from evalframe.metrics._spec import format_value
 
 
 @click.command()
-@click.option(
-    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
-)
+@format_option("fmt", "table", "json")
 def metrics(fmt: str) -> None:
     """List every registered metric: name, family, dimension, threshold, parameters."""
     rows: list[dict[str, Any]] = []

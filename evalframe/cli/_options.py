@@ -24,3 +24,15 @@ def store_option(help: str = f"The DuckDB run store (default: ${STORE_ENV}).") -
         type=click.Path(dir_okay=False, path_type=Path),
         help=help,
     )
+
+
+def format_option(dest: str, *choices: str) -> Callable[[F], F]:
+    """``--format`` (the ``dest`` argument): one of ``choices``, the first by default."""
+    return click.option(
+        "--format", dest, type=click.Choice(choices), default=choices[0], show_default=True
+    )
+
+
+def out_option(help: str = "Write the report here instead of stdout.") -> Callable[[F], F]:
+    """``--out PATH``: a file to write instead of printing."""
+    return click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help=help)

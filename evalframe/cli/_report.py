@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from evalframe.cli._options import store_option
+from evalframe.cli._options import format_option, out_option, store_option
 from evalframe.exceptions import EvalframeError
 from evalframe.report import Report
 
@@ -50,13 +50,7 @@ def _load(ref: str, store: Path | None) -> Report:
 @click.command()
 @click.argument("run", metavar="RUN")
 @store_option()
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["html", "markdown", "json"]),
-    default="html",
-    show_default=True,
-)
+@format_option("fmt", "html", "markdown", "json")
 @click.option(
     "--charts",
     type=click.Choice(["auto", "vega", "svg", "none"]),
@@ -65,11 +59,7 @@ def _load(ref: str, store: Path | None) -> Report:
     help="HTML charts: interactive (vega), static SVG, none; auto = vega when the viz "
     "extra is installed.",
 )
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the report here instead of stdout.",
-)
+@out_option()
 def report(run: str, store_path: Path | None, fmt: str, charts: str, out: Path | None) -> None:
     """Render RUN's report: one self-contained HTML file (no network), Markdown or JSON.
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 import evalframe as ef
-from evalframe.cli._options import store_option
+from evalframe.cli._options import format_option, out_option, store_option
 
 
 @click.command()
@@ -30,18 +30,8 @@ from evalframe.cli._options import store_option
 @click.option(
     "--repetitions", type=click.IntRange(min=1), default=None, help="Score each row N times."
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["markdown", "json"]),
-    default="markdown",
-    show_default=True,
-)
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the report here instead of stdout.",
-)
+@format_option("fmt", "markdown", "json")
+@out_option()
 @store_option(help="Save the run to this DuckDB run store (default: $EVALFRAME_STORE).")
 @click.option(
     "--embeddings-base-url",

@@ -15,7 +15,7 @@ import click
 import polars as pl
 
 from evalframe._compare_render import fmt, table
-from evalframe.cli._options import STORE_ENV, store_option
+from evalframe.cli._options import STORE_ENV, format_option, out_option, store_option
 from evalframe.exceptions import StoreError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -68,13 +68,7 @@ def _echo_frame(frame: pl.DataFrame, output: str, max_rows: int) -> None:
 @click.command()
 @click.argument("query")
 @store_option()
-@click.option(
-    "--format",
-    "output",
-    type=click.Choice(["table", "csv", "json", "ndjson"]),
-    default="table",
-    show_default=True,
-)
+@format_option("output", "table", "csv", "json", "ndjson")
 @click.option("--max-rows", type=click.IntRange(min=1), default=100, show_default=True)
 def sql(query: str, store_path: Path | None, output: str, max_rows: int) -> None:
     """Run a SQL QUERY on the store (read-only) and print the result.
@@ -88,9 +82,7 @@ def sql(query: str, store_path: Path | None, output: str, max_rows: int) -> None
 
 @click.command()
 @store_option()
-@click.option(
-    "--format", "output", type=click.Choice(["table", "json"]), default="table", show_default=True
-)
+@format_option("output", "table", "json")
 @click.option("--dataset", help="Only runs of this dataset.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N runs.")
 def runs(store_path: Path | None, output: str, dataset: str | None, limit: int | None) -> None:
@@ -148,14 +140,8 @@ def _stats_options(f: F) -> F:
 @click.argument("after")
 @store_option()
 @_stats_options
-@click.option(
-    "--format",
-    "output",
-    type=click.Choice(["markdown", "json"]),
-    default="markdown",
-    show_default=True,
-)
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write it here.")
+@format_option("output", "markdown", "json")
+@out_option("Write it here.")
 def compare_cmd(
     before: str,
     after: str,
@@ -230,9 +216,7 @@ def _drops(values: tuple[str, ...]) -> dict[str, float]:
     help="Fail when any sample fails a safety-dimension metric (all are listed).",
 )
 @_stats_options
-@click.option(
-    "--format", "output", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@format_option("output", "text", "json")
 @click.option(
     "--comparison-out",
     type=click.Path(dir_okay=False, path_type=Path),
