@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 import evalframe as ef
+from evalframe._canon import expected_type_of
 
 SCALE = "ordinal-distance(scale=[low,medium,high,urgent])"
 
@@ -17,28 +18,12 @@ def _frame(
     expected: list[Any], actual: list[str], metadata: list[dict[str, Any]] | None = None
 ) -> pl.DataFrame:
     n = len(expected)
-    kinds = [
-        "string"
-        if isinstance(v, str)
-        else "bool"
-        if isinstance(v, bool)
-        else "int"
-        if isinstance(v, int)
-        else "float"
-        if isinstance(v, float)
-        else "null"
-        if v is None
-        else "list"
-        if isinstance(v, list)
-        else "map"
-        for v in expected
-    ]
     return pl.DataFrame(
         {
             "sample_id": [f"s{i}" for i in range(n)],
             "input": ["{}"] * n,
             "expected_output": [v if isinstance(v, str) else json.dumps(v) for v in expected],
-            "expected_type": kinds,
+            "expected_type": [expected_type_of(v) for v in expected],
             "metadata": [json.dumps(m) for m in (metadata or [{}] * n)],
             "tags": [[] for _ in range(n)],
             "actual_output": actual,

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import evalframe as ef
+from evalframe._canon import expected_type_of
 from evalframe.metrics import _ranking, retrieval
 
 RANKING = [
@@ -33,32 +34,16 @@ def _frame(
 ) -> pl.DataFrame:
     """An evaluation frame; ``expected`` values are typed the way the dataset loader types them."""
     n = len(actual)
-    kinds, texts = [], []
-    for value in expected:
-        if isinstance(value, str):
-            kinds.append("string")
-            texts.append(value)
-        else:
-            kinds.append(
-                "bool"
-                if isinstance(value, bool)
-                else "int"
-                if isinstance(value, int)
-                else "float"
-                if isinstance(value, float)
-                else "null"
-                if value is None
-                else "list"
-                if isinstance(value, list)
-                else "map"
-            )
-            texts.append(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+    texts = [
+        v if isinstance(v, str) else json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+        for v in expected
+    ]
     frame = pl.DataFrame(
         {
             "sample_id": [f"s{i}" for i in range(n)],
             "input": ["{}"] * n,
             "expected_output": texts,
-            "expected_type": kinds,
+            "expected_type": [expected_type_of(v) for v in expected],
             "metadata": [json.dumps(m) for m in (metadata or [{}] * n)],
             "tags": [[] for _ in range(n)],
             "row_hash": ["h"] * n,
