@@ -1,4 +1,4 @@
-"""Options more than one command takes."""
+"""Options more than one command takes, and the output ``--out`` redirects."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["STORE_ENV", "store_option"]
+__all__ = ["STORE_ENV", "emit", "format_option", "out_option", "store_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,3 +36,12 @@ def format_option(dest: str, *choices: str) -> Callable[[F], F]:
 def out_option(help: str = "Write the report here instead of stdout.") -> Callable[[F], F]:
     """``--out PATH``: a file to write instead of printing."""
     return click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help=help)
+
+
+def emit(text: str, out: Path | None, *, note: str = "") -> None:
+    """Print ``text``, or write it to ``out`` and say so on stderr (``note`` follows the path)."""
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        out.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {out}{note}", err=True)

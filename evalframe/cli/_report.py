@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from evalframe.cli._options import format_option, out_option, store_option
+from evalframe.cli._options import emit, format_option, out_option, store_option
 from evalframe.exceptions import EvalframeError
 from evalframe.report import Report
 
@@ -73,8 +73,4 @@ def report(run: str, store_path: Path | None, fmt: str, charts: str, out: Path |
         text = doc.to_markdown()
     else:
         text = doc.to_json()
-    if out is None:
-        click.echo(text, nl=False)
-    else:
-        out.write_text(text, encoding="utf-8")
-        click.echo(f"wrote {out} (run {doc.get('run_id') or doc.get('dataset')})", err=True)
+    emit(text, out, note=f" (run {doc.get('run_id') or doc.get('dataset')})")

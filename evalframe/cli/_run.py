@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 import evalframe as ef
-from evalframe.cli._options import format_option, out_option, store_option
+from evalframe.cli._options import emit, format_option, out_option, store_option
 
 
 @click.command()
@@ -114,11 +114,7 @@ def run(
     )
     report = result.report()
     text = report.to_json() if fmt == "json" else report.to_markdown()
-    if out is None:
-        click.echo(text, nl=False)
-    else:
-        out.write_text(text, encoding="utf-8")
-        click.echo(f"wrote {out} (run {result.run_id})", err=True)
+    emit(text, out, note=f" (run {result.run_id})")
     if store_path is not None:
         click.echo(f"saved run {result.run_id} to {store_path}", err=True)
     budget = report.get("budget")

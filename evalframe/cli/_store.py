@@ -15,7 +15,7 @@ import click
 import polars as pl
 
 from evalframe._compare_render import fmt, table
-from evalframe.cli._options import STORE_ENV, format_option, out_option, store_option
+from evalframe.cli._options import STORE_ENV, emit, format_option, out_option, store_option
 from evalframe.exceptions import StoreError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -162,11 +162,7 @@ def compare_cmd(
         before, after, epsilon=epsilon, seed=seed, n_bootstrap=n_bootstrap
     )
     text = comparison.to_json() if output == "json" else comparison.to_markdown()
-    if out is None:
-        click.echo(text, nl=False)
-    else:
-        out.write_text(text, encoding="utf-8")
-        click.echo(f"wrote {out}", err=True)
+    emit(text, out)
 
 
 def _drops(values: tuple[str, ...]) -> dict[str, float]:
