@@ -19,6 +19,7 @@ from evalframe.exceptions import DatasetError, MetricError, StoreError
 from evalframe.metrics._registry import MetricFactory, resolve
 from evalframe.metrics._spec import Metric
 from evalframe.outputs import align_outputs, read_outputs
+from evalframe.providers import EmbeddingClient, JudgeClient, Providers
 from evalframe.score import score
 from evalframe.system import System, call_system
 
@@ -194,7 +195,7 @@ def evaluate(
     progress: bool | None = None,
     name: str | None = None,
     labels: Mapping[str, str] | None = None,
-    providers: Any = None,
+    providers: Providers | EmbeddingClient | JudgeClient | None = None,
     run_id: str | None = None,
     store: Store | str | os.PathLike[str] | None = None,
 ) -> Run:
@@ -257,23 +258,16 @@ def evaluate(
         )
     frame = produced.join(base, on=C.SAMPLE_ID, how="left", maintain_order="left")
     run_id = run_id or uuid.uuid4().hex[:16]
-    if providers is None and any(m.enrichments() for m in resolved):
-        from evalframe.providers import Providers
-
-        providers = Providers.from_env()
-    begin_run = getattr(providers, "begin_run", None)
-    if callable(begin_run):
-        begin_run()  # usage, cost and budget are per run
-    scores = score(frame, resolved, run_id=run_id, context=providers)
+    context: Providers | None = None
+    if providers is not None or any(m.enrichments() for m in resolved):
+        context = Providers.coerce(providers)
+        context.begin_run()  # usage, cost and budget are per run
+    scores = score(frame, resolved, run_id=run_id, context=context)
     finished = time.time()
-    usage = getattr(providers, "usage_frame", None)
     extra: dict[str, Any] = {}
-    cost_summary = getattr(providers, "cost_summary", None)
-    if callable(cost_summary):
-        extra["cost"] = cost_summary()
-    budget_summary = getattr(providers, "budget_summary", None)
-    if callable(budget_summary):
-        extra["budget"] = budget_summary(scores)
+    if context is not None:
+        extra["cost"] = context.cost_summary()
+        extra["budget"] = context.budget_summary(scores)
     result = Run(
         run_id=run_id,
         name=name or ds.name,
@@ -283,7 +277,7 @@ def evaluate(
         metrics=resolved,
         started_at=started,
         finished_at=finished,
-        usage=usage() if callable(usage) else pl.DataFrame(),
+        usage=context.usage_frame() if context is not None else pl.DataFrame(),
         labels=dict(labels or {}),
         extra=extra,
     )
