@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 import evalframe as ef
@@ -114,3 +115,35 @@ def test_console_script_runs_as_a_real_process() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["total_failures"] == 0
+
+
+def test_run_calls_a_system_under_test_given_as_module_and_function(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "support_bot.py").write_text(
+        "def answer(inp):\n"
+        "    if 'delete' in inp['question']:\n"
+        "        raise RuntimeError('no such feature')\n"
+        "    return 'I am not sure: ' + inp['question']\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, out, _ = invoke("run", DATASET, "--system", "support_bot:answer", "--format", "json")
+    assert code == 1  # one sample's system call failed
+    report = json.loads(out)
+    assert report["total_samples"] == 12
+    failed = {f["sample_id"] for f in report["failures"]}
+    assert failed == {"account-delete"}
+    assert "System under test raised RuntimeError" in report["failures"][0]["error"]
+
+
+def test_run_rejects_a_bad_system_reference_and_both_sources() -> None:
+    for args in (
+        ("run", DATASET, "--system", "no_colon"),
+        ("run", DATASET, "--system", "no_such_module_xyz:f"),
+        ("run", DATASET, "--system", "json:no_such_attr"),
+        ("run", DATASET, "--outputs", OUTPUTS, "--system", "json:dumps"),
+    ):
+        code, _, err = invoke(*args)
+        assert code == 2, (args, err)
+        assert "Traceback" not in err

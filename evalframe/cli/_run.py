@@ -1,8 +1,11 @@
-"""``evalframe run``: score a dataset's saved outputs and print the report."""
+"""``evalframe run``: score saved outputs, or a system under test, and print the report."""
 
 from __future__ import annotations
 
+import importlib
+import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -17,6 +20,20 @@ from evalframe.cli._options import emit, format_option, out_option, store_option
     "outputs",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Saved outputs (JSON/YAML/JSONL/CSV/Parquet).",
+)
+@click.option(
+    "--system",
+    "system_ref",
+    metavar="MODULE:FUNCTION",
+    help="A system under test to call instead: a function taking a sample's input map and "
+    "returning a string, e.g. my_app.rag:answer (the current directory is importable).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="System calls in flight at once (with --system).",
 )
 @click.option(
     "-m",
@@ -70,6 +87,8 @@ from evalframe.cli._options import emit, format_option, out_option, store_option
 def run(
     dataset: Path,
     outputs: Path | None,
+    system_ref: str | None,
+    concurrency: int,
     metrics: tuple[str, ...],
     repetitions: int | None,
     fmt: str,
@@ -84,11 +103,12 @@ def run(
     budget_usd: float | None,
 ) -> None:
     """Score DATASET and print the report. Exit 1 when any sample failed a metric."""
-    if outputs is None:
+    if (outputs is None) == (system_ref is None):
         raise click.UsageError(
-            "Pass --outputs FILE with the system's saved outputs (a system under test is "
-            "scored from Python with ef.evaluate(dataset, system=fn))."
+            "Pass either --outputs FILE (the system's saved outputs) or --system "
+            "MODULE:FUNCTION (a system under test to call), not both."
         )
+    system = _load_system(system_ref) if system_ref is not None else None
     if no_cache and cache_path is not None:
         raise click.UsageError("Pass --cache PATH or --no-cache, not both.")
     providers = None
@@ -107,6 +127,8 @@ def run(
     result = ef.evaluate(
         dataset,
         outputs=outputs,
+        system=system,
+        concurrency=concurrency,
         metrics=list(metrics) or None,
         repetitions=repetitions,
         store=store_path,
@@ -125,3 +147,23 @@ def run(
     if failures:
         click.echo(f"{failures} (sample, metric) failure(s); see the report's failures.", err=True)
         raise SystemExit(1)
+
+
+def _load_system(ref: str) -> Any:
+    """Import ``module:function`` (the current directory first on the path)."""
+    module_name, sep, attr = ref.partition(":")
+    if not sep or not module_name or not attr:
+        raise click.BadParameter(
+            "expected MODULE:FUNCTION, e.g. my_app.rag:answer", param_hint="--system"
+        )
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise click.BadParameter(f"cannot load {ref}: {exc}", param_hint="--system") from exc
+    if not callable(target):
+        raise click.BadParameter(f"{ref} is not callable", param_hint="--system")
+    return target
