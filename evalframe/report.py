@@ -22,7 +22,7 @@ import polars as pl
 from evalframe import aggregate
 from evalframe import schema as C
 from evalframe._version import __version__
-from evalframe.precision import precision_block, round6, row_aggregates, wilson
+from evalframe.precision import precision_block, row_aggregates
 
 if TYPE_CHECKING:
     from evalframe.run import Run
@@ -217,12 +217,15 @@ def _samples(run: Run) -> list[dict[str, Any]]:
     scored = (
         run.scores.filter(pl.col(C.ERROR).is_null())
         .group_by(C.SAMPLE_ID, C.REPETITION, maintain_order=True)
-        .agg(pl.col(C.METRIC), pl.col(C.SCORE), pl.col("details"))
+        .agg(pl.col(C.METRIC), pl.col(C.SCORE), pl.col("details").fill_null("{}"))
     )
     rows = run.frame.select(
         C.SAMPLE_ID, C.ROW_HASH, C.REPETITION, C.TAGS, C.ACTUAL_OUTPUT, C.METADATA
     ).join(scored, on=[C.SAMPLE_ID, C.REPETITION], how="left", maintain_order="left")
     rows = rows.sort(C.REPETITION, maintain_order=True)
+    # One parse of every details document, not one json.loads call per (sample, metric).
+    texts = rows.get_column("details").explode().drop_nulls()
+    details = iter(json.loads("[" + ",".join(texts) + "]"))
     out = []
     for r in rows.iter_rows(named=True):  # report rendering: one JSON object per execution
         adversarial = None
@@ -238,54 +241,60 @@ def _samples(run: Run) -> list[dict[str, Any]]:
                 "adversarial": adversarial,
                 "actual_output": r[C.ACTUAL_OUTPUT],
                 "scores": {
-                    m: {"score": s, "details": json.loads(d) if d is not None else {}}
-                    for m, s, d in zip(
-                        r[C.METRIC] or [], r[C.SCORE] or [], r["details"] or [], strict=True
-                    )
+                    m: {"score": s, "details": next(details)}
+                    for m, s in zip(r[C.METRIC] or [], r[C.SCORE] or [], strict=True)
                 },
             }
         )
     return out
 
 
+def _r6(expr: pl.Expr) -> pl.Expr:
+    """Six places, half away from zero (PHP ``round``), over a whole column."""
+    return expr.round(6, mode="half_away_from_zero")
+
+
 def _sample_aggregates(run: Run, rows: pl.DataFrame) -> list[dict[str, Any]]:
+    score = pl.col(C.SCORE)
     per_metric = (
         run.scores.group_by(C.SAMPLE_ID, C.METRIC)
         .agg(
-            pl.col(C.SCORE).mean().alias("mean"),
-            pl.col(C.SCORE).std(ddof=0).alias("stddev"),
-            pl.col(C.SCORE).min().alias("min"),
-            pl.col(C.SCORE).max().alias("max"),
-            pl.col(C.SCORE).count().alias("observations"),
+            _r6(score.mean()).alias("mean"),
+            _r6(score.std(ddof=0).fill_null(0.0)).alias("stddev"),
+            _r6(score.min()).alias("min"),
+            _r6(score.max()).alias("max"),
+            score.count().alias("observations"),
         )
         .filter(pl.col("observations") > 0)
+        .sort(C.METRIC)
+        .group_by(C.SAMPLE_ID, maintain_order=True)
+        .agg(
+            pl.col(C.METRIC).alias("_names"),
+            pl.struct("mean", "stddev", "min", "max", "observations").alias("_stats"),
+        )
     )
-    by_sample: dict[str, dict[str, Any]] = {}
-    for r in per_metric.sort(C.METRIC).iter_rows(named=True):
-        by_sample.setdefault(r[C.SAMPLE_ID], {})[r[C.METRIC]] = {
-            "mean": round6(r["mean"]),
-            "stddev": round6(r["stddev"] or 0.0),
-            "min": round6(r["min"]),
-            "max": round6(r["max"]),
-            "observations": r["observations"],
-        }
-    out = []
-    for r in rows.iter_rows(named=True):
-        ci = wilson(r["passed"], r["repetitions"])
-        out.append(
-            {
-                "id": r[C.SAMPLE_ID],
-                "row_hash": r[C.ROW_HASH],
-                "repetitions": r["repetitions"],
-                "passed": r["passed"],
-                "errored": r["errored"],
-                "pass_rate": round6(r["pass_rate"]),
-                "pass_rate_ci": {"low": ci["low"], "high": ci["high"], "confidence": 0.95},
-                "unstable": r["unstable"],
-                "score_mean": None if r["score_mean"] is None else round6(r["score_mean"]),
-                "score_stddev": None if r["score_stddev"] is None else round6(r["score_stddev"]),
-                "metrics": by_sample.get(r[C.SAMPLE_ID], {}),
-            }
+    table = rows.join(per_metric, on=C.SAMPLE_ID, how="left", maintain_order="left").select(
+        pl.col(C.SAMPLE_ID).alias("id"),
+        C.ROW_HASH,
+        "repetitions",
+        "passed",
+        "errored",
+        _r6(pl.col("pass_rate")).alias("pass_rate"),
+        pl.struct(
+            _r6(pl.col("pass_rate_low")).alias("low"),
+            _r6(pl.col("pass_rate_high")).alias("high"),
+            pl.lit(0.95).alias("confidence"),
+        ).alias("pass_rate_ci"),
+        "unstable",
+        _r6(pl.col("score_mean")).alias("score_mean"),
+        _r6(pl.col("score_stddev")).alias("score_stddev"),
+        "_names",
+        "_stats",
+    )
+    out = table.to_dicts()
+    for entry in out:
+        entry["metrics"] = dict(
+            zip(entry.pop("_names") or [], entry.pop("_stats") or [], strict=True)
         )
     return out
 
