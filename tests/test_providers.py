@@ -85,6 +85,14 @@ def test_role_variables_override_the_openai_fallback() -> None:
     assert p2.judge is None
     hashing = Providers.from_env(environ={"EVALFRAME_EMBEDDINGS_MODEL": "hashing"}, cache=False)
     assert isinstance(hashing.embeddings, HashingEmbedder)
+    shared = {"OPENAI_BASE_URL": "http://shared.test/v1", "OPENAI_API_KEY": "sk-shared"}
+    p3 = Providers.from_env(environ=shared, cache=False)
+    assert isinstance(p3.embeddings, OpenAIEmbeddings)  # the fallback endpoint serves both roles
+    assert p3.embeddings.url == "http://shared.test/v1/embeddings"
+    assert isinstance(p3.judge, OpenAIJudge)
+    assert p3.judge.url == "http://shared.test/v1/chat/completions"
+    local = {**shared, "EVALFRAME_EMBEDDINGS_MODEL": "onnx"}
+    assert isinstance(Providers.from_env(environ=local, cache=False).embeddings, OnnxEmbedder)
 
 
 def test_timeouts_and_retries_are_normalised_and_zero_never_means_forever() -> None:

@@ -125,9 +125,10 @@ class Providers:
         """Providers from arguments, falling back to environment variables.
 
         Embeddings go to an HTTP endpoint only when one is configured
-        (``EVALFRAME_EMBEDDINGS_BASE_URL`` or ``EVALFRAME_EMBEDDINGS_MODEL``); otherwise the
-        embedded ONNX model runs offline, so a stray ``OPENAI_API_KEY`` never starts paid
-        calls. ``EVALFRAME_EMBEDDINGS_MODEL=hashing`` (or ``onnx``) picks a local embedder.
+        (``EVALFRAME_EMBEDDINGS_BASE_URL``, ``EVALFRAME_EMBEDDINGS_MODEL`` or the shared
+        ``OPENAI_BASE_URL``); otherwise the embedded ONNX model runs offline, so a stray
+        ``OPENAI_API_KEY`` alone never starts paid calls. ``EVALFRAME_EMBEDDINGS_MODEL=hashing``
+        (or ``onnx``) picks a local embedder.
         The judge uses ``EVALFRAME_JUDGE_*``, falling back to ``OPENAI_BASE_URL`` and
         ``OPENAI_API_KEY``; with none of them there is no judge.
 
@@ -150,7 +151,7 @@ class Providers:
         e_model = embeddings_model or env("embeddings_model")
         if not e_url and e_model in {"onnx", "embedded", "hashing"}:
             embeddings = e_model
-        elif e_url or e_model:
+        elif e_url or e_model or env("base_url"):
             embeddings = OpenAIEmbeddings(
                 e_model or DEFAULT_EMBEDDINGS_MODEL,
                 base_url=e_url or env("base_url") or DEFAULT_BASE_URL,
