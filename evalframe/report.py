@@ -337,8 +337,12 @@ def metric_sections(
     return metrics, distributions, cohorts
 
 
-def build_report(run: Run) -> Report:
-    """Assemble the ``evalframe.report.v1`` document for a run."""
+def build_report(run: Run, *, samples: bool = True) -> Report:
+    """Assemble the ``evalframe.report.v1`` document for a run.
+
+    ``samples=False`` leaves the per-execution ``samples`` list empty: the costly part of a
+    large run's report, and one that the Markdown and HTML renderings never show.
+    """
     ids = run.metric_ids
     metrics, distributions, cohorts = metric_sections(run, _metric_block)
     rows = row_aggregates(run.scores, run.frame)
@@ -374,7 +378,7 @@ def build_report(run: Run) -> Report:
         "cost": run.extra.get("cost"),
         "budget": run.extra.get("budget"),
         "sample_aggregates": _sample_aggregates(run, rows),
-        "samples": _samples(run),
+        "samples": _samples(run) if samples else [],
         "failures": [
             {
                 "sample_id": f[C.SAMPLE_ID],

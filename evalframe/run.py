@@ -106,11 +106,16 @@ class Run:
             on=C.METRIC, index=[C.SAMPLE_ID, C.REPETITION], values=C.SCORE
         ).select(C.SAMPLE_ID, C.REPETITION, *self.metric_ids)
 
-    def report(self) -> Report:
-        """The report (``evalframe.report.v1``): a dict with Markdown and HTML renderings."""
+    def report(self, *, samples: bool = True) -> Report:
+        """The report (``evalframe.report.v1``): a dict with Markdown and HTML renderings.
+
+        Args:
+            samples: include the per-execution ``samples`` list (the bulk of a large run's
+                report); Markdown and HTML never show it.
+        """
         from evalframe.report import build_report
 
-        return build_report(self)
+        return build_report(self, samples=samples)
 
     @property
     def plot(self) -> RunPlot:
@@ -146,7 +151,7 @@ class Run:
         return as_store(store).save(self)
 
     def to_markdown(self) -> str:
-        return self.report().to_markdown()
+        return self.report(samples=False).to_markdown()
 
     def __repr__(self) -> str:
         return (

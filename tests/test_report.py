@@ -140,3 +140,13 @@ def test_markdown_escapes_table_cells_and_ends_with_one_newline() -> None:
     assert "t\\|1" in md
     assert md.endswith("\n")
     assert not md.endswith("\n\n")
+
+
+def test_a_report_without_samples_renders_the_same_markdown() -> None:
+    run = fixed_run()
+    lean = run.report(samples=False)
+    assert lean["samples"] == []
+    assert lean.to_markdown() == run.report().to_markdown()
+    assert {k: v for k, v in lean.items() if k != "samples"} == {
+        k: v for k, v in run.report().items() if k != "samples"
+    }

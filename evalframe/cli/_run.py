@@ -134,7 +134,7 @@ def run(
         store=store_path,
         providers=providers,
     )
-    report = result.report()
+    report = result.report(samples=fmt == "json")  # Markdown never shows the samples
     text = report.to_json() if fmt == "json" else report.to_markdown()
     emit(text, out, note=f" (run {result.run_id})")
     if store_path is not None:
