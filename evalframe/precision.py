@@ -34,27 +34,20 @@ def round6(x: float) -> float:
     return float(Decimal(x).quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP))
 
 
-def wilson(successes: float, trials: int, z: float = Z95) -> dict[str, float]:
-    """The Wilson score interval for a binomial proportion.
+def wilson(successes: pl.Expr, trials: pl.Expr, z: float = Z95) -> tuple[pl.Expr, pl.Expr]:
+    """The Wilson score interval (low, high) of a binomial proportion, over whole columns.
 
     Examples:
-        >>> wilson(2, 3)["low"], wilson(2, 3)["high"]
+        >>> low, high = wilson(pl.col("s"), pl.col("n"))
+        >>> frame = pl.DataFrame({"s": [2], "n": [3]})
+        >>> frame.select(low.round(6).alias("low"), high.round(6).alias("high")).row(0)
         (0.20766, 0.938508)
     """
-    if trials <= 0:
-        return {"low": 0.0, "high": 1.0, "point": 0.0, "half_width": 0.5}
-    s = min(max(successes, 0), trials)
-    p = s / trials
+    p = successes.clip(0, trials) / trials
     d = 1 + z * z / trials
     centre = (p + z * z / (2 * trials)) / d
-    spread = (z / d) * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
-    low, high = max(0.0, centre - spread), min(1.0, centre + spread)
-    return {
-        "low": round6(low),
-        "high": round6(high),
-        "point": round6(p),
-        "half_width": round6((high - low) / 2),
-    }
+    spread = (z / d) * (p * (1 - p) / trials + z * z / (4 * trials * trials)).sqrt()
+    return (centre - spread).clip(lower_bound=0.0), (centre + spread).clip(upper_bound=1.0)
 
 
 def resolution(variance: float, n: int, z: float = Z95) -> float:
@@ -112,15 +105,11 @@ def row_aggregates(scores: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
     order = frame.select(C.SAMPLE_ID, C.ROW_HASH).unique(C.SAMPLE_ID, maintain_order=True)
     out = order.join(rows, on=C.SAMPLE_ID, how="inner", maintain_order="left")
     n = pl.col("repetitions")
-    p = pl.col("passed") / n
-    z = Z95
-    d = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / d
-    spread = (z / d) * (p * (1 - p) / n + z * z / (4 * n * n)).sqrt()
+    low, high = wilson(pl.col("passed"), n)
     return out.with_columns(
-        p.alias("pass_rate"),
-        (centre - spread).clip(lower_bound=0.0).alias("pass_rate_low"),
-        (centre + spread).clip(upper_bound=1.0).alias("pass_rate_high"),
+        (pl.col("passed") / n).alias("pass_rate"),
+        low.alias("pass_rate_low"),
+        high.alias("pass_rate_high"),
         ((n > 1) & (pl.col("passed") > 0) & (pl.col("passed") < n)).alias("unstable"),
     )
 
