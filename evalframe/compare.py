@@ -39,7 +39,7 @@ import polars as pl
 from evalframe import schema as C
 from evalframe._stats import PairedCounts, bootstrap_deltas, holm, mcnemar_exact
 from evalframe.exceptions import EvalframeError
-from evalframe.precision import precision_block, round6, row_aggregates
+from evalframe.precision import precision_block, round6
 
 if TYPE_CHECKING:
     from evalframe.plot import ComparisonPlot
@@ -410,8 +410,7 @@ def compare(
         raise ComparisonError(f"confidence must be in (0, 1); got {confidence}.")
     if n_bootstrap < 0:
         raise ComparisonError(f"n_bootstrap must be at least 0; got {n_bootstrap}.")
-    rows_a = row_aggregates(before.scores, before.frame)
-    rows_b = row_aggregates(after.scores, after.frame)
+    rows_a, rows_b = before.sample_aggregates, after.sample_aggregates
     key = _key(rows_a, rows_b)
     block_a = precision_block(rows_a, before.frame.height)
     block_b = precision_block(rows_b, after.frame.height)

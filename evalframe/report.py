@@ -22,7 +22,7 @@ import polars as pl
 from evalframe import aggregate
 from evalframe import schema as C
 from evalframe._version import __version__
-from evalframe.precision import precision_block, row_aggregates
+from evalframe.precision import precision_block
 
 if TYPE_CHECKING:
     from evalframe.run import Run
@@ -345,7 +345,7 @@ def build_report(run: Run, *, samples: bool = True) -> Report:
     """
     ids = run.metric_ids
     metrics, distributions, cohorts = metric_sections(run, _metric_block)
-    rows = row_aggregates(run.scores, run.frame)
+    rows = run.sample_aggregates
     total_executions = run.frame.height
     precision = precision_block(rows, total_executions)
     failures = run.failures.sort(C.REPETITION, maintain_order=True)

@@ -19,6 +19,7 @@ from evalframe.exceptions import DatasetError, MetricError, StoreError
 from evalframe.metrics._registry import MetricFactory, resolve
 from evalframe.metrics._spec import Metric
 from evalframe.outputs import align_outputs, read_outputs
+from evalframe.precision import row_aggregates
 from evalframe.providers import EmbeddingClient, JudgeClient, Providers
 from evalframe.score import score
 from evalframe.system import System, call_system
@@ -83,6 +84,15 @@ class Run:
         if self.summary.height == 0:
             return 0.0
         return float(self.summary.select(pl.col("pass_rate").mean()).item())
+
+    @cached_property
+    def sample_aggregates(self) -> pl.DataFrame:
+        """Per-row aggregates over repetitions (see ``precision.row_aggregates``).
+
+        Pass rate and its Wilson interval, errored repetitions, instability, score mean and
+        stddev; shared by the report, the store and comparisons.
+        """
+        return row_aggregates(self.scores, self.frame)
 
     @cached_property
     def cohorts(self) -> pl.DataFrame:

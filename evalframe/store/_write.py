@@ -17,7 +17,7 @@ import polars as pl
 
 from evalframe import schema as C
 from evalframe._version import __version__
-from evalframe.precision import precision_block, row_aggregates
+from evalframe.precision import precision_block
 from evalframe.store._connect import execute, fetch, store_error
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ def write_run(con: duckdb.DuckDBPyConnection, run: Run) -> None:
 
 def _per_row(run: Run) -> tuple[pl.DataFrame, dict[str, Any]]:
     """The per-row statistics (``sample_stats``) and the precision block from them."""
-    rows = row_aggregates(run.scores, run.frame)
+    rows = run.sample_aggregates
     return rows, precision_block(rows, run.frame.height)
 
 
