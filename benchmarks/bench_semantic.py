@@ -127,7 +127,7 @@ def bench_bertscore(n: int) -> None:
     )
     print(f"  whole metric (enrichment + kernel): {total:.2f} s ({n / total:,.0f} samples/s)")
     # The greedy kernel alone, on the stored token vectors.
-    from evalframe.enrich import TokenEmbeddings
+    from evalframe.enrich._enrich import TokenEmbeddings
     from evalframe.metrics.semantic import _token_vectors, token_columns
 
     cols = token_columns()

@@ -37,7 +37,7 @@ import polars as pl
 from _common import machine, text_pairs
 
 import evalframe as ef
-from evalframe.dataset import Dataset
+from evalframe.core._dataset import Dataset
 from evalframe.store import Store
 
 CASES = ("save", "trend", "rescore", "rescore10m")
@@ -303,7 +303,7 @@ def _instrument_rescore() -> dict[str, float]:
     import evalframe.store._rescore as rescore_module
 
     phases = {"score": 0.0, "append_scores": 0.0, "materialize_stats": 0.0, "close": 0.0}
-    score_module = sys.modules["evalframe.score"]
+    score_module = sys.modules["evalframe.core._score"]
 
     def timed(name: str, fn: Any) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:

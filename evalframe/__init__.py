@@ -11,19 +11,22 @@ Examples:
 
 from __future__ import annotations
 
-from evalframe import aggregate, metrics, providers, schema
+from evalframe import metrics, providers
 from evalframe._version import __version__
-from evalframe.compare import Comparison, ComparisonError, compare
-from evalframe.dataset import Dataset, read_dataset
-from evalframe.exceptions import (
+from evalframe.core import aggregate, schema
+from evalframe.core._compare import Comparison, ComparisonError, compare
+from evalframe.core._dataset import Dataset, read_dataset
+from evalframe.core._errors import (
     DatasetError,
     EvalframeError,
     MetricError,
     ProviderError,
     StoreError,
 )
-from evalframe.gate import GateResult, gate
-from evalframe.outputs import read_outputs
+from evalframe.core._gate import GateResult, gate
+from evalframe.core._outputs import read_outputs
+from evalframe.core._run import Run, evaluate
+from evalframe.core._score import score
 from evalframe.providers import (
     HashingEmbedder,
     OnnxEmbedder,
@@ -31,10 +34,9 @@ from evalframe.providers import (
     OpenAIJudge,
     Providers,
 )
-from evalframe.report import Report
-from evalframe.run import Run, evaluate
-from evalframe.score import score
 from evalframe.store import Store, StoreBusyError
+from evalframe.views import plot
+from evalframe.views._report import Report
 
 __all__ = [
     "Comparison",
@@ -61,6 +63,7 @@ __all__ = [
     "evaluate",
     "gate",
     "metrics",
+    "plot",
     "providers",
     "read_dataset",
     "read_outputs",

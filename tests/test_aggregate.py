@@ -7,7 +7,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalframe import aggregate
+from evalframe.core import aggregate
 
 
 def long(metric_scores: dict[str, list[float | None]], threshold: float = 0.5) -> pl.DataFrame:
@@ -27,9 +27,15 @@ def long(metric_scores: dict[str, list[float | None]], threshold: float = 0.5) -
             )
     return pl.DataFrame(
         rows,
-        schema={"run_id": pl.String, "sample_id": pl.String, "repetition": pl.Int64,
-                "metric": pl.String, "score": pl.Float64, "passed": pl.Boolean,
-                "error": pl.String},
+        schema={
+            "run_id": pl.String,
+            "sample_id": pl.String,
+            "repetition": pl.Int64,
+            "metric": pl.String,
+            "score": pl.Float64,
+            "passed": pl.Boolean,
+            "error": pl.String,
+        },
     )
 
 

@@ -11,9 +11,9 @@ import pytest
 from scipy import stats
 
 import evalframe as ef
-from evalframe._stats import PairedCounts, bootstrap_deltas, holm, mcnemar_exact
-from evalframe.compare import COMPARISON_SCHEMA_VERSION, ComparisonError, compare
-from evalframe.precision import precision_block, row_aggregates
+from evalframe.core._compare import COMPARISON_SCHEMA_VERSION, ComparisonError, compare
+from evalframe.core._precision import precision_block, row_aggregates
+from evalframe.core._stats import PairedCounts, bootstrap_deltas, holm, mcnemar_exact
 from evalframe.store import Store
 
 EXACT = ef.metrics.get("exact-match")

@@ -16,8 +16,8 @@ import pytest
 from conftest import DATA, write
 
 from evalframe import DatasetError, schema
-from evalframe._canon import php_canonical_json, row_hash, to_json_value
-from evalframe.dataset import SCHEMA_VERSION, Dataset, read_dataset
+from evalframe.core._canon import php_canonical_json, row_hash, to_json_value
+from evalframe.core._dataset import SCHEMA_VERSION, Dataset, read_dataset
 
 
 def yaml_dataset(tmp_path: Path, samples: str, head: str = "name: d\n") -> Path:

@@ -19,10 +19,18 @@ EXAMPLE = Path(ef.__file__).parent / "examples"
 def dataset() -> ef.Dataset:
     return ef.Dataset.from_records(
         [
-            {"id": "q1", "input": {"question": "Capital of France?"}, "expected_output": "Paris",
-             "metadata": {"tags": ["geo"]}},
-            {"id": "q2", "input": {"question": "2+2?"}, "expected_output": "4",
-             "metadata": {"tags": ["math"]}},
+            {
+                "id": "q1",
+                "input": {"question": "Capital of France?"},
+                "expected_output": "Paris",
+                "metadata": {"tags": ["geo"]},
+            },
+            {
+                "id": "q2",
+                "input": {"question": "2+2?"},
+                "expected_output": "4",
+                "metadata": {"tags": ["math"]},
+            },
             {"id": "q3", "input": {"question": "ids"}, "expected_output": ["a", "b"]},
         ],
         name="mixed",
@@ -139,7 +147,9 @@ def test_async_systems_are_awaited(dataset: ef.Dataset) -> None:
 
 def test_repetitions_multiply_executions_with_saved_outputs(dataset: ef.Dataset) -> None:
     run = ef.evaluate(
-        dataset, outputs={"q1": "Paris", "q2": "4", "q3": "x"}, metrics=["exact-match"],
+        dataset,
+        outputs={"q1": "Paris", "q2": "4", "q3": "x"},
+        metrics=["exact-match"],
         repetitions=3,
     )
     report = run.report()
@@ -171,8 +181,10 @@ def test_100k_samples_score_in_seconds() -> None:
         name="big",
     )
     outputs = pl.DataFrame(
-        {"sample_id": [f"s{i}" for i in range(n)],
-         "actual_output": [f"the answer number {i % 89}" for i in range(n)]}
+        {
+            "sample_id": [f"s{i}" for i in range(n)],
+            "actual_output": [f"the answer number {i % 89}" for i in range(n)],
+        }
     )
     start = time.perf_counter()
     run = ef.evaluate(ds, outputs=outputs, metrics=["exact-match", "contains", "rouge-l"])

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 import evalframe as ef
-from evalframe import html as efhtml
+from evalframe.views import _html as efhtml
 from evalframe import plot
 from evalframe.cli import cli
 
@@ -341,7 +341,7 @@ def test_report_command_rejects_a_json_file_that_is_not_a_report(tmp_path: Path)
 
 
 def _comparison() -> Any:
-    from evalframe.compare import compare
+    from evalframe.core._compare import compare
 
     outputs = json.loads((EXAMPLES / "support.outputs.json").read_text(encoding="utf-8"))
     before_outputs = outputs["outputs"]

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalframe.exceptions import MetricError
+from evalframe.core._errors import MetricError
 from evalframe.metrics import _text
 from evalframe.metrics._lcs import lcs_lengths, rouge_l
 from evalframe.metrics._text import intern, intern_texts, tokens

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 import evalframe as ef
-from evalframe._canon import expected_type_of
+from evalframe.core._canon import expected_type_of
 
 SCALE = "ordinal-distance(scale=[low,medium,high,urgent])"
 

@@ -12,8 +12,8 @@ import pytest
 from conftest import DATA, write
 
 from evalframe import DatasetError
-from evalframe.dataset import Dataset, read_dataset
-from evalframe.outputs import align_outputs, read_outputs
+from evalframe.core._dataset import Dataset, read_dataset
+from evalframe.core._outputs import align_outputs, read_outputs
 
 
 def outputs_error(path: Path) -> str:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import evalframe as ef
-from evalframe._canon import expected_type_of
+from evalframe.core._canon import expected_type_of
 from evalframe.metrics import _ranking, retrieval
 
 RANKING = [

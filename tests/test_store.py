@@ -20,9 +20,9 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import evalframe as ef
-from evalframe import aggregate
-from evalframe.exceptions import MetricError, StoreError
-from evalframe.precision import precision_block, row_aggregates
+from evalframe.core import aggregate
+from evalframe.core._errors import MetricError, StoreError
+from evalframe.core._precision import precision_block, row_aggregates
 from evalframe.store import SCHEMA_VERSION, Store, StoreBusyError
 from evalframe.store import _schema as schema_ddl
 
@@ -727,7 +727,7 @@ def test_rescore_selects_sources_by_sql_and_rolls_back_on_failure(
     with pytest.raises(MetricError, match="Unknown metric"):
         store.rescore(["no-such-metric"], runs=a.run_id)
 
-    score_module = sys.modules["evalframe.score"]  # the package attribute is the function
+    score_module = sys.modules["evalframe.core._score"]  # the package attribute is the function
 
     def broken(*args: Any, **kwargs: Any) -> pl.DataFrame:
         raise RuntimeError("scoring blew up")

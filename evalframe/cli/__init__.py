@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from evalframe._version import __version__
-from evalframe.exceptions import EvalframeError
+from evalframe.core._errors import EvalframeError
 
 __all__ = ["cli", "main"]
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 
 from evalframe.cli._options import emit, format_option, out_option, store_option
-from evalframe.exceptions import EvalframeError
-from evalframe.report import Report
+from evalframe.core._errors import EvalframeError
+from evalframe.views._report import Report
 
-_REPORT_SCHEMAS = ("evalframe.report.", "eval-harness.report.")
+_REPORT_SCHEMAS = ("evalframe.views._report.", "eval-harness.report.")
 
 
 def _read_report_file(path: Path) -> Report:

@@ -14,9 +14,9 @@ from typing import Any, TypeVar
 import click
 import polars as pl
 
-from evalframe._compare_render import fmt, table
 from evalframe.cli._options import STORE_ENV, emit, format_option, out_option, store_option
-from evalframe.exceptions import StoreError
+from evalframe.core._errors import StoreError
+from evalframe.views._compare_render import fmt, table
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -234,7 +234,7 @@ def gate_cmd(
     comparison_out: Path | None,
 ) -> None:
     """Gate RUN against a reference; exit 1 when it fails, printing the worst rows."""
-    from evalframe.gate import gate
+    from evalframe.core._gate import gate
 
     drops = _drops(max_drop)
     comparison = _open(store_path).compare(

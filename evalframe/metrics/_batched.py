@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 
 import polars as pl
 
-from evalframe import schema as C
+from evalframe.core import schema as C
 
 __all__ = ["batched", "sample_error", "type_error"]
 

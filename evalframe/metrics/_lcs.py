@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from evalframe.exceptions import MetricError
+from evalframe.core._errors import MetricError
 from evalframe.metrics._text import (
     _ASCII_LOWER,
     _PRIME,

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
-from evalframe.exceptions import MetricError
+from evalframe.core._errors import MetricError
 from evalframe.metrics._spec import (
     DIMENSIONS,
     Enrichment,

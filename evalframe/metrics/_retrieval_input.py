@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import polars as pl
 
-from evalframe.exceptions import MetricError
+from evalframe.core._errors import MetricError
 from evalframe.metrics._ranking import dedupe_lists, flat
 
 __all__ = [

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from evalframe import schema as C
+from evalframe.core import schema as C
 from evalframe.metrics._batched import batched
 from evalframe.metrics._registry import MetricFactory, metric
 from evalframe.metrics._spec import Scored

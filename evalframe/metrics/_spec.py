@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol, get_args, get_origin
 
 import polars as pl
 
-from evalframe.exceptions import MetricError
+from evalframe.core._errors import MetricError
 
 __all__ = [
     "DIMENSIONS",

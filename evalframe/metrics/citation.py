@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import polars as pl
 
-from evalframe import schema as C
+from evalframe.core import schema as C
 from evalframe.metrics._batched import batched, sample_error
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import polars as pl
 
-from evalframe import schema as C
+from evalframe.core import schema as C
 from evalframe.metrics._batched import batched, sample_error
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored
@@ -337,7 +337,7 @@ def _parse_batch(f: pl.DataFrame) -> pl.DataFrame:
 
 
 def _judge_enrichments(kind: JudgeKind, template: str | None) -> list[Enrichment]:
-    from evalframe.enrich import JudgeReplies
+    from evalframe.enrich._enrich import JudgeReplies
 
     return [JudgeReplies(kind=kind, template=template)]
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 import polars as pl
 
-from evalframe.exceptions import MetricError
+from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import sample_error
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored

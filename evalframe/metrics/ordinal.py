@@ -12,8 +12,8 @@ from typing import Literal
 
 import polars as pl
 
-from evalframe import schema as C
-from evalframe.exceptions import MetricError
+from evalframe.core import schema as C
+from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched, sample_error, type_error
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored

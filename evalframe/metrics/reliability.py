@@ -18,8 +18,8 @@ from typing import Literal
 
 import polars as pl
 
-from evalframe import schema as C
-from evalframe.exceptions import MetricError
+from evalframe.core import schema as C
+from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import sample_error
 from evalframe.metrics._registry import get, metric
 from evalframe.metrics._spec import Enrichment, Metric, Scored

@@ -38,8 +38,8 @@ from typing import Any, Final
 
 import polars as pl
 
-from evalframe import schema as C
-from evalframe.exceptions import MetricError
+from evalframe.core import schema as C
+from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched, sample_error
 from evalframe.metrics._ranking import rank_matches
 from evalframe.metrics._registry import metric

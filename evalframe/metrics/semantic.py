@@ -1,6 +1,6 @@
 """Semantic metrics: cosine-embedding and bertscore-like (reference §2.5, §2.6).
 
-Both read embedding columns that the providers fill beforehand (``evalframe.enrich``), so the
+Both read embedding columns that the providers fill beforehand (the enrich layer), so the
 metrics themselves are pure NumPy kernels over whole columns and rescoring a stored frame
 needs no model:
 
@@ -24,8 +24,8 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from evalframe import schema as C
-from evalframe.exceptions import MetricError
+from evalframe.core import schema as C
+from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched, sample_error, type_error
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored, format_value
@@ -204,7 +204,7 @@ def _cosine_batch(f: pl.DataFrame) -> pl.DataFrame:
 
 
 def _cosine_enrichments() -> list[Enrichment]:
-    from evalframe.enrich import TextEmbeddings
+    from evalframe.enrich._enrich import TextEmbeddings
 
     return [TextEmbeddings()]
 
@@ -411,7 +411,7 @@ def _greedy_columns(f: pl.DataFrame) -> pl.DataFrame:
 
 
 def _bertscore_enrichments(*, max_tokens: int, mode: TokenMode) -> list[Enrichment]:
-    from evalframe.enrich import TokenEmbeddings
+    from evalframe.enrich._enrich import TokenEmbeddings
 
     return [TokenEmbeddings(max_tokens=max_tokens, mode=mode)]
 

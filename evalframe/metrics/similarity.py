@@ -26,8 +26,8 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from evalframe import schema as C
-from evalframe.exceptions import MetricError
+from evalframe.core import schema as C
+from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched, type_error
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored

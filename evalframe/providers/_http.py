@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from evalframe.exceptions import ProviderError
+from evalframe.core._errors import ProviderError
 from evalframe.providers._config import RetryPolicy, Secret, redact
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from evalframe.exceptions import ProviderError
+from evalframe.core._errors import ProviderError
 from evalframe.providers._base import Embedded, Vector
 from evalframe.providers._ledger import Call, Ledger
 

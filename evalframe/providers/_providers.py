@@ -8,8 +8,8 @@ from typing import Any
 
 import polars as pl
 
-from evalframe import schema as C
-from evalframe.exceptions import ProviderError
+from evalframe.core import schema as C
+from evalframe.core._errors import ProviderError
 from evalframe.providers._base import (
     Embedded,
     EmbeddingClient,

@@ -23,7 +23,7 @@ from typing import Any, Final
 import duckdb
 import polars as pl
 
-from evalframe.exceptions import StoreError
+from evalframe.core._errors import StoreError
 
 __all__ = ["Connector", "StoreBusyError", "execute", "fetch", "query", "store_error"]
 

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any, Final
 import duckdb
 import polars as pl
 
-from evalframe import schema as C
-from evalframe.exceptions import MetricError, StoreError
+from evalframe.core import schema as C
+from evalframe.core._errors import MetricError, StoreError
 from evalframe.store._connect import execute, fetch, query
 from evalframe.store._write import OUTPUT_COLUMNS
 
 if TYPE_CHECKING:
+    from evalframe.core._run import Run
     from evalframe.metrics._spec import Metric
-    from evalframe.run import Run
 
 __all__ = ["RUN_LIST_COLUMNS", "list_runs", "load_run", "looks_like_sql", "resolve"]
 
@@ -249,8 +249,8 @@ def _metric(row: dict[str, Any]) -> Metric:
 
 def load_run(con: duckdb.DuckDBPyConnection, run_id: str) -> Run:
     """Rebuild a ``Run`` (dataset, evaluation frame, scores, metrics, usage) from the store."""
-    from evalframe.dataset import Dataset
-    from evalframe.run import Run
+    from evalframe.core._dataset import Dataset
+    from evalframe.core._run import Run
 
     meta = query(con, "SELECT * FROM runs WHERE run_id = ?", [run_id])
     if meta.height == 0:

@@ -3,7 +3,7 @@
 Memory stays bounded whatever the run's size: the source's outputs stream out of DuckDB as
 Arrow record batches, are cut into chunks of whole samples (every repetition of a sample in
 the same chunk, which reliability metrics need) and scored with the one runner,
-``evalframe.score``; each chunk's scores are appended before the next is read. Metrics the
+``evalframe.core._score``; each chunk's scores are appended before the next is read. Metrics the
 source already scored (same canonical id) are copied in SQL, never recomputed. Per-sample
 statistics come chunk by chunk from ``precision.row_aggregates`` too: from the scored chunks
 when every metric was computed, else from the new run's scores read back sorted by sample
@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, Final
 import duckdb
 import polars as pl
 
-from evalframe import schema as C
 from evalframe._version import __version__
-from evalframe.exceptions import StoreError
-from evalframe.precision import (
+from evalframe.core import schema as C
+from evalframe.core._errors import StoreError
+from evalframe.core._precision import (
     TARGET_DELTA,
     required_repetitions,
     resolution,
@@ -296,7 +296,7 @@ def _score_stream(
     stage: _StatsStage | None,
 ) -> None:
     """Stream the source's evaluation frame in whole-sample chunks and score each chunk."""
-    from evalframe.score import score
+    from evalframe.core._score import score
 
     outputs = ", ".join(f"o.{c}" for c in OUTPUT_COLUMNS)
     dataset = ", ".join(f"d.{c}" for c in C.DATASET_SCHEMA.names() if c != C.SAMPLE_ID)

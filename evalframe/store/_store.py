@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import polars as pl
 
-from evalframe.exceptions import StoreError
+from evalframe.core._errors import StoreError
 from evalframe.store import _read, _schema
 from evalframe.store._connect import MEMORY, Connector, execute, fetch, query
 from evalframe.store._write import transaction, write_run
 
 if TYPE_CHECKING:
-    from evalframe.compare import Comparison
+    from evalframe.core._compare import Comparison
+    from evalframe.core._run import Run
     from evalframe.metrics._registry import MetricFactory
     from evalframe.metrics._spec import Metric
-    from evalframe.plot import StorePlot
-    from evalframe.run import Run
+    from evalframe.views.plot import StorePlot
 
 __all__ = ["Store"]
 
@@ -174,9 +174,9 @@ class Store:
     def compare(self, before: str, after: str, **options: Any) -> Comparison:
         """Compare two stored runs; ``before`` may be relative to ``after`` (``previous``).
 
-        Options are those of ``evalframe.compare.compare``.
+        Options are those of ``evalframe.core._compare.compare``.
         """
-        from evalframe.compare import compare
+        from evalframe.core._compare import compare
 
         with self._connector.connect(write=False) as con:
             after_id = _read.resolve(con, after)
@@ -312,12 +312,12 @@ class Store:
     @property
     def plot(self) -> StorePlot:
         """Charts across stored runs: ``store.plot.trend(metric=...)`` (``viz`` extra)."""
-        from evalframe.plot import StorePlot
+        from evalframe.views.plot import StorePlot
 
         return StorePlot(self)
 
     def _repr_html_(self) -> str:
-        from evalframe.html import runs_html
+        from evalframe.views._html import runs_html
 
         return runs_html(self.runs(limit=50), title=f"Stored runs in {self.path}")
 

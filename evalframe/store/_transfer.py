@@ -20,7 +20,7 @@ from typing import Final
 import duckdb
 
 from evalframe._version import __version__
-from evalframe.exceptions import StoreError
+from evalframe.core._errors import StoreError
 from evalframe.store import _read
 from evalframe.store._connect import Connector, execute, fetch, store_error
 from evalframe.store._schema import SCHEMA_VERSION

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any, Final
 import duckdb
 import polars as pl
 
-from evalframe import schema as C
 from evalframe._version import __version__
-from evalframe.precision import precision_block
+from evalframe.core import schema as C
+from evalframe.core._precision import precision_block
 from evalframe.store._connect import execute, fetch, store_error
 
 if TYPE_CHECKING:
-    from evalframe.run import Run
+    from evalframe.core._run import Run
 
 __all__ = [
     "RUN_TYPES",

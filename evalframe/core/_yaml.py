@@ -5,8 +5,8 @@ eval-harness parses YAML with Symfony's parser, which follows the YAML 1.2 core 
 is a number, and a repeated key is an error. ``YamlLoader`` gives PyYAML those rules,
 ``parse_yaml`` walks the node tree into plain Python values (about twice as fast as
 PyYAML's generic constructor on plain data), and ``yaml_problem`` turns a YAML error into
-one line with its position. Dataset files (``evalframe.dataset``) and saved outputs files
-(``evalframe.outputs``) both read YAML through here.
+one line with its position. Dataset files (``evalframe.core._dataset``) and saved outputs files
+(``evalframe.core._outputs``) both read YAML through here.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from evalframe import schema as C
+from evalframe.core import schema as C
 
 __all__ = ["System", "call_system"]
 

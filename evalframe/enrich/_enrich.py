@@ -22,8 +22,8 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from evalframe import schema as C
-from evalframe.exceptions import ProviderError
+from evalframe.core import schema as C
+from evalframe.core._errors import ProviderError
 from evalframe.metrics._text import TOKEN_PATTERN
 from evalframe.metrics.judge import JudgeKind, judge_columns, prompts
 from evalframe.metrics.semantic import EMBEDDING, EmbeddingColumns, TokenMode, token_columns

@@ -5,11 +5,11 @@ message) and the requested dataset name, reads and decodes the file, and returns
 found without validating a single sample:
 
 * ``Document``: an eval-harness ``eval-harness.dataset.v1`` document (``.yaml``/``.yml``, and
-  ``.json`` files in the same shape), whose fields ``evalframe.dataset`` checks;
+  ``.json`` files in the same shape), whose fields ``evalframe.core._dataset`` checks;
 * ``Records``: sample records (``.json`` lists, ``.jsonl``, ``.csv``, ``.parquet``) with the
   dataset name (the requested one, else the file stem).
 
-``evalframe.dataset`` turns either into a ``Dataset``. Unreadable files, invalid UTF-8 and
+``evalframe.core._dataset`` turns either into a ``Dataset``. Unreadable files, invalid UTF-8 and
 unparseable content are ``DatasetError`` here; everything about the samples is checked there.
 """
 
@@ -25,9 +25,9 @@ from typing import Any, Final
 import polars as pl
 import yaml
 
-from evalframe import schema as C
-from evalframe._yaml import parse_yaml, yaml_problem
-from evalframe.exceptions import DatasetError
+from evalframe.core import schema as C
+from evalframe.core._errors import DatasetError
+from evalframe.core._yaml import parse_yaml, yaml_problem
 
 __all__ = [
     "COLUMNAR_FIELDS",
@@ -220,7 +220,7 @@ def records_from_columns(
     return (dict(zip(keys, values, strict=True)) for values in zip(*columns.values(), strict=True))
 
 
-# --- bytes and text (shared with evalframe.outputs) -------------------------------------------
+# --- bytes and text (shared with evalframe.core._outputs) ----------------------------------
 
 
 def read_bytes(file: Path, where: str, subject: str) -> bytes:

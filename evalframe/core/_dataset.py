@@ -36,8 +36,8 @@ from typing import Any, Final, cast
 
 import polars as pl
 
-from evalframe import schema as C
-from evalframe._canon import (
+from evalframe.core import schema as C
+from evalframe.core._canon import (
     JSONValue,
     UnsupportedValueError,
     compact,
@@ -46,7 +46,8 @@ from evalframe._canon import (
     row_hash,
     to_json_value,
 )
-from evalframe._formats import (
+from evalframe.core._errors import DatasetError
+from evalframe.core._formats import (
     COLUMNAR_FIELDS,
     READERS,
     Document,
@@ -54,7 +55,6 @@ from evalframe._formats import (
     columnar_source,
     records_from_columns,
 )
-from evalframe.exceptions import DatasetError
 
 __all__ = ["SCHEMA_VERSION", "Dataset", "read_dataset"]
 

@@ -26,11 +26,11 @@ from typing import Any, Final
 import polars as pl
 import yaml
 
-from evalframe import schema as C
-from evalframe._formats import decode_utf8
-from evalframe._yaml import YamlLoader, yaml_problem, yaml_value
-from evalframe.dataset import Dataset
-from evalframe.exceptions import DatasetError
+from evalframe.core import schema as C
+from evalframe.core._dataset import Dataset
+from evalframe.core._errors import DatasetError
+from evalframe.core._formats import decode_utf8
+from evalframe.core._yaml import YamlLoader, yaml_problem, yaml_value
 
 __all__ = ["align_outputs", "read_outputs"]
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import polars as pl
 
-from evalframe import schema as C
-from evalframe._compare_render import fmt, row_table, table
-from evalframe.compare import Comparison, ComparisonError
+from evalframe.core import schema as C
+from evalframe.core._compare import Comparison, ComparisonError
+from evalframe.views._compare_render import fmt, row_table, table
 
 __all__ = ["GateResult", "gate"]
 
@@ -144,8 +144,8 @@ def gate(
         ...     [{"id": "q1", "input": {}, "expected_output": "yes"}], name="yn")
         >>> old = ef.evaluate(ds, outputs={"q1": "yes"}, metrics=["exact-match"])
         >>> new = ef.evaluate(ds, outputs={"q1": "no"}, metrics=["exact-match"])
-        >>> from evalframe.compare import compare
-        >>> from evalframe.gate import gate
+        >>> from evalframe.core._compare import compare
+        >>> from evalframe.core._gate import gate
         >>> result = gate(compare(old, new, label="baseline"))
         >>> result.passed, result.failures[0].split("; ")[0]
         (False, '1 row(s) regressed against baseline (allowed: 0)')

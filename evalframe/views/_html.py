@@ -15,7 +15,7 @@ Examples:
     >>> ds = ef.Dataset.from_records(
     ...     [{"id": "q1", "input": {"q": "2+2?"}, "expected_output": "4"}], name="math")
     >>> run = ef.evaluate(ds, outputs={"q1": "4"}, metrics=["exact-match"], run_id="r1")
-    >>> from evalframe.html import run_text
+    >>> from evalframe.views._html import run_text
     >>> print(run_text(run))
     evalframe run r1 — math
     1 samples · 1 executions · 0 failures · macro-F1 1.0000
@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
-from evalframe import schema as C
-from evalframe.report import metric_sections
+from evalframe.core import schema as C
+from evalframe.views._report import metric_sections
 
 if TYPE_CHECKING:
-    from evalframe.compare import Comparison
-    from evalframe.run import Run
+    from evalframe.core._compare import Comparison
+    from evalframe.core._run import Run
 
 __all__ = [
     "CSS",
@@ -400,7 +400,7 @@ def page(
         specs = _chart_specs(doc)
         blocks = []
         if charts == "svg":
-            from evalframe.plot import to_svg
+            from evalframe.views.plot import to_svg
 
             for i, (label, spec) in enumerate(specs):
                 blocks.append(

@@ -344,7 +344,7 @@ def render(r: Mapping[str, Any]) -> str:
 
 
 def render_html(r: Mapping[str, Any]) -> str:
-    """The rich HTML fragment for Jupyter (``evalframe.html.report_html``)."""
-    from evalframe.html import report_html
+    """The rich HTML fragment for Jupyter (``evalframe.views._html.report_html``)."""
+    from evalframe.views._html import report_html
 
     return report_html(r)

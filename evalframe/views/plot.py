@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
-from evalframe import aggregate
-from evalframe import schema as C
+from evalframe.core import aggregate
+from evalframe.core import schema as C
 
 if TYPE_CHECKING:
     import altair as alt
 
-    from evalframe.compare import Comparison
-    from evalframe.run import Run
+    from evalframe.core._compare import Comparison
+    from evalframe.core._run import Run
     from evalframe.store import Store
 
 __all__ = [
@@ -85,7 +85,7 @@ def _vl_convert(what: str) -> Any:
 
 
 def _is_run(data: object) -> bool:
-    from evalframe.run import Run
+    from evalframe.core._run import Run
 
     return isinstance(data, Run)
 
@@ -276,7 +276,7 @@ def trend(
         known = set(runs.get_column(C.METRIC).unique().to_list())
         missing = [m for m in wanted if m not in known]
         if missing:
-            from evalframe.exceptions import MetricError
+            from evalframe.core._errors import MetricError
 
             raise MetricError(
                 f"No stored run has metric {missing[0]!r}; stored metrics: "
@@ -435,11 +435,11 @@ class RunPlot:
         self._run = run
 
     def histograms(self, *, buckets: int = 10, columns: int = 3) -> alt.FacetChart:
-        """Score histograms, one panel per metric (see ``evalframe.plot.histograms``)."""
+        """Score histograms, one panel per metric (see ``evalframe.views.plot.histograms``)."""
         return histograms(self._run, buckets=buckets, columns=columns)
 
     def heatmap(self, *, value: Literal["pass_rate", "mean"] = "pass_rate") -> alt.LayerChart:
-        """The cohort x metric heatmap (see ``evalframe.plot.heatmap``)."""
+        """The cohort x metric heatmap (see ``evalframe.views.plot.heatmap``)."""
         return heatmap(self._run, value=value)
 
     def __repr__(self) -> str:

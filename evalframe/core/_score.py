@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from evalframe import schema as C
+from evalframe.core import schema as C
 from evalframe.metrics._spec import Metric
 
 __all__ = ["enrich", "score"]

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
-from evalframe import aggregate
-from evalframe import schema as C
 from evalframe._version import __version__
-from evalframe.precision import precision_block
+from evalframe.core import aggregate
+from evalframe.core import schema as C
+from evalframe.core._precision import precision_block
 
 if TYPE_CHECKING:
-    from evalframe.run import Run
+    from evalframe.core._run import Run
 
 __all__ = ["REPORT_SCHEMA_VERSION", "Report", "build_report"]
 
@@ -41,7 +41,7 @@ class Report(dict[str, Any]):
 
     def to_markdown(self) -> str:
         """Markdown in eval-harness's 1.6 layout (reference §6.5)."""
-        from evalframe._markdown import render
+        from evalframe.views._markdown import render
 
         return render(self)
 
@@ -49,12 +49,12 @@ class Report(dict[str, Any]):
         return self.to_markdown()
 
     def _repr_html_(self) -> str:
-        from evalframe.html import report_html
+        from evalframe.views._html import report_html
 
         return report_html(self)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        from evalframe.html import report_text
+        from evalframe.views._html import report_text
 
         p.text(repr(self) if cycle else report_text(self))
 
@@ -63,7 +63,7 @@ class Report(dict[str, Any]):
 
         ``charts="auto"`` embeds interactive charts when the ``viz`` extra is installed.
         """
-        from evalframe.html import page
+        from evalframe.views._html import page
 
         return page(self, charts=charts)
 

@@ -30,7 +30,7 @@ import re
 from functools import cmp_to_key
 from typing import Any, Final, TypeAlias
 
-from evalframe.schema import ExpectedType
+from evalframe.core.schema import ExpectedType
 
 __all__ = [
     "JSONValue",

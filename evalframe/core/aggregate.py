@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
-from evalframe import schema as C
+from evalframe.core import schema as C
 
 __all__ = [
     "AGGREGATES",

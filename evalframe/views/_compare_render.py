@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 if TYPE_CHECKING:
-    from evalframe.compare import Comparison
+    from evalframe.core._compare import Comparison
 
 __all__ = ["fmt", "render", "row_table", "table"]
 

@@ -12,22 +12,22 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from evalframe import aggregate
-from evalframe import schema as C
-from evalframe.dataset import Dataset, read_dataset
-from evalframe.exceptions import DatasetError, MetricError, StoreError
+from evalframe.core import aggregate
+from evalframe.core import schema as C
+from evalframe.core._dataset import Dataset, read_dataset
+from evalframe.core._errors import DatasetError, MetricError, StoreError
+from evalframe.core._outputs import align_outputs, read_outputs
+from evalframe.core._precision import row_aggregates
+from evalframe.core._score import score
+from evalframe.core._system import System, call_system
 from evalframe.metrics._registry import MetricFactory, resolve
 from evalframe.metrics._spec import Metric
-from evalframe.outputs import align_outputs, read_outputs
-from evalframe.precision import row_aggregates
 from evalframe.providers import EmbeddingClient, JudgeClient, Providers
-from evalframe.score import score
-from evalframe.system import System, call_system
 
 if TYPE_CHECKING:
-    from evalframe.plot import RunPlot
-    from evalframe.report import Report
     from evalframe.store import Store
+    from evalframe.views._report import Report
+    from evalframe.views.plot import RunPlot
 
 __all__ = ["Run", "evaluate"]
 
@@ -123,24 +123,24 @@ class Run:
             samples: include the per-execution ``samples`` list (the bulk of a large run's
                 report); Markdown and HTML never show it.
         """
-        from evalframe.report import build_report
+        from evalframe.views._report import build_report
 
         return build_report(self, samples=samples)
 
     @property
     def plot(self) -> RunPlot:
         """Charts of this run: ``run.plot.histograms()``, ``run.plot.heatmap()`` (``viz`` extra)."""
-        from evalframe.plot import RunPlot
+        from evalframe.views.plot import RunPlot
 
         return RunPlot(self)
 
     def _repr_html_(self) -> str:
-        from evalframe.html import run_html
+        from evalframe.views._html import run_html
 
         return run_html(self)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        from evalframe.html import run_text
+        from evalframe.views._html import run_text
 
         p.text(repr(self) if cycle else run_text(self))
 

@@ -36,14 +36,14 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import numpy as np
 import polars as pl
 
-from evalframe import schema as C
-from evalframe._stats import PairedCounts, bootstrap_deltas, holm, mcnemar_exact
-from evalframe.exceptions import EvalframeError
-from evalframe.precision import precision_block, round6
+from evalframe.core import schema as C
+from evalframe.core._errors import EvalframeError
+from evalframe.core._precision import precision_block, round6
+from evalframe.core._stats import PairedCounts, bootstrap_deltas, holm, mcnemar_exact
 
 if TYPE_CHECKING:
-    from evalframe.plot import ComparisonPlot
-    from evalframe.run import Run
+    from evalframe.core._run import Run
+    from evalframe.views.plot import ComparisonPlot
 
 __all__ = ["COMPARISON_SCHEMA_VERSION", "Comparison", "ComparisonError", "compare"]
 
@@ -150,7 +150,7 @@ class Comparison:
 
     def to_markdown(self, *, max_rows: int = 20) -> str:
         """A Markdown summary: counts, metric deltas, cohorts that moved, regressed rows."""
-        from evalframe._compare_render import render
+        from evalframe.views._compare_render import render
 
         return render(self, max_rows=max_rows)
 
@@ -158,19 +158,19 @@ class Comparison:
         return self.to_markdown()
 
     def _repr_html_(self) -> str:
-        from evalframe.html import comparison_html
+        from evalframe.views._html import comparison_html
 
         return comparison_html(self)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        from evalframe.html import comparison_text
+        from evalframe.views._html import comparison_text
 
         p.text(repr(self) if cycle else comparison_text(self))
 
     @property
     def plot(self) -> ComparisonPlot:
         """Charts of this comparison: ``comparison.plot.deltas()`` (``viz`` extra)."""
-        from evalframe.plot import ComparisonPlot
+        from evalframe.views.plot import ComparisonPlot
 
         return ComparisonPlot(self)
 
@@ -384,7 +384,7 @@ def compare(
         ...                   metrics=["exact-match"])
         >>> new = ef.evaluate(ds, outputs={"q0": "yes", "q1": "no", "q2": "yes"},
         ...                   metrics=["exact-match"])
-        >>> from evalframe.compare import compare
+        >>> from evalframe.core._compare import compare
         >>> c = compare(old, new)
         >>> c.rows.select("sample_id", "status", "newly_failing").sort("sample_id")
         shape: (3, 3)

@@ -1,0 +1,4 @@
+"""Core: schema, errors, readers, the runner, Run, aggregation and statistics.
+
+The lowest layer: it imports no other evalframe package.
+"""

@@ -1,0 +1,1 @@
+"""Enrichment: provider-filled columns (embeddings, judge replies) that metrics declare."""

@@ -1,0 +1,1 @@
+"""Views: the report JSON, Markdown, HTML, charts and comparison rendering."""
