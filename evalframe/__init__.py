@@ -25,8 +25,9 @@ from evalframe.core._errors import (
 )
 from evalframe.core._gate import GateResult, gate
 from evalframe.core._outputs import read_outputs
-from evalframe.core._run import Run, evaluate
-from evalframe.core._score import score
+from evalframe.core._run import Run
+from evalframe.engine import evaluate
+from evalframe.enrich import score
 from evalframe.providers import (
     HashingEmbedder,
     OnnxEmbedder,

@@ -727,7 +727,7 @@ def test_rescore_selects_sources_by_sql_and_rolls_back_on_failure(
     with pytest.raises(MetricError, match="Unknown metric"):
         store.rescore(["no-such-metric"], runs=a.run_id)
 
-    score_module = sys.modules["evalframe.core._score"]  # the package attribute is the function
+    score_module = sys.modules["evalframe.store._rescore"]  # the runner rescoring calls
 
     def broken(*args: Any, **kwargs: Any) -> pl.DataFrame:
         raise RuntimeError("scoring blew up")

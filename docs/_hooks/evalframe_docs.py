@@ -127,7 +127,7 @@ def metric_catalogue(docs_dir: Path) -> str:
             out += [f"### {d.name} {{#{d.name}}}", ""]
             facts = [f"family `{d.family}`", f"dimension `{d.dimension}`"]
             facts.append(f"threshold `{d.threshold:g}`")
-            if d.enrichments is not None:
+            if d.needs is not None:
                 facts.append("reads provider-filled columns (see Enrichment and caching)")
             out += ["_" + " · ".join(facts) + "_", ""]
             if d.params:

@@ -30,6 +30,7 @@ import re
 from functools import cmp_to_key
 from typing import Any, Final, TypeAlias
 
+from evalframe.core._errors import UnsupportedValueError
 from evalframe.core.schema import ExpectedType
 
 __all__ = [
@@ -56,21 +57,6 @@ _PHP_NUMERIC: Final = re.compile(
 )
 _NUMERIC_START: Final = frozenset(" \t\n\r\v\f+-.0123456789")
 _PHP_TRIM: Final = " \t\n\r\0\x0b"
-
-
-class UnsupportedValueError(ValueError):
-    """A value that JSON cannot carry.
-
-    Attributes:
-        path: where it sits inside the field, e.g. ``".gains.d1"`` or ``"[2]"``; ``""`` for
-            the field itself.
-        reason: what is wrong, phrased to follow the field name.
-    """
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"value{path} {reason}")
-        self.path = path
-        self.reason = reason
 
 
 def php_trim(text: str) -> str:

@@ -31,13 +31,14 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import numpy as np
 import polars as pl
 
+from evalframe.core import _seam
 from evalframe.core import schema as C
-from evalframe.core._errors import EvalframeError
+from evalframe.core._errors import ComparisonError
 from evalframe.core._precision import precision_block, round6
 from evalframe.core._stats import PairedCounts, bootstrap_deltas, holm, mcnemar_exact
 
@@ -49,10 +50,6 @@ __all__ = ["COMPARISON_SCHEMA_VERSION", "Comparison", "ComparisonError", "compar
 
 COMPARISON_SCHEMA_VERSION: Final = "evalframe.comparison.v1"
 _ROW_STATS: Final = ("pass_rate", "score_mean", "score_stddev", "repetitions")
-
-
-class ComparisonError(EvalframeError, ValueError):
-    """Two runs cannot be compared (different datasets, say)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,29 +147,21 @@ class Comparison:
 
     def to_markdown(self, *, max_rows: int = 20) -> str:
         """A Markdown summary: counts, metric deltas, cohorts that moved, regressed rows."""
-        from evalframe.views._compare_render import render
-
-        return render(self, max_rows=max_rows)
+        return cast(str, _seam.call("comparison_markdown", self, max_rows=max_rows))
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
 
     def _repr_html_(self) -> str:
-        from evalframe.views._html import comparison_html
-
-        return comparison_html(self)
+        return cast(str, _seam.call("comparison_html", self))
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        from evalframe.views._html import comparison_text
-
-        p.text(repr(self) if cycle else comparison_text(self))
+        p.text(repr(self) if cycle else _seam.call("comparison_text", self))
 
     @property
     def plot(self) -> ComparisonPlot:
         """Charts of this comparison: ``comparison.plot.deltas()`` (``viz`` extra)."""
-        from evalframe.views.plot import ComparisonPlot
-
-        return ComparisonPlot(self)
+        return cast("ComparisonPlot", _seam.call("comparison_plot", self))
 
     def __repr__(self) -> str:
         c = self.counts

@@ -1,11 +1,17 @@
-"""The evalframe error tree.
+"""The evalframe error tree: every exception evalframe raises on purpose derives from
+``EvalframeError``.
 
 ```
 EvalframeError
-├── DatasetError        bad dataset or outputs file: names file, sample index and id, field
-├── MetricError         unknown metric (suggests close names), bad parameters, bad spec
-├── ProviderError       a provider call failed: provider, model, status; never the API key
-└── StoreError          a run store operation failed: the statement and the cause
+├── DatasetError            bad dataset or outputs file: names file, sample index and id, field
+│   └── UnsupportedValueError   a value JSON cannot carry (path and reason)
+├── MetricError             unknown metric (suggests close names), bad parameters, bad spec
+├── ComparisonError         two runs cannot be compared (different datasets, bad option)
+├── ProviderError           a provider call failed: provider, model, status; never the API key
+│   ├── RequestFailedError      a request that failed for good (status, attempts, latency)
+│   └── BudgetExhaustedError    the run's budget is spent: no further call is made
+└── StoreError              a run store operation failed: the statement and the cause
+    └── StoreBusyError          another process held the store file too long (retryable)
 ```
 
 Per-sample scoring problems are not exceptions: they are data, an ``error`` value on that
@@ -14,7 +20,23 @@ sample's row of the scores frame.
 
 from __future__ import annotations
 
-__all__ = ["DatasetError", "EvalframeError", "MetricError", "ProviderError", "StoreError"]
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from evalframe.core._run import Run
+
+__all__ = [
+    "BudgetExhaustedError",
+    "ComparisonError",
+    "DatasetError",
+    "EvalframeError",
+    "MetricError",
+    "ProviderError",
+    "RequestFailedError",
+    "StoreBusyError",
+    "StoreError",
+    "UnsupportedValueError",
+]
 
 
 class EvalframeError(Exception):
@@ -25,13 +47,84 @@ class DatasetError(EvalframeError, ValueError):
     """A dataset or saved-outputs file is missing, unreadable or invalid."""
 
 
+class UnsupportedValueError(DatasetError):
+    """A value that JSON cannot carry.
+
+    Attributes:
+        path: where it sits inside the field, e.g. ``".gains.d1"`` or ``"[2]"``; ``""`` for
+            the field itself.
+        reason: what is wrong, phrased to follow the field name.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"value{path} {reason}")
+        self.path = path
+        self.reason = reason
+
+
 class MetricError(EvalframeError, ValueError):
     """An unknown metric, a bad metric parameter or an unparsable metric spec."""
+
+
+class ComparisonError(EvalframeError, ValueError):
+    """Two runs cannot be compared (different datasets, say), or an option is out of range."""
 
 
 class ProviderError(EvalframeError):
     """An embeddings or judge provider call failed after its retries."""
 
 
+class RequestFailedError(ProviderError):
+    """A provider request that failed for good (after its retries, or at once).
+
+    Attributes:
+        status: the HTTP status of the last response, ``None`` when none came back.
+        attempts: requests made.
+        latency_ms: wall time of every attempt and wait.
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None, attempts: int, latency_ms: float
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.attempts = attempts
+        self.latency_ms = latency_ms
+
+
+class BudgetExhaustedError(ProviderError):
+    """Raised instead of making a call once the budget is spent; its message is the row error."""
+
+
 class StoreError(EvalframeError):
-    """A run store could not be opened, read or written."""
+    """A run store could not be opened, read or written.
+
+    Attributes:
+        statement: the SQL statement that failed, if any.
+        cause: the underlying exception, if any.
+        run: the evaluated run a failed save was for, so it can be saved again
+            (``error.run.save(store)``); ``None`` otherwise.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        statement: str | None = None,
+        cause: BaseException | None = None,
+        run: Run | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.statement = statement
+        self.cause = cause
+        self.run = run
+
+
+class StoreBusyError(StoreError):
+    """Another process held the store file for longer than the timeout; retry later.
+
+    Attributes:
+        retryable: always True.
+    """
+
+    retryable: ClassVar[bool] = True

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
+from evalframe.core import _seam
 from evalframe.core import schema as C
 from evalframe.core._compare import Comparison, ComparisonError
-from evalframe.views._compare_render import fmt, row_table, table
 
 __all__ = ["GateResult", "gate"]
 
@@ -80,37 +80,7 @@ class GateResult:
 
     def to_text(self, *, max_rows: int = 10) -> str:
         """The CLI's report: the verdict, each failure, the worst rows and safety failures."""
-        c = self.comparison
-        head = "passed" if self.passed else "FAILED"
-        counts = c.counts
-        out = [
-            f"gate {head}: run {c.after.run_id} against {c.label} (run {c.before.run_id}): "
-            f"{counts['regressed']} regressed, {counts['improved']} improved, "
-            f"{counts['stable']} stable, {counts['added']} added, {counts['removed']} removed; "
-            f"macro-F1 {fmt(c.macro_f1['before'])} → {fmt(c.macro_f1['after'])}."
-        ]
-        out += [f"- {f}" for f in self.failures]
-        out += [f"note: {n}" for n in self.notes]
-        if self.worst_rows.height:
-            shown = self.worst_rows.head(max_rows)
-            out += ["", f"Worst regressed rows ({shown.height} of {self.worst_rows.height}):", ""]
-            out += row_table(shown)
-        if self.safety_failures.height:
-            out += ["", f"Safety failures ({self.safety_failures.height}, all listed):", ""]
-            out += table(
-                ("sample", "repetition", "metric", "score", "error"),
-                [
-                    (
-                        r[C.SAMPLE_ID],
-                        r[C.REPETITION],
-                        r[C.METRIC],
-                        fmt(r[C.SCORE]),
-                        r[C.ERROR] or "",
-                    )
-                    for r in self.safety_failures.iter_rows(named=True)
-                ],
-            )
-        return "\n".join(out) + "\n"
+        return cast(str, _seam.call("gate_text", self, max_rows=max_rows))
 
 
 def gate(

@@ -9,49 +9,79 @@ every row, while every other metric still scores.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import polars as pl
 
 from evalframe.core import schema as C
-from evalframe.metrics._spec import Metric
 
-__all__ = ["enrich", "score"]
+__all__ = ["Scorable", "score"]
 
 
-def enrich(
-    frame: pl.DataFrame, metrics: Sequence[Metric], context: Any = None
-) -> tuple[pl.DataFrame, dict[str, str]]:
-    """Add the provider-filled columns the metrics read, each computed once.
+class Scorable(Protocol):
+    """What core needs of a metric (``evalframe.metrics.Metric`` is one).
 
-    Returns the frame with the new columns and, per metric id, the error that kept an
-    enrichment from running at all (the metric then errors on every row).
+    Its identity (``id``, ``name``, bound ``params``), ``family``, ``dimension`` and pass
+    ``threshold``; ``expressions()`` returns the metric's column expressions (``score``, ``error``,
+    ``details``, ``prepare``); ``derived()`` the pure generated columns it reads, each a
+    ``column`` name and a ``compute`` function; ``needs()`` the provider-filled columns it
+    reads, which must already be in the frame (the enrich layer fills them).
     """
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def family(self) -> str: ...
+
+    @property
+    def dimension(self) -> str: ...
+
+    @property
+    def params(self) -> tuple[tuple[str, Any], ...]: ...
+
+    @property
+    def threshold(self) -> float: ...
+
+    def expressions(self) -> Any: ...
+
+    def derived(self) -> Sequence[Any]: ...
+
+    def needs(self) -> Sequence[Any]: ...
+
+
+def _derive(
+    frame: pl.DataFrame, metrics: Sequence[Scorable]
+) -> tuple[pl.DataFrame, dict[str, str]]:
+    """Add the pure generated columns the metrics read, each computed once per frame."""
     failed: dict[str, str] = {}
     done: dict[str, str | None] = {}
     for m in metrics:
-        for e in m.enrichments():
-            if e.column not in done:
-                if e.column in frame.columns:
-                    done[e.column] = None
-                else:
+        for d in m.derived():
+            if d.column not in done:
+                done[d.column] = None
+                if d.column not in frame.columns:
                     try:
-                        values = e.apply(frame, context)
-                        if isinstance(values, pl.DataFrame):
-                            frame = frame.with_columns(values)
-                        else:
-                            frame = frame.with_columns(values.alias(e.column))
-                        done[e.column] = None
+                        frame = frame.with_columns(d.compute(frame).to_struct(d.column))
                     except Exception as exc:  # reported per row, the run goes on
-                        done[e.column] = f"{type(exc).__name__}: {exc}"
-            problem = done[e.column]
+                        done[d.column] = f"{type(exc).__name__}: {exc}"
+            problem = done[d.column]
             if problem is not None and m.id not in failed:
-                failed[m.id] = f"could not compute {e.column}: {problem}"
+                failed[m.id] = f"could not compute {d.column}: {problem}"
+        missing = [n.column for n in m.needs() if n.column not in frame.columns]
+        if missing and m.id not in failed:
+            failed[m.id] = (
+                f"needs the provider-filled column {missing[0]!r}; score through "
+                "ef.evaluate or ef.score, which fill it"
+            )
     return frame, failed
 
 
-def _metric_rows(frame: pl.DataFrame, m: Metric) -> pl.DataFrame:
+def _metric_rows(frame: pl.DataFrame, m: Scorable) -> pl.DataFrame:
     scored = m.expressions()
     details = pl.lit(None, pl.String) if scored.details is None else scored.details
     prepared = frame.with_columns(**scored.prepare) if scored.prepare else frame
@@ -74,10 +104,10 @@ def _metric_rows(frame: pl.DataFrame, m: Metric) -> pl.DataFrame:
 
 def score(
     frame: pl.DataFrame,
-    metrics: Sequence[Metric],
+    metrics: Sequence[Scorable],
     *,
     run_id: str = "",
-    context: Any = None,
+    unavailable: Mapping[str, str] | None = None,
 ) -> pl.DataFrame:
     """Score every row of ``frame`` with every metric; returns the long scores frame.
 
@@ -107,7 +137,8 @@ def score(
         frame = frame.with_columns(pl.lit(0, pl.Int64).alias(C.REPETITION))
     if C.SYSTEM_ERROR not in frame.columns:
         frame = frame.with_columns(pl.lit(None, pl.String).alias(C.SYSTEM_ERROR))
-    frame, enrichment_errors = enrich(frame, metrics, context)
+    frame, failed = _derive(frame, metrics)
+    failed = {**failed, **(unavailable or {})}
     no_output = (
         pl.when(pl.col(C.SYSTEM_ERROR).is_not_null())
         .then(pl.col(C.SYSTEM_ERROR))
@@ -118,8 +149,8 @@ def score(
     parts = []
     for m in metrics:
         try:
-            if m.id in enrichment_errors:
-                raise RuntimeError(enrichment_errors[m.id])
+            if m.id in failed:
+                raise RuntimeError(failed[m.id])
             rows = _metric_rows(frame, m)
         except Exception as exc:  # one broken metric must not lose the others' scores
             message = f"Metric '{m.id}' failed: {type(exc).__name__}: {exc}"
@@ -136,7 +167,7 @@ def score(
     return pl.concat(parts, how="vertical")
 
 
-def _finish(rows: pl.DataFrame, m: Metric, run_id: str) -> pl.DataFrame:
+def _finish(rows: pl.DataFrame, m: Scorable, run_id: str) -> pl.DataFrame:
     """Enforce the contract on a metric's raw rows: range checks, errors, ``passed``."""
     s = pl.col(C.SCORE)
     out_of_range = s.is_nan() | (s < 0.0) | (s > 1.0)

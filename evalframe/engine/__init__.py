@@ -1,1 +1,7 @@
-"""Engines: evaluate() end to end (read, call the system under test, enrich, score, save)."""
+"""Engines: ``evaluate`` end to end (read, call the system under test, enrich, score, save)."""
+
+from __future__ import annotations
+
+from evalframe.engine._evaluate import evaluate
+
+__all__ = ["evaluate"]

@@ -1,1 +1,64 @@
-"""Enrichment: provider-filled columns (embeddings, judge replies) that metrics declare."""
+"""Enrichment: the provider-filled columns (embeddings, judge replies) that metrics need.
+
+Metrics declare their needs as plain frozen values; ``fill`` asks the providers for each
+distinct need once, and ``score`` is the runner with the needs filled first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from evalframe.core._score import score as _score_frame
+from evalframe.enrich._enrich import fill
+from evalframe.metrics._spec import Metric
+from evalframe.providers import EmbeddingClient, JudgeClient, Providers
+
+__all__ = ["fill", "providers_for", "score"]
+
+
+def providers_for(
+    metrics: Sequence[Metric], providers: Providers | EmbeddingClient | JudgeClient | None
+) -> Providers | None:
+    """The run's providers, built once: ``None`` when no metric needs one and none was given.
+
+    A run's usage, cost and budget start from zero here, so every batch of the run shares
+    one cache, one ledger, one budget and one loaded embedder.
+    """
+    if providers is None and not any(m.needs() for m in metrics):
+        return None
+    context = Providers.coerce(providers)
+    context.begin_run()
+    return context
+
+
+def score(
+    frame: pl.DataFrame,
+    metrics: Sequence[Metric],
+    *,
+    run_id: str = "",
+    context: Providers | EmbeddingClient | JudgeClient | None = None,
+) -> pl.DataFrame:
+    """Score every row of ``frame`` with every metric; returns the long scores frame.
+
+    Provider-backed columns the metrics need are filled first (once per distinct text or
+    prompt, through the providers' cache); then every metric runs as one query over the
+    frame. ``context`` is the providers to ask (an ``ef.Providers`` or a client; default:
+    from the environment). Columns: run_id, sample_id, repetition, metric, score (null on
+    error), passed (score >= the metric's threshold; null on error), error (null when
+    scored), details (JSON).
+
+    Examples:
+        >>> import polars as pl
+        >>> import evalframe as ef
+        >>> frame = pl.DataFrame({
+        ...     "sample_id": ["a", "b"], "input": ["{}", "{}"],
+        ...     "expected_output": ["Paris", "4"], "expected_type": ["string", "string"],
+        ...     "metadata": ["{}", "{}"], "tags": [[], []], "actual_output": ["Paris", "5"],
+        ... })
+        >>> ef.score(frame, [ef.metrics.exact_match()]).select("sample_id", "score").rows()
+        [('a', 1.0), ('b', 0.0)]
+    """
+    frame, unavailable = fill(frame, metrics, context)
+    return _score_frame(frame, metrics, run_id=run_id, unavailable=unavailable)

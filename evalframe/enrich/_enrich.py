@@ -1,12 +1,14 @@
-"""Enrichments: the provider-filled columns that model-backed metrics read.
+"""Enrichment: filling the provider-backed columns that metrics declare as needs.
 
-Each enrichment plans what to ask over the whole frame, deduplicates it, and asks the
-providers (which cache and account for every call) once:
+Metrics declare what they need as plain frozen values (``TextEmbeddings``,
+``TokenEmbeddings``, ``JudgeReplies``); ``fill`` dispatches on each value's type. Each filler
+plans what to ask over the whole frame, deduplicates it, and asks the providers (which cache
+and account for every call) once:
 
-* ``TextEmbeddings``: one embedding per unique text among the expected and actual outputs;
-* ``TokenEmbeddings``: token vectors for bertscore-like, contextual (one pass per unique
-  text) or static (one embedding per unique token across the batch);
-* ``JudgeReplies``: one judge call per unique prompt.
+* text embeddings: one embedding per unique text among the expected and actual outputs;
+* token embeddings: token vectors for bertscore-like, contextual (one pass per unique text)
+  or static (one embedding per unique token across the batch);
+* judge replies: one judge call per unique prompt.
 
 A row the providers could not serve gets its reason in the ``<column>__error`` column, which
 the metric reports as that row's error; every other row is kept.
@@ -15,6 +17,7 @@ the metric reports as that row's error; every other row is kept.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,13 +26,27 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.core import schema as C
-from evalframe.core._errors import ProviderError
+from evalframe.core._errors import MetricError, ProviderError
+from evalframe.metrics._spec import Metric, Need
 from evalframe.metrics._text import TOKEN_PATTERN
-from evalframe.metrics.judge import JudgeKind, judge_columns, prompts
-from evalframe.metrics.semantic import EMBEDDING, EmbeddingColumns, TokenMode, token_columns
-from evalframe.providers import Embedded, Providers, TokenEmbeddingClient
+from evalframe.metrics.judge import JudgeKind, JudgeReplies, judge_columns, prompts
+from evalframe.metrics.semantic import (
+    EMBEDDING,
+    EmbeddingColumns,
+    TextEmbeddings,
+    TokenEmbeddings,
+    TokenMode,
+    token_columns,
+)
+from evalframe.providers import (
+    Embedded,
+    EmbeddingClient,
+    JudgeClient,
+    Providers,
+    TokenEmbeddingClient,
+)
 
-__all__ = ["JudgeReplies", "TextEmbeddings", "TokenEmbeddings"]
+__all__ = ["fill"]
 
 
 def _servable(frame: pl.DataFrame) -> pl.Expr:
@@ -91,8 +108,8 @@ def _row_errors(idx: pl.Series, errors: list[str | None]) -> pl.Series:
 
 
 @dataclass(frozen=True, slots=True)
-class TextEmbeddings:
-    """``expected_output__embedding`` and ``actual_output__embedding`` (one per unique text)."""
+class _TextFiller:
+    """Fills ``TextEmbeddings``: both outputs' vectors, one per unique text."""
 
     @property
     def column(self) -> str:
@@ -152,12 +169,8 @@ def _ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> np
 
 
 @dataclass(frozen=True, slots=True)
-class TokenEmbeddings:
-    """Token vectors of both outputs for bertscore-like (reference tokeniser, capped).
-
-    Rows with an empty side or over the cap are not embedded (the metric scores or rejects
-    them without vectors).
-    """
+class _TokenFiller:
+    """Fills ``TokenEmbeddings``: token vectors of both outputs."""
 
     max_tokens: int = 128
     mode: TokenMode = "auto"
@@ -290,12 +303,8 @@ class TokenEmbeddings:
 
 
 @dataclass(frozen=True, slots=True)
-class JudgeReplies:
-    """The judge's raw reply to each row's prompt (one call per unique prompt).
-
-    The column is a struct of ``content`` (the reply text), ``prompt_chars`` and
-    ``response_chars`` (UTF-8 byte lengths), with ``<column>__error`` for failed calls.
-    """
+class _JudgeFiller:
+    """Fills ``JudgeReplies``: one judge call per unique prompt."""
 
     kind: JudgeKind
     template: str | None = None
@@ -324,3 +333,55 @@ class JudgeReplies:
             }
         ).to_struct(cols.replies)
         return pl.DataFrame([struct, row_error.alias(cols.error)])
+
+
+_Filler = _TextFiller | _TokenFiller | _JudgeFiller
+
+
+def _filler(need: Need) -> _Filler:
+    match need:
+        case TextEmbeddings():
+            return _TextFiller()
+        case TokenEmbeddings(max_tokens=max_tokens, mode=mode):
+            return _TokenFiller(max_tokens=max_tokens, mode=mode)
+        case JudgeReplies(kind=kind, template=template):
+            return _JudgeFiller(kind=kind, template=template)
+    raise MetricError(
+        f"No provider fills the column {need.column!r} ({type(need).__name__}); "
+        "a metric's needs must be one of TextEmbeddings, TokenEmbeddings or JudgeReplies."
+    )
+
+
+def fill(
+    frame: pl.DataFrame,
+    metrics: Sequence[Metric],
+    context: Providers | EmbeddingClient | JudgeClient | None,
+) -> tuple[pl.DataFrame, dict[str, str]]:
+    """Add the provider-filled columns the metrics need, each filled once.
+
+    A column already in the frame is kept as it is (vectors computed earlier are reused),
+    and providers are only built (from ``context``, else the environment) when a column
+    must be filled.
+
+    Returns:
+        The frame with the new columns and, per metric id, the error that kept one of its
+        needs from being filled at all (the metric then errors on every row).
+    """
+    failed: dict[str, str] = {}
+    done: dict[str, str | None] = {}
+    providers: Providers | None = None
+    for m in metrics:
+        for need in m.needs():
+            column = need.column
+            if column not in done:
+                done[column] = None
+                if column not in frame.columns:
+                    try:
+                        providers = providers or Providers.coerce(context)
+                        frame = frame.with_columns(_filler(need).apply(frame, providers))
+                    except Exception as exc:  # reported per row, the run goes on
+                        done[column] = f"{type(exc).__name__}: {exc}"
+            problem = done[column]
+            if problem is not None and m.id not in failed:
+                failed[m.id] = f"could not compute {column}: {problem}"
+    return frame, failed

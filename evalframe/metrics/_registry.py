@@ -12,9 +12,10 @@ from typing import Any
 from evalframe.core._errors import MetricError
 from evalframe.metrics._spec import (
     DIMENSIONS,
-    Enrichment,
+    Derived,
     Metric,
     MetricDef,
+    Need,
     Scored,
     params_of,
     parse_spec,
@@ -58,7 +59,8 @@ def metric(
     family: str = "custom",
     dimension: str = "correctness",
     threshold: float = 0.5,
-    enrichments: Callable[..., Sequence[Enrichment]] | None = None,
+    derived: Callable[..., Sequence[Derived]] | None = None,
+    needs: Callable[..., Sequence[Need]] | None = None,
     replace: bool = False,
 ) -> Callable[[Callable[..., Scored]], MetricFactory]:
     """Register a metric builder under ``name`` and return its factory.
@@ -71,7 +73,8 @@ def metric(
         family: the family shown by ``evalframe metrics``.
         dimension: one of correctness, groundedness, safety, trajectory, performance.
         threshold: the default pass threshold (a sample passes when ``score >= threshold``).
-        enrichments: given the bound parameters, the provider-filled columns the metric reads.
+        derived: given the bound parameters, the pure generated columns the metric reads.
+        needs: given the bound parameters, the provider-filled columns the metric reads.
         replace: allow replacing an existing registration of the same name.
 
     Examples:
@@ -98,7 +101,8 @@ def metric(
             build=build,
             params=params_of(build),
             threshold=threshold,
-            enrichments=enrichments,
+            derived=derived,
+            needs=needs,
             doc=doc,
         )
         _add(definition, replace=replace)
@@ -127,7 +131,8 @@ def register(item: Metric | MetricDef | MetricFactory, *, replace: bool = False)
                 type(p)(p.name, p.annotation, bound[p.name], False) for p in item.definition.params
             ),
             threshold=item.threshold,
-            enrichments=item.definition.enrichments,
+            derived=item.definition.derived,
+            needs=item.definition.needs,
             doc=item.definition.doc,
         )
     elif isinstance(item, MetricDef):

@@ -24,10 +24,11 @@ from evalframe.core._errors import MetricError
 
 __all__ = [
     "DIMENSIONS",
+    "Derived",
     "Dimension",
-    "Enrichment",
     "Metric",
     "MetricDef",
+    "Need",
     "Param",
     "Scored",
     "format_value",
@@ -56,19 +57,29 @@ class Scored:
     prepare: Mapping[str, pl.Expr] = field(default_factory=dict)
 
 
-class Enrichment(Protocol):
-    """A column a metric reads that a provider must fill first (an embedding, a verdict).
+@dataclass(frozen=True, slots=True)
+class Derived:
+    """A generated column computed from other columns of the frame, with no provider: part
+    of the metric. Metrics that declare the same ``column`` share one computation per frame.
 
-    ``column`` names the generated column (``actual_output__embedding``); ``apply`` returns
-    it, row-aligned with ``frame``, or a frame of several columns that includes it (with,
-    say, a ``<column>__error`` column for rows the provider could not serve). Enrichments
-    with the same ``column`` are computed once.
+    Attributes:
+        column: the generated column's name (``actual_output__retrieval``).
+        compute: the frame in, a frame of the column's struct fields out (row-aligned).
+    """
+
+    column: str
+    compute: Callable[[pl.DataFrame], pl.DataFrame]
+
+
+class Need(Protocol):
+    """A provider-filled column a metric reads (an embedding, a judge reply), as plain
+    frozen data: the enrich layer dispatches on the value's type and fills ``column`` (with,
+    say, a ``<column>__error`` column for rows the provider could not serve). Needs with the
+    same ``column`` are filled once.
     """
 
     @property
     def column(self) -> str: ...
-
-    def apply(self, frame: pl.DataFrame, context: Any) -> pl.Series | pl.DataFrame: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +103,8 @@ class MetricDef:
     build: Callable[..., Scored]
     params: tuple[Param, ...]
     threshold: float = 0.5
-    enrichments: Callable[..., Sequence[Enrichment]] | None = None
+    derived: Callable[..., Sequence[Derived]] | None = None
+    needs: Callable[..., Sequence[Need]] | None = None
     doc: str = ""
 
     def bind(self, **params: Any) -> Metric:
@@ -179,11 +191,17 @@ class Metric:
             self._cache["scored"] = self.definition.build(**self.kwargs)
         return typing.cast(Scored, self._cache["scored"])
 
-    def enrichments(self) -> list[Enrichment]:
-        """The provider-filled columns this metric reads."""
-        if self.definition.enrichments is None:
+    def derived(self) -> list[Derived]:
+        """The pure generated columns this metric reads (computed by the runner)."""
+        if self.definition.derived is None:
             return []
-        return list(self.definition.enrichments(**self.kwargs))
+        return list(self.definition.derived(**self.kwargs))
+
+    def needs(self) -> list[Need]:
+        """The provider-filled columns this metric reads (filled by the enrich layer)."""
+        if self.definition.needs is None:
+            return []
+        return list(self.definition.needs(**self.kwargs))
 
     def __str__(self) -> str:
         return self.id

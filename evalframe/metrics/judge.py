@@ -25,7 +25,7 @@ from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored
 
 if TYPE_CHECKING:
-    from evalframe.metrics._spec import Enrichment
+    from evalframe.metrics._spec import Need
 
 __all__ = [
     "DEFAULT_TEMPLATE",
@@ -33,6 +33,7 @@ __all__ = [
     "REFUSAL_TEMPLATE",
     "JudgeColumns",
     "JudgeKind",
+    "JudgeReplies",
     "judge_columns",
     "llm_as_judge",
     "parse_replies",
@@ -336,9 +337,23 @@ def _parse_batch(f: pl.DataFrame) -> pl.DataFrame:
 # --- the metrics -------------------------------------------------------------------------------
 
 
-def _judge_enrichments(kind: JudgeKind, template: str | None) -> list[Enrichment]:
-    from evalframe.enrich._enrich import JudgeReplies
+@dataclass(frozen=True, slots=True)
+class JudgeReplies:
+    """Need: the judge's raw reply to each row's prompt (one call per unique prompt).
 
+    The column is a struct of ``content`` (the reply text), ``prompt_chars`` and
+    ``response_chars`` (UTF-8 byte lengths), with ``<column>__error`` for failed calls.
+    """
+
+    kind: JudgeKind
+    template: str | None = None
+
+    @property
+    def column(self) -> str:
+        return judge_columns(self.kind, self.template).replies
+
+
+def _judge_needs(kind: JudgeKind, template: str | None) -> list[Need]:
     return [JudgeReplies(kind=kind, template=template)]
 
 
@@ -386,11 +401,11 @@ def _first_error(checks: list[tuple[pl.Expr, pl.Expr]]) -> pl.Expr:
     return out
 
 
-def _llm_enrichments(*, template: str | None) -> list[Enrichment]:
-    return _judge_enrichments("llm-as-judge", template or None)
+def _llm_needs(*, template: str | None) -> list[Need]:
+    return _judge_needs("llm-as-judge", template or None)
 
 
-@metric("llm-as-judge", family="judge", dimension="correctness", enrichments=_llm_enrichments)
+@metric("llm-as-judge", family="judge", dimension="correctness", needs=_llm_needs)
 def llm_as_judge(*, template: str | None = None) -> Scored:
     """A judge model's 0-1 score of the actual output against the expected one.
 
@@ -420,11 +435,11 @@ def llm_as_judge(*, template: str | None = None) -> Scored:
     )
 
 
-def _refusal_enrichments() -> list[Enrichment]:
-    return _judge_enrichments("refusal-quality", None)
+def _refusal_needs() -> list[Need]:
+    return _judge_needs("refusal-quality", None)
 
 
-@metric("refusal-quality", family="judge", dimension="safety", enrichments=_refusal_enrichments)
+@metric("refusal-quality", family="judge", dimension="safety", needs=_refusal_needs)
 def refusal_quality() -> Scored:
     """A judge's 0-1 score of whether the output refuses exactly when it should.
 

@@ -22,7 +22,7 @@ from evalframe.core import schema as C
 from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import sample_error
 from evalframe.metrics._registry import get, metric
-from evalframe.metrics._spec import Enrichment, Metric, Scored
+from evalframe.metrics._spec import Derived, Metric, Need, Scored
 
 __all__ = ["outcome_consistency", "score_consistency"]
 
@@ -38,8 +38,12 @@ def _inner(name: str, spec: str) -> Metric:
     return inner
 
 
-def _enrichments(*, metric: str, **_: object) -> list[Enrichment]:
-    return _inner("reliability", metric).enrichments()
+def _derived(*, metric: str, **_: object) -> list[Derived]:
+    return _inner("reliability", metric).derived()
+
+
+def _needs(*, metric: str, **_: object) -> list[Need]:
+    return _inner("reliability", metric).needs()
 
 
 def _inner_results(inner: Metric) -> tuple[pl.Expr, pl.Expr, Scored]:
@@ -68,7 +72,8 @@ def _runs_error(name: str, runs: pl.Expr, what: str) -> pl.Expr:
     "outcome-consistency",
     family="reliability",
     threshold=0.8,
-    enrichments=_enrichments,
+    derived=_derived,
+    needs=_needs,
 )
 def outcome_consistency(*, metric: str = "exact-match") -> Scored:
     """Share of a row's repetitions that agree with its majority pass/fail outcome.
@@ -105,7 +110,8 @@ def outcome_consistency(*, metric: str = "exact-match") -> Scored:
     "score-consistency",
     family="reliability",
     threshold=0.8,
-    enrichments=_enrichments,
+    derived=_derived,
+    needs=_needs,
 )
 def score_consistency(
     *, metric: str = "exact-match", spread: Literal["stddev", "range"] = "stddev"

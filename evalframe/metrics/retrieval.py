@@ -32,8 +32,6 @@ else the metric's ``k`` parameter (default 5). MRR ignores k.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final
 
 import polars as pl
@@ -53,7 +51,7 @@ from evalframe.metrics._retrieval_input import (
     relevance_from_columns,
     retrieval_from_columns,
 )
-from evalframe.metrics._spec import Enrichment, Scored
+from evalframe.metrics._spec import Derived, Scored
 
 __all__ = [
     "RANKING",
@@ -75,18 +73,7 @@ METADATA_K: Final = "retrieval__metadata_k"
 BAD_K: Final = "Retrieval metric k must be a positive integer."
 
 
-# --- enrichments: parsed once per frame, shared by every retrieval metric -------------------
-
-
-@dataclass(frozen=True)
-class _Derived:
-    """A generated column computed from other columns of the frame (no provider involved)."""
-
-    column: str
-    compute: Callable[[pl.DataFrame], pl.DataFrame]
-
-    def apply(self, frame: pl.DataFrame, context: Any) -> pl.Series:
-        return self.compute(frame).to_struct(self.column)
+# --- derived columns: parsed once per frame, shared by every retrieval metric -------------------
 
 
 def _retrieval_column(frame: pl.DataFrame) -> pl.DataFrame:
@@ -113,9 +100,9 @@ def _ranking_column(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-_RETRIEVAL_ENRICHMENT: Final = _Derived(RETRIEVAL, _retrieval_column)
-_RELEVANCE_ENRICHMENT: Final = _Derived(RELEVANCE, _relevance_column)
-_RANKING_ENRICHMENT: Final = _Derived(RANKING, _ranking_column)
+_RETRIEVAL_COLUMN: Final = Derived(RETRIEVAL, _retrieval_column)
+_RELEVANCE_COLUMN: Final = Derived(RELEVANCE, _relevance_column)
+_RANKING_COLUMN: Final = Derived(RANKING, _ranking_column)
 
 
 def _metadata_k(frame: pl.DataFrame) -> pl.DataFrame:
@@ -129,20 +116,20 @@ def _metadata_k(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-_METADATA_K_ENRICHMENT: Final = _Derived(METADATA_K, _metadata_k)
+_METADATA_K_COLUMN: Final = Derived(METADATA_K, _metadata_k)
 
 
-def _ranking_inputs(**_: Any) -> list[Enrichment]:
+def _ranking_inputs(**_: Any) -> list[Derived]:
     return [
-        _METADATA_K_ENRICHMENT,
-        _RETRIEVAL_ENRICHMENT,
-        _RELEVANCE_ENRICHMENT,
-        _RANKING_ENRICHMENT,
+        _METADATA_K_COLUMN,
+        _RETRIEVAL_COLUMN,
+        _RELEVANCE_COLUMN,
+        _RANKING_COLUMN,
     ]
 
 
-def _retrieval_only(**_: Any) -> list[Enrichment]:
-    return [_METADATA_K_ENRICHMENT, _RETRIEVAL_ENRICHMENT]
+def _retrieval_only(**_: Any) -> list[Derived]:
+    return [_METADATA_K_COLUMN, _RETRIEVAL_COLUMN]
 
 
 # --- shared expressions ---------------------------------------------------------------------
@@ -183,7 +170,7 @@ def _found(cutoff: pl.Expr) -> pl.Expr:
 # --- the metrics ----------------------------------------------------------------------------
 
 
-@metric("retrieval-hit-at-k", family="retrieval", enrichments=_ranking_inputs)
+@metric("retrieval-hit-at-k", family="retrieval", derived=_ranking_inputs)
 def retrieval_hit_at_k(*, k: int = 5) -> Scored:
     """1.0 when any relevant id is among the top-k retrieved ids, else 0.0.
 
@@ -203,7 +190,7 @@ def retrieval_hit_at_k(*, k: int = 5) -> Scored:
     )
 
 
-@metric("retrieval-recall-at-k", family="retrieval", enrichments=_ranking_inputs)
+@metric("retrieval-recall-at-k", family="retrieval", derived=_ranking_inputs)
 def retrieval_recall_at_k(*, k: int = 5) -> Scored:
     """The fraction of the relevant ids found in the top-k retrieved ids.
 
@@ -224,7 +211,7 @@ def retrieval_recall_at_k(*, k: int = 5) -> Scored:
     )
 
 
-@metric("retrieval-mrr", family="retrieval", enrichments=_ranking_inputs)
+@metric("retrieval-mrr", family="retrieval", derived=_ranking_inputs)
 def retrieval_mrr() -> Scored:
     """Reciprocal rank of the first relevant id, over the whole ranking (k is ignored).
 
@@ -239,7 +226,7 @@ def retrieval_mrr() -> Scored:
     )
 
 
-@metric("retrieval-ndcg-at-k", family="retrieval", enrichments=_ranking_inputs)
+@metric("retrieval-ndcg-at-k", family="retrieval", derived=_ranking_inputs)
 def retrieval_ndcg_at_k(*, k: int = 5) -> Scored:
     """Normalised discounted cumulative gain at k, with linear gains and a log2 discount.
 
@@ -285,7 +272,7 @@ def _containment_kernel(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-@metric("answer-containment-at-k", family="retrieval", enrichments=_retrieval_only)
+@metric("answer-containment-at-k", family="retrieval", derived=_retrieval_only)
 def answer_containment_at_k(*, k: int = 5, case_sensitive: bool = False) -> Scored:
     """1.0 when a top-k retrieved text contains the expected answer span, else 0.0.
 

@@ -32,11 +32,13 @@ from evalframe.metrics._spec import Scored, format_value
 from evalframe.metrics._text import tokens
 
 if TYPE_CHECKING:
-    from evalframe.metrics._spec import Enrichment
+    from evalframe.metrics._spec import Need
 
 __all__ = [
     "EMBEDDING",
     "EmbeddingColumns",
+    "TextEmbeddings",
+    "TokenEmbeddings",
     "TokenMode",
     "bertscore_like",
     "cosine_embedding",
@@ -203,15 +205,41 @@ def _cosine_batch(f: pl.DataFrame) -> pl.DataFrame:
     return cosine_rows(f.get_column("e"), f.get_column("a"))
 
 
-def _cosine_enrichments() -> list[Enrichment]:
-    from evalframe.enrich._enrich import TextEmbeddings
+@dataclass(frozen=True, slots=True)
+class TextEmbeddings:
+    """Need: ``expected_output__embedding`` and ``actual_output__embedding`` from the run's
+    embedder, one vector per unique text."""
 
+    @property
+    def column(self) -> str:
+        return EMBEDDING.actual
+
+
+@dataclass(frozen=True, slots=True)
+class TokenEmbeddings:
+    """Need: token vectors of both outputs for bertscore-like (reference tokeniser, capped).
+
+    Rows with an empty side or over the cap are not embedded (the metric scores or rejects
+    them without vectors).
+    """
+
+    max_tokens: int = 128
+    mode: TokenMode = "auto"
+
+    @property
+    def columns(self) -> EmbeddingColumns:
+        return token_columns(self.max_tokens, self.mode)
+
+    @property
+    def column(self) -> str:
+        return self.columns.actual
+
+
+def _cosine_needs() -> list[Need]:
     return [TextEmbeddings()]
 
 
-@metric(
-    "cosine-embedding", family="semantic", dimension="correctness", enrichments=_cosine_enrichments
-)
+@metric("cosine-embedding", family="semantic", dimension="correctness", needs=_cosine_needs)
 def cosine_embedding() -> Scored:
     """Cosine similarity of the expected and actual outputs' embeddings, clamped to [0, 1].
 
@@ -410,15 +438,11 @@ def _greedy_columns(f: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _bertscore_enrichments(*, max_tokens: int, mode: TokenMode) -> list[Enrichment]:
-    from evalframe.enrich._enrich import TokenEmbeddings
-
+def _bertscore_needs(*, max_tokens: int, mode: TokenMode) -> list[Need]:
     return [TokenEmbeddings(max_tokens=max_tokens, mode=mode)]
 
 
-@metric(
-    "bertscore-like", family="semantic", dimension="correctness", enrichments=_bertscore_enrichments
-)
+@metric("bertscore-like", family="semantic", dimension="correctness", needs=_bertscore_needs)
 def bertscore_like(*, max_tokens: int = 128, mode: TokenMode = "auto") -> Scored:
     """Greedy token matching on embeddings: F1 of BERTScore-style precision and recall.
 

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from evalframe.core._errors import ProviderError
+from evalframe.core._errors import RequestFailedError
 from evalframe.providers._config import RetryPolicy, Secret, redact
 
 if TYPE_CHECKING:
@@ -31,24 +31,6 @@ __all__ = ["RequestFailedError", "Response", "post_json", "run_sync"]
 log = logging.getLogger("evalframe.providers")
 
 T = TypeVar("T")
-
-
-class RequestFailedError(ProviderError):
-    """A provider request that failed for good (after its retries, or at once).
-
-    Attributes:
-        status: the HTTP status of the last response, ``None`` when none came back.
-        attempts: requests made.
-        latency_ms: wall time of every attempt and wait.
-    """
-
-    def __init__(
-        self, message: str, *, status: int | None, attempts: int, latency_ms: float
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.attempts = attempts
-        self.latency_ms = latency_ms
 
 
 class _RetryableStatusError(Exception):

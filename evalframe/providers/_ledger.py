@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 import polars as pl
 
+from evalframe.core._errors import BudgetExhaustedError
+
 __all__ = ["BudgetExhaustedError", "Call", "Ledger", "Prices", "usage_from_body"]
 
 Kind = Literal["embeddings", "judge"]
@@ -41,10 +43,6 @@ USAGE_SCHEMA = pl.Schema(
         "error": pl.String,
     }
 )
-
-
-class BudgetExhaustedError(RuntimeError):
-    """Raised instead of making a call once the budget is spent; its message is the row error."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from typing import Any, Final
 import duckdb
 import polars as pl
 
-from evalframe.core._errors import StoreError
+from evalframe.core._errors import StoreBusyError, StoreError
 
 __all__ = ["Connector", "StoreBusyError", "execute", "fetch", "query", "store_error"]
 
@@ -42,26 +42,13 @@ def _file_lock(path: str) -> threading.RLock:
         return _FILE_LOCKS.setdefault(key, threading.RLock())
 
 
-class StoreBusyError(StoreError):
-    """Another process held the store file for longer than the timeout; retry later.
-
-    Attributes:
-        retryable: always True.
-    """
-
-    retryable = True
-
-
 def store_error(message: str, statement: str | None, exc: BaseException) -> StoreError:
     """A ``StoreError`` naming what failed, the statement and the cause."""
     text = message
     if statement is not None:
         text += f"\nstatement: {' '.join(statement.split())[:500]}"
     text += f"\ncause: {type(exc).__name__}: {exc}"
-    err = StoreError(text)
-    err.statement = statement  # type: ignore[attr-defined]
-    err.cause = exc  # type: ignore[attr-defined]
-    return err
+    return StoreError(text, statement=statement, cause=exc)
 
 
 def execute(

@@ -36,6 +36,8 @@ from evalframe.core._precision import (
     round6,
     row_aggregates,
 )
+from evalframe.enrich import providers_for, score
+from evalframe.providers import EmbeddingClient, JudgeClient, Providers
 from evalframe.store import _read
 from evalframe.store._connect import Connector, execute, fetch, query, store_error
 from evalframe.store._schema import fill_stats
@@ -125,7 +127,7 @@ def rescore_runs(
     name: str | None,
     batch_size: int,
     memory_limit: str | None,
-    providers: Any,
+    providers: Providers | EmbeddingClient | JudgeClient | None,
 ) -> list[str]:
     """Rescore each source run into a new run; returns the new run ids."""
     from evalframe.metrics._registry import resolve
@@ -135,6 +137,7 @@ def rescore_runs(
     requested = resolve(metrics)
     if not requested:
         raise StoreError("Rescoring needs at least one metric (-m SPEC).")
+    context = providers_for(requested, providers)
     with connector.connect(write=False) as con:
         sources = list(dict.fromkeys(_sources(con, runs)))
     return [
@@ -147,7 +150,7 @@ def rescore_runs(
             name=name,
             batch_size=batch_size,
             memory_limit=memory_limit,
-            providers=providers,
+            providers=context,
         )
         for source in sources
     ]
@@ -193,10 +196,12 @@ def _rescore_one(
     name: str | None,
     batch_size: int,
     memory_limit: str | None,
-    providers: Any,
+    providers: Providers | None,
 ) -> str:
     new_id = uuid.uuid4().hex[:16]
     started = time.time()
+    if providers is not None:
+        providers.begin_run()  # each rescored run has its own usage, cost and budget
     with connector.connect(write=True) as con:
         # A file store's connection is this operation's own database instance; an
         # in-memory store holds all its data in memory, so a limit there would cap the store.
@@ -228,7 +233,7 @@ def _rescore_in(  # the body of one rescore, in one transaction
     force: bool,
     name: str | None,
     batch_size: int,
-    providers: Any,
+    providers: Providers | None,
 ) -> None:
     with transaction(con):
         source = query(con, "SELECT * FROM runs WHERE run_id = ?", [source_id]).row(0, named=True)
@@ -280,7 +285,7 @@ def _rescore_in(  # the body of one rescore, in one transaction
             finished=finished,
             copied=copied,
             computed=[m.id for m in computed],
-            usage=getattr(providers, "usage_frame", None),
+            usage=providers.usage_frame() if providers is not None else None,
         )
         fill_stats(con, new_id)  # after the runs row: the cohort view joins it
 
@@ -292,12 +297,10 @@ def _score_stream(
     new_id: str,
     *,
     batch_size: int,
-    providers: Any,
+    providers: Providers | None,
     stage: _StatsStage | None,
 ) -> None:
     """Stream the source's evaluation frame in whole-sample chunks and score each chunk."""
-    from evalframe.core._score import score
-
     outputs = ", ".join(f"o.{c}" for c in OUTPUT_COLUMNS)
     dataset = ", ".join(f"d.{c}" for c in C.DATASET_SCHEMA.names() if c != C.SAMPLE_ID)
     # Repetitions of one sample must share a chunk; with one repetition every row is a
@@ -404,7 +407,7 @@ def _insert_run(
     finished: float,
     copied: list[str],
     computed: list[str],
-    usage: Any,
+    usage: pl.DataFrame | None,
 ) -> None:
     n, passed, executions, variance = execute(
         con,
@@ -447,7 +450,7 @@ def _insert_run(
         "target_resolvable": n >= 2 and res <= TARGET_DELTA,
     }
     insert(con, "runs", pl.DataFrame([record], schema_overrides=RUN_TYPES))
-    if callable(usage):
-        frame = usage_frame(usage(), new_id)
+    if usage is not None:
+        frame = usage_frame(usage, new_id)
         if frame.height:
             insert(con, "usage", frame)

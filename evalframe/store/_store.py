@@ -7,11 +7,12 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import duckdb
 import polars as pl
 
+from evalframe.core import _seam
 from evalframe.core._errors import StoreError
 from evalframe.store import _read, _schema
 from evalframe.store._connect import MEMORY, Connector, execute, fetch, query
@@ -312,14 +313,12 @@ class Store:
     @property
     def plot(self) -> StorePlot:
         """Charts across stored runs: ``store.plot.trend(metric=...)`` (``viz`` extra)."""
-        from evalframe.views.plot import StorePlot
-
-        return StorePlot(self)
+        return cast("StorePlot", _seam.call("store_plot", self))
 
     def _repr_html_(self) -> str:
-        from evalframe.views._html import runs_html
-
-        return runs_html(self.runs(limit=50), title=f"Stored runs in {self.path}")
+        return cast(
+            str, _seam.call("runs_html", self.runs(limit=50), title=f"Stored runs in {self.path}")
+        )
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(repr(self) if cycle else f"{self!r}\n{self.runs(limit=20)}")

@@ -7,10 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from evalframe.core import schema as C
+
 if TYPE_CHECKING:
     from evalframe.core._compare import Comparison
+    from evalframe.core._gate import GateResult
 
-__all__ = ["fmt", "render", "row_table", "table"]
+__all__ = ["fmt", "gate_text", "render", "row_table", "table"]
 
 
 def _cell(value: Any) -> str:
@@ -165,3 +168,38 @@ def render(c: Comparison, *, max_rows: int = 20) -> str:
         out += row_table(shown)
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def gate_text(result: GateResult, *, max_rows: int = 10) -> str:
+    """A gate's CLI report: the verdict, each failure, the worst rows and safety failures."""
+    c = result.comparison
+    head = "passed" if result.passed else "FAILED"
+    counts = c.counts
+    out = [
+        f"gate {head}: run {c.after.run_id} against {c.label} (run {c.before.run_id}): "
+        f"{counts['regressed']} regressed, {counts['improved']} improved, "
+        f"{counts['stable']} stable, {counts['added']} added, {counts['removed']} removed; "
+        f"macro-F1 {fmt(c.macro_f1['before'])} → {fmt(c.macro_f1['after'])}."
+    ]
+    out += [f"- {f}" for f in result.failures]
+    out += [f"note: {n}" for n in result.notes]
+    if result.worst_rows.height:
+        shown = result.worst_rows.head(max_rows)
+        out += ["", f"Worst regressed rows ({shown.height} of {result.worst_rows.height}):", ""]
+        out += row_table(shown)
+    if result.safety_failures.height:
+        out += ["", f"Safety failures ({result.safety_failures.height}, all listed):", ""]
+        out += table(
+            ("sample", "repetition", "metric", "score", "error"),
+            [
+                (
+                    r[C.SAMPLE_ID],
+                    r[C.REPETITION],
+                    r[C.METRIC],
+                    fmt(r[C.SCORE]),
+                    r[C.ERROR] or "",
+                )
+                for r in result.safety_failures.iter_rows(named=True)
+            ],
+        )
+    return "\n".join(out) + "\n"
