@@ -17,6 +17,7 @@ from evalframe.core import aggregate, schema
 from evalframe.core._compare import Comparison, ComparisonError, compare
 from evalframe.core._dataset import Dataset, read_dataset
 from evalframe.core._errors import (
+    BudgetExhaustedError,
     DatasetError,
     EvalframeError,
     MetricError,
@@ -40,6 +41,7 @@ from evalframe.views import plot
 from evalframe.views._report import Report
 
 __all__ = [
+    "BudgetExhaustedError",
     "Comparison",
     "ComparisonError",
     "Dataset",

@@ -1,7 +1,10 @@
 """Metrics: the registry, the ``@metric`` contract and the built-in families.
 
 Every metric is a value with a canonical id (``rouge-l(beta=2.0)``) whose computation is a
-set of Polars expressions over whole columns. Resolve spec strings with ``get``; build from
+set of Polars expressions over whole columns. A metric may read *derived* columns (pure,
+computed once per frame) and declare *needs*: provider-filled columns, as plain values
+(``TextEmbeddings()``, ``TokenEmbeddings(...)``, ``JudgeReplies(...)``) that the enrich layer
+fills before scoring. Resolve spec strings with ``get``; build from
 Python with the snake_case factories (``rouge_l(beta=2.0)``).
 """
 
@@ -17,10 +20,10 @@ from evalframe.metrics._registry import (
     resolve,
 )
 from evalframe.metrics._rowwise import MetricScore, Sample, from_object, rowwise
-from evalframe.metrics._spec import Metric, MetricDef, Scored, parse_spec
+from evalframe.metrics._spec import Derived, Metric, MetricDef, Need, Scored, parse_spec
 from evalframe.metrics.citation import citation_groundedness
 from evalframe.metrics.deterministic import list_contains, numeric_diff
-from evalframe.metrics.judge import llm_as_judge, refusal_quality
+from evalframe.metrics.judge import JudgeReplies, llm_as_judge, refusal_quality
 from evalframe.metrics.lexical import contains, exact_match, regex, rouge_l
 from evalframe.metrics.operational import cost, latency, retry_count, token_cost
 from evalframe.metrics.ordinal import ordinal_distance
@@ -32,17 +35,27 @@ from evalframe.metrics.retrieval import (
     retrieval_ndcg_at_k,
     retrieval_recall_at_k,
 )
-from evalframe.metrics.semantic import bertscore_like, cosine_embedding
+from evalframe.metrics.semantic import (
+    TextEmbeddings,
+    TokenEmbeddings,
+    bertscore_like,
+    cosine_embedding,
+)
 from evalframe.metrics.similarity import bleu, levenshtein
 from evalframe.metrics.structural import json_diff, json_schema, json_valid
 
 __all__ = [
+    "Derived",
+    "JudgeReplies",
     "Metric",
     "MetricDef",
     "MetricFactory",
     "MetricScore",
+    "Need",
     "Sample",
     "Scored",
+    "TextEmbeddings",
+    "TokenEmbeddings",
     "answer_containment_at_k",
     "available",
     "bertscore_like",

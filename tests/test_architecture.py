@@ -1,0 +1,168 @@
+"""The house's shape: layers import only downward, one error tree, a pinned public surface."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import pkgutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import evalframe as ef
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def lint_imports(cwd: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from importlinter.cli import lint_imports_command; lint_imports_command()",
+            *extra,
+        ],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PYTHONPATH": str(cwd), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_layers_import_only_downward() -> None:
+    done = lint_imports(ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Contracts: 2 kept, 0 broken." in done.stdout
+
+
+def test_the_layer_contract_fails_on_an_upward_import(tmp_path: Path) -> None:
+    """Control: the same contract type breaks when a low layer reaches up, even inside a
+    function, so a green contract above means something."""
+    pkg = tmp_path / "house"
+    for layer in ("core", "views"):
+        (pkg / layer).mkdir(parents=True)
+        (pkg / layer / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "views" / "render.py").write_text("X = 1\n", encoding="utf-8")
+    (pkg / "core" / "run.py").write_text(
+        "def report():\n    from house.views import render\n    return render.X\n",
+        encoding="utf-8",
+    )
+    (tmp_path / ".importlinter").write_text(
+        textwrap.dedent(
+            """
+            [importlinter]
+            root_package = house
+
+            [importlinter:contract:layers]
+            name = layers
+            type = layers
+            layers =
+                house.views
+                house.core
+            """
+        ),
+        encoding="utf-8",
+    )
+    done = lint_imports(tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "house.core.run -> house.views.render" in done.stdout
+
+
+def _evalframe_modules() -> list[str]:
+    return [
+        m.name
+        for m in pkgutil.walk_packages(ef.__path__, prefix="evalframe.")
+        if m.name != "evalframe.__main__"
+    ]
+
+
+def test_every_exception_evalframe_defines_derives_from_evalframe_error() -> None:
+    defined = []
+    for name in _evalframe_modules():
+        module = importlib.import_module(name)
+        for obj in vars(module).values():
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, BaseException)
+                and obj.__module__ == name
+                and not obj.__name__.startswith("_")
+            ):
+                defined.append(obj)
+    assert defined, "no exception class found: the scan is broken"
+    assert {e.__module__ for e in defined} == {"evalframe.core._errors"}
+    assert all(issubclass(e, ef.EvalframeError) for e in defined), defined
+
+
+def test_no_function_shadows_a_module() -> None:
+    functions = [n for n in ef.__all__ if inspect.isfunction(getattr(ef, n))]
+    assert {"compare", "evaluate", "gate", "score"} <= set(functions)
+    for name in functions:
+        assert importlib.util.find_spec(f"evalframe.{name}") is None, name
+
+
+def test_public_names_are_pinned() -> None:
+    assert ef.__all__ == [
+        "BudgetExhaustedError", "Comparison", "ComparisonError", "Dataset", "DatasetError",
+        "EvalframeError", "GateResult", "HashingEmbedder", "MetricError", "OnnxEmbedder",
+        "OpenAIEmbeddings", "OpenAIJudge", "ProviderError", "Providers", "Report", "Run",
+        "Store", "StoreBusyError", "StoreError", "__version__", "aggregate", "compare",
+        "evaluate", "gate", "metrics", "plot", "providers", "read_dataset", "read_outputs",
+        "schema", "score",
+    ]  # fmt: skip
+    assert ef.metrics.__all__ == [
+        "Derived", "JudgeReplies", "Metric", "MetricDef", "MetricFactory", "MetricScore", "Need",
+        "Sample", "Scored", "TextEmbeddings", "TokenEmbeddings", "answer_containment_at_k",
+        "available", "bertscore_like", "bleu", "citation_groundedness", "contains",
+        "cosine_embedding", "cost", "definition", "exact_match", "from_object", "get",
+        "json_diff", "json_schema", "json_valid", "latency", "levenshtein", "list_contains",
+        "llm_as_judge", "metric", "numeric_diff", "ordinal_distance", "outcome_consistency",
+        "parse_spec", "refusal_quality", "regex", "register", "resolve", "retrieval_hit_at_k",
+        "retrieval_mrr", "retrieval_ndcg_at_k", "retrieval_recall_at_k", "retry_count",
+        "rouge_l", "rowwise", "score_consistency", "token_cost",
+    ]  # fmt: skip
+    assert ef.providers.__all__ == [
+        "ENV", "BudgetExhaustedError", "Call", "Embedded", "EmbeddingClient", "HashingEmbedder",
+        "JudgeClient", "Ledger", "OnnxEmbedder", "OpenAIEmbeddings", "OpenAIJudge", "Providers",
+        "Reply", "ResponseCache", "RetryPolicy", "Secret", "TokenEmbeddingClient",
+        "default_cache_path",
+    ]  # fmt: skip
+    assert ef.schema.__all__ == [
+        "ACTUAL_OUTPUT", "DATASET_SCHEMA", "ERROR", "EXPECTED_OUTPUT", "EXPECTED_TYPE", "INPUT",
+        "METADATA", "METRIC", "OPERATIONAL_COLUMNS", "REPETITION", "ROW_HASH", "RUN_ID",
+        "SAMPLE_ID", "SCORE", "SCORES_SCHEMA", "SYSTEM_ERROR", "TAGS", "ExpectedType",
+        "expected_text", "metadata_field",
+    ]  # fmt: skip
+    assert ef.aggregate.__all__ == [
+        "AGGREGATES", "UNTAGGED", "cohorts", "dimensions", "histograms", "macro_f1", "mean", "n",
+        "n_errors", "n_scored", "p50", "p95", "pass_rate", "safety_failures", "summarize",
+    ]  # fmt: skip
+    assert ef.plot.__all__ == [
+        "ComparisonPlot", "RunPlot", "StorePlot", "delta_bins", "deltas", "heatmap",
+        "histograms", "paired_scores", "to_png", "to_svg", "trend", "trend_frame",
+    ]  # fmt: skip
+
+
+def test_private_modules_hold_the_implementation() -> None:
+    """Only packages and documented namespaces have public module names."""
+    public = {
+        m.split(".")[-1] for m in _evalframe_modules() if not m.split(".")[-1].startswith("_")
+    }
+    assert public == {
+        "aggregate", "cli", "core", "engine", "enrich", "metrics", "plot", "providers",
+        "schema", "store", "views",
+        # metric families: one module per family, documented in the catalogue
+        "citation", "deterministic", "judge", "lexical", "operational", "ordinal",
+        "reliability", "retrieval", "semantic", "similarity", "structural",
+    }  # fmt: skip
+
+
+def test_every_seam_entry_is_provided_once_evalframe_is_imported() -> None:
+    from typing import get_args
+
+    from evalframe.core import _seam
+
+    assert _seam.provided() == set(get_args(_seam.Name))
