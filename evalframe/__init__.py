@@ -11,9 +11,12 @@ Examples:
 
 from __future__ import annotations
 
+import os
+from typing import TYPE_CHECKING, Any
+
 from evalframe import metrics, providers
 from evalframe._version import __version__
-from evalframe.core import aggregate, schema
+from evalframe.core import _seam, aggregate, schema
 from evalframe.core._compare import Comparison, ComparisonError, compare
 from evalframe.core._dataset import Dataset, read_dataset
 from evalframe.core._errors import (
@@ -22,6 +25,7 @@ from evalframe.core._errors import (
     EvalframeError,
     MetricError,
     ProviderError,
+    StoreBusyError,
     StoreError,
 )
 from evalframe.core._gate import GateResult, gate
@@ -36,9 +40,11 @@ from evalframe.providers import (
     OpenAIJudge,
     Providers,
 )
-from evalframe.store import Store, StoreBusyError
-from evalframe.views import plot
-from evalframe.views._report import Report
+
+if TYPE_CHECKING:
+    from evalframe.store import Store
+    from evalframe.views import plot
+    from evalframe.views._report import Report
 
 __all__ = [
     "BudgetExhaustedError",
@@ -73,3 +79,34 @@ __all__ = [
     "schema",
     "score",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The store (DuckDB) and the views (HTML, charts) load on first use, not at import.
+    if name == "Store":
+        from evalframe.store import Store
+
+        return Store
+    if name == "plot":
+        from evalframe.views import plot
+
+        return plot
+    if name == "Report":
+        from evalframe.views._report import Report
+
+        return Report
+    raise AttributeError(f"module 'evalframe' has no attribute {name!r}")
+
+
+def _load_views() -> None:
+    import evalframe.views  # noqa: F401  (registers the views the seam serves)
+
+
+def _save_run(run: Run, store: Store | str | os.PathLike[str]) -> str:
+    from evalframe.store import as_store
+
+    return as_store(store).save(run)
+
+
+_seam.provide("save_run", _save_run)
+_seam.on_demand(_load_views)

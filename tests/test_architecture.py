@@ -160,9 +160,20 @@ def test_private_modules_hold_the_implementation() -> None:
     }  # fmt: skip
 
 
-def test_every_seam_entry_is_provided_once_evalframe_is_imported() -> None:
-    from typing import get_args
+def test_import_loads_no_compiler_store_or_view_and_the_seam_loads_them_on_use() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        import evalframe as ef
+        from evalframe.core import _seam
 
-    from evalframe.core import _seam
-
-    assert _seam.provided() == set(get_args(_seam.Name))
+        heavy = ("numba", "duckdb", "pyarrow", "evalframe.views", "evalframe.store")
+        print(sorted(m for m in heavy if m in sys.modules))
+        ds = ef.Dataset.from_records([{"id": "a", "input": {}, "expected_output": "b"}], name="d")
+        run = ef.evaluate(ds, outputs={"a": "b"}, metrics=["exact-match"])
+        print(type(run.report()).__name__, "evalframe.views" in sys.modules)
+        print(_seam.provided() == _seam.names())
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:3] == ["[]", "Report True", "True"], out.stdout + out.stderr

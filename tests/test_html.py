@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 import evalframe as ef
-from evalframe.views import _html as efhtml
 from evalframe import plot
 from evalframe.cli import cli
+from evalframe.views import _html as efhtml
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 EXAMPLES = Path(ef.__file__).parent / "examples"

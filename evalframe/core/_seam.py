@@ -4,22 +4,24 @@ Some methods read naturally on a core or store value but belong to a higher laye
 ``Run.report()``, ``Run.plot``, ``Run.save()`` and the notebook reprs; ``Comparison``'s
 Markdown, HTML and charts; ``GateResult``'s text; ``Store.plot`` and its HTML listing.
 Instead of importing upward, those methods ask this registry, and the higher layer fills it
-when it is imported (``evalframe.views`` and ``evalframe.store`` call ``provide`` in their
-``__init__``). ``import evalframe`` imports every layer, so by the time user code holds a
-``Run`` every entry is there; nothing here imports anything.
+when it is imported (``evalframe.views`` calls ``provide`` in its ``__init__``). So that
+``import evalframe`` stays cheap, the top-level package registers a *loader* that imports
+the higher layers on the first call that finds its name missing; nothing here imports
+anything.
 
 Examples:
+    >>> import evalframe as ef
     >>> from evalframe.core import _seam
-    >>> sorted(_seam.provided())[:3]
-    ['build_report', 'comparison_html', 'comparison_markdown']
+    >>> "run_html" in _seam.names()
+    True
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-__all__ = ["Name", "call", "provide", "provided"]
+__all__ = ["Name", "call", "names", "on_demand", "provide", "provided"]
 
 Name = Literal[
     "build_report",
@@ -37,6 +39,7 @@ Name = Literal[
 ]
 
 _IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {}
+_LOADERS: list[Callable[[], None]] = []
 
 
 def provide(name: Name, implementation: Callable[..., Any]) -> None:
@@ -44,9 +47,19 @@ def provide(name: Name, implementation: Callable[..., Any]) -> None:
     _IMPLEMENTATIONS[name] = implementation
 
 
+def on_demand(loader: Callable[[], None]) -> None:
+    """Register a ``loader`` that imports higher layers when a name is not yet provided."""
+    _LOADERS.append(loader)
+
+
 def provided() -> frozenset[str]:
     """The names registered so far."""
     return frozenset(_IMPLEMENTATIONS)
+
+
+def names() -> frozenset[str]:
+    """Every name the seam serves."""
+    return frozenset(get_args(Name))
 
 
 def call(name: Name, *args: Any, **kwargs: Any) -> Any:
@@ -56,6 +69,9 @@ def call(name: Name, *args: Any, **kwargs: Any) -> Any:
         RuntimeError: the layer that provides ``name`` was never imported (only possible
             when evalframe's modules are loaded piecemeal, bypassing ``import evalframe``).
     """
+    if name not in _IMPLEMENTATIONS:
+        for load in _LOADERS:
+            load()
     try:
         implementation = _IMPLEMENTATIONS[name]
     except KeyError:

@@ -6,7 +6,7 @@ import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -20,7 +20,9 @@ from evalframe.enrich import providers_for, score
 from evalframe.metrics._registry import MetricFactory, resolve
 from evalframe.metrics._spec import Metric
 from evalframe.providers import EmbeddingClient, JudgeClient, Providers
-from evalframe.store import Store, as_store
+
+if TYPE_CHECKING:
+    from evalframe.store import Store
 
 __all__ = ["evaluate"]
 
@@ -150,6 +152,8 @@ def evaluate(
         extra=extra,
     )
     if store is not None:
+        from evalframe.store import as_store  # DuckDB loads when a run is first saved
+
         try:
             as_store(store).save(result)
         except StoreError as exc:

@@ -27,6 +27,7 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.core._errors import MetricError
+from evalframe.metrics._njit import njit
 from evalframe.metrics._text import (
     _ASCII_LOWER,
     _PRIME,
@@ -36,7 +37,6 @@ from evalframe.metrics._text import (
     _chunk,
     _mix,
     _TextColumn,
-    njit_cached,
 )
 
 __all__ = ["lcs_lengths", "rouge_l"]
@@ -50,7 +50,7 @@ _H01 = np.uint64(0x0101010101010101)
 _S1, _S2, _S4, _S56 = np.uint64(1), np.uint64(2), np.uint64(4), np.uint64(56)
 
 
-@njit_cached
+@njit
 def _popcount(x: Any) -> int:
     x = x - ((x >> _S1) & _M1)
     x = (x & _M2) + ((x >> _S2) & _M2)
@@ -58,13 +58,13 @@ def _popcount(x: Any) -> int:
     return int((x * _H01) >> _S56)
 
 
-@njit_cached
+@njit
 def _low_bits(n: int) -> Any:
     """A word whose ``n`` (1..64) lowest bits are set."""
     return _ALL if n >= 64 else (_ONE << np.uint64(n)) - _ONE
 
 
-@njit_cached
+@njit
 def _lcs_word(short: Any, s0: int, s1: int, long: Any, l0: int, l1: int, peq: Any) -> int:
     """``_lcs_pair`` for a short side of at most 64 tokens: one word."""
     for k in range(s1 - s0):
@@ -78,7 +78,7 @@ def _lcs_word(short: Any, s0: int, s1: int, long: Any, l0: int, l1: int, peq: An
     return _popcount(~v & _low_bits(s1 - s0))
 
 
-@njit_cached
+@njit
 def _lcs_words(
     short: Any, s0: int, s1: int, long: Any, l0: int, l1: int, peq: Any, carry: Any
 ) -> int:
@@ -105,7 +105,7 @@ def _lcs_words(
     return total
 
 
-@njit_cached
+@njit
 def _lcs_pair(
     short: Any, s0: int, s1: int, long: Any, l0: int, l1: int, peq: Any, carry: Any
 ) -> int:
@@ -120,7 +120,7 @@ def _lcs_pair(
     return _lcs_words(short, s0, s1, long, l0, l1, peq, carry)
 
 
-@njit_cached
+@njit
 def _lcs_kernel(a_ids: Any, a_off: Any, b_ids: Any, b_off: Any, active: Any) -> Any:
     n = len(a_off) - 1
     out = np.zeros(n, dtype=np.int64)
@@ -160,7 +160,7 @@ def _lcs_kernel(a_ids: Any, a_off: Any, b_ids: Any, b_off: Any, active: Any) -> 
 _HASH, _TAG, _LEN, _TAIL = 0, 1, 2, 3
 
 
-@njit_cached
+@njit
 def _keys_of(
     src: Any, words: Any, lower: bool, starts: Any, ends: Any, n: int, keys: Any, pool: Any
 ) -> None:
@@ -183,7 +183,7 @@ def _keys_of(
         keys[_LEN, t] = m
 
 
-@njit_cached
+@njit
 def _find_local(ks: Any, ps: Any, k: Any, p: Any, t: int, slots: Any, mask: int, shift: Any) -> Any:
     """Slot of the expected token equal to token ``t`` of keys ``k``, or of an empty one."""
     # Shaped like ``_text._find`` on purpose: with a loop condition on an array, a ``break``
@@ -209,7 +209,7 @@ def _find_local(ks: Any, ps: Any, k: Any, p: Any, t: int, slots: Any, mask: int,
         pos = (pos + 1) & mask
 
 
-@njit_cached
+@njit
 def _local_ids(
     ke: Any, pe: Any, n_e: int, ka: Any, pa: Any, n_a: int, slots: Any, ids: Any
 ) -> None:
@@ -233,7 +233,7 @@ def _local_ids(
         ids[n_e + t] = r if r >= 0 else n_e
 
 
-@njit_cached
+@njit
 def _rouge_kernel(e_col: Any, a_col: Any, max_tokens: int, scratch: Any, out: Any) -> None:
     """Token counts of both sides and LCS of every scored pair of rows (``out``).
 

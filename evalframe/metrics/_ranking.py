@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
-import pyarrow as pa
+
+from evalframe.metrics._njit import njit
 
 __all__ = [
     "dedupe_lists",
@@ -36,15 +37,6 @@ Bool = npt.NDArray[np.bool_]
 def _hash(values: pl.Series) -> U64:
     """64-bit hashes of a flat String series (a seam the tests use to force collisions)."""
     return values.hash().to_numpy()
-
-
-def _njit(fn: _F) -> _F:
-    import numba
-
-    try:
-        return cast(_F, numba.njit(cache=True, nogil=True)(fn))
-    except RuntimeError:  # no writable cache directory: compile on every run instead
-        return cast(_F, numba.njit(nogil=True)(fn))
 
 
 def _has_duplicate(hashes: U64, offsets: I64) -> Bool:
@@ -176,7 +168,7 @@ def _kernel(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Compile (or load from Numba's cache) a kernel on first use, never at import."""
     name = fn.__name__
     if name not in _KERNELS:
-        _KERNELS[name] = _njit(fn)
+        _KERNELS[name] = njit(fn)
     return _KERNELS[name]
 
 
@@ -198,6 +190,8 @@ def flat(lists: pl.Series) -> pl.Series:
 
 def from_flat(values: pl.Series, offsets: I64, name: str = "") -> pl.Series:
     """A List series from flat values and Arrow-style offsets."""
+    import pyarrow as pa
+
     arrow = pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), values.to_arrow())
     return pl.Series(name, arrow)
 

@@ -40,12 +40,13 @@ import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
-import numba
 import numpy as np
 import numpy.typing as npt
 import polars as pl
+
+from evalframe.metrics._njit import njit
 
 __all__ = ["TOKEN_PATTERN", "intern", "intern_texts", "tokens"]
 
@@ -56,19 +57,6 @@ IdArray = npt.NDArray[np.int32]
 OffsetArray = npt.NDArray[np.int64]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def njit_cached(fn: _F) -> _F:
-    """``numba.njit(cache=True, nogil=True)``, without the cache when no cache dir is writable.
-
-    Numba writes its cache beside the module, else in a user-wide directory; when neither is
-    writable ``cache=True`` raises at decoration time, so compile on every run instead.
-    """
-    try:
-        compiled = numba.njit(cache=True, nogil=True)(fn)
-    except RuntimeError:
-        compiled = numba.njit(nogil=True)(fn)
-    return cast("_F", compiled)
 
 
 def tokens(expr: pl.Expr) -> pl.Expr:
@@ -149,7 +137,7 @@ _CHAR_TABLE_SIZE = 0x40000
 _EMPTY_BYTES = np.frombuffer(b"", dtype=np.uint8)
 
 
-@njit_cached
+@njit
 def _load8(words: Any, p: int) -> Any:
     """The 8 bytes at byte offset ``p`` of ``words``, first byte lowest."""
     r = np.uint64(p & 7) * _U8
@@ -157,7 +145,7 @@ def _load8(words: Any, p: int) -> Any:
     return (words[p >> 3] >> r) | ((words[(p >> 3) + 1] << _U1) << (_U63 - r))
 
 
-@njit_cached
+@njit
 def _chunk(words: Any, p: int, n: int, lower: bool) -> Any:
     """The ``min(n, 8)`` bytes at ``p``, zero-padded; ASCII-lowercased if ``lower``.
 
@@ -171,7 +159,7 @@ def _chunk(words: Any, p: int, n: int, lower: bool) -> Any:
     return w if n >= 8 else w & ((_U2 << np.uint64(8 * n - 1)) - _U1)
 
 
-@njit_cached
+@njit
 def _fmix(h: Any) -> Any:
     # murmur3's fmix64: the table index takes the low bits, which the multiply leaves weak.
     h ^= h >> _U33
@@ -182,12 +170,12 @@ def _fmix(h: Any) -> Any:
     return h
 
 
-@njit_cached
+@njit
 def _mix(h: Any, chunk: Any) -> Any:
     return (((h << _U29) | (h >> _U35)) ^ chunk) * _PRIME
 
 
-@njit_cached
+@njit
 def _key(words: Any, s: int, e: int, lower: bool) -> tuple[Any, Any]:
     """Hash and tag of the token in bytes ``s:e``."""
     n = e - s
@@ -198,7 +186,7 @@ def _key(words: Any, s: int, e: int, lower: bool) -> tuple[Any, Any]:
     return _fmix(h), (first | (np.uint64(n) << _U56) if n < 8 else first)
 
 
-@njit_cached
+@njit
 def _find(
     src: Any,
     s: int,
@@ -234,7 +222,7 @@ def _find(
         pos = (pos + 1) & mask
 
 
-@njit_cached
+@njit
 def _store(
     src: Any,
     s: int,
@@ -256,7 +244,7 @@ def _store(
     id_start[n_ids + 1] = ks + n
 
 
-@njit_cached
+@njit
 def _has_room(
     slots: Any, id_start: Any, pool: Any, n_ids: int, new_ids: int, new_bytes: int
 ) -> bool:
@@ -265,7 +253,7 @@ def _has_room(
     return bool(room & (id_start[n_ids] + new_bytes <= len(pool)))
 
 
-@njit_cached
+@njit
 def _rehash(old: Any, slots: Any, id_start: Any, pool: Any) -> None:
     """Move every entry of the table ``old`` into the empty, larger table ``slots``."""
     mask = len(slots) - 1
@@ -288,7 +276,7 @@ def _rehash(old: Any, slots: Any, id_start: Any, pool: Any) -> None:
         slots[pos, 1] = meta
 
 
-@njit_cached
+@njit
 def _intern_flat(
     src: Any,
     words: Any,
@@ -319,7 +307,7 @@ def _intern_flat(
     return len(ids), n_ids
 
 
-@njit_cached
+@njit
 def _decode(src: Any, k: int) -> tuple[Any, int]:
     """Code point and length of the UTF-8 sequence at ``src[k]`` (Polars strings are valid)."""
     b = np.int64(src[k])
@@ -336,7 +324,7 @@ def _decode(src: Any, k: int) -> tuple[Any, int]:
     return cp, size
 
 
-@njit_cached
+@njit
 def _row_kinds(buf: Any, off: Any, valid: Any, char_class: Any) -> Any:
     """How to tokenise each row: ``_ROW_SCAN``, ``_ROW_LOWER`` or ``_ROW_REGEX`` (or null).
 
@@ -365,7 +353,7 @@ def _row_kinds(buf: Any, off: Any, valid: Any, char_class: Any) -> Any:
     return kinds
 
 
-@njit_cached
+@njit
 def _bounds(src: Any, s: int, e: int, kind: int, char_class: Any, starts: Any, ends: Any) -> int:
     """Starts and ends of the tokens of bytes ``s:e`` of a row of ``kind``; returns how many.
 
@@ -395,7 +383,7 @@ def _bounds(src: Any, s: int, e: int, kind: int, char_class: Any, starts: Any, e
     return n_starts
 
 
-@njit_cached
+@njit
 def _intern_spans(
     src: Any,
     words: Any,
@@ -428,7 +416,7 @@ def _intern_spans(
     return n_tok, n_ids
 
 
-@njit_cached
+@njit
 def _tokenize_intern(
     buf: Any,
     words: Any,
@@ -498,7 +486,7 @@ def _char_class() -> npt.NDArray[np.uint8]:
     return table
 
 
-@njit_cached
+@njit
 def _all_ascii(buf: Any) -> bool:
     high = np.uint8(0)
     for k in range(len(buf)):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +27,7 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched, sample_error, type_error
+from evalframe.metrics._njit import njit
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored, format_value
 from evalframe.metrics._text import tokens
@@ -103,16 +104,6 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 _FASTMATH = {"reassoc", "contract"}
 
 
-def _njit(fn: _F) -> _F:
-    """``numba.njit`` with caching where a cache directory is writable, and reassociation."""
-    import numba
-
-    try:
-        return cast(_F, numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)(fn))
-    except RuntimeError:  # no writable cache directory: compile on each run instead
-        return cast(_F, numba.njit(nogil=True, fastmath=_FASTMATH)(fn))
-
-
 def _ragged(s: pl.Series) -> tuple[F32, I64, npt.NDArray[np.bool_]]:
     """A column of vectors as a flat float32 array, row offsets and validity.
 
@@ -145,7 +136,7 @@ def _ragged(s: pl.Series) -> tuple[F32, I64, npt.NDArray[np.bool_]]:
     return flat, offsets, valid
 
 
-@_njit
+@njit(fastmath=_FASTMATH)
 def _cosine_kernel(e: Any, e_off: Any, a: Any, a_off: Any, out: Any) -> None:  # pragma: no cover
     # One fused pass per row (dot product and both norms), so each vector is read once:
     # this runs at the memory bandwidth. NaN marks an unscorable row, -2 a size mismatch.
@@ -291,7 +282,7 @@ def cosine_embedding() -> Scored:
 # --- bertscore-like -----------------------------------------------------------------------------
 
 
-@_njit
+@njit(fastmath=_FASTMATH)
 def _dot(u: Any, i: int, v: Any, j: int) -> Any:  # pragma: no cover - compiled
     acc = np.float32(0.0)
     for k in range(u.shape[1]):
@@ -299,7 +290,7 @@ def _dot(u: Any, i: int, v: Any, j: int) -> Any:  # pragma: no cover - compiled
     return acc
 
 
-@_njit
+@njit(fastmath=_FASTMATH)
 def _greedy_kernel(
     e: Any, e_off: Any, a: Any, a_off: Any, precision: Any, recall: Any
 ) -> None:  # pragma: no cover - compiled

@@ -21,7 +21,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
-import numba
 import numpy as np
 import numpy.typing as npt
 import polars as pl
@@ -29,9 +28,9 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched, type_error
+from evalframe.metrics._njit import njit
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored
-from evalframe.metrics._text import njit_cached
 
 __all__ = ["bleu", "bleu_scores", "bleu_statistics", "levenshtein"]
 
@@ -144,12 +143,12 @@ for _lo, _hi in (("{", "~"), ("[", "`"), (" ", "&"), ("(", "+"), (":", "@"), ("/
     _SPLIT_OFF[ord(_lo) : ord(_hi) + 1] = True
 
 
-@numba.njit(inline="always")
+@njit(inline="always")
 def _is_digit(b: Any) -> bool:
     return bool(0x30 <= b <= 0x39)
 
 
-@numba.njit(inline="always")
+@njit(inline="always")
 def _space_len(w: Any, i: int, n: int) -> int:
     """Length of the Python whitespace character at ``w[i]`` (0 when not whitespace)."""
     b = w[i]
@@ -171,7 +170,7 @@ def _space_len(w: Any, i: int, n: int) -> int:
     return 0
 
 
-@numba.njit
+@njit
 def _tokenize_13a(
     buf: Any, s: int, e: int, split_off: Any, w1: Any, w2: Any, tb: Any, tpos: int,
     t_start: Any, t_end: Any, ntok: int,
@@ -262,12 +261,12 @@ def _tokenize_13a(
     return ntok, tpos
 
 
-@numba.njit(inline="always")
+@njit(inline="always")
 def _slot(key: Any, mask: Any) -> Any:
     return np.int64(((key * _GOLDEN) >> np.uint64(32)) & mask)
 
 
-@njit_cached
+@njit
 def _bleu_rows(
     h_buf: Any, h_off: Any, r_buf: Any, r_off: Any, valid: Any, split_off: Any,
     max_order: int, start: int, stop: int,

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import numba
 import numpy as np
 import numpy.typing as npt
 import polars as pl
@@ -26,9 +25,9 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched, sample_error
+from evalframe.metrics._njit import njit
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored
-from evalframe.metrics._text import njit_cached
 from evalframe.metrics.similarity import utf8_buffers
 
 __all__ = ["JSON_ERRORS", "KINDS", "json_diff", "json_leaves", "json_schema", "json_valid"]
@@ -57,7 +56,7 @@ _EXPECTED = pl.col(C.EXPECTED_OUTPUT)
 # --- the scanner ------------------------------------------------------------------------------
 
 
-@numba.njit(inline="always")
+@njit(inline="always")
 def _ws(buf: Any, pos: int, end: int) -> int:
     while pos < end and (
         buf[pos] == 0x20 or buf[pos] == 0x09 or buf[pos] == 0x0A or buf[pos] == 0x0D
@@ -66,7 +65,7 @@ def _ws(buf: Any, pos: int, end: int) -> int:
     return pos
 
 
-@numba.njit
+@njit
 def _room(arr: Any, used: int, extra: int) -> Any:
     """``arr``, or a copy twice as large, so that ``used + extra`` items fit."""
     if used + extra <= len(arr):
@@ -76,7 +75,7 @@ def _room(arr: Any, used: int, extra: int) -> Any:
     return bigger
 
 
-@numba.njit
+@njit
 def _put_utf8(out: Any, n: int, cp: int) -> int:
     if cp < 0x80:
         out[n] = cp
@@ -97,7 +96,7 @@ def _put_utf8(out: Any, n: int, cp: int) -> int:
     return n + 4
 
 
-@numba.njit
+@njit
 def _hex4(buf: Any, pos: int, end: int) -> int:
     """The value of four hex digits at ``pos``, or -1."""
     if pos + 4 > end:
@@ -117,7 +116,7 @@ def _hex4(buf: Any, pos: int, end: int) -> int:
     return v
 
 
-@numba.njit
+@njit
 def _string(buf: Any, pos: int, end: int, out: Any, n: int) -> tuple[int, int, int]:
     """Decode the string whose opening quote is at ``pos`` into ``out[n:]``.
 
@@ -177,7 +176,7 @@ def _string(buf: Any, pos: int, end: int, out: Any, n: int) -> tuple[int, int, i
     return pos, n, _E_END
 
 
-@numba.njit
+@njit
 def _number(buf: Any, pos: int, end: int, out: Any, n: int) -> tuple[int, int, int]:
     """Parse a number at ``pos``; write its canonical form ``[-]d[.ddd]e<exp>`` (or ``0``).
 
@@ -272,7 +271,7 @@ def _number(buf: Any, pos: int, end: int, out: Any, n: int) -> tuple[int, int, i
     return pos, n + digits, 0
 
 
-@njit_cached
+@njit
 def _scan(
     buf: Any, off: Any, valid: Any, emit: bool
 ) -> tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any, Any]:
@@ -512,7 +511,7 @@ def _scan(
     )
 
 
-@njit_cached
+@njit
 def _char_offsets(buf: Any, off: Any, at: Any) -> Any:
     """Byte offsets within each text to character (code point) offsets."""
     out = np.zeros(len(at), dtype=np.int64)

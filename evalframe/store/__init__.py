@@ -9,22 +9,8 @@ transaction through Arrow), ``_read`` (listing, references, loading), ``_rescore
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING
-
-from evalframe.core import _seam
 from evalframe.core._errors import StoreBusyError
 from evalframe.store._schema import SCHEMA_VERSION
 from evalframe.store._store import Store, as_store
 
-if TYPE_CHECKING:
-    from evalframe.core._run import Run
-
 __all__ = ["SCHEMA_VERSION", "Store", "StoreBusyError", "as_store"]
-
-
-def _save_run(run: Run, store: Store | str | os.PathLike[str]) -> str:
-    return as_store(store).save(run)
-
-
-_seam.provide("save_run", _save_run)
