@@ -122,6 +122,23 @@ def precision_block(rows: pl.DataFrame, total_executions: int) -> dict[str, Any]
         pl.col("repetitions").sum().alias("executions"),
         (pl.col("pass_rate") * (1 - pl.col("pass_rate"))).mean().fill_null(0.0).alias("v"),
     ).row(0)
+    return precision_from_counts(
+        int(n), int(passed), int(executions), float(variance), total_executions
+    )
+
+
+def precision_from_counts(
+    n: int, passed: int, executions: int, variance: float, total_executions: int
+) -> dict[str, Any]:
+    """The ``precision`` block from per-row counts, however they were counted.
+
+    Args:
+        n: the most repetitions of any row.
+        passed: passing executions over every (row, metric).
+        executions: executions over every (row, metric).
+        variance: the mean within-row variance ``p (1 - p)``.
+        total_executions: the run's executions (rows x repetitions).
+    """
     rate = passed / executions if executions else 0.0
     res = resolution(variance, n)
     resolvable = n >= 2 and res <= TARGET_DELTA

@@ -71,9 +71,7 @@ class Run:
     @property
     def macro_f1(self) -> float:
         """Mean per-metric pass-rate over every requested metric."""
-        if self.summary.height == 0:
-            return 0.0
-        return float(self.summary.select(pl.col("pass_rate").mean()).item())
+        return aggregate.macro_f1_of(self.summary)
 
     @cached_property
     def sample_aggregates(self) -> pl.DataFrame:

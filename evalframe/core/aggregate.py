@@ -134,7 +134,11 @@ def macro_f1(scores: pl.DataFrame, *, metrics: Sequence[str] | None = None) -> f
     Unlike eval-harness, a metric with no scored row counts with pass-rate 0 instead of
     dropping out, so an outage lowers the headline number rather than hiding.
     """
-    summary = summarize(scores, metrics=metrics)
+    return macro_f1_of(summarize(scores, metrics=metrics))
+
+
+def macro_f1_of(summary: pl.DataFrame) -> float:
+    """macro-F1 from a ``summarize`` frame (0.0 when no metric was requested)."""
     if summary.height == 0:
         return 0.0
     return float(summary.select(pl.col("pass_rate").mean()).item())

@@ -14,7 +14,6 @@ transaction: a crash leaves no partial run.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import tempfile
 import time
@@ -26,16 +25,9 @@ from typing import TYPE_CHECKING, Any, Final
 import duckdb
 import polars as pl
 
-from evalframe._version import __version__
 from evalframe.core import schema as C
 from evalframe.core._errors import StoreError
-from evalframe.core._precision import (
-    TARGET_DELTA,
-    required_repetitions,
-    resolution,
-    round6,
-    row_aggregates,
-)
+from evalframe.core._precision import precision_from_counts, row_aggregates
 from evalframe.enrich import providers_for, score
 from evalframe.providers import EmbeddingClient, JudgeClient, Providers
 from evalframe.store import _read
@@ -43,8 +35,8 @@ from evalframe.store._connect import Connector, execute, fetch, query, store_err
 from evalframe.store._schema import fill_stats
 from evalframe.store._write import (
     OUTPUT_COLUMNS,
-    RUN_TYPES,
     insert,
+    insert_run_record,
     transaction,
     usage_frame,
 )
@@ -416,40 +408,35 @@ def _insert_run(
         "FROM sample_stats WHERE run_id = ?",
         [new_id],
     )[0]
-    n, passed, executions, variance = int(n), int(passed), int(executions), float(variance)
-    res = resolution(variance, n)
+    precision = precision_from_counts(
+        int(n), int(passed), int(executions), float(variance), int(source["n_executions"])
+    )
     macro = fetch(
         con, "SELECT coalesce(avg(pass_rate), 0.0) FROM metric_summary WHERE run_id = ?", [new_id]
     )
     failures = fetch(con, "SELECT count(*) FROM failures WHERE run_id = ?", [new_id])
     extra = {"rescore": {"source_run_id": source["run_id"], "copied": copied, "computed": computed}}
-    record = {
-        **{k: source[k] for k in ("dataset", "dataset_hash", "git_commit", "git_branch")},
-        "run_id": new_id,
-        "seq": fetch(con, "SELECT coalesce(max(seq), 0) + 1 FROM runs"),
-        "name": name or source["name"],
-        "created_at": dt.datetime.fromtimestamp(finished, dt.UTC).replace(tzinfo=None),
-        "started_at": started,
-        "finished_at": finished,
-        "evalframe_version": __version__,
-        "duckdb_version": duckdb.__version__,
-        "models": list(source["models"] or []),
-        "labels": source["labels"],
-        "extra": json.dumps(extra),
-        "source_run_id": source["run_id"],
-        "outputs_run_id": source["outputs_run_id"],
-        "n_samples": source["n_samples"],
-        "n_executions": source["n_executions"],
-        "repetitions": source["repetitions"],
-        "n_failures": int(failures),
-        "macro_f1": float(macro),
-        "pass_rate": round6(passed / executions) if executions else 0.0,
-        "within_row_variance": round6(variance),
-        "resolution": res,
-        "required_repetitions": required_repetitions(variance),
-        "target_resolvable": n >= 2 and res <= TARGET_DELTA,
-    }
-    insert(con, "runs", pl.DataFrame([record], schema_overrides=RUN_TYPES))
+    insert_run_record(
+        con,
+        {
+            **{k: source[k] for k in ("dataset", "dataset_hash", "git_commit", "git_branch")},
+            "run_id": new_id,
+            "name": name or source["name"],
+            "models": list(source["models"] or []),
+            "labels": source["labels"],
+            "extra": json.dumps(extra),
+            "source_run_id": source["run_id"],
+            "outputs_run_id": source["outputs_run_id"],
+            "n_samples": source["n_samples"],
+            "n_executions": source["n_executions"],
+            "repetitions": source["repetitions"],
+            "n_failures": int(failures),
+            "macro_f1": float(macro),
+        },
+        started=started,
+        finished=finished,
+        precision=precision,
+    )
     if usage is not None:
         frame = usage_frame(usage, new_id)
         if frame.height:

@@ -288,37 +288,30 @@ def _write_rows(
     summary, cohorts = summaries.result()
     commit, branch = git_info()
     extra = {k: v for k, v in run.extra.items() if k != "models"}
-    seq = fetch(con, "SELECT coalesce(max(seq), 0) + 1 FROM runs")
-    record = {
-        "run_id": run.run_id,
-        "seq": seq,
-        "name": run.name,
-        "dataset": dataset.name,
-        "dataset_hash": digest,
-        "created_at": _utc(run.finished_at),
-        "started_at": float(run.started_at),
-        "finished_at": float(run.finished_at),
-        "evalframe_version": __version__,
-        "duckdb_version": duckdb.__version__,
-        "git_commit": commit,
-        "git_branch": branch,
-        "models": _models(run),
-        "labels": json.dumps(dict(run.labels), ensure_ascii=False, default=str),
-        "extra": json.dumps(extra, ensure_ascii=False, default=_json_default),
-        "source_run_id": run.extra.get("source_run_id"),
-        "outputs_run_id": run.run_id,
-        "n_samples": dataset.height,
-        "n_executions": run.frame.height,
-        "repetitions": run.repetitions,
-        "n_failures": int(run.scores.get_column(C.ERROR).count()),
-        "macro_f1": float(run.macro_f1),
-        "pass_rate": precision["pass_rate"],
-        "within_row_variance": precision["within_row_variance"],
-        "resolution": precision["resolution"],
-        "required_repetitions": precision["required_repetitions"],
-        "target_resolvable": precision["target_resolvable"],
-    }
-    insert(con, "runs", pl.DataFrame([record], schema_overrides=RUN_TYPES))
+    insert_run_record(
+        con,
+        {
+            "run_id": run.run_id,
+            "name": run.name,
+            "dataset": dataset.name,
+            "dataset_hash": digest,
+            "git_commit": commit,
+            "git_branch": branch,
+            "models": _models(run),
+            "labels": json.dumps(dict(run.labels), ensure_ascii=False, default=str),
+            "extra": json.dumps(extra, ensure_ascii=False, default=_json_default),
+            "source_run_id": run.extra.get("source_run_id"),
+            "outputs_run_id": run.run_id,
+            "n_samples": dataset.height,
+            "n_executions": run.frame.height,
+            "repetitions": run.repetitions,
+            "n_failures": int(run.scores.get_column(C.ERROR).count()),
+            "macro_f1": float(run.macro_f1),
+        },
+        started=run.started_at,
+        finished=run.finished_at,
+        precision=precision,
+    )
     metrics = metrics.drop("name", "params")
     insert(con, "run_metric_stats", summary.join(metrics, on=C.METRIC, how="left"))
     insert(
@@ -330,6 +323,41 @@ def _write_rows(
     if usage.height:
         insert(con, "usage", usage)
 
+
+def insert_run_record(
+    con: duckdb.DuckDBPyConnection,
+    fields: dict[str, Any],
+    *,
+    started: float,
+    finished: float,
+    precision: dict[str, Any],
+) -> None:
+    """Insert a run's ``runs`` row: the one place a run record is assembled.
+
+    ``fields`` holds the run's identity and counts; this adds the sequence number, the
+    times, the versions and the statistics of its ``precision`` block, so a saved run and a
+    rescored one carry the same facts computed the same way.
+    """
+    record = {
+        **fields,
+        "seq": fetch(con, "SELECT coalesce(max(seq), 0) + 1 FROM runs"),
+        "created_at": _utc(finished),
+        "started_at": float(started),
+        "finished_at": float(finished),
+        "evalframe_version": __version__,
+        "duckdb_version": duckdb.__version__,
+        **{k: precision[k] for k in _PRECISION_COLUMNS},
+    }
+    insert(con, "runs", pl.DataFrame([record], schema_overrides=RUN_TYPES))
+
+
+_PRECISION_COLUMNS: Final = (
+    "pass_rate",
+    "within_row_variance",
+    "resolution",
+    "required_repetitions",
+    "target_resolvable",
+)
 
 BULK_ROWS: Final = 122_880
 """A save with at least this many score rows (one DuckDB row group) is a bulk save."""
