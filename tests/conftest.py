@@ -24,6 +24,27 @@ def openai_stub() -> Iterator[object]:
         yield stub
 
 
+# --- a headless Chromium that blocks and records every non-local request (tests/browser.py) ---
+
+
+@pytest.fixture(scope="session")
+def _chromium() -> Iterator[Any]:
+    from browser import launch
+
+    with launch() as browser:
+        yield browser
+
+
+@pytest.fixture
+def offline_browser(_chromium: Any) -> Iterator[Any]:
+    """An ``OfflineBrowser``: ``open(path)`` loads a local file and records its requests."""
+    from browser import OfflineBrowser
+
+    harness = OfflineBrowser(_chromium)
+    yield harness
+    harness.close()
+
+
 # --- the metric registry is process-global: give every test a clean copy ----------------------
 
 
