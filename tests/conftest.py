@@ -10,6 +10,23 @@ from typing import Any
 import polars as pl
 import pytest
 
+# --- snapshots: written only on request (tests/snapshot.py) ---------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-snapshots",
+        action="store_true",
+        help="write tests/snapshots/* from the current output instead of comparing with them",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import snapshot
+
+    snapshot.update_requested = bool(config.getoption("--update-snapshots"))
+
+
 # --- providers: an OpenAI-compatible stub server on loopback (tests/openai_stub.py) ----------
 
 STUB_API_KEY = "sk-test-Z9x8Y7w6V5u4T3s2"

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 
 import pytest
+from snapshot import check_snapshot
 
 import evalframe as ef
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
 EXAMPLE = Path(ef.__file__).parent / "examples"
 
 EVAL_HARNESS_KEYS = [
@@ -47,13 +46,6 @@ def fixed_run() -> ef.Run:
         run_id="run-snapshot",
     )
     return dataclasses.replace(run, started_at=1_700_000_000.0, finished_at=1_700_000_001.5)
-
-
-def check_snapshot(name: str, text: str) -> None:
-    path = SNAPSHOTS / name
-    if os.environ.get("EVALFRAME_UPDATE_SNAPSHOTS") or not path.exists():
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8"), f"{name} changed; see the diff above"
 
 
 def test_report_json_snapshot() -> None:
