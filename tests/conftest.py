@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,35 @@ def pytest_configure(config: pytest.Config) -> None:
     import snapshot
 
     snapshot.update_requested = bool(config.getoption("--update-snapshots"))
+
+
+# --- no test may pass, or skip, having checked nothing --------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A skipped test fails: a missing tool or file must be fixed, not silently tolerated."""
+    report: pytest.TestReport = yield
+    if report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped tests are not allowed in this suite: {reason}"
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """A module that skips itself at import (``importorskip``) fails collection the same way."""
+    report: pytest.CollectReport = yield
+    if report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped tests are not allowed in this suite: {reason}"
+    return report
 
 
 # --- providers: an OpenAI-compatible stub server on loopback (tests/openai_stub.py) ----------
