@@ -4,6 +4,7 @@ test function checks something."""
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 import shutil
 import subprocess
@@ -162,3 +163,71 @@ def test_every_test_function_checks_something() -> None:
         if (names := _unchecked_tests(path.read_text(encoding="utf-8"), shared))
     }
     assert unchecked == {}
+
+
+# --- no wall-clock upper bound in a test (they belong in benchmarks/) ----------------------------
+
+CLOCKS = {"perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns"}
+
+
+def _reads_clock(node: ast.AST, timed: set[str]) -> bool:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and sub.id in timed:
+            return True
+        if (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Attribute)
+            and sub.func.attr in CLOCKS
+            and isinstance(sub.func.value, ast.Name)
+            and sub.func.value.id == "time"
+        ):
+            return True
+    return False
+
+
+def _timed_upper_bounds(source: str) -> list[int]:
+    """Lines of ``source`` that compare a clock reading with ``<``/``<=`` (or ``>``/``>=`` with
+    the clock on the right): upper bounds on elapsed time. Lower bounds pass."""
+    lines = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        timed: set[str] = set()
+        for node in ast.walk(fn):  # names that hold a clock reading or a difference of them
+            if isinstance(node, ast.Assign) and _reads_clock(node.value, timed):
+                timed |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Compare):
+                continue
+            operands = [node.left, *node.comparators]
+            for op, (a, b) in zip(node.ops, itertools.pairwise(operands), strict=True):
+                upper = (isinstance(op, ast.Lt | ast.LtE) and _reads_clock(a, timed)) or (
+                    isinstance(op, ast.Gt | ast.GtE) and _reads_clock(b, timed)
+                )
+                if upper:
+                    lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_the_timing_audit_flags_upper_bounds_only() -> None:
+    source = (
+        "def test_a():\n"
+        "    start = time.perf_counter()\n"
+        "    work()\n"
+        "    elapsed = time.perf_counter() - start\n"
+        "    assert elapsed < 30\n"  # line 5: upper bound
+        "    assert time.monotonic() - start <= 2\n"  # line 6: upper bound
+        "    assert 3 > time.perf_counter() - start\n"  # line 7: upper bound, reversed
+        "    assert elapsed >= 0.2\n"  # a lower bound stays
+        "    assert calls < 10\n"  # a count stays
+    )
+    assert _timed_upper_bounds(source) == [5, 6, 7]
+
+
+def test_no_test_asserts_a_wall_clock_upper_bound() -> None:
+    found = {
+        path.name: lines
+        for path in sorted(TESTS.glob("test_*.py"))
+        if (lines := _timed_upper_bounds(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}, "move timing targets to benchmarks/ (see benchmarks/bench_scale.py)"
