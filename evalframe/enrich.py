@@ -153,7 +153,7 @@ def _ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> np
 
 @dataclass(frozen=True, slots=True)
 class TokenEmbeddings:
-    """Token vectors of both outputs for bertscore-like (reference tokeniser, capped).
+    """Token vectors of both outputs for bertscore-like (shared tokeniser, capped).
 
     Rows with an empty side or over the cap are not embedded (the metric scores or rejects
     them without vectors).

@@ -6,6 +6,7 @@ import doctest
 import importlib
 import os
 import pkgutil
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -117,3 +118,59 @@ def test_doctests(module: str) -> None:
         runner.run(test, out=failures.append)
     assert not failures, "".join(failures)
     assert runner.summarize(verbose=False).attempted > 0, f"{module}: no example ran"
+
+
+# --- the docs stand on their own: no citation of a specification outside the repository --------
+
+CITATION = re.compile(
+    r"§\s*\d"  # a numbered section of some other document
+    r"|\breference\s+§"
+    r"|eval-harness-behaviour"
+    r"|\.\./shared\b"
+    r"|\bshared/reference\b",
+    re.IGNORECASE,
+)
+# Everything a reader sees: docs, README, docstrings and comments, notebooks, benchmarks.
+CITATION_SCOPE = {
+    "README.md": ("",),
+    "mkdocs.yml": ("",),
+    "docs": (".md", ".py", ".yml"),
+    "evalframe": (".py", ".md", ".yaml", ".yml"),
+    "notebooks": (".ipynb", ".md", ".py"),
+    "benchmarks": (".py", ".md"),
+}
+
+
+def _readable_files() -> list[Path]:
+    files = []
+    for top, suffixes in CITATION_SCOPE.items():
+        path = ROOT / top
+        if path.is_file():
+            files.append(path)
+            continue
+        files += [
+            p
+            for p in sorted(path.rglob("*"))
+            if p.is_file() and p.suffix in suffixes and ".data" not in p.parts
+        ]
+    return files
+
+
+def test_the_citation_pattern() -> None:
+    cited = ["(reference §2.9)", "§3", "see eval-harness-behaviour.md", "../shared/x", "§ 6.4"]
+    plain = ["eval-harness's semantics", "the reference run (before)", "section 3 below", "##§"]
+    assert [t for t in cited if not CITATION.search(t)] == []
+    assert [t for t in plain if CITATION.search(t)] == []
+
+
+def test_docs_docstrings_and_notebooks_cite_no_outside_specification() -> None:
+    files = _readable_files()
+    assert len(files) > 50  # docs, modules, notebooks and benchmarks were all found
+    assert {p.relative_to(ROOT).parts[0] for p in files} == set(CITATION_SCOPE)
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in files
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if CITATION.search(line)
+    ]
+    assert found == [], "describe the behaviour in the docs' own words:\n" + "\n".join(found)
