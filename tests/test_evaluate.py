@@ -26,7 +26,7 @@ def dataset() -> ef.Dataset:
             {"id": "q3", "input": {"question": "ids"}, "expected_output": ["a", "b"]},
         ],
         name="mixed",
-    )
+    )  # fmt: skip
 
 
 def test_bundled_example_scores_cleanly() -> None:
@@ -142,7 +142,7 @@ def test_repetitions_multiply_executions_with_saved_outputs(dataset: ef.Dataset)
     run = ef.evaluate(
         dataset, outputs={"q1": "Paris", "q2": "4", "q3": "x"}, metrics=["exact-match"],
         repetitions=3,
-    )
+    )  # fmt: skip
     report = run.report()
     assert report["total_samples"] == 3
     assert report["total_executions"] == 9
@@ -175,7 +175,7 @@ def test_100k_samples_score_without_failures() -> None:
     outputs = pl.DataFrame(
         {"sample_id": [f"s{i}" for i in range(n)],
          "actual_output": [f"the answer number {i % 89}" for i in range(n)]}
-    )
+    )  # fmt: skip
     run = ef.evaluate(ds, outputs=outputs, metrics=["exact-match", "contains", "rouge-l"])
     assert run.scores.height == 3 * n
     assert run.failures.height == 0

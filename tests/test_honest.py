@@ -231,3 +231,51 @@ def test_no_test_asserts_a_wall_clock_upper_bound() -> None:
         if (lines := _timed_upper_bounds(path.read_text(encoding="utf-8")))
     }
     assert found == {}, "move timing targets to benchmarks/ (see benchmarks/bench_scale.py)"
+
+
+# --- CI runs the linters and the type checker the project promises -----------------------------
+
+ROOT = TESTS.parent
+CI_TOOLS = ["ruff check .", "ruff format --check .", "mypy --strict"]
+
+
+def test_ci_installs_the_test_extra_and_lints_after_the_tests() -> None:
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    pytest_line = next(
+        i
+        for i, line in enumerate(script)
+        if 'pip install -e ".[test]"' in line and "pytest" in line
+    )
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert script[pytest_line].split(" ||")[0] in readme  # the README's command, verbatim
+    steps = [line.removeprefix("step ").strip() for line in script if line.startswith("step ")]
+    assert steps == CI_TOOLS
+    assert all(script.index(f"step {tool}") > pytest_line for tool in CI_TOOLS)
+
+
+def test_the_test_extra_brings_the_tools_ci_runs() -> None:
+    import tomllib
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]["test"]
+    names = {re.split(r"[<>=\[ ]", req, maxsplit=1)[0].lower() for req in extra}
+    assert {"pytest", "ruff", "mypy", "types-pyyaml", "playwright"} <= names
+
+
+def test_the_ci_lint_steps_pass_on_this_tree() -> None:
+    """The steps after the test suite, run as .ci/run runs them, with this interpreter's tools."""
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    lint = script[script.index("failed=()") :]
+    lint = "\n".join(line for line in lint.splitlines() if "pytest" not in line)
+    import os
+
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        ["bash", "-c", "set -euo pipefail\n" + lint],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert [line for line in done.stdout.splitlines() if line.startswith("::: ")] == [
+        f"::: {tool}" for tool in CI_TOOLS
+    ]

@@ -18,7 +18,7 @@ EVAL_HARNESS_KEYS = [
     "duration_seconds", "total_samples", "total_executions", "repetitions", "total_failures",
     "pass_rate", "precision", "metrics", "metric_distributions", "usage", "cohorts",
     "adversarial", "macro_f1", "cost", "budget", "sample_aggregates", "samples", "failures",
-]
+]  # fmt: skip
 
 
 def fixed_run() -> ef.Run:
@@ -36,7 +36,7 @@ def fixed_run() -> ef.Run:
                  "compliance_frameworks": ["OWASP LLM"]}}},
         ],
         name="snap",
-    )
+    )  # fmt: skip
     run = ef.evaluate(
         ds,
         outputs={"q1": "Returns within 30 days.", "q2": "3-5 days", "q3": "a",
@@ -44,7 +44,7 @@ def fixed_run() -> ef.Run:
         metrics=["exact-match", "contains", "rouge-l(threshold=0.7)"],
         repetitions=2,
         run_id="run-snapshot",
-    )
+    )  # fmt: skip
     return dataclasses.replace(run, started_at=1_700_000_000.0, finished_at=1_700_000_001.5)
 
 
