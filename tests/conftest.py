@@ -73,7 +73,9 @@ def openai_stub() -> Iterator[object]:
 # --- a headless Chromium that blocks and records every non-local request (tests/browser.py) ---
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: Playwright's sync API keeps an asyncio loop running in this
+# thread while it is started, which would break later tests that run their own loop.
+@pytest.fixture(scope="module")
 def _chromium() -> Iterator[Any]:
     from browser import launch
 
