@@ -47,7 +47,7 @@ TOKEN = re.compile(r"[^\W_]+")  # Unicode letters and digits, as str.isalnum
 
 
 def f_measure(lcs: np.ndarray, n_ref: np.ndarray, n_cand: np.ndarray) -> np.ndarray:
-    """Reference §2.4's F1 from LCS lengths and token counts (for the rapidfuzz loop)."""
+    """ROUGE-L's F1 from LCS lengths and token counts (for the rapidfuzz loop)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(n_cand > 0, lcs / np.maximum(n_cand, 1), 0.0)
         r = np.where(n_ref > 0, lcs / np.maximum(n_ref, 1), 0.0)

@@ -127,11 +127,11 @@ def bench_bertscore(n: int) -> None:
     )
     print(f"  whole metric (enrichment + kernel): {total:.2f} s ({n / total:,.0f} samples/s)")
     # The greedy kernel alone, on the stored token vectors.
-    from evalframe.enrich._enrich import TokenEmbeddings
+    from evalframe.enrich import fill
     from evalframe.metrics.semantic import _token_vectors, token_columns
 
     cols = token_columns()
-    filled = frame.with_columns(TokenEmbeddings().apply(frame, p))
+    filled, _ = fill(frame, [ef.metrics.bertscore_like()], p)
     e, e_off, _ = _token_vectors(filled[cols.expected])
     a, a_off, _ = _token_vectors(filled[cols.actual])
     t_greedy, _ = best_time(lambda: greedy_match(e, e_off, a, a_off))

@@ -3,12 +3,58 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
+
+# --- snapshots: written only on request (tests/snapshot.py) ---------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-snapshots",
+        action="store_true",
+        help="write tests/snapshots/* from the current output instead of comparing with them",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import snapshot
+
+    snapshot.update_requested = bool(config.getoption("--update-snapshots"))
+
+
+# --- no test may pass, or skip, having checked nothing --------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A skipped test fails: a missing tool or file must be fixed, not silently tolerated."""
+    report: pytest.TestReport = yield
+    if report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped tests are not allowed in this suite: {reason}"
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """A module that skips itself at import (``importorskip``) fails collection the same way."""
+    report: pytest.CollectReport = yield
+    if report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped tests are not allowed in this suite: {reason}"
+    return report
+
 
 # --- providers: an OpenAI-compatible stub server on loopback (tests/openai_stub.py) ----------
 
@@ -22,6 +68,29 @@ def openai_stub() -> Iterator[object]:
 
     with StubOpenAI(api_key=STUB_API_KEY) as stub:
         yield stub
+
+
+# --- a headless Chromium that blocks and records every non-local request (tests/browser.py) ---
+
+
+# Per module, not per session: Playwright's sync API keeps an asyncio loop running in this
+# thread while it is started, which would break later tests that run their own loop.
+@pytest.fixture(scope="module")
+def _chromium() -> Iterator[Any]:
+    from browser import launch
+
+    with launch() as browser:
+        yield browser
+
+
+@pytest.fixture
+def offline_browser(_chromium: Any) -> Iterator[Any]:
+    """An ``OfflineBrowser``: ``open(path)`` loads a local file and records its requests."""
+    from browser import OfflineBrowser
+
+    harness = OfflineBrowser(_chromium)
+    yield harness
+    harness.close()
 
 
 # --- the metric registry is process-global: give every test a clean copy ----------------------

@@ -27,16 +27,10 @@ def long(metric_scores: dict[str, list[float | None]], threshold: float = 0.5) -
             )
     return pl.DataFrame(
         rows,
-        schema={
-            "run_id": pl.String,
-            "sample_id": pl.String,
-            "repetition": pl.Int64,
-            "metric": pl.String,
-            "score": pl.Float64,
-            "passed": pl.Boolean,
-            "error": pl.String,
-        },
-    )
+        schema={"run_id": pl.String, "sample_id": pl.String, "repetition": pl.Int64,
+                "metric": pl.String, "score": pl.Float64, "passed": pl.Boolean,
+                "error": pl.String},
+    )  # fmt: skip
 
 
 def test_reference_percentile_example() -> None:

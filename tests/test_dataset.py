@@ -6,7 +6,6 @@ import json
 import pickle
 import re
 import textwrap
-import time
 from pathlib import Path
 
 import polars as pl
@@ -1073,7 +1072,8 @@ def test_a_one_megabyte_sample_loads_intact(tmp_path: Path) -> None:
     assert read_dataset(yaml_path).get_column("expected_output")[0] == big
 
 
-def test_one_hundred_thousand_samples_load_quickly(tmp_path: Path) -> None:
+def test_one_hundred_thousand_samples_load(tmp_path: Path) -> None:
+    # How long this takes is measured in benchmarks/bench_scale.py, not asserted here.
     n = 100_000
     path = tmp_path / "many.jsonl"
     lines = (
@@ -1083,9 +1083,7 @@ def test_one_hundred_thousand_samples_load_quickly(tmp_path: Path) -> None:
         for i in range(n)
     )
     path.write_text("".join(lines), encoding="utf-8")
-    started = time.perf_counter()
     ds = read_dataset(path)
-    elapsed = time.perf_counter() - started
     assert ds.height == n
     assert ds.row(n - 1)[:4] == (
         f"s{n - 1}",
@@ -1097,6 +1095,3 @@ def test_one_hundred_thousand_samples_load_quickly(tmp_path: Path) -> None:
         ("even", n // 2),
         ("odd", n // 2),
     ]
-    assert elapsed < 30, (
-        f"100,000 samples took {elapsed:.1f} s"
-    )  # about 2 s when the machine is idle

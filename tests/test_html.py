@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -13,13 +12,13 @@ from typing import Any
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from snapshot import check_snapshot
 
 import evalframe as ef
 from evalframe import plot
 from evalframe.cli import cli
 from evalframe.views import _html as efhtml
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
 EXAMPLES = Path(ef.__file__).parent / "examples"
 VOID = {"meta", "br", "hr", "img", "input", "link", "rect", "line"}
 
@@ -50,13 +49,6 @@ def fixed_run() -> ef.Run:
 @pytest.fixture(scope="module")
 def run() -> ef.Run:
     return fixed_run()
-
-
-def check_snapshot(name: str, text: str) -> None:
-    path = SNAPSHOTS / name
-    if os.environ.get("EVALFRAME_UPDATE_SNAPSHOTS") or not path.exists():
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8"), f"{name} changed; see the diff above"
 
 
 class _Balance(HTMLParser):

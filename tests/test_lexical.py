@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import polars as pl
 import pytest
@@ -122,11 +121,10 @@ def test_regex_errors_name_the_sample_and_the_engine_reason(pattern: str, reason
     assert out.get_column("score").to_list() == [None, 1.0]
 
 
-def test_pathological_regex_runs_in_linear_time() -> None:
+def test_pathological_regex_is_scored() -> None:
+    # Its speed (linear, not exponential, in the subject) is measured in benchmarks/bench_scale.py.
     subject = "a" * 50_000 + "!"
-    start = time.perf_counter()
     out = scores("regex", [("/(a+)+$/", subject), ("/(a|aa)*b/", subject)])
-    assert time.perf_counter() - start < 2.0
     assert out.get_column("score").to_list() == [0.0, 0.0]
 
 

@@ -16,6 +16,7 @@ def test_all_is_sorted_and_every_name_exists() -> None:
 
 def test_metrics_namespace_exports_every_builtin_factory() -> None:
     assert ef.metrics.__all__ == sorted(ef.metrics.__all__)
+    assert len(ef.metrics.available()) >= 15
     for d in ef.metrics.available():
         if d.build.__module__.startswith("evalframe."):
             factory = getattr(ef.metrics, d.name.replace("-", "_"))

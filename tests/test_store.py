@@ -570,7 +570,9 @@ def test_a_held_lock_gives_a_retryable_busy_error(tmp_path: Path) -> None:
         with pytest.raises(StoreBusyError, match="locked by another process") as info:
             Store(path, timeout=0.5).save(_run(metrics=["exact-match"]))
         assert info.value.retryable
-        assert time.monotonic() - started < 1.9
+        # Gave up after its timeout, not when the holder let go: the holder still holds it.
+        assert time.monotonic() - started >= 0.5
+        assert holder.poll() is None
     finally:
         holder.communicate(timeout=30)
     # A failed save inside evaluate() keeps the run on the error, to save again later.

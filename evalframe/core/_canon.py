@@ -7,7 +7,7 @@ Three things live here:
   bytes, sets, ...) is rejected with the place it was found.
 * ``compact`` is what the dataset columns store: no spaces, Unicode and slashes unescaped,
   keys in the order the file gave them. ``json.loads(compact(v)) == v``.
-* ``row_hash`` is eval-harness's ``RowHash`` (reference §3, "Row identity"): SHA-256 of the
+* ``row_hash`` is eval-harness's ``RowHash``, its row identity: SHA-256 of the
   PHP-style canonical JSON of ``{"input": ..., "expected": ...}``. Canonical means map keys
   sorted the way PHP's ``ksort`` sorts array keys, lists left alone, an empty map written
   ``[]``, floats spelt as PHP spells them (``1.0``, ``1.0e-5``, ``1.0e+25``) and U+2028/U+2029

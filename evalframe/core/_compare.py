@@ -2,7 +2,7 @@
 
 Rows are joined by ``row_hash`` (the content hash of input and expected output) when both
 runs have a unique hash on every row, else by ``sample_id``. Each row gets eval-harness's
-verdict (reference §8.2): deltas are after - before, on the row's pass rate over its
+verdict: deltas are after - before, on the row's pass rate over its
 repetitions and on its mean score, and the first matching rule decides:
 
 ==============================  ==========  =============================
@@ -351,7 +351,7 @@ def compare(
         before: the reference (a baseline, the previous run).
         after: the run being judged.
         epsilon: a fixed noise threshold in [0, 1] for row verdicts; default: the resolution
-            of ``after``'s repetitions (reference §8.1).
+            of ``after``'s repetitions.
         seed: seed of the bootstrap's generator (results are reproducible).
         n_bootstrap: bootstrap resamples (0 skips the intervals).
         confidence: the intervals' confidence level.

@@ -3,8 +3,8 @@
 A dataset has one row per sample in the columns of ``schema.DATASET_SCHEMA``. Formats are
 chosen by extension:
 
-* ``.yaml`` / ``.yml``: eval-harness's ``eval-harness.dataset.v1`` document, with every rule
-  of the reference (§3), plus an optional ``metrics:`` list (the default metric set).
+* ``.yaml`` / ``.yml``: eval-harness's ``eval-harness.dataset.v1`` document, with every one of
+  its validation rules, plus an optional ``metrics:`` list (the default metric set).
 * ``.json``: the same document, or a list of sample objects.
 * ``.jsonl``: one sample object per line.
 * ``.csv`` and ``.parquet``: one sample per row.
@@ -172,7 +172,7 @@ class Dataset(pl.DataFrame):
     ) -> Dataset:
         """A dataset from sample mappings with ``id``, ``input``, ``expected_output``, ``metadata``.
 
-        The sample rules are the YAML ones (reference §3); ``sample_id`` may stand for
+        The sample rules are the YAML ones; ``sample_id`` may stand for
         ``id`` and a ``tags`` field may give ``metadata.tags``.
 
         Args:

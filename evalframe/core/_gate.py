@@ -3,7 +3,7 @@
 Checks, each optional except the first:
 
 * regressions: the regressed rows of the comparison (only the confident ones with
-  ``confident_only``) may number at most ``max_regressions`` (default 0; reference §8.2);
+  ``confident_only``) may number at most ``max_regressions`` (default 0);
 * ``min_macro_f1``: the run's macro-F1 must reach it;
 * ``max_drop``: per metric, the mean score may fall by at most this much (a fraction:
   0.05 is 5 points);

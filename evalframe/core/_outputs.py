@@ -4,8 +4,8 @@ An outputs frame has ``sample_id`` and ``actual_output`` (String), plus whicheve
 operational columns (``schema.OPERATIONAL_COLUMNS``: ``latency_ms``, ``prompt_tokens``,
 ``completion_tokens``, ``cost_usd``, ``retries``) the file carries. Formats, by extension:
 
-* ``.json``, ``.yaml``, ``.yml`` and any other extension: eval-harness saved outputs (reference
-  §4), an object whose ``outputs`` is a map of sample id to output text, or a list of
+* ``.json``, ``.yaml``, ``.yml`` and any other extension: eval-harness saved outputs:
+  an object whose ``outputs`` is a map of sample id to output text, or a list of
   ``{id, actual_output}`` entries that may also carry operational fields. ``.json`` is strict
   JSON, ``.yaml``/``.yml`` YAML; other extensions are tried as JSON, then as YAML. Map keys
   are ids as written: ``1: yes`` is sample ``"1"``.
@@ -52,7 +52,7 @@ def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
 
     Raises:
         DatasetError: the file is missing, unreadable, empty or unparseable, or an entry
-            breaks a rule (reference §4); the message names the file and the entry index or
+            breaks a rule; the message names the file and the entry index or
             sample id.
 
     Examples:

@@ -1,6 +1,6 @@
 """Repeated sampling: per-row pass rates, Wilson intervals, and what a run can resolve.
 
-Formulas follow eval-harness 1.6 (reference §6.4 and §8.1): a row's execution passes when
+Formulas follow eval-harness 1.6: a row's execution passes when
 no metric failed on it and every scored metric passed; the run's resolution is
 ``z * sqrt(2 v / n)`` with ``v`` the mean within-row variance ``p (1 - p)``.
 """

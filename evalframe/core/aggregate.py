@@ -1,4 +1,4 @@
-"""Aggregation as group-by queries over the long scores frame (reference §6.2-§6.3).
+"""Aggregation as group-by queries over the long scores frame.
 
 The building blocks are public expressions, so you can group by your own columns::
 

@@ -1,4 +1,4 @@
-"""The bit-parallel LCS kernel and ROUGE-L over whole columns (reference §2.4).
+"""The bit-parallel LCS kernel and ROUGE-L over whole columns.
 
 The LCS length of every (expected, actual) pair is computed with the bit-vector algorithm of
 Allison and Dix, in Hyyrö's formulation: one bit per token of the shorter sequence, and for
@@ -361,7 +361,7 @@ def rouge_l(
 ) -> pl.DataFrame:
     """ROUGE-L of every (expected, actual) pair of texts, with its parts.
 
-    Both texts are tokenised with the shared tokeniser (§2.0). With LCS the length of their
+    Both texts are tokenised with the shared tokeniser (``_text.tokens``). With LCS the length of their
     longest common token subsequence, P = LCS/|actual| and R = LCS/|expected|, the score is
     the F-measure (1+β²)PR / (R + β²P), 0 when P + R = 0 (β = 1 gives F1), clamped to [0, 1].
     Both sides empty score 1.0 with P = R = 1.0; exactly one side empty scores 0.0 with

@@ -1,9 +1,9 @@
-"""Retrieval inputs as typed columns: JSON (reference §2.10) or columns users already hold.
+"""Retrieval inputs as typed columns: JSON strings or columns users already hold.
 
 ``parse_retrieval`` and ``parse_relevance`` turn whole columns of JSON into lists; the
 ``*_from_columns`` functions validate typed columns the same way. Well-formed JSON in the usual
 shapes is handled by Polars string operations and decoders; anything else (errors, odd shapes) is
-read once per distinct string by a PHP-compatible reader, so the messages match the reference.
+read once per distinct string by a PHP-compatible reader, so the messages match eval-harness.
 Messages are the text after ``Sample '<id>' ``; the metrics add the prefix.
 """
 
@@ -45,7 +45,7 @@ _IDS = pl.List(pl.String)
 _RETRIEVAL_FIELDS = {"ids": _IDS, "texts": _IDS, "error": pl.String}
 _RELEVANCE_FIELDS = {"ids": _IDS, "gains": pl.List(pl.Float64), "error": pl.String}
 
-# --- messages (reference §2.10), each after "Sample '<id>' " ---------------------------------
+# --- messages (eval-harness's), each after "Sample '<id>' " ---------------------------------
 
 ACTUAL_NOT_JSON = "retrieval actualOutput is not valid JSON: {}."
 ACTUAL_SHAPE = "retrieval actualOutput must be a JSON array or an object with a 'retrieved' array."
@@ -256,11 +256,11 @@ def parse_retrieval(actual: pl.Series) -> pl.DataFrame:
     """Parse retrieval JSON into ``ids`` (deduplicated), ``texts`` and ``error`` columns.
 
     ``texts`` is null when no entry is an object (a bare id list carries no text); ``error``
-    is the reference's message after ``Sample '<id>' ``, null when the row parsed.
+    is eval-harness's message after ``Sample '<id>' ``, null when the row parsed.
 
     Arrays of escape-free id strings are split directly; arrays of objects are decoded by
     Polars when every ``id`` and ``text`` key holds a string (Polars would turn ``7`` into
-    ``"7"``, which the reference rejects); every other row takes the exact reader.
+    ``"7"``, which eval-harness rejects); every other row takes the exact reader.
     """
     frame = pl.DataFrame({"text": actual.cast(pl.String).fill_null("")}).with_row_index()
     trimmed = pl.col("text").str.strip_chars(PHP_WHITESPACE)

@@ -1,6 +1,6 @@
 """Tokenisation as Polars expressions, and exact token-id interning for the NumPy kernels.
 
-The shared tokeniser (reference §2.0) lowercases with full Unicode case mapping and keeps the
+The shared tokeniser (eval-harness's) lowercases with full Unicode case mapping and keeps the
 maximal runs of Unicode letters and numbers (``\\p{L}\\p{N}``). Everything else separates
 tokens: whitespace, punctuation, underscore, apostrophes and combining marks.
 
@@ -9,7 +9,7 @@ point and on mixed text. The differences are:
 
 * Combining marks (``Mn``/``Mc``) split words in both, so a decomposed ``"e\\u0301cole"`` gives
   ``["e", "cole"]`` while the precomposed ``"école"`` is one token. No NFC normalisation is done
-  (as in the reference); normalise upstream with ``str.normalize("NFC")`` if your data mixes
+  (as in eval-harness); normalise upstream with ``str.normalize("NFC")`` if your data mixes
   forms.
 * Polars' Rust regex uses a newer Unicode version than Python 3.11's ``unicodedata`` (14.0), so
   letters assigned since then (about 9,400 code points, all unassigned in 14.0) are token
@@ -18,7 +18,7 @@ point and on mixed text. The differences are:
 * ``"İ"`` lowercases to ``"i"`` plus a combining dot, so ``"İstanbul"`` gives
   ``["i", "stanbul"]``, in Python and here alike. Final sigma is handled the same in both.
 
-Polars strings are always valid UTF-8, so the reference's UTF-8 check belongs to ingestion.
+Polars strings are always valid UTF-8, so eval-harness's UTF-8 check belongs to ingestion.
 
 The interning kernels map tokens to dense ``int32`` ids with an open-addressing hash table that
 compares the bytes of every candidate, so equal ids mean equal tokens (no hash collisions).
@@ -60,7 +60,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def tokens(expr: pl.Expr) -> pl.Expr:
-    """Tokenise a String expression into ``list[str]`` with the shared tokeniser (§2.0).
+    """Tokenise a String expression into ``list[str]`` with the shared tokeniser.
 
     Args:
         expr: A String expression.

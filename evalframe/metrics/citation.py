@@ -1,4 +1,4 @@
-"""citation-groundedness (reference §2.9): are the required citations, and their evidence, in
+"""citation-groundedness: are the required citations, and their evidence, in
 the output?
 
 Marker mode reads ``metadata.citations`` (a string or a list of strings): the score is the

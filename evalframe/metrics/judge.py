@@ -1,4 +1,4 @@
-"""Judge metrics: llm-as-judge and refusal-quality (reference §2.7, §2.8).
+"""Judge metrics: llm-as-judge and refusal-quality.
 
 The judge's raw replies are an enrichment column (``judge__llm-as-judge``), filled by the
 providers from prompts built here; the metrics parse and validate those replies, so a stored
@@ -279,7 +279,7 @@ def _number(value: Any) -> float | None:
 
 
 def _decode(content: str) -> dict[str, Any]:
-    """Reference §2.7's lenient read: trim, strip one code fence, then strict JSON."""
+    """eval-harness's lenient read: trim, strip one code fence, then strict JSON."""
     text = content.strip(_PHP_TRIM)
     if text.startswith("```"):
         text = _FENCE_CLOSE.sub("", _FENCE_OPEN.sub("", text, count=1), count=1).strip(_PHP_TRIM)

@@ -1,4 +1,4 @@
-"""Lexical metrics: exact-match, contains, regex and rouge-l (reference §2.0-§2.4).
+"""Lexical metrics: exact-match, contains, regex and rouge-l.
 
 All four are network-free and exact. exact-match, contains and regex are single Polars
 expressions; rouge-l tokenises in Polars and runs a bit-parallel LCS kernel over the batch.

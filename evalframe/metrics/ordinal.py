@@ -1,8 +1,8 @@
-"""ordinal-distance (reference §2.16): partial credit for labels on an ordered scale.
+"""ordinal-distance: partial credit for labels on an ordered scale.
 
 The scale is a required parameter (``ordinal-distance(scale=[low,medium,high,urgent])``); a
 sample's ``metadata.ordinal_scale`` replaces it when that is itself a valid scale (an invalid
-override is ignored, as in the reference). Labels are looked up exactly: case-sensitive, no
+override is ignored, as in eval-harness). Labels are looked up exactly: case-sensitive, no
 trimming.
 """
 
@@ -72,7 +72,7 @@ def ordinal_distance(*, scale: tuple[str, ...], mode: Literal["step", "linear"] 
     """Credit by how many steps the output label is from the expected one on an ordered scale.
 
     With i and j the positions of the expected and actual labels and d = |i - j|, ``mode="step"``
-    (the reference) scores 1.0 for d = 0, 0.5 for d = 1 and 0.0 for d ≥ 2; ``mode="linear"``
+    (eval-harness's) scores 1.0 for d = 0, 0.5 for d = 1 and 0.0 for d ≥ 2; ``mode="linear"``
     scores 1 - d / (n - 1) on a scale of n labels (1.0 on a one-label scale). An output label
     outside the scale scores 0.0. Codomain [0, 1]; null (an error) when ``expected_output`` is
     not a string or not on the scale.

@@ -1,4 +1,4 @@
-"""Retrieval-ranking metrics (reference §2.10-§2.15): hit, recall, MRR, nDCG at k, and answer
+"""Retrieval-ranking metrics: hit, recall, MRR, nDCG at k, and answer
 containment.
 
 Inputs. ``actual_output`` is the ranked retrieval as JSON: a list of ids, a list of
@@ -24,7 +24,7 @@ whatever the number of retrieval metrics, into the generated columns
     retrieval__metadata_k           Struct{k}: metadata.k where it is an integer > 0
 
 Well-formed JSON in the usual shapes is decoded by Polars; anything else (errors, odd shapes)
-is parsed once per distinct string by a PHP-compatible reader, so messages match the reference.
+is parsed once per distinct string by a PHP-compatible reader, so messages match eval-harness.
 
 The cutoff ``k`` is ``metadata.k`` when it is an integer > 0 (strings and floats are ignored),
 else the metric's ``k`` parameter (default 5). MRR ignores k.

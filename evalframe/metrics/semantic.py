@@ -1,4 +1,4 @@
-"""Semantic metrics: cosine-embedding and bertscore-like (reference §2.5, §2.6).
+"""Semantic metrics: cosine-embedding and bertscore-like.
 
 Both read embedding columns that the providers fill beforehand (the enrich layer), so the
 metrics themselves are pure NumPy kernels over whole columns and rescoring a stored frame
@@ -7,7 +7,7 @@ needs no model:
 * ``expected_output__embedding`` / ``actual_output__embedding``: one vector per row, from
   one embedding per unique text across the whole batch;
 * ``expected_output__token_embeddings`` / ``actual_output__token_embeddings``: one vector per
-  token of the reference tokeniser (§2.0), contextual on the embedded model, else one
+  token of the shared tokeniser (rouge-l's), contextual on the embedded model, else one
   embedding per unique token across the whole batch.
 
 Each has an ``...__error`` column (the provider's message for rows it could not embed) and
@@ -437,14 +437,14 @@ def _bertscore_needs(*, max_tokens: int, mode: TokenMode) -> list[Need]:
 def bertscore_like(*, max_tokens: int = 128, mode: TokenMode = "auto") -> Scored:
     """Greedy token matching on embeddings: F1 of BERTScore-style precision and recall.
 
-    Both outputs are tokenised with the reference tokeniser (§2.0) and capped at
+    Both outputs are tokenised with the shared tokeniser (rouge-l's) and capped at
     ``max_tokens`` tokens per field. Recall is the mean, over expected token occurrences, of
     the best cosine (clamped to [0, 1]) to any actual token; precision the same the other way;
     the score is ``2PR / (P + R)`` (0 when both are 0), clamped to [0, 1]. Both sides empty
     score 1.0 and exactly one empty 0.0, with no embedding.
 
     ``mode`` picks the token vectors: ``contextual`` (each token in its sentence, on the
-    embedded model), ``static`` (each unique token embedded alone, as the reference, once
+    embedded model), ``static`` (each unique token embedded alone, as eval-harness does, once
     per batch) or ``auto`` (contextual where the embedder supports it).
 
     Null (an error) when ``expected_output`` is not a string, a field has more than

@@ -111,7 +111,7 @@ def normalize_timeout(value: Any, default: float) -> float:
     """A timeout in seconds: a positive finite number (or numeric string), else ``default``.
 
     ``0``, negatives, ``None``, NaN, infinity and non-numeric values all give ``default``:
-    no value ever means "wait forever". Unlike the reference, fractions of a second are kept
+    no value ever means "wait forever". Unlike eval-harness, fractions of a second are kept
     (a local server, or a test, may want 0.2 s).
 
     Examples:

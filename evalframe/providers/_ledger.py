@@ -97,7 +97,7 @@ def _money(value: Any) -> float | None:
 
 
 def usage_from_body(body: Mapping[str, Any]) -> dict[str, Any]:
-    """Token counts, reported cost and model from a provider response (reference §5.5).
+    """Token counts, reported cost and model from a provider response.
 
     Malformed fields are ignored; ``total_tokens`` is never derived from the other two.
     """
@@ -272,7 +272,7 @@ class Ledger:
         )
 
     def cost_summary(self) -> dict[str, Any]:
-        """The report's ``cost`` block (reference §6.1).
+        """The report's ``cost`` block.
 
         A call that carries neither tokens nor a cost (a failed request) is not counted.
         Models are sorted by cost, most expensive first.

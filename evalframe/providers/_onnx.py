@@ -5,7 +5,7 @@ tokenizer is vendored in ``evalframe/_assets``; both are checked against pinned 
 when first loaded, and nothing is downloaded. Sentence vectors follow sentence-transformers'
 pipeline for this model (truncate to 256 word pieces, mean-pool over the attention mask, L2
 normalise), which the int8 graph reproduces at cosine >= 0.999. The last hidden state also
-gives contextual vectors of the reference tokeniser's tokens, for bertscore-like.
+gives contextual vectors of the shared tokeniser's tokens, for bertscore-like.
 """
 
 from __future__ import annotations

@@ -301,7 +301,7 @@ class OpenAIJudge(_HTTPClient):
     """A judge model behind any OpenAI-compatible ``/chat/completions`` endpoint.
 
     Each prompt is one request: ``temperature`` 0, ``seed`` 42 and a JSON-object
-    ``response_format`` by default (reference §2.7). The reply is
+    ``response_format`` by default. The reply is
     ``choices[0].message.content``; parsing it is the metric's job.
 
     Args:

@@ -1,4 +1,4 @@
-"""Render a report dict as Markdown (eval-harness 1.6 layout, reference §6.5) or HTML."""
+"""Render a report dict as Markdown (eval-harness 1.6's layout) or HTML."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ class Report(dict[str, Any]):
         return json.dumps(self, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"
 
     def to_markdown(self) -> str:
-        """Markdown in eval-harness's 1.6 layout (reference §6.5)."""
+        """Markdown in eval-harness's 1.6 layout."""
         from evalframe.views._markdown import render
 
         return render(self)
@@ -128,7 +128,7 @@ def _usage_block(usage: pl.DataFrame) -> dict[str, Any]:
 def _adversarial(
     frame: pl.DataFrame, scores: pl.DataFrame, metric_ids: list[str]
 ) -> dict[str, Any]:
-    """The adversarial coverage block, from ``metadata.adversarial`` (reference §8.3)."""
+    """The adversarial coverage block, from ``metadata.adversarial``."""
     empty: dict[str, Any] = {"total_samples": 0, "categories": [], "compliance_frameworks": []}
     block = frame.select(
         C.SAMPLE_ID,
