@@ -11,7 +11,7 @@ from evalframe.cli._options import emit, format_option, out_option, store_option
 from evalframe.core._errors import EvalframeError
 from evalframe.views._report import Report
 
-_REPORT_SCHEMAS = ("evalframe.views._report.", "eval-harness.report.")
+_REPORT_SCHEMAS = ("evalframe.report.", "eval-harness.report.")
 
 
 def _read_report_file(path: Path) -> Report:

@@ -37,6 +37,7 @@ from evalframe.store._write import (
     OUTPUT_COLUMNS,
     insert,
     insert_run_record,
+    metrics_frame,
     transaction,
     usage_frame,
 )
@@ -148,36 +149,6 @@ def rescore_runs(
     ]
 
 
-def _metric_rows(run_id: str, requested: list[Metric], carried: pl.DataFrame) -> pl.DataFrame:
-    rows = [
-        {
-            "metric": m.id,
-            "name": m.name,
-            "params": json.dumps(dict(m.params), default=str),
-            "threshold": float(m.threshold),
-            "family": m.family,
-            "dimension": m.dimension,
-        }
-        for m in requested
-    ]
-    rows += carried.select(
-        "metric", "name", "params", "threshold", "family", "dimension"
-    ).to_dicts()
-    return pl.DataFrame(
-        rows,
-        schema={
-            "metric": pl.String,
-            "name": pl.String,
-            "params": pl.String,
-            "threshold": pl.Float64,
-            "family": pl.String,
-            "dimension": pl.String,
-        },
-    ).with_columns(
-        pl.lit(run_id).alias(C.RUN_ID), pl.int_range(pl.len(), dtype=pl.Int32).alias("ordinal")
-    )
-
-
 def _rescore_one(
     connector: Connector,
     source_id: str,
@@ -242,7 +213,7 @@ def _rescore_in(  # the body of one rescore, in one transaction
         copied = [m.id for m in requested if m.id in have and not force]
         copied += carried.get_column("metric").to_list()
         computed = [m for m in requested if m.id not in copied]
-        insert(con, "run_metrics", _metric_rows(new_id, requested, carried))
+        insert(con, "run_metrics", metrics_frame(new_id, requested, carried))
         if copied:
             execute(
                 con,

@@ -7,7 +7,7 @@ import hashlib
 import json
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final
@@ -22,6 +22,7 @@ from evalframe.store._connect import execute, fetch, store_error
 
 if TYPE_CHECKING:
     from evalframe.core._run import Run
+    from evalframe.core._score import Scorable
 
 __all__ = [
     "RUN_TYPES",
@@ -150,28 +151,40 @@ def outputs_frame(frame: pl.DataFrame, run_id: str) -> pl.DataFrame:
     return frame.select(cols)
 
 
-def _metrics_frame(run: Run) -> pl.DataFrame:
-    return pl.DataFrame(
+_RUN_METRIC_TYPES: Final = pl.Schema(
+    {
+        "metric": pl.String(),
+        "name": pl.String(),
+        "params": pl.String(),
+        "threshold": pl.Float64(),
+        "family": pl.String(),
+        "dimension": pl.String(),
+    }
+)
+
+
+def metrics_frame(
+    run_id: str, metrics: Sequence[Scorable], carried: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """A run's ``run_metrics`` rows: ``metrics`` in order, then any ``carried`` rows (metric
+    definitions kept from a source run), numbered by ``ordinal``."""
+    rows = [
         {
-            "run_id": [run.run_id] * len(run.metrics),
-            "ordinal": list(range(len(run.metrics))),
-            "metric": [m.id for m in run.metrics],
-            "name": [m.name for m in run.metrics],
-            "params": [json.dumps(dict(m.params), default=str) for m in run.metrics],
-            "threshold": [float(m.threshold) for m in run.metrics],
-            "family": [m.family for m in run.metrics],
-            "dimension": [m.dimension for m in run.metrics],
-        },
-        schema={
-            "run_id": pl.String,
-            "ordinal": pl.Int32,
-            "metric": pl.String,
-            "name": pl.String,
-            "params": pl.String,
-            "threshold": pl.Float64,
-            "family": pl.String,
-            "dimension": pl.String,
-        },
+            "metric": m.id,
+            "name": m.name,
+            "params": json.dumps(dict(m.params), default=str),
+            "threshold": float(m.threshold),
+            "family": m.family,
+            "dimension": m.dimension,
+        }
+        for m in metrics
+    ]
+    if carried is not None:
+        rows += carried.select(_RUN_METRIC_TYPES.names()).to_dicts()
+    return pl.DataFrame(rows, schema=_RUN_METRIC_TYPES).select(
+        pl.lit(run_id, pl.String).alias(C.RUN_ID),
+        pl.int_range(pl.len(), dtype=pl.Int32).alias("ordinal"),
+        pl.all(),
     )
 
 
@@ -263,7 +276,7 @@ def _write_rows(
 ) -> None:
     dataset = run.dataset
     digest = dataset_hash(dataset)
-    metrics = _metrics_frame(run)
+    metrics = metrics_frame(run.run_id, run.metrics)
     insert(con, "run_metrics", metrics)
     if not fetch(con, "SELECT count(*) FROM samples WHERE dataset_hash = ?", [digest]):
         insert(
