@@ -260,6 +260,12 @@ def evaluate(
         raise ValueError(f"repetitions must be at least 1; got {reps}")
     if (outputs is None) == (system is None):
         raise ValueError("Pass exactly one of outputs= (saved outputs) or system= (a callable).")
+    context: Providers | None = None
+    if providers is not None or any(m.enrichments() for m in resolved):
+        from evalframe.enrich import check_providers
+
+        context = Providers.coerce(providers)
+        check_providers(resolved, context)  # before any system call or scoring
     started = time.time()
     base = ds.select(C.DATASET_SCHEMA.names())
     if system is not None:
@@ -273,10 +279,8 @@ def evaluate(
         )
     frame = produced.join(base, on=C.SAMPLE_ID, how="left", maintain_order="left")
     run_id = run_id or uuid.uuid4().hex[:16]
-    context: Providers | None = None
-    if providers is not None or any(m.enrichments() for m in resolved):
-        context = Providers.coerce(providers)
-        context.begin_run()  # usage, cost and budget are per run
+    if context is not None:
+        context.begin_run()  # usage, cost, budget and deadline are per run
     scores = score(frame, resolved, run_id=run_id, context=context)
     finished = time.time()
     extra: dict[str, Any] = {}

@@ -107,6 +107,10 @@ def score(
         frame = frame.with_columns(pl.lit(0, pl.Int64).alias(C.REPETITION))
     if C.SYSTEM_ERROR not in frame.columns:
         frame = frame.with_columns(pl.lit(None, pl.String).alias(C.SYSTEM_ERROR))
+    if any(m.enrichments() for m in metrics):
+        from evalframe.enrich import check_providers
+
+        check_providers(metrics, context, frame.columns)  # a missing judge: one error, no work
     frame, enrichment_errors = enrich(frame, metrics, context)
     no_output = (
         pl.when(pl.col(C.SYSTEM_ERROR).is_not_null())

@@ -117,11 +117,14 @@ def test_budget_and_prices_are_validated() -> None:
         Providers(prices={"m": {"input": 1.0}}, cache=False)
 
 
-def test_no_judge_configured_is_every_row_s_error() -> None:
+def test_no_judge_configured_is_one_error_before_scoring() -> None:
     p = Providers(embeddings="hashing", cache=False)
-    scores = ef.score(frame(["a"], ["a"]), [ef.metrics.llm_as_judge()], context=p)
-    assert scores["score"].to_list() == [None]
-    assert "No judge model is configured" in scores["error"][0]
+    with pytest.raises(ef.ProviderError) as caught:
+        ef.score(frame(["a"], ["a"]), [ef.metrics.llm_as_judge()], context=p)
+    message = str(caught.value)
+    assert "llm-as-judge" in message
+    assert "EVALFRAME_JUDGE_BASE_URL" in message
+    assert "judge__" not in message
 
 
 # --- embeddings over HTTP -----------------------------------------------------------------------
