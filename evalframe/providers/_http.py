@@ -123,6 +123,8 @@ def _retry_after(headers: httpx.Headers) -> float | None:
 def _is_retryable(exc: BaseException) -> bool:
     import httpx
 
+    if isinstance(exc, httpx.LocalProtocolError):
+        return False  # a request that cannot be formed (a bad header) never will be
     return isinstance(exc, _RetryableStatusError | _AttemptTimeoutError | httpx.TransportError)
 
 
