@@ -46,14 +46,17 @@ def out_option(help: str = "Write the report here instead of stdout.") -> Callab
 
 
 def provider_limit_options(f: F) -> F:
-    """``--timeout``, ``--retries`` and ``--deadline`` for provider calls, with their
-    ``EVALFRAME_*`` variables (the ``timeout``, ``retries`` and ``deadline`` arguments)."""
+    """``--timeout``, ``--retries`` and ``--deadline`` for provider calls (the ``timeout``,
+    ``retries`` and ``deadline`` arguments).
+
+    Their ``EVALFRAME_*`` variables are read by ``Providers.from_env``, so a bad value is an
+    error naming the variable, whether or not an option was given.
+    """
     seconds = click.FloatRange(min=0.0, min_open=True)
     options = (
         click.option(
             "--timeout",
             type=seconds,
-            envvar="EVALFRAME_TIMEOUT",
             metavar="SECONDS",
             help="Seconds one provider request may take, reading the whole reply included "
             "(default: $EVALFRAME_TIMEOUT, else 30 for embeddings and 60 for the judge).",
@@ -61,7 +64,6 @@ def provider_limit_options(f: F) -> F:
         click.option(
             "--retries",
             type=click.IntRange(min=0),
-            envvar="EVALFRAME_RETRIES",
             metavar="N",
             help="Extra attempts after a provider connection error, timeout, 429 or 5xx "
             "(default: $EVALFRAME_RETRIES, else 3).",
@@ -69,7 +71,6 @@ def provider_limit_options(f: F) -> F:
         click.option(
             "--deadline",
             type=seconds,
-            envvar="EVALFRAME_DEADLINE",
             metavar="SECONDS",
             help="Seconds for all provider calls of the run; calls after it become their "
             "rows' errors and the scores so far are kept (default: $EVALFRAME_DEADLINE, "
