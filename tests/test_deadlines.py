@@ -126,9 +126,13 @@ def test_the_run_deadline_turns_the_remaining_calls_into_row_errors_and_keeps_sc
     assert errors[2] == (
         "Deadline exceeded: the run's 2 s provider deadline passed; the call was abandoned."
     )
-    assert errors[3:] == [
-        "Deadline exceeded: the run's 2 s provider deadline passed; the provider was not called."
-    ] * 2
+    assert (
+        errors[3:]
+        == [
+            "Deadline exceeded: the run's 2 s provider deadline passed; the provider was not called."
+        ]
+        * 2
+    )
     usage = p.usage_frame()
     assert usage.height == 3
     assert usage["error"].null_count() == 2
@@ -169,8 +173,7 @@ def test_an_oversize_reply_is_that_call_s_error_and_is_not_read_whole() -> None:
         replies = judge.complete(["big", "small"], Ledger())
     assert replies[0].content is None
     assert replies[0].error == (
-        "LLM judge response is larger than the 32 MiB limit (max_response_bytes); "
-        "it was not read."
+        "LLM judge response is larger than the 32 MiB limit (max_response_bytes); it was not read."
     )
     assert replies[1].content is not None  # only that call failed
     assert stub.streamed < 300 * MiB  # the client stopped reading at the cap
