@@ -56,9 +56,27 @@ def test_a_server_that_never_answers_gives_per_row_errors_within_the_timeout(
     with StubOpenAI() as stub:
         stub.fail("chat", *[("hang",)] * 3)
         ran = _invoke(
-            ["run", str(dataset), "--outputs", str(outputs), "-m", "llm-as-judge"]
-            + ["-m", "exact-match", "--judge-base-url", stub.url, "--judge-model", "m"]
-            + ["--no-cache", "--timeout", "2", "--retries", "0", "--format", "json"]
+            [
+                "run",
+                str(dataset),
+                "--outputs",
+                str(outputs),
+                "-m",
+                "llm-as-judge",
+                "-m",
+                "exact-match",
+                "--judge-base-url",
+                stub.url,
+                "--judge-model",
+                "m",
+                "--no-cache",
+                "--timeout",
+                "2",
+                "--retries",
+                "0",
+                "--format",
+                "json",
+            ]
         )
         assert len(stub.calls("/chat/completions")) == 3  # one attempt per row, no retry
     assert ran.exit_code == 1
@@ -74,9 +92,23 @@ def test_retries_option_sets_the_attempts_per_request(tmp_path: Path) -> None:
     with StubOpenAI() as stub:
         stub.fail("chat", *[("status", 503)] * 10)
         ran = _invoke(
-            ["run", str(dataset), "--outputs", str(outputs), "-m", "llm-as-judge"]
-            + ["--judge-base-url", stub.url, "--judge-model", "m", "--no-cache"]
-            + ["--retries", "2", "--format", "json"]
+            [
+                "run",
+                str(dataset),
+                "--outputs",
+                str(outputs),
+                "-m",
+                "llm-as-judge",
+                "--judge-base-url",
+                stub.url,
+                "--judge-model",
+                "m",
+                "--no-cache",
+                "--retries",
+                "2",
+                "--format",
+                "json",
+            ]
         )
         assert len(stub.calls("/chat/completions")) == 3
     assert "HTTP 503 after 3 attempt(s)" in json.loads(ran.stdout)["failures"][0]["error"]
@@ -106,8 +138,17 @@ def test_timeout_and_retries_come_from_the_environment(
         stub.fail("chat", ("hang",))
         monkeypatch.setenv("EVALFRAME_JUDGE_BASE_URL", stub.url)
         ran = _invoke(
-            ["run", str(dataset), "--outputs", str(outputs), "-m", "llm-as-judge"]
-            + ["--no-cache", "--format", "json"]
+            [
+                "run",
+                str(dataset),
+                "--outputs",
+                str(outputs),
+                "-m",
+                "llm-as-judge",
+                "--no-cache",
+                "--format",
+                "json",
+            ]
         )
     assert "no complete reply within 2 s after 1 attempt(s)" in ran.stdout
 
@@ -123,16 +164,9 @@ def test_the_run_deadline_turns_the_remaining_calls_into_row_errors_and_keeps_sc
         assert len(stub.calls("/chat/completions")) == 3  # the rest were never sent
     assert scores["score"].to_list()[:2] == [0.9, 0.9]
     errors = scores["error"].to_list()
-    assert errors[2] == (
-        "Deadline exceeded: the run's 2 s provider deadline passed; the call was abandoned."
-    )
-    assert (
-        errors[3:]
-        == [
-            "Deadline exceeded: the run's 2 s provider deadline passed; the provider was not called."
-        ]
-        * 2
-    )
+    prefix = "Deadline exceeded: the run's 2 s provider deadline passed; "
+    assert errors[2] == prefix + "the call was abandoned."
+    assert errors[3:] == [prefix + "the provider was not called."] * 2
     usage = p.usage_frame()
     assert usage.height == 3
     assert usage["error"].null_count() == 2
@@ -151,8 +185,17 @@ def test_rescore_takes_the_timeout_and_retries_options(
         stub.fail("chat", *[("hang",)] * 2)
         monkeypatch.setenv("EVALFRAME_JUDGE_BASE_URL", stub.url)
         ran = _invoke(
-            ["rescore", "--store", str(store), "-m", "llm-as-judge"]
-            + ["--timeout", "2", "--retries", "0"]
+            [
+                "rescore",
+                "--store",
+                str(store),
+                "-m",
+                "llm-as-judge",
+                "--timeout",
+                "2",
+                "--retries",
+                "0",
+            ]
         )
         assert len(stub.calls("/chat/completions")) == 2
     assert ran.exit_code == 0, ran.output
@@ -196,8 +239,18 @@ def test_a_missing_judge_is_one_usage_error_before_any_work(
     dataset, outputs = _dataset(tmp_path, 3)
     store = tmp_path / "runs.duckdb"
     ran = _invoke(
-        ["run", str(dataset), "--outputs", str(outputs), "-m", "llm-as-judge", "-m", "exact-match"]
-        + ["--store", str(store)]
+        [
+            "run",
+            str(dataset),
+            "--outputs",
+            str(outputs),
+            "-m",
+            "llm-as-judge",
+            "-m",
+            "exact-match",
+            "--store",
+            str(store),
+        ]
     )
     assert ran.exit_code == 2
     lines = ran.stderr.strip().splitlines()

@@ -128,10 +128,24 @@ def test_no_artifact_carries_the_key_after_a_provider_fault(
     with StubOpenAI(api_key=MARKER) as stub:
         stub.fail(endpoint, *[FAULTS[fault]] * 8)  # every attempt of every request fails
         ran = _invoke(
-            ["run", str(dataset), "--outputs", str(outputs), *metric]
-            + _provider_args(role, stub.url)
-            + ["--store", str(store), "--cache", str(cache), "--format", "json"]
-            + ["--retries", "1", "--timeout", "1"]
+            [
+                "run",
+                str(dataset),
+                "--outputs",
+                str(outputs),
+                *metric,
+                *_provider_args(role, stub.url),
+                "--store",
+                str(store),
+                "--cache",
+                str(cache),
+                "--format",
+                "json",
+                "--retries",
+                "1",
+                "--timeout",
+                "1",
+            ]
         )
         retried = fault != "malformed"  # a malformed body is not worth a retry
         sent = stub.calls("/embeddings" if role == "embeddings" else "/chat/completions")
@@ -150,14 +164,22 @@ def test_no_artifact_carries_the_key_after_a_provider_fault(
 def test_a_key_that_is_no_valid_header_is_a_usage_error_naming_the_variable(
     role: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    metric, variable, endpoint = ROLES[role]
+    metric, variable, _endpoint = ROLES[role]
     dataset, outputs = _files(tmp_path)
     monkeypatch.setenv(variable, BAD_KEY)
     with StubOpenAI() as stub:
         ran = _invoke(
-            ["run", str(dataset), "--outputs", str(outputs), *metric]
-            + _provider_args(role, stub.url)
-            + ["--no-cache", "--store", str(tmp_path / "runs.duckdb")]
+            [
+                "run",
+                str(dataset),
+                "--outputs",
+                str(outputs),
+                *metric,
+                *_provider_args(role, stub.url),
+                "--no-cache",
+                "--store",
+                str(tmp_path / "runs.duckdb"),
+            ]
         )
         assert stub.requests == []  # refused before any call
     assert ran.exit_code == 2
