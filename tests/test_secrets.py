@@ -242,3 +242,19 @@ def test_redaction_covers_quoted_escaped_and_split_forms() -> None:
         cleaned = redact(text, key)
         assert all(p not in cleaned for p in PIECES), cleaned
         assert "***" in cleaned
+
+
+def test_an_exception_escaping_a_client_is_redacted() -> None:
+    class Leaky:
+        id = model = "leaky"
+        cacheable = False
+        api_key = Secret(MARKER)
+
+        def embed(self, texts: Any, ledger: Any) -> Any:
+            raise RuntimeError(f"boom with Authorization: Bearer {MARKER}")
+
+    p = Providers(Leaky(), cache=False)  # type: ignore[arg-type]
+    with pytest.raises(ef.ProviderError) as caught:
+        p.embed_texts(["x"])
+    assert str(caught.value) == "RuntimeError: boom with Authorization: Bearer ***"
+    assert caught.value.__cause__ is None

@@ -118,6 +118,15 @@ class Providers:
         keys = (getattr(c, "api_key", None) for c in (self._embeddings, self.judge))
         self.ledger.secrets = tuple(k for k in keys if isinstance(k, Secret))
 
+    def _guarded(self, call: Any, *args: Any) -> Any:
+        """``call(*args)``; an exception escaping a client leaves as a redacted
+        ``ProviderError`` (its cause is dropped: it may quote a key)."""
+        try:
+            return call(*args)
+        except Exception as exc:
+            message = self.ledger.redact(f"{type(exc).__name__}: {exc}")
+            raise ProviderError(message) from None
+
     def _redacted(self, errors: Sequence[str | None]) -> list[str | None]:
         return [self.ledger.redact(e) if e is not None else None for e in errors]
 
@@ -302,7 +311,7 @@ class Providers:
         errors: list[str | None] = [None] * n
         missing = [i for i, v in enumerate(vectors) if v is None]
         if missing:
-            result: Embedded = compute(missing)
+            result: Embedded = self._guarded(compute, missing)
             for j, i in enumerate(missing):
                 vectors[i], errors[i] = result.vectors[j], result.errors[j]
             if cache is not None:
@@ -324,7 +333,9 @@ class Providers:
         replies = [Reply(c) if c is not None else None for c in (cached or [None] * len(prompts))]
         missing = [i for i, r in enumerate(replies) if r is None]
         if missing:
-            fresh = judge.complete([prompts[i] for i in missing], self.ledger)
+            fresh: list[Reply] = self._guarded(
+                judge.complete, [prompts[i] for i in missing], self.ledger
+            )
             for j, i in enumerate(missing):
                 replies[i] = fresh[j]
             if self.cache is not None:
