@@ -280,3 +280,23 @@ def test_a_missing_judge_is_one_usage_error_before_any_work(
     assert isinstance(
         ef.evaluate(ds, outputs={"q": "a"}, metrics=["cosine-embedding"]).scores, pl.DataFrame
     )  # embeddings metrics always have the embedded model
+
+
+def test_the_deadline_option_bounds_the_run_s_provider_calls(tmp_path: Path) -> None:
+    dataset, outputs = _dataset(tmp_path, 2)
+    with StubOpenAI() as stub:
+        stub.fail("chat", *[("hang",)] * 2)
+        ran = _invoke(
+            [
+                *["run", str(dataset), "--outputs", str(outputs), "-m", "llm-as-judge"],
+                *["--judge-base-url", stub.url, "--judge-model", "m", "--no-cache"],
+                *["--timeout", "60", "--deadline", "1", "--format", "json"],
+            ]
+        )
+    assert ran.exit_code == 1
+    errors = [f["error"] for f in json.loads(ran.stdout)["failures"]]
+    assert (
+        errors
+        == ["Deadline exceeded: the run's 1 s provider deadline passed; the call was abandoned."]
+        * 2
+    )

@@ -601,3 +601,14 @@ def test_usage_reported_counts_only_provider_figures_and_derived_is_labelled(
     usage2 = run2.report()["usage"]
     assert usage2["reported"]["cost_usd"] == 3  # the provider's own figure
     assert usage2["derived"] == {"cost_usd": 0, "latency_ms": 3}
+
+
+def test_markdown_usage_shows_derived_figures(openai_stub: StubOpenAI) -> None:
+    prices = {"stub-judge": {"input_per_million": 1.0, "output_per_million": 2.0}}
+    p = Providers(embeddings="hashing", judge=judge(openai_stub), cache=False, prices=prices)
+    ds = ef.Dataset.from_records(
+        [{"id": "q", "input": {"question": "?"}, "expected_output": "e"}], name="md"
+    )
+    run = ef.evaluate(ds, outputs={"q": "a"}, metrics=["llm-as-judge"], providers=p)
+    table = run.report().to_markdown().split("## Usage summary")[1].split("\n\n")[1]
+    assert "n/a" not in table  # derived cost and measured latency are shown, not hidden

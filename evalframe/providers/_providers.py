@@ -83,9 +83,10 @@ class Providers:
         cache: ``True`` for the default file (``~/.cache/evalframe/cache.duckdb``), a path,
             a ``ResponseCache``, or ``False`` for none.
         budget_usd: stop calling providers once more than this has been spent in a run.
-        deadline: stop calling providers this many seconds after the run began: calls not
-            yet made, and calls still in flight, become their rows' errors; the scores
-            already computed are kept.
+        deadline: stop calling providers this many seconds after the run began
+            (``ef.evaluate`` starts the clock; otherwise ``begin_run`` or construction does):
+            calls not yet made, and calls still in flight, become their rows' errors; the
+            scores already computed are kept.
         prices: USD per million tokens by model, for providers that do not report cost:
             ``{"gpt-4o-mini": {"input_per_million": 0.15, "output_per_million": 0.6}}``.
 
