@@ -211,7 +211,7 @@ def test_rescore_takes_the_timeout_and_retries_options(
 def test_an_oversize_reply_is_that_call_s_error_and_is_not_read_whole() -> None:
     with StubOpenAI() as stub:
         stub.fail("chat", ("huge", 300 * MiB))
-        judge = OpenAIJudge("m", base_url=stub.url, retries=0)
+        judge = OpenAIJudge("m", base_url=stub.url, retries=0, concurrency=1)  # "big" first
         assert judge.max_response_bytes == 32 * MiB  # the documented default
         replies = judge.complete(["big", "small"], Ledger())
     assert replies[0].content is None
