@@ -10,7 +10,15 @@ per request, before normal answers resume:
 * ``("drop",)``: close the connection without a response;
 * ``("malformed",)``: 200 with a body that is not JSON;
 * ``("wrong_count",)``: embeddings with one vector too few;
-* ``("no_content",)``: a chat completion without ``message.content``.
+* ``("no_content",)``: a chat completion without ``message.content``;
+* ``("hang",)``: accept the request and never answer (until the stub stops);
+* ``("huge", nbytes)``: 200 with an ``nbytes`` body streamed in 1 MiB chunks, without a
+  ``Content-Length`` (the client must count as it reads);
+* ``("bad_vector", position, value)``: embeddings where the vector at ``position`` is
+  ``value``: ``"nan"`` for a NaN component, or an int for a vector of that many dimensions.
+
+Error replies echo the request's ``Authorization`` header, as some real providers do
+("Incorrect API key provided: sk-..."), so tests can check that nothing echoes it further.
 """
 
 from __future__ import annotations
@@ -64,10 +72,12 @@ class StubOpenAI:
     model_reply: str | None = None
     cost_per_call: float | None = None
     requests: list[Recorded] = field(default_factory=list)
+    streamed: int = 0
     _faults: dict[str, deque[tuple[Any, ...]]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
+    _stopping: threading.Event = field(default_factory=threading.Event)
 
     # -- control -------------------------------------------------------------------------------
 
@@ -114,14 +124,22 @@ class StubOpenAI:
                 with stub._lock:
                     queue = stub._faults.get(endpoint)
                     fault = queue.popleft() if queue else None
+                echo = f"injected; you sent {headers.get('authorization')}"
                 if stub.api_key and headers.get("authorization") != f"Bearer {stub.api_key}":
-                    self._send(401, {"error": {"message": "bad key"}})
+                    self._send(401, {"error": {"message": f"bad key: {echo}"}})
                     return
                 if fault is not None:
                     kind = fault[0]
                     if kind == "status":
                         extra = fault[2] if len(fault) > 2 else {}
-                        self._send(fault[1], {"error": {"message": "injected"}}, extra)
+                        self._send(fault[1], {"error": {"message": echo}}, extra)
+                        return
+                    if kind == "hang":
+                        stub._stopping.wait()
+                        self.close_connection = True
+                        return
+                    if kind == "huge":
+                        self._send_stream(fault[1])
                         return
                     if kind == "slow":
                         time.sleep(fault[1])
@@ -130,13 +148,30 @@ class StubOpenAI:
                         self.connection.shutdown(socket.SHUT_RDWR)
                         return
                     elif kind == "malformed":
-                        self._send_raw(200, b"{not json")
+                        self._send_raw(200, b"{not json " + echo.encode())
                         return
                 answer = stub._answer(endpoint, body, fault)
                 self._send(200, answer)
 
             def _send(self, status: int, payload: Any, extra: dict[str, str] | None = None) -> None:
                 self._send_raw(status, json.dumps(payload).encode(), extra)
+
+            def _send_stream(self, nbytes: int) -> None:
+                self.close_connection = True
+                chunk = b" " * 2**20
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    sent = 0
+                    while sent < nbytes:
+                        part = chunk[: nbytes - sent]
+                        self.wfile.write(part)
+                        sent += len(part)
+                        stub.streamed = sent
+                except OSError:  # the client stopped reading: the point of the test
+                    return
 
             def _send_raw(
                 self, status: int, data: bytes, extra: dict[str, str] | None = None
@@ -168,6 +203,7 @@ class StubOpenAI:
 
     def __exit__(self, *exc: object) -> None:
         assert self._server is not None
+        self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -192,6 +228,14 @@ class StubOpenAI:
             ]
             if fault is not None and fault[0] == "wrong_count":
                 data = data[:-1]
+            if fault is not None and fault[0] == "bad_vector":
+                position, value = fault[1], fault[2]
+                vector: list[Any] = self.vector(texts[position])
+                if value == "nan":
+                    vector[0] = float("nan")
+                else:
+                    vector = (vector * (value // len(vector) + 1))[:value]
+                data[position]["embedding"] = vector
             tokens = sum(len(t.split()) for t in texts)
             return {
                 "object": "list",

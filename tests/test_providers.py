@@ -117,11 +117,14 @@ def test_budget_and_prices_are_validated() -> None:
         Providers(prices={"m": {"input": 1.0}}, cache=False)
 
 
-def test_no_judge_configured_is_every_row_s_error() -> None:
+def test_no_judge_configured_is_one_error_before_scoring() -> None:
     p = Providers(embeddings="hashing", cache=False)
-    scores = ef.score(frame(["a"], ["a"]), [ef.metrics.llm_as_judge()], context=p)
-    assert scores["score"].to_list() == [None]
-    assert "No judge model is configured" in scores["error"][0]
+    with pytest.raises(ef.ProviderError) as caught:
+        ef.score(frame(["a"], ["a"]), [ef.metrics.llm_as_judge()], context=p)
+    message = str(caught.value)
+    assert "llm-as-judge" in message
+    assert "EVALFRAME_JUDGE_BASE_URL" in message
+    assert "judge__" not in message
 
 
 # --- embeddings over HTTP -----------------------------------------------------------------------
@@ -484,3 +487,128 @@ def test_cli_provider_options_budget_and_cache(
     assert halted.exit_code == 1
     assert "budget exhausted: Spent $0.0" in halted.stderr
     assert STUB_API_KEY not in halted.stdout + halted.stderr
+
+
+# --- one bad vector fails only its own rows ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        ("nan", "Embedding for 'two' contains NaN or infinite values."),
+        (768, "Embedding for 'two' has 768 dimensions; the others have 384."),
+    ],
+)
+def test_a_bad_vector_fails_only_the_rows_of_its_text(
+    openai_stub: StubOpenAI, fault: object, message: str
+) -> None:
+    openai_stub.dim = 384
+    texts = ["one", "two", "three"]
+    openai_stub.fail("embeddings", ("bad_vector", 1, fault))
+    out = embeddings(openai_stub, batch_size=8).embed(texts, Ledger())
+    assert out.errors == [None, message, None]
+    assert [v is None for v in out.vectors] == [False, True, False]
+    # Through a metric: rows that use "two" (on either side) fail, the others score.
+    openai_stub.fail("embeddings", ("bad_vector", 1, fault))
+    p = Providers(embeddings(openai_stub, batch_size=8), cache=False)
+    scores = ef.score(
+        frame(["one", "two", "one"], ["three", "one", "one"]),
+        [ef.metrics.cosine_embedding()],
+        context=p,
+    )
+    assert scores["error"].to_list() == [None, message, None]
+    assert scores["score"].is_null().to_list() == [False, True, False]
+
+
+def test_a_bad_vector_message_quotes_a_shortened_text(openai_stub: StubOpenAI) -> None:
+    long = "a very long answer " * 20
+    openai_stub.fail("embeddings", ("bad_vector", 0, "nan"))
+    out = embeddings(openai_stub).embed([long, "b"], Ledger())
+    assert (
+        out.errors[0] == f"Embedding for {long[:39]!r}"[:-1] + "…' contains NaN or infinite values."
+    )
+    assert out.errors[1] is None
+
+
+# --- the budget block counts the rows the budget did not stop ----------------------------------
+
+
+def test_budget_completed_rows_counts_rows_scored_before_the_halt(openai_stub: StubOpenAI) -> None:
+    openai_stub.cost_per_call = 0.4
+    p = Providers(
+        embeddings="hashing", judge=judge(openai_stub, concurrency=1), cache=False, budget_usd=0.5
+    )
+    ds = ef.Dataset.from_records(
+        [{"id": f"q{i}", "input": {"question": "?"}, "expected_output": f"e{i}"} for i in range(4)],
+        name="budget",
+    )
+    run = ef.evaluate(
+        ds,
+        outputs={f"q{i}": f"a{i}" for i in range(4)},
+        metrics=[
+            "llm-as-judge",
+            "llm-as-judge(template='Rate {actual_output} vs {expected_output}')",
+        ],
+        providers=p,
+    )
+    scored = run.scores.filter(pl.col("score").is_not_null())
+    assert scored["sample_id"].to_list() == ["q0", "q1"]  # the second metric got no call
+    budget = run.report()["budget"]
+    assert budget["completed_rows"] == 2
+    assert budget["reason"] == "Spent $0.8000 of a $0.5000 budget after 2 row(s)."
+
+
+# --- usage.reported is what the provider reported ------------------------------------------------
+
+
+def test_usage_reported_counts_only_provider_figures_and_derived_is_labelled(
+    openai_stub: StubOpenAI, tmp_path: Path
+) -> None:
+    prices = {"stub-judge": {"input_per_million": 1.0, "output_per_million": 2.0}}
+    p = Providers(embeddings="hashing", judge=judge(openai_stub), cache=False, prices=prices)
+    store = tmp_path / "runs.duckdb"
+    ds = ef.Dataset.from_records(
+        [{"id": f"q{i}", "input": {"question": "?"}, "expected_output": f"e{i}"} for i in range(3)],
+        name="usage",
+    )
+    run = ef.evaluate(
+        ds,
+        outputs={f"q{i}": f"a{i}" for i in range(3)},
+        metrics=["llm-as-judge"],
+        providers=p,
+        store=store,
+    )
+    usage = run.report()["usage"]
+    assert usage["observations"] == 3
+    assert usage["reported"] == {
+        "prompt_tokens": 3,
+        "completion_tokens": 3,
+        "total_tokens": 3,
+        "cost_usd": 0,  # priced from the price table, not reported by the provider
+        "latency_ms": 0,  # measured by evalframe, not reported by the provider
+    }
+    assert usage["derived"] == {"cost_usd": 3, "latency_ms": 3}
+    with ef.Store(store) as db:
+        extra = db.sql("SELECT extra FROM usage ORDER BY ordinal")["extra"].to_list()
+        again = db.load(run.run_id).report()["usage"]
+    assert [json.loads(e)["derived"] for e in extra] == [["cost_usd", "latency_ms"]] * 3
+    assert (again["reported"], again["derived"]) == (usage["reported"], usage["derived"])
+    openai_stub.cost_per_call = 0.01
+    p2 = Providers(embeddings="hashing", judge=judge(openai_stub), cache=False, prices=prices)
+    run2 = ef.evaluate(
+        ds, outputs={f"q{i}": f"b{i}" for i in range(3)}, metrics=["llm-as-judge"], providers=p2
+    )
+    usage2 = run2.report()["usage"]
+    assert usage2["reported"]["cost_usd"] == 3  # the provider's own figure
+    assert usage2["derived"] == {"cost_usd": 0, "latency_ms": 3}
+
+
+def test_markdown_usage_shows_derived_figures(openai_stub: StubOpenAI) -> None:
+    prices = {"stub-judge": {"input_per_million": 1.0, "output_per_million": 2.0}}
+    p = Providers(embeddings="hashing", judge=judge(openai_stub), cache=False, prices=prices)
+    ds = ef.Dataset.from_records(
+        [{"id": "q", "input": {"question": "?"}, "expected_output": "e"}], name="md"
+    )
+    run = ef.evaluate(ds, outputs={"q": "a"}, metrics=["llm-as-judge"], providers=p)
+    table = run.report().to_markdown().split("## Usage summary")[1].split("\n\n")[1]
+    assert "n/a" not in table  # derived cost and measured latency are shown, not hidden

@@ -8,7 +8,14 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["STORE_ENV", "emit", "format_option", "out_option", "store_option"]
+__all__ = [
+    "STORE_ENV",
+    "emit",
+    "format_option",
+    "out_option",
+    "provider_limit_options",
+    "store_option",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,6 +43,43 @@ def format_option(dest: str, *choices: str) -> Callable[[F], F]:
 def out_option(help: str = "Write the report here instead of stdout.") -> Callable[[F], F]:
     """``--out PATH``: a file to write instead of printing."""
     return click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help=help)
+
+
+def provider_limit_options(f: F) -> F:
+    """``--timeout``, ``--retries`` and ``--deadline`` for provider calls (the ``timeout``,
+    ``retries`` and ``deadline`` arguments).
+
+    Their ``EVALFRAME_*`` variables are read by ``Providers.from_env``, so a bad value is an
+    error naming the variable, whether or not an option was given.
+    """
+    seconds = click.FloatRange(min=0.0, min_open=True)
+    options = (
+        click.option(
+            "--timeout",
+            type=seconds,
+            metavar="SECONDS",
+            help="Seconds one provider request may take, reading the whole reply included "
+            "(default: $EVALFRAME_TIMEOUT, else 30 for embeddings and 60 for the judge).",
+        ),
+        click.option(
+            "--retries",
+            type=click.IntRange(min=0),
+            metavar="N",
+            help="Extra attempts after a provider connection error, timeout, 429 or 5xx "
+            "(default: $EVALFRAME_RETRIES, else 3).",
+        ),
+        click.option(
+            "--deadline",
+            type=seconds,
+            metavar="SECONDS",
+            help="Seconds for all provider calls of the run; calls after it become their "
+            "rows' errors and the scores so far are kept (default: $EVALFRAME_DEADLINE, "
+            "else none).",
+        ),
+    )
+    for option in reversed(options):
+        f = option(f)
+    return f
 
 
 def emit(text: str, out: Path | None, *, note: str = "") -> None:

@@ -10,7 +10,13 @@ from typing import Any
 import click
 
 import evalframe as ef
-from evalframe.cli._options import emit, format_option, out_option, store_option
+from evalframe.cli._options import (
+    emit,
+    format_option,
+    out_option,
+    provider_limit_options,
+    store_option,
+)
 
 
 @click.command()
@@ -84,6 +90,7 @@ from evalframe.cli._options import emit, format_option, out_option, store_option
     help="Stop calling providers once this much (USD) is spent; the scores so far are kept "
     "and the run exits 1.",
 )
+@provider_limit_options
 def run(
     dataset: Path,
     outputs: Path | None,
@@ -101,6 +108,9 @@ def run(
     cache_path: Path | None,
     no_cache: bool,
     budget_usd: float | None,
+    timeout: float | None,
+    retries: int | None,
+    deadline: float | None,
 ) -> None:
     """Score DATASET and print the report. Exit 1 when any sample failed a metric."""
     if (outputs is None) == (system_ref is None):
@@ -113,7 +123,8 @@ def run(
         raise click.UsageError("Pass --cache PATH or --no-cache, not both.")
     providers = None
     provider_options = (embeddings_base_url, embeddings_model, judge_base_url, judge_model)
-    if any(provider_options) or cache_path or no_cache or budget_usd is not None:
+    limits = (budget_usd, timeout, retries, deadline)
+    if any(provider_options) or cache_path or no_cache or any(x is not None for x in limits):
         from evalframe.providers import Providers
 
         providers = Providers.from_env(
@@ -123,6 +134,9 @@ def run(
             judge_model=judge_model,
             cache=False if no_cache else (cache_path or True),
             budget_usd=budget_usd,
+            timeout=timeout,
+            retries=retries,
+            deadline=deadline,
         )
     result = ef.evaluate(
         dataset,

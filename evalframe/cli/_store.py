@@ -14,7 +14,14 @@ from typing import Any, TypeVar
 import click
 import polars as pl
 
-from evalframe.cli._options import STORE_ENV, emit, format_option, out_option, store_option
+from evalframe.cli._options import (
+    STORE_ENV,
+    emit,
+    format_option,
+    out_option,
+    provider_limit_options,
+    store_option,
+)
 from evalframe.core._errors import StoreError
 from evalframe.views._compare_render import fmt, table
 
@@ -317,6 +324,7 @@ def list_baselines(store_path: Path | None) -> None:
     show_default=True,
     help="DuckDB's memory limit while rescoring; beyond it, joins and sorts spill to disk.",
 )
+@provider_limit_options
 def rescore(
     store_path: Path | None,
     runs_ref: str | None,
@@ -326,9 +334,17 @@ def rescore(
     name: str | None,
     batch_size: int,
     memory_limit: str,
+    timeout: float | None,
+    retries: int | None,
+    deadline: float | None,
 ) -> None:
     """Score stored outputs with new or changed metrics; one new run per source run."""
     store = _open(store_path)
+    providers = None
+    if any(x is not None for x in (timeout, retries, deadline)):
+        from evalframe.providers import Providers
+
+        providers = Providers.from_env(timeout=timeout, retries=retries, deadline=deadline)
     new_ids = store.rescore(
         list(metrics),
         runs=runs_ref,
@@ -337,6 +353,7 @@ def rescore(
         name=name,
         batch_size=batch_size,
         memory_limit=memory_limit,
+        providers=providers,
     )
     frame = store.sql(
         "SELECT run_id, source_run_id, macro_f1, extra->>'$.rescore.computed' AS computed "

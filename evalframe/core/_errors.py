@@ -9,7 +9,9 @@ EvalframeError
 ├── ComparisonError         two runs cannot be compared (different datasets, bad option)
 ├── ProviderError           a provider call failed: provider, model, status; never the API key
 │   ├── RequestFailedError      a request that failed for good (status, attempts, latency)
-│   └── BudgetExhaustedError    the run's budget is spent: no further call is made
+│   └── StopCallsError          the run must stop calling providers:
+│       ├── BudgetExhaustedError    its budget is spent
+│       └── DeadlineExceededError   its deadline has passed
 └── StoreError              a run store operation failed: the statement and the cause
     └── StoreBusyError          another process held the store file too long (retryable)
 ```
@@ -29,10 +31,12 @@ __all__ = [
     "BudgetExhaustedError",
     "ComparisonError",
     "DatasetError",
+    "DeadlineExceededError",
     "EvalframeError",
     "MetricError",
     "ProviderError",
     "RequestFailedError",
+    "StopCallsError",
     "StoreBusyError",
     "StoreError",
     "UnsupportedValueError",
@@ -92,8 +96,16 @@ class RequestFailedError(ProviderError):
         self.latency_ms = latency_ms
 
 
-class BudgetExhaustedError(ProviderError):
+class StopCallsError(ProviderError):
+    """Raised instead of making a call once the run must stop calling providers."""
+
+
+class BudgetExhaustedError(StopCallsError):
     """Raised instead of making a call once the budget is spent; its message is the row error."""
+
+
+class DeadlineExceededError(StopCallsError):
+    """Raised instead of making a call once the run's deadline has passed."""
 
 
 class StoreError(EvalframeError):

@@ -118,6 +118,7 @@ def evaluate(
         raise ValueError(f"repetitions must be at least 1; got {reps}")
     if (outputs is None) == (system is None):
         raise ValueError("Pass exactly one of outputs= (saved outputs) or system= (a callable).")
+    context = providers_for(resolved, providers)  # a missing judge fails before any work
     started = time.time()
     base = ds.select(C.DATASET_SCHEMA.names())
     if system is not None:
@@ -131,7 +132,8 @@ def evaluate(
         )
     frame = produced.join(base, on=C.SAMPLE_ID, how="left", maintain_order="left")
     run_id = run_id or uuid.uuid4().hex[:16]
-    context = providers_for(resolved, providers)  # usage, cost and budget are per run
+    if context is not None:
+        context.begin_run()  # usage, cost, budget and deadline are per run
     scores = score(frame, resolved, run_id=run_id, context=context)
     finished = time.time()
     extra: dict[str, Any] = {}

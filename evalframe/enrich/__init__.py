@@ -11,11 +11,11 @@ from collections.abc import Sequence
 import polars as pl
 
 from evalframe.core._score import score as _score_frame
-from evalframe.enrich._enrich import fill
+from evalframe.enrich._enrich import check_providers, fill
 from evalframe.metrics._spec import Metric
 from evalframe.providers import EmbeddingClient, JudgeClient, Providers
 
-__all__ = ["fill", "providers_for", "score"]
+__all__ = ["check_providers", "fill", "providers_for", "score"]
 
 
 def providers_for(
@@ -23,13 +23,17 @@ def providers_for(
 ) -> Providers | None:
     """The run's providers, built once: ``None`` when no metric needs one and none was given.
 
-    A run's usage, cost and budget start from zero here, so every batch of the run shares
-    one cache, one ledger, one budget and one loaded embedder.
+    Every batch of the run then shares one cache, one ledger, one budget and one loaded
+    embedder. Call ``begin_run()`` on the result when scoring starts: usage, cost, budget
+    and deadline count from there.
+
+    Raises:
+        ProviderError: a metric needs a judge and none is configured (before any work).
     """
     if providers is None and not any(m.needs() for m in metrics):
         return None
     context = Providers.coerce(providers)
-    context.begin_run()
+    check_providers(metrics, context)
     return context
 
 
@@ -60,5 +64,7 @@ def score(
         >>> ef.score(frame, [ef.metrics.exact_match()]).select("sample_id", "score").rows()
         [('a', 1.0), ('b', 0.0)]
     """
+    if any(m.needs() for m in metrics):
+        check_providers(metrics, context, frame.columns)  # a missing judge: one error, no work
     frame, unavailable = fill(frame, metrics, context)
     return _score_frame(frame, metrics, run_id=run_id, unavailable=unavailable)

@@ -45,8 +45,31 @@ from evalframe.providers import (
     Providers,
     TokenEmbeddingClient,
 )
+from evalframe.providers._openai import quote
 
-__all__ = ["fill"]
+__all__ = ["check_providers", "fill"]
+
+
+def check_providers(
+    metrics: Sequence[Metric],
+    context: Providers | EmbeddingClient | JudgeClient | None,
+    columns: Sequence[str] = (),
+) -> None:
+    """Fail before any work when a metric needs a provider the context does not have.
+
+    Embedding metrics always have one (the embedded offline model is the default); judge
+    metrics need a judge endpoint, unless ``columns`` already hold their replies.
+
+    Raises:
+        ProviderError: one message naming the metrics and the variables to set.
+    """
+    needs = [
+        m.id
+        for m in metrics
+        if any(isinstance(n, JudgeReplies) and n.column not in columns for n in m.needs())
+    ]
+    if needs:
+        Providers.coerce(context).require_judge(f"The metric(s) {', '.join(needs)}")
 
 
 def _servable(frame: pl.DataFrame) -> pl.Expr:
@@ -68,8 +91,10 @@ def _positions(values: pl.Series, distinct: pl.Series) -> pl.Series:
     )
 
 
-def _stack(result: Embedded) -> tuple[npt.NDArray[np.float32], list[str | None]]:
-    """The vectors as one ``(n, d)`` matrix (zero rows where missing) and per-row errors.
+def _stack(
+    result: Embedded, texts: Sequence[str]
+) -> tuple[npt.NDArray[np.float32], list[str | None]]:
+    """The vectors as one ``(n, d)`` matrix (zero rows where missing) and per-text errors.
 
     ``d`` is the most common size; a vector of another size becomes that text's error.
     """
@@ -81,7 +106,10 @@ def _stack(result: Embedded) -> tuple[npt.NDArray[np.float32], list[str | None]]
         if v is None:
             errors[i] = errors[i] or "Embeddings: no vector was returned."
         elif v.shape[-1] != d:
-            errors[i] = f"Embedding has {v.shape[-1]} dimensions; the others have {d}."
+            errors[i] = (
+                f"Embedding for {quote(texts[i])} has {v.shape[-1]} dimensions; "
+                f"the others have {d}."
+            )
         else:
             matrix[i] = v
     return matrix, errors
@@ -123,8 +151,8 @@ class _TextFiller:
             a=pl.when(ok).then(pl.col(C.ACTUAL_OUTPUT)),
         )
         distinct = pl.concat([texts["e"], texts["a"]]).drop_nulls().unique(maintain_order=True)
-        result = providers.embed_texts(distinct.to_list())
-        matrix, errors = _stack(result)
+        unique = distinct.to_list()
+        matrix, errors = _stack(providers.embed_texts(unique), unique)
         e_idx, a_idx = _positions(texts["e"], distinct), _positions(texts["a"], distinct)
         row_error = _coalesce(_row_errors(e_idx, errors), _row_errors(a_idx, errors))
         good = e_idx.is_not_null() & a_idx.is_not_null() & row_error.is_null()
@@ -268,8 +296,8 @@ class _TokenFiller:
         distinct = pl.concat([flat["e"][["e"]].to_series(), flat["a"][["a"]].to_series()]).unique(
             maintain_order=True
         )
-        result = providers.embed_texts(distinct.to_list())
-        matrix, errors = _stack(result)
+        unique = distinct.to_list()
+        matrix, errors = _stack(providers.embed_texts(unique), unique)
         token_error = pl.Series("err", errors, dtype=pl.String)
         failed_rows = (
             pl.concat(
@@ -315,7 +343,7 @@ class _JudgeFiller:
 
     def apply(self, frame: pl.DataFrame, context: Any) -> pl.DataFrame:
         providers = Providers.coerce(context)
-        providers.require_judge()
+        providers.require_judge(f"The {self.kind} metric")
         cols = judge_columns(self.kind, self.template)
         prompt = prompts(frame, self.kind, self.template)
         distinct = prompt.drop_nulls().unique(maintain_order=True)

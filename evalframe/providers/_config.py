@@ -6,6 +6,7 @@ that are given (or default to) ``os.environ``, never at import.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -20,14 +21,17 @@ __all__ = [
     "DEFAULT_EMBEDDINGS_TIMEOUT",
     "DEFAULT_JUDGE_MODEL",
     "DEFAULT_JUDGE_TIMEOUT",
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "ENV",
     "RetryPolicy",
     "Secret",
+    "check_key",
     "display_url",
     "endpoint_url",
     "normalize_retries",
     "normalize_timeout",
     "redact",
+    "seconds_setting",
 ]
 
 DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
@@ -36,6 +40,7 @@ DEFAULT_JUDGE_MODEL: Final = "gpt-4o-mini"
 DEFAULT_JUDGE_TIMEOUT: Final = 60.0
 DEFAULT_EMBEDDINGS_TIMEOUT: Final = 30.0
 DEFAULT_RETRIES: Final = 3
+DEFAULT_MAX_RESPONSE_BYTES: Final = 32 * 1024 * 1024
 
 ENV: Final = {
     "api_key": "OPENAI_API_KEY",
@@ -46,6 +51,9 @@ ENV: Final = {
     "judge_base_url": "EVALFRAME_JUDGE_BASE_URL",
     "judge_model": "EVALFRAME_JUDGE_MODEL",
     "judge_api_key": "EVALFRAME_JUDGE_API_KEY",
+    "timeout": "EVALFRAME_TIMEOUT",
+    "retries": "EVALFRAME_RETRIES",
+    "deadline": "EVALFRAME_DEADLINE",
 }
 """The environment variables evalframe reads, by role."""
 
@@ -99,12 +107,80 @@ class Secret:
         return Secret(str(value).strip())
 
 
+def _forms(value: str) -> list[str]:
+    r"""Every form a secret can take in an error message, longest first.
+
+    Libraries quote header values as ``repr`` of bytes or str (``b'Bearer sk-\nx'``) or
+    JSON-escape them, so the raw value alone is not enough; a key split by a control
+    character can also appear piecewise, so each run of 4+ printable characters is a form.
+    """
+    forms = {value, repr(value)[1:-1], repr(value.encode("utf-8", "replace"))[2:-1]}
+    forms.add(json.dumps(value)[1:-1])
+    forms.update(p for p in re.split(r"[\x00-\x20\x7f]+", value) if len(p) >= 4)
+    return sorted((f for f in forms if f), key=len, reverse=True)
+
+
 def redact(text: str, *secrets: Secret | None) -> str:
-    """Replace every occurrence of the secrets' values in ``text`` by ``***``."""
+    r"""Replace every occurrence of the secrets, in any quoted or split form, by ``***``.
+
+    Examples:
+        >>> redact("Illegal header value b'Bearer sk-ab\\ncdef'", Secret("sk-ab\ncdef"))
+        "Illegal header value b'Bearer ***'"
+    """
     for s in secrets:
         if s is not None and s.reveal():
-            text = text.replace(s.reveal(), "***")
+            for form in _forms(s.reveal()):
+                text = text.replace(form, "***")
     return text
+
+
+_HEADER_SAFE = re.compile(r"[\x21-\x7e]+")
+
+
+def check_key(value: str | Secret | None, source: str) -> Secret | None:
+    """The key as a ``Secret`` (``None`` when missing or blank), checked for use in a header.
+
+    A key must be printable ASCII without spaces: anything else (a pasted newline, a
+    non-ASCII character) cannot be sent as a bearer token, and HTTP libraries would quote
+    the value in their errors.
+
+    Raises:
+        ProviderError: naming ``source`` (an environment variable or argument), never the value.
+    """
+    key = Secret.of(value)
+    if key is not None and not _HEADER_SAFE.fullmatch(key.reveal()):
+        from evalframe.core._errors import ProviderError
+
+        raise ProviderError(
+            f"The API key in {source} contains whitespace, control or non-ASCII characters, "
+            "so it cannot be sent in an HTTP header; set it to the key alone (printable "
+            "ASCII, no spaces or line breaks)."
+        )
+    return key
+
+
+def seconds_setting(value: Any, source: str, *, integer: bool = False) -> float | None:
+    """A positive number of seconds (or, with ``integer``, a count >= 0) from ``source``.
+
+    ``None`` and blank give ``None``; anything else that is not such a number is an error
+    naming ``source``: a typo in a limit must not silently mean "no limit".
+
+    Raises:
+        ProviderError: the value is not a valid number.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        x = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        x = math.nan
+    ok = math.isfinite(x) and (x >= 0 and x == int(x) if integer else x > 0)
+    if not ok:
+        from evalframe.core._errors import ProviderError
+
+        what = "a whole number >= 0" if integer else "a number of seconds > 0"
+        raise ProviderError(f"{source} must be {what}; got {value!r}.")
+    return x
 
 
 def normalize_timeout(value: Any, default: float) -> float:

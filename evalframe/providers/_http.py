@@ -1,9 +1,11 @@
 """HTTP plumbing shared by the OpenAI-compatible clients: retries, errors and event loops.
 
 One POST with JSON in and JSON out, retried with tenacity on connection errors, timeouts,
-HTTP 429 and 5xx (honouring ``Retry-After``), failing at once on any other status and on a
-malformed body. Failure messages name the operation, the status or the transport error and
-the number of attempts; they never carry the response body or the API key.
+HTTP 429 and 5xx (honouring ``Retry-After``), failing at once on any other status, on a
+malformed body and on a body over the byte cap (read as a stream, so an oversize reply
+never sits in memory whole). Each attempt, body included, ends within ``timeout`` seconds.
+Failure messages name the operation, the status or the transport error and the number of
+attempts; they never carry the response body or the API key.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import json
 import logging
 import random
 import time
@@ -48,6 +51,14 @@ class _FatalStatusError(Exception):
 
 class _MalformedBodyError(Exception):
     pass
+
+
+class _OversizeBodyError(Exception):
+    pass
+
+
+class _AttemptTimeoutError(Exception):
+    """One attempt (connect, send, read the whole body) outlived its timeout."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +105,9 @@ def _retry_after(headers: httpx.Headers) -> float | None:
 def _is_retryable(exc: BaseException) -> bool:
     import httpx
 
-    return isinstance(exc, _RetryableStatusError | httpx.TransportError)
+    if isinstance(exc, httpx.LocalProtocolError):
+        return False  # a request that cannot be formed (a bad header) never will be
+    return isinstance(exc, _RetryableStatusError | _AttemptTimeoutError | httpx.TransportError)
 
 
 def _wait(policy: RetryPolicy, rng: random.Random) -> Callable[[RetryCallState], float]:
@@ -121,6 +134,8 @@ async def post_json(
     api_key: Secret | None,
     policy: RetryPolicy,
     operation: str,
+    timeout: float,
+    max_bytes: int,
     rng: random.Random | None = None,
 ) -> Response:
     """POST ``body`` as JSON and return the decoded JSON object, retrying per ``policy``.
@@ -132,6 +147,8 @@ async def post_json(
         api_key: sent as a bearer token when given.
         policy: retries and waits.
         operation: names the request in messages, e.g. ``"Embeddings"`` or ``"LLM judge"``.
+        timeout: seconds one attempt may take, from connecting to the last body byte.
+        max_bytes: the largest response body accepted; a larger one fails the call at once.
         rng: the jitter's random source.
 
     Raises:
@@ -160,22 +177,37 @@ async def post_json(
             wait,
         )
 
-    async def attempt() -> dict[str, Any]:
-        nonlocal attempts
-        attempts += 1
-        response = await client.post(url, json=dict(body), headers=headers)
-        status = response.status_code
-        if status == 429 or status >= 500:
-            raise _RetryableStatusError(status, _retry_after(response.headers))
-        if status >= 400:
-            raise _FatalStatusError(status)
+    async def exchange() -> dict[str, Any]:
+        async with client.stream("POST", url, json=dict(body), headers=headers) as response:
+            status = response.status_code
+            if status == 429 or status >= 500:
+                raise _RetryableStatusError(status, _retry_after(response.headers))
+            if status >= 400:
+                raise _FatalStatusError(status)
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > max_bytes:
+                raise _OversizeBodyError
+            chunks, size = [], 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > max_bytes:
+                    raise _OversizeBodyError
+                chunks.append(chunk)
         try:
-            decoded = response.json()
+            decoded = json.loads(b"".join(chunks))
         except ValueError as exc:
             raise _MalformedBodyError from exc
         if not isinstance(decoded, dict):
             raise _MalformedBodyError
         return decoded
+
+    async def attempt() -> dict[str, Any]:
+        nonlocal attempts
+        attempts += 1
+        try:
+            return await asyncio.wait_for(exchange(), timeout)
+        except TimeoutError as exc:
+            raise _AttemptTimeoutError(f"no complete reply within {timeout:g} s") from exc
 
     retrying = AsyncRetrying(
         stop=stop_after_attempt(policy.attempts),
@@ -202,11 +234,27 @@ async def post_json(
         raise failed(f"{operation} request failed: HTTP {exc.status}.", exc.status) from exc
     except _MalformedBodyError as exc:
         raise failed(f"{operation} response is not a valid JSON object.", 200) from exc
+    except _OversizeBodyError as exc:
+        raise failed(
+            f"{operation} response is larger than the {_size(max_bytes)} limit "
+            "(max_response_bytes); it was not read.",
+            200,
+        ) from exc
+    except _AttemptTimeoutError as exc:
+        raise failed(
+            f"{operation} request failed: {exc} after {attempts} attempt(s).", None
+        ) from exc
     except httpx.TransportError as exc:
         raise failed(
             f"{operation} request failed before receiving a response after {attempts} "
             f"attempt(s): {_describe(exc)}.",
             None,
         ) from exc
+    except Exception as exc:  # e.g. a header httpx refuses: still a call's error, redacted
+        raise failed(f"{operation} request could not be sent: {_describe(exc)}.", None) from exc
     latency = (time.perf_counter() - started) * 1000.0
     return Response(decoded, attempts, latency)
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:g} MiB" if n >= 2**20 else f"{n} bytes"

@@ -4,22 +4,36 @@ A *call* is one request to a provider (a batch of texts to embed, one judge prom
 batch of local work (the embedded model). Its cost is, in order: the cost the provider
 reported (``usage.cost_usd``, else ``usage.total_cost_usd``), zero for local models, the cost
 derived from the user's price table, or unknown ("unpriced"). The budget halts further calls
-once the money spent exceeds the limit (strictly); what was already computed is kept.
+once the money spent exceeds the limit (strictly); the run's deadline halts them once that
+many seconds have passed since the run began; either way what was already computed is kept.
+
+The ledger is also the one place provider errors are redacted: every error it records or
+that the providers hand back passes through :meth:`Ledger.redact` with the run's API keys.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import polars as pl
 
-from evalframe.core._errors import BudgetExhaustedError
+from evalframe.core._errors import BudgetExhaustedError, DeadlineExceededError, StopCallsError
+from evalframe.providers._config import Secret, redact
 
-__all__ = ["BudgetExhaustedError", "Call", "Ledger", "Prices", "usage_from_body"]
+__all__ = [
+    "BudgetExhaustedError",
+    "Call",
+    "DeadlineExceededError",
+    "Ledger",
+    "Prices",
+    "StopCallsError",
+    "usage_from_body",
+]
 
 Kind = Literal["embeddings", "judge"]
 CostSource = Literal["reported", "derived", "free", "unpriced"]
@@ -28,7 +42,7 @@ Prices = Mapping[str, Mapping[str, float]]
 UNNAMED_MODEL = "(unnamed model)"
 
 USAGE_SCHEMA = pl.Schema(
-    {
+    {  # type: ignore[arg-type]  # a nested List dtype widens the dict literal's value type
         "kind": pl.String,
         "provider": pl.String,
         "model": pl.String,
@@ -41,8 +55,12 @@ USAGE_SCHEMA = pl.Schema(
         "attempts": pl.Int64,
         "items": pl.Int64,
         "error": pl.String,
+        "derived": pl.List(pl.String),
     }
 )
+"""One row per call. ``derived`` names the figures evalframe computed itself rather than
+read from the provider's reply: ``cost_usd`` priced from the price table (or zero for a
+local model), and ``latency_ms``, which evalframe always measures."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,12 +175,33 @@ class Ledger:
             Models match by longest prefix, case-insensitively, ignoring a ``vendor/`` prefix.
             A call is priced when every side with tokens has a rate.
         budget_usd: stop calling providers once more than this much has been spent.
+        deadline: stop calling providers this many seconds after the run began
+            (:meth:`reset`); calls in flight then are abandoned.
+        secrets: API keys to remove from every error (clients add their own).
 
     Raises:
-        ValueError: a malformed price table or a budget that is not a positive number.
+        ValueError: a malformed price table, or a budget or deadline that is not a
+            positive number.
     """
 
-    def __init__(self, *, prices: Prices | None = None, budget_usd: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        prices: Prices | None = None,
+        budget_usd: float | None = None,
+        deadline: float | None = None,
+        secrets: Sequence[Secret | None] = (),
+    ) -> None:
+        if deadline is not None and not (
+            isinstance(deadline, int | float)
+            and not isinstance(deadline, bool)
+            and math.isfinite(deadline)
+            and deadline > 0
+        ):
+            raise ValueError(f"deadline must be a number of seconds > 0; got {deadline!r}.")
+        self.deadline = float(deadline) if deadline is not None else None
+        self.secrets: tuple[Secret | None, ...] = tuple(secrets)
+        self._started = time.monotonic()
         if budget_usd is not None and not (
             isinstance(budget_usd, int | float)
             and not isinstance(budget_usd, bool)
@@ -185,11 +224,30 @@ class Ledger:
             self._rows.clear()
             self._spent = 0.0
             self._halted = False
+            self._started = time.monotonic()
 
     def check(self) -> None:
-        """Raise ``BudgetExhaustedError`` when the budget is spent; call before every call."""
+        """Raise ``StopCallsError`` when the budget is spent or the deadline has passed;
+        call before every call."""
         if self._halted:
             raise BudgetExhaustedError(self.halt_message())
+        if self.remaining_seconds() == 0.0:
+            raise DeadlineExceededError(self.deadline_message(sent=False))
+
+    def remaining_seconds(self) -> float | None:
+        """Seconds left before the deadline (``0.0`` once passed), ``None`` without one."""
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - (time.monotonic() - self._started))
+
+    def deadline_message(self, *, sent: bool) -> str:
+        what = "the call was abandoned" if sent else "the provider was not called"
+        return f"Deadline exceeded: the run's {self.deadline:g} s provider deadline passed; {what}."
+
+    def redact(self, text: str, *secrets: Secret | None) -> str:
+        """``text`` without the ledger's secrets or ``secrets``, in any form (the one
+        redaction point of provider errors)."""
+        return redact(text, *self.secrets, *secrets)
 
     def halt_message(self) -> str:
         assert self.budget_usd is not None
@@ -200,6 +258,9 @@ class Ledger:
 
     def record(self, call: Call) -> None:
         cost, source = self._price(call)
+        derived = ["latency_ms"] if call.latency_ms is not None else []
+        if source in {"derived", "free"}:
+            derived.insert(0, "cost_usd")
         row = {
             "kind": call.kind,
             "provider": call.provider,
@@ -212,7 +273,8 @@ class Ledger:
             "latency_ms": call.latency_ms,
             "attempts": call.attempts,
             "items": call.items,
-            "error": call.error,
+            "error": self.redact(call.error) if call.error is not None else None,
+            "derived": derived,
         }
         with self._lock:
             self._rows.append(row)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -22,21 +24,23 @@ from evalframe.providers._config import (
     DEFAULT_EMBEDDINGS_TIMEOUT,
     DEFAULT_JUDGE_MODEL,
     DEFAULT_JUDGE_TIMEOUT,
+    DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_RETRIES,
     RetryPolicy,
     Secret,
+    check_key,
     display_url,
     endpoint_url,
     normalize_retries,
     normalize_timeout,
 )
 from evalframe.providers._http import RequestFailedError, post_json, run_sync
-from evalframe.providers._ledger import BudgetExhaustedError, Call, Ledger, usage_from_body
+from evalframe.providers._ledger import Call, Ledger, StopCallsError, usage_from_body
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["OpenAIEmbeddings", "OpenAIJudge"]
+__all__ = ["OpenAIEmbeddings", "OpenAIJudge", "quote"]
 
 T = TypeVar("T")
 
@@ -62,14 +66,20 @@ class _HTTPClient:
         concurrency: int,
         transport: httpx.AsyncBaseTransport | None,
         seed: int | None,
+        max_response_bytes: int,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("model must be a non-empty string.")
         if not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(f"concurrency must be an integer >= 1; got {concurrency!r}.")
+        if not isinstance(max_response_bytes, int) or max_response_bytes < 1:
+            raise ValueError(
+                f"max_response_bytes must be an integer >= 1; got {max_response_bytes!r}."
+            )
         self._model = model.strip()
         self.url = endpoint_url(base_url or DEFAULT_BASE_URL, self._path)
-        self.api_key = Secret.of(api_key)
+        self.api_key = check_key(api_key, "api_key")
+        self.max_response_bytes = max_response_bytes
         self.timeout = normalize_timeout(timeout, default_timeout)
         self.policy = RetryPolicy(
             retries=normalize_retries(retries, DEFAULT_RETRIES),
@@ -102,6 +112,7 @@ class _HTTPClient:
         limits = httpx.Limits(
             max_connections=self.concurrency, max_keepalive_connections=self.concurrency
         )
+        # post_json bounds each whole attempt; these bound each connect and read within it.
         timeout = httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0))
         return httpx.AsyncClient(timeout=timeout, limits=limits, transport=self.transport)
 
@@ -113,6 +124,8 @@ class _HTTPClient:
             api_key=self.api_key,
             policy=self.policy,
             operation=self._operation,
+            timeout=self.timeout,
+            max_bytes=self.max_response_bytes,
             rng=self._rng,
         )
 
@@ -122,28 +135,44 @@ class _HTTPClient:
         parse: Callable[[dict[str, Any], int], tuple[T, str | None]],
         ledger: Ledger,
     ) -> list[tuple[T | None, str | None]]:
-        """Send the ``(body, items)`` requests concurrently; each gives ``parse``'s result.
+        """Send the ``(body, items)`` requests concurrently; request ``i`` gives
+        ``parse(body, i)``.
 
-        Each request checks the budget first and is recorded in ``ledger``, sent or failed;
-        a request that fails (or is refused by the budget) gives ``(None, error)``.
+        Each request checks the budget and the run's deadline first and is recorded in
+        ``ledger``, sent or failed; a request that fails, is refused, or is still running
+        when the deadline passes gives ``(None, error)``. Every error passes through
+        ``ledger.redact`` with this client's key.
         """
         results: list[tuple[T | None, str | None]] = [(None, "not sent")] * len(requests)
+
+        def fail(i: int, message: str) -> None:
+            results[i] = (None, ledger.redact(message, self.api_key))
 
         async def one(client: httpx.AsyncClient, gate: asyncio.Semaphore, i: int) -> None:
             body, items = requests[i]
             async with gate:
                 try:
                     ledger.check()
-                except BudgetExhaustedError as exc:
-                    results[i] = (None, str(exc))
+                except StopCallsError as exc:
+                    fail(i, str(exc))
                     return
+                started = time.perf_counter()
                 try:
-                    response = await self._post(client, body)
+                    response = await asyncio.wait_for(
+                        self._post(client, body), ledger.remaining_seconds()
+                    )
                 except RequestFailedError as exc:
-                    ledger.record(self._call(items, exc.attempts, exc.latency_ms, error=str(exc)))
-                    results[i] = (None, str(exc))
+                    message = ledger.redact(str(exc), self.api_key)
+                    ledger.record(self._call(items, exc.attempts, exc.latency_ms, error=message))
+                    fail(i, message)
                     return
-                got, problem = parse(response.body, items)
+                except TimeoutError:
+                    message = ledger.deadline_message(sent=True)
+                    latency = (time.perf_counter() - started) * 1000.0
+                    ledger.record(self._call(items, 1, latency, error=message))
+                    fail(i, message)
+                    return
+                got, problem = parse(response.body, i)
                 usage = usage_from_body(response.body)
                 ledger.record(
                     self._call(items, response.attempts, response.latency_ms, problem, usage)
@@ -190,8 +219,10 @@ class OpenAIEmbeddings(_HTTPClient):
         model: the embedding model, e.g. ``"text-embedding-3-small"``.
         base_url: the API root (``.../v1``) or the full ``.../embeddings`` URL
             (default ``https://api.openai.com/v1``).
-        api_key: sent as a bearer token when given; never logged, cached or reported.
-        timeout: seconds per request (default 30; ``0`` and junk mean the default).
+        api_key: sent as a bearer token when given; never logged, cached or reported. It
+            must be printable ASCII without spaces (else ``ProviderError``).
+        timeout: seconds per request, reading the whole reply included (default 30; ``0``
+            and junk mean the default).
         retries: extra attempts on connection errors, timeouts, 429 and 5xx (default 3).
         backoff: the first retry wait in seconds (doubling up to ``max_backoff``).
         max_backoff: the longest wait between attempts, in seconds.
@@ -200,6 +231,8 @@ class OpenAIEmbeddings(_HTTPClient):
         dimensions: ask the model for this many dimensions (models that support it).
         transport: an ``httpx`` transport, e.g. ``httpx.MockTransport`` in tests.
         seed: seeds the retry jitter.
+        max_response_bytes: the largest reply body read (default 32 MiB); a larger reply
+            is that request's error, and is never held in memory whole.
 
     Examples:
         >>> from evalframe.providers import OpenAIEmbeddings
@@ -226,6 +259,7 @@ class OpenAIEmbeddings(_HTTPClient):
         dimensions: int | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         seed: int | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         super().__init__(
             model,
@@ -239,6 +273,7 @@ class OpenAIEmbeddings(_HTTPClient):
             concurrency=concurrency,
             transport=transport,
             seed=seed,
+            max_response_bytes=max_response_bytes,
         )
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be an integer >= 1; got {batch_size!r}.")
@@ -255,7 +290,11 @@ class OpenAIEmbeddings(_HTTPClient):
         return f"openai:{self.model}{dims}@{self.provider}"
 
     def embed(self, texts: Sequence[str], ledger: Ledger) -> Embedded:
-        """Embed ``texts`` in batches; a batch that fails gives its texts that error."""
+        """Embed ``texts`` in batches.
+
+        A batch that fails gives its texts that error; a bad vector in a good reply (not
+        finite, or of another size than the rest) fails only its own text.
+        """
         n = len(texts)
         vectors: list[Vector | None] = [None] * n
         errors: list[str | None] = [None] * n
@@ -266,35 +305,78 @@ class OpenAIEmbeddings(_HTTPClient):
             if self.dimensions:
                 body["dimensions"] = self.dimensions
             requests.append((body, len(idx)))
-        results = self._exchange(requests, _vectors, ledger)
+
+        def parse(body: dict[str, Any], i: int) -> tuple[_Batch, str | None]:
+            return _vectors(body, [texts[j] for j in batches[i]])
+
+        results = self._exchange(requests, parse, ledger)
         for idx, (got, problem) in zip(batches, results, strict=True):
             if got is None or problem is not None:
                 errors[idx.start : idx.stop] = [problem] * len(idx)
             else:
-                vectors[idx.start : idx.stop] = got
+                vectors[idx.start : idx.stop], errors[idx.start : idx.stop] = got
         return Embedded(vectors, errors)
 
 
-def _vectors(body: dict[str, Any], expected: int) -> tuple[list[Vector | None], str | None]:
-    """The vectors of an embeddings response in input order, or what is wrong with it."""
+_Batch = tuple[list[Vector | None], list[str | None]]
+
+
+def quote(text: str, limit: int = 40) -> str:
+    """``text`` quoted for a message, cut to ``limit`` characters.
+
+    Examples:
+        >>> quote("short"), quote("x" * 50, 8)
+        ("'short'", "'xxxxxxx…'")
+    """
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def _vectors(body: dict[str, Any], texts: Sequence[str]) -> tuple[_Batch, str | None]:
+    """Per text of a batch, its vector or what is wrong with it; or what is wrong with the
+    whole reply (no ``data`` list, a count or indexes that do not match the inputs).
+
+    The batch's dimension is its most common vector size: a vector of another size, empty,
+    not numeric or not finite fails only its own text.
+    """
+    expected = len(texts)
     data = body.get("data")
     if not isinstance(data, list):
-        return [], "Embeddings response has no 'data' list."
+        return ([], []), "Embeddings response has no 'data' list."
     if len(data) != expected:
-        return [], f"Embeddings client returned {len(data)} vector(s); expected {expected}."
+        return ([], []), f"Embeddings client returned {len(data)} vector(s); expected {expected}."
     items = data
     if all(isinstance(d, dict) and isinstance(d.get("index"), int) for d in data):
         items = sorted(data, key=lambda d: d["index"])
         if [d["index"] for d in items] != list(range(expected)):
-            return [], "Embeddings response indexes do not match the inputs."
-    raw = [d.get("embedding") if isinstance(d, dict) else None for d in items]
-    try:
-        matrix = np.asarray(raw, dtype=np.float32)
-    except (TypeError, ValueError):
-        return [], "Embeddings must be non-empty lists of numbers of one length."
-    if matrix.ndim != 2 or matrix.shape[1] == 0 or not bool(np.isfinite(matrix).all()):
-        return [], "Embeddings must be non-empty lists of finite numbers of one length."
-    return list(matrix), None
+            return ([], []), "Embeddings response indexes do not match the inputs."
+    parsed: list[Vector | None] = []
+    errors: list[str | None] = []
+    for text, d in zip(texts, items, strict=True):  # one per text of a batch, not per row
+        raw = d.get("embedding") if isinstance(d, dict) else None
+        try:
+            v = np.asarray(raw, dtype=np.float32)
+        except (TypeError, ValueError):
+            v = np.zeros((0,), np.float32)
+        if v.ndim != 1 or v.size == 0:
+            parsed.append(None)
+            errors.append(f"Embedding for {quote(text)} is not a non-empty list of numbers.")
+        elif not bool(np.isfinite(v).all()):
+            parsed.append(None)
+            errors.append(f"Embedding for {quote(text)} contains NaN or infinite values.")
+        else:
+            parsed.append(v)
+            errors.append(None)
+    sizes = Counter(v.shape[0] for v in parsed if v is not None)
+    if sizes:
+        d = sizes.most_common(1)[0][0]
+        for j, got in enumerate(parsed):
+            if got is not None and got.shape[0] != d:
+                parsed[j] = None
+                errors[j] = (
+                    f"Embedding for {quote(texts[j])} has {got.shape[0]} dimensions; "
+                    f"the others have {d}."
+                )
+    return (parsed, errors), None
 
 
 class OpenAIJudge(_HTTPClient):
@@ -307,8 +389,10 @@ class OpenAIJudge(_HTTPClient):
     Args:
         model: the judge model (default ``"gpt-4o-mini"``).
         base_url: the API root (``.../v1``) or the full ``.../chat/completions`` URL.
-        api_key: sent as a bearer token when given; never logged, cached or reported.
-        timeout: seconds per request (default 60; ``0`` and junk mean the default).
+        api_key: sent as a bearer token when given; never logged, cached or reported. It
+            must be printable ASCII without spaces (else ``ProviderError``).
+        timeout: seconds per request, reading the whole reply included (default 60; ``0``
+            and junk mean the default).
         retries: extra attempts on connection errors, timeouts, 429 and 5xx (default 3).
         backoff: the first retry wait in seconds (doubling up to ``max_backoff``).
         max_backoff: the longest wait between attempts, in seconds.
@@ -318,6 +402,7 @@ class OpenAIJudge(_HTTPClient):
         json_mode: send ``response_format={"type": "json_object"}`` (default true).
         max_tokens: cap the reply length, when given.
         transport: an ``httpx`` transport, e.g. ``httpx.MockTransport`` in tests.
+        max_response_bytes: the largest reply body read (default 32 MiB).
     """
 
     _path = "chat/completions"
@@ -340,6 +425,7 @@ class OpenAIJudge(_HTTPClient):
         json_mode: bool = True,
         max_tokens: int | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         super().__init__(
             model,
@@ -353,6 +439,7 @@ class OpenAIJudge(_HTTPClient):
             concurrency=concurrency,
             transport=transport,
             seed=seed,
+            max_response_bytes=max_response_bytes,
         )
         if not (isinstance(temperature, int | float) and math.isfinite(temperature)):
             raise ValueError(f"temperature must be a number; got {temperature!r}.")
@@ -378,7 +465,7 @@ class OpenAIJudge(_HTTPClient):
         return [Reply(c, problem) for c, problem in self._exchange(requests, _reply, ledger)]
 
 
-def _reply(body: dict[str, Any], items: int) -> tuple[str | None, str | None]:
+def _reply(body: dict[str, Any], i: int) -> tuple[str | None, str | None]:
     """The reply's content, or what is wrong with it."""
     content = _content(body)
     if content is None:

@@ -23,8 +23,11 @@ from evalframe.providers._config import (
     DEFAULT_BASE_URL,
     DEFAULT_EMBEDDINGS_MODEL,
     DEFAULT_JUDGE_MODEL,
+    ENV,
     Secret,
+    check_key,
     env_value,
+    seconds_setting,
 )
 from evalframe.providers._ledger import Ledger, Prices
 
@@ -33,9 +36,10 @@ __all__ = ["BUDGET_ERROR_PREFIX", "Providers"]
 BUDGET_ERROR_PREFIX = "Budget exhausted:"
 
 _NO_JUDGE = (
-    "No judge model is configured. Set EVALFRAME_JUDGE_BASE_URL and EVALFRAME_JUDGE_MODEL "
-    "(or OPENAI_API_KEY for api.openai.com), pass --judge-base-url/--judge-model to "
-    "`evalframe run`, or use ef.Providers(judge=ef.OpenAIJudge(...))."
+    "{what} need a judge model, and none is configured. Set EVALFRAME_JUDGE_BASE_URL and "
+    "EVALFRAME_JUDGE_MODEL (with EVALFRAME_JUDGE_API_KEY if the endpoint needs a key), or "
+    "OPENAI_API_KEY for api.openai.com; or pass --judge-base-url/--judge-model to "
+    "`evalframe run`; or use ef.Providers(judge=ef.OpenAIJudge(...))."
 )
 
 
@@ -79,6 +83,10 @@ class Providers:
         cache: ``True`` for the default file (``~/.cache/evalframe/cache.duckdb``), a path,
             a ``ResponseCache``, or ``False`` for none.
         budget_usd: stop calling providers once more than this has been spent in a run.
+        deadline: stop calling providers this many seconds after the run began
+            (``ef.evaluate`` starts the clock; otherwise ``begin_run`` or construction does):
+            calls not yet made, and calls still in flight, become their rows' errors; the
+            scores already computed are kept.
         prices: USD per million tokens by model, for providers that do not report cost:
             ``{"gpt-4o-mini": {"input_per_million": 0.15, "output_per_million": 0.6}}``.
 
@@ -97,13 +105,31 @@ class Providers:
         cache: bool | str | os.PathLike[str] | ResponseCache | None = True,
         budget_usd: float | None = None,
         prices: Prices | None = None,
+        deadline: float | None = None,
     ) -> None:
         if judge is not None and not isinstance(judge, JudgeClient):
             raise TypeError(f"judge must be a judge client such as ef.OpenAIJudge; got {judge!r}.")
         self._embeddings = _embedder(embeddings)
         self.judge = judge
         self.cache = _cache(cache)
-        self.ledger = Ledger(prices=prices, budget_usd=budget_usd)
+        self.ledger = Ledger(prices=prices, budget_usd=budget_usd, deadline=deadline)
+
+    def _guard(self) -> None:
+        """Give the ledger the keys of the current clients, for redaction."""
+        keys = (getattr(c, "api_key", None) for c in (self._embeddings, self.judge))
+        self.ledger.secrets = tuple(k for k in keys if isinstance(k, Secret))
+
+    def _guarded(self, call: Any, *args: Any) -> Any:
+        """``call(*args)``; an exception escaping a client leaves as a redacted
+        ``ProviderError`` (its cause is dropped: it may quote a key)."""
+        try:
+            return call(*args)
+        except Exception as exc:
+            message = self.ledger.redact(f"{type(exc).__name__}: {exc}")
+            raise ProviderError(message) from None
+
+    def _redacted(self, errors: Sequence[str | None]) -> list[str | None]:
+        return [self.ledger.redact(e) if e is not None else None for e in errors]
 
     @classmethod
     def from_env(
@@ -120,6 +146,7 @@ class Providers:
         prices: Prices | None = None,
         timeout: float | None = None,
         retries: int | None = None,
+        deadline: float | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> Providers:
         """Providers from arguments, falling back to environment variables.
@@ -137,14 +164,38 @@ class Providers:
                 ``EVALFRAME_EMBEDDINGS_*``.
             judge_base_url, judge_model, judge_api_key: override ``EVALFRAME_JUDGE_*``.
             cache, budget_usd, prices: as for ``Providers``.
-            timeout: seconds per HTTP request for both clients (default 30 and 60).
-            retries: extra attempts for both clients (default 3).
+            timeout: seconds per HTTP request for both clients, reading the reply included
+                (default ``EVALFRAME_TIMEOUT``, else 30 for embeddings and 60 for the judge).
+            retries: extra attempts for both clients (default ``EVALFRAME_RETRIES``, else 3).
+            deadline: seconds for all provider calls of a run (default
+                ``EVALFRAME_DEADLINE``, else none).
             environ: the variables to read (default ``os.environ``).
+
+        Raises:
+            ProviderError: an API key that cannot be sent in a header, or a timeout,
+                retries or deadline that is not a valid number; the message names the
+                variable or argument, never a key.
         """
         from evalframe.providers._openai import OpenAIEmbeddings, OpenAIJudge
 
         def env(role: str) -> str | None:
             return env_value(environ, role)
+
+        def key(argument: str | Secret | None, *roles: str) -> Secret | None:
+            if argument is not None:
+                return check_key(argument, f"the {roles[0]} argument")
+            for role in roles:
+                if env(role):
+                    return check_key(env(role), ENV[role])
+            return None
+
+        if timeout is None:
+            timeout = seconds_setting(env("timeout"), ENV["timeout"])
+        if retries is None:
+            found = seconds_setting(env("retries"), ENV["retries"], integer=True)
+            retries = int(found) if found is not None else None
+        if deadline is None:
+            deadline = seconds_setting(env("deadline"), ENV["deadline"])
 
         embeddings: EmbeddingClient | str | None = None
         e_url = embeddings_base_url or env("embeddings_base_url")
@@ -155,13 +206,13 @@ class Providers:
             embeddings = OpenAIEmbeddings(
                 e_model or DEFAULT_EMBEDDINGS_MODEL,
                 base_url=e_url or env("base_url") or DEFAULT_BASE_URL,
-                api_key=embeddings_api_key or env("embeddings_api_key") or env("api_key"),
+                api_key=key(embeddings_api_key, "embeddings_api_key", "api_key"),
                 timeout=timeout,
                 retries=retries,
             )
         judge = None
         j_url = judge_base_url or env("judge_base_url") or env("base_url")
-        j_key = judge_api_key or env("judge_api_key") or env("api_key")
+        j_key = key(judge_api_key, "judge_api_key", "api_key")
         j_model = judge_model or env("judge_model")
         if j_url or j_key or j_model:
             judge = OpenAIJudge(
@@ -171,7 +222,9 @@ class Providers:
                 timeout=timeout,
                 retries=retries,
             )
-        return cls(embeddings, judge, cache=cache, budget_usd=budget_usd, prices=prices)
+        return cls(
+            embeddings, judge, cache=cache, budget_usd=budget_usd, prices=prices, deadline=deadline
+        )
 
     @classmethod
     def coerce(cls, context: Any) -> Providers:
@@ -210,9 +263,14 @@ class Providers:
             self._embeddings = OnnxEmbedder()
         return self._embeddings
 
-    def require_judge(self) -> JudgeClient:
+    def require_judge(self, what: str = "Judge metrics") -> JudgeClient:
+        """The judge client.
+
+        Raises:
+            ProviderError: no judge is configured; the message names the variables to set.
+        """
         if self.judge is None:
-            raise ProviderError(_NO_JUDGE)
+            raise ProviderError(_NO_JUDGE.format(what=what))
         return self.judge
 
     # -- calls, deduplicated and cached ---------------------------------------------------
@@ -245,6 +303,7 @@ class Providers:
     def _cached_vectors(
         self, namespace: str, payloads: list[Any], compute: Any, *, cacheable: bool
     ) -> Embedded:
+        self._guard()
         n = len(payloads)
         cache = self.cache if cacheable else None
         vectors: list[Vector | None] = (
@@ -253,7 +312,7 @@ class Providers:
         errors: list[str | None] = [None] * n
         missing = [i for i, v in enumerate(vectors) if v is None]
         if missing:
-            result: Embedded = compute(missing)
+            result: Embedded = self._guarded(compute, missing)
             for j, i in enumerate(missing):
                 vectors[i], errors[i] = result.vectors[j], result.errors[j]
             if cache is not None:
@@ -263,18 +322,21 @@ class Providers:
                     [payloads[i] for i in done],
                     [vectors[i] for i in done],  # type: ignore[misc]
                 )
-        return Embedded(vectors, errors)
+        return Embedded(vectors, self._redacted(errors))
 
     def complete(self, prompts: Sequence[str]) -> list[Reply]:
         """One judge reply per prompt (pass unique prompts): from the cache, else the judge."""
         judge = self.require_judge()
+        self._guard()
         namespace = f"judge|{judge.id}"
         requests = [judge.request(p) for p in prompts]
         cached = self.cache.get_replies(namespace, requests) if self.cache is not None else None
         replies = [Reply(c) if c is not None else None for c in (cached or [None] * len(prompts))]
         missing = [i for i, r in enumerate(replies) if r is None]
         if missing:
-            fresh = judge.complete([prompts[i] for i in missing], self.ledger)
+            fresh: list[Reply] = self._guarded(
+                judge.complete, [prompts[i] for i in missing], self.ledger
+            )
             for j, i in enumerate(missing):
                 replies[i] = fresh[j]
             if self.cache is not None:
@@ -286,7 +348,9 @@ class Providers:
                 self.cache.put_replies(
                     namespace, [req for req, _ in ok], [content for _, content in ok]
                 )
-        return [r if r is not None else Reply(None, "not computed") for r in replies]
+        done = [r if r is not None else Reply(None, "not computed") for r in replies]
+        errors = self._redacted([r.error for r in done])
+        return [Reply(r.content, e) for r, e in zip(done, errors, strict=True)]
 
     # -- the run's accounts ---------------------------------------------------------------
 
@@ -305,8 +369,10 @@ class Providers:
     def budget_summary(self, scores: pl.DataFrame | None = None) -> dict[str, Any] | None:
         """The report's ``budget`` block (``None`` without a budget).
 
-        ``completed_rows`` counts the executions (sample, repetition) that no metric left
-        unscored for lack of budget.
+        ``completed_rows`` counts the executions (sample, repetition) the budget did not
+        stop: among the metrics the budget stopped somewhere, those that still scored the
+        execution (or failed it for another reason). With no metric stopped, every
+        execution.
         """
         if scores is None or scores.height == 0:
             total = completed = 0
@@ -314,10 +380,10 @@ class Providers:
             keys = [C.SAMPLE_ID, C.REPETITION]
             total = scores.select(keys).unique().height
             stopped = (
-                scores.filter(pl.col(C.ERROR).str.contains(BUDGET_ERROR_PREFIX, literal=True))
-                .select(keys)
-                .unique()
-                .height
+                pl.col(C.ERROR).str.contains(BUDGET_ERROR_PREFIX, literal=True).fill_null(False)
             )
-            completed = total - stopped
+            affected = scores.filter(stopped.any().over(C.METRIC))
+            completed = (
+                affected.filter(~stopped).select(keys).unique().height if affected.height else total
+            )
         return self.ledger.budget_summary(completed, total)

@@ -286,7 +286,9 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str) -> Run:
     ).cast(C.SCORES_SCHEMA)
     usage = query(
         con,
-        "SELECT * EXCLUDE (run_id, ordinal, extra) FROM usage WHERE run_id = ? ORDER BY ordinal",
+        "SELECT * EXCLUDE (run_id, ordinal, extra), "
+        "CAST(json_extract(extra, '$.derived') AS VARCHAR[]) AS derived "
+        "FROM usage WHERE run_id = ? ORDER BY ordinal",
         [run_id],
     )
     extra = json.loads(info["extra"]) if info["extra"] else {}

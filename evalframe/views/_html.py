@@ -359,7 +359,7 @@ _CSP = (
 
 
 def _chart_specs(doc: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    from evalframe import plot
+    from evalframe.views import plot
 
     specs = [("Score histograms", plot.histograms(doc).to_dict())]
     if doc["cohorts"]:

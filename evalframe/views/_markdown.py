@@ -203,11 +203,11 @@ def render(r: Mapping[str, Any]) -> str:
     out += _dimension_sections(r)
     u = r["usage"]
     if u["observations"] > 0:
-        rep = u["reported"]
+        rep, derived = u["reported"], u.get("derived", {})
         lat = u["latency_ms"]
 
         def field(name: str, text: str) -> str:
-            return text if rep.get(name, 0) else "n/a"
+            return text if rep.get(name, 0) or derived.get(name, 0) else "n/a"
 
         out += ["## Usage summary", ""]
         out += _table(

@@ -93,7 +93,11 @@ def _metric_block(row: dict[str, Any]) -> dict[str, Any]:
 
 def _usage_block(usage: pl.DataFrame) -> dict[str, Any]:
     fields = ("prompt_tokens", "completion_tokens", "total_tokens", "cost_usd")
+    # ``reported`` counts figures the provider's reply carried; ``derived`` those evalframe
+    # computed (a cost from the price table, the latency it measured), named per call in
+    # the usage frame's ``derived`` list.
     reported = dict.fromkeys((*fields, "latency_ms"), 0)
+    derived = dict.fromkeys(("cost_usd", "latency_ms"), 0)
     totals: dict[str, Any] = dict.fromkeys(fields, 0)
     totals["cost_usd"] = 0.0
     latency = {"count": 0, "total": 0.0, "mean": 0.0, "max": 0.0}
@@ -102,9 +106,17 @@ def _usage_block(usage: pl.DataFrame) -> dict[str, Any]:
         present = [f for f in (*fields, "latency_ms") if f in usage.columns]
         if present:
             observations = usage.filter(pl.any_horizontal(pl.col(present).is_not_null())).height
+        marks = (
+            usage.get_column("derived")
+            if "derived" in usage.columns
+            else pl.Series([[]] * usage.height, dtype=pl.List(pl.String))
+        )
         for f in present:
             col = usage.get_column(f).drop_nulls()
-            reported[f] = col.len()
+            computed = int((usage.get_column(f).is_not_null() & marks.list.contains(f)).sum())
+            reported[f] = col.len() - computed
+            if f in derived:
+                derived[f] = computed
             if f == "latency_ms":
                 if col.len():
                     total, peak = (
@@ -122,7 +134,13 @@ def _usage_block(usage: pl.DataFrame) -> dict[str, Any]:
                 totals[f] = float(col.sum()) if col.len() else 0.0
             else:
                 totals[f] = int(col.sum()) if col.len() else 0
-    return {"observations": observations, **totals, "reported": reported, "latency_ms": latency}
+    return {
+        "observations": observations,
+        **totals,
+        "reported": reported,
+        "derived": derived,
+        "latency_ms": latency,
+    }
 
 
 def _adversarial(
