@@ -2,7 +2,8 @@
 
 DuckDB 2.0 lets one process hold a file read-write, and while it does no other process can
 open it at all, not even read-only. So writers open, write one transaction and close;
-readers open read-only and close; and both retry with exponential backoff while another
+readers open read-only, without access to any other file or to settings (they run users'
+SQL: see ``_sandbox``), and close; and both retry with exponential backoff while another
 process holds the lock, up to a timeout, after which ``StoreBusyError`` (retryable) is
 raised. A connection is never shared between threads: within a process, operations on one
 file take turns (a lock per file), and in-memory stores hand each operation its own cursor
@@ -25,9 +26,19 @@ import polars as pl
 
 from evalframe.exceptions import StoreError
 
-__all__ = ["Connector", "StoreBusyError", "execute", "fetch", "query", "store_error"]
+__all__ = [
+    "SANDBOX_CONFIG",
+    "Connector",
+    "StoreBusyError",
+    "execute",
+    "fetch",
+    "query",
+    "store_error",
+]
 
 MEMORY: Final = ":memory:"
+SANDBOX_CONFIG: Final = {"enable_external_access": False, "lock_configuration": True}
+"""DuckDB settings of every read-only connection to a store file (see ``_sandbox``)."""
 _LOCK_MARKERS: Final = ("Could not set lock", "Conflicting lock")
 _FILE_LOCKS: dict[str, threading.RLock] = {}
 _FILE_LOCKS_GUARD = threading.Lock()
@@ -150,8 +161,11 @@ class Connector:
     def exists(self) -> bool:
         return self.in_memory or Path(self.path).exists()
 
-    def _config(self) -> dict[str, Any]:
-        return {"threads": self.threads} if self.threads else {}
+    def _config(self, *, write: bool = True) -> dict[str, Any]:
+        config: dict[str, Any] = {"threads": self.threads} if self.threads else {}
+        if not write:  # readers run users' SQL: no file but the store, no settings changed
+            config |= SANDBOX_CONFIG
+        return config
 
     @contextmanager
     def connect(self, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -181,7 +195,9 @@ class Connector:
         delay = 0.02
         while True:
             try:
-                return duckdb.connect(self.path, read_only=not write, config=self._config())
+                return duckdb.connect(
+                    self.path, read_only=not write, config=self._config(write=write)
+                )
             except duckdb.Error as exc:
                 if not _is_lock_conflict(exc):
                     raise store_error(

@@ -38,6 +38,7 @@ from evalframe.precision import (
 )
 from evalframe.store import _read
 from evalframe.store._connect import Connector, execute, fetch, query, store_error
+from evalframe.store._sandbox import user_query
 from evalframe.store._schema import fill_stats
 from evalframe.store._write import (
     OUTPUT_COLUMNS,
@@ -105,7 +106,7 @@ def _sources(con: duckdb.DuckDBPyConnection, runs: str | Sequence[str] | None) -
         return [_read.resolve(con, "latest")]
     if isinstance(runs, str):
         if _read.looks_like_sql(runs):
-            found = query(con, runs)
+            found = user_query(con, runs)
             column = "run_id" if "run_id" in found.columns else found.columns[0]
             ids = [str(v) for v in found.get_column(column).to_list()]
             if not ids:

@@ -14,7 +14,8 @@ import polars as pl
 
 from evalframe.exceptions import StoreError
 from evalframe.store import _read, _schema
-from evalframe.store._connect import MEMORY, Connector, execute, fetch, query
+from evalframe.store._connect import MEMORY, Connector, execute, fetch
+from evalframe.store._sandbox import user_query
 from evalframe.store._write import transaction, write_run
 
 if TYPE_CHECKING:
@@ -131,11 +132,19 @@ class Store:
     def sql(
         self, query_text: str, params: Sequence[Any] | Mapping[str, Any] | None = None
     ) -> pl.DataFrame:
-        """Run a SQL query on a read-only connection and return the result as a frame.
+        """Run one SELECT query on a read-only connection and return the result as a frame.
+
+        Only a single SELECT (including WITH, FROM-first, VALUES, DESCRIBE, SUMMARIZE and
+        SHOW) runs; any other statement, or several, is refused by DuckDB's parser. On a
+        store file the query cannot read or write any other file, URL or database, nor
+        change a setting (docs/store-schema.md, "What SQL may do").
 
         Args:
             query_text: the query; tables and views are listed in docs/store-schema.md.
             params: values for ``?`` or ``$name`` placeholders.
+
+        Raises:
+            StoreError: the query was refused (one line saying why) or failed.
 
         Examples:
             >>> import evalframe as ef
@@ -145,7 +154,7 @@ class Store:
         """
         with self._connector.connect(write=False) as con:
             bound = dict(params) if isinstance(params, Mapping) else params
-            return query(con, query_text, bound)
+            return user_query(con, query_text, bound)
 
     def runs(self, *, dataset: str | None = None, limit: int | None = None) -> pl.DataFrame:
         """Stored runs, newest first: run_id, name, dataset, created_at, macro_f1, n_samples, ..."""
@@ -192,8 +201,9 @@ class Store:
         Returns:
             The baseline's name.
         """
+        run_id = self.resolve(ref)  # on a read-only connection: a reference may be SQL
         with self._connector.connect(write=True) as con, transaction(con):
-            run_id = _read.resolve(con, ref)
+            run_id = _read.resolve(con, run_id)
             dataset = fetch(con, "SELECT dataset FROM runs WHERE run_id = ?", [run_id])
             label = name or str(dataset)
             execute(
