@@ -74,6 +74,10 @@ def _echo_frame(frame: pl.DataFrame, output: str, max_rows: int) -> None:
 def sql(query: str, store_path: Path | None, output: str, max_rows: int) -> None:
     """Run a SQL QUERY on the store (read-only) and print the result.
 
+    QUERY is one SELECT (WITH, FROM-first, VALUES, DESCRIBE, SUMMARIZE and SHOW included);
+    other statements, several statements, and reading or writing any file, URL or setting
+    are refused with one line and exit code 2.
+
     Tables and views: runs, run_metrics, samples, outputs, scores, sample_stats, usage,
     baselines, failures, metric_summary, cohort_summary, dimension_summary, score_histogram,
     unstable_samples (docs/store-schema.md).
