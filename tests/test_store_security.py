@@ -270,3 +270,21 @@ def test_parameters_still_bind(scene: Scene) -> None:
     got = scene.store.sql("SELECT name FROM runs WHERE run_id = $id", {"id": scene.run_id})
     assert got.item() == "sec"
     assert scene.store.sql("SELECT ? + ? AS s", [40, 2]).item() == 42
+
+
+def test_a_connection_of_your_own_keeps_reads_working_and_sql_says_why_it_cannot(
+    scene: Scene,
+) -> None:
+    mine = duckdb.connect(str(scene.store_path), read_only=True)
+    try:
+        store = Store(scene.store_path, timeout=60)
+        assert store.runs().height == 2  # plain reads share the caller's connection settings
+        assert store.load(scene.run_id).run_id == scene.run_id
+        with pytest.raises(StoreError, match="a connection evalframe did not make") as info:
+            store.sql("SELECT count(*) FROM runs")  # refused at once, not after the timeout
+        assert "Close that connection" in str(info.value)
+        with pytest.raises(StoreError, match="a connection evalframe did not make"):
+            store.resolve("SELECT run_id FROM runs LIMIT 1")
+    finally:
+        mine.close()
+    assert store.sql("SELECT count(*) FROM runs").item() == 2

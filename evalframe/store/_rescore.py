@@ -136,7 +136,9 @@ def rescore_runs(
     requested = resolve(metrics)
     if not requested:
         raise StoreError("Rescoring needs at least one metric (-m SPEC).")
-    with connector.connect(write=False) as con:
+    refs = [runs] if isinstance(runs, str) else list(runs or [])
+    sandbox = any(_read.looks_like_sql(r) for r in refs)  # a query from the user
+    with connector.connect(write=False, sandbox=sandbox) as con:
         sources = list(dict.fromkeys(_sources(con, runs)))
     return [
         _rescore_one(

@@ -60,10 +60,19 @@ def user_query(
 ) -> pl.DataFrame:
     """Check ``text`` with ``check_select`` and run it; a refused file access is one line.
 
-    Run it on a read-only connection (``Connector.connect(write=False)``): for a store
-    file, that connection cannot reach any file but the store.
+    Run it on a connection from ``Connector.connect(write=False, sandbox=True)``: for a
+    store file, that connection cannot reach any file but the store.
+
+    Raises:
+        StoreError: refused, failed, or (a bug) given a file connection without the sandbox.
     """
     check_select(text)
+    open_access, path = con.execute(
+        "SELECT current_setting('enable_external_access'), "
+        "(SELECT path FROM duckdb_databases() WHERE database_name = current_database())"
+    ).fetchall()[0]
+    if open_access and path:
+        raise StoreError(f"Internal error: a query from the user reached {path} unsandboxed.")
     try:
         rel = con.sql(text, params=params) if params is not None else con.sql(text)
         frame: pl.DataFrame = rel.pl() if rel is not None else pl.DataFrame()

@@ -152,7 +152,7 @@ class Store:
             >>> Store(":memory:").sql("SELECT ? AS answer", [42]).item()
             42
         """
-        with self._connector.connect(write=False) as con:
+        with self._connector.connect(write=False, sandbox=True) as con:
             bound = dict(params) if isinstance(params, Mapping) else params
             return user_query(con, query_text, bound)
 
@@ -170,12 +170,12 @@ class Store:
         Raises:
             StoreError: nothing matches; the message lists the newest runs.
         """
-        with self._connector.connect(write=False) as con:
+        with self._connector.connect(write=False, sandbox=_read.looks_like_sql(ref)) as con:
             return _read.resolve(con, ref, relative_to=relative_to)
 
     def load(self, ref: str) -> Run:
         """Rebuild a stored run (dataset, frame, scores, metrics) from a reference."""
-        with self._connector.connect(write=False) as con:
+        with self._connector.connect(write=False, sandbox=_read.looks_like_sql(ref)) as con:
             return _read.load_run(con, _read.resolve(con, ref))
 
     # --- comparison and baselines ----------------------------------------------------------
@@ -187,7 +187,7 @@ class Store:
         """
         from evalframe.compare import compare
 
-        with self._connector.connect(write=False) as con:
+        with self._connector.connect(write=False, sandbox=_any_sql(before, after)) as con:
             after_id = _read.resolve(con, after)
             before_id = _read.resolve(con, before, relative_to=after_id)
             run_b = _read.load_run(con, after_id)
@@ -354,6 +354,11 @@ def _version(con: duckdb.DuckDBPyConnection) -> int | None:
     if value is None:
         raise StoreError("The store's meta table has no schema_version; the file is damaged.")
     return int(value)
+
+
+def _any_sql(*refs: str) -> bool:
+    """Whether a reference is a query, which must run on a sandboxed connection."""
+    return any(_read.looks_like_sql(r) for r in refs)
 
 
 def _evalframe_version() -> str:

@@ -68,7 +68,8 @@ def export_runs(connector: Connector, refs: list[str], to: str | os.PathLike[str
         raise StoreError("Name at least one run to export.")
     target.mkdir(parents=True, exist_ok=True)
     files: dict[str, dict[str, Any]] = {}
-    with connector.connect(write=False) as con:
+    sandbox = any(_read.looks_like_sql(r) for r in refs)  # a query from the user
+    with connector.connect(write=False, sandbox=sandbox) as con:
         ids = list(dict.fromkeys(_read.resolve(con, r) for r in refs))
         statements = {
             t: f"SELECT * FROM {t} WHERE list_contains($ids, run_id)" for t in _RUN_TABLES
