@@ -4,9 +4,11 @@ migrations, concurrency and crashes (real subprocesses), rescoring, Parquet tran
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
@@ -83,6 +86,114 @@ def _reports_equal(a: ef.Run, b: ef.Run) -> None:
     assert list(ra) == list(rb)
     for key in ra:
         assert ra[key] == rb[key], key
+
+
+# --- independent oracles: statistics recomputed from the raw stored scores -----------------
+
+Z = 1.959964  # the 95% normal quantile the precision block documents
+
+
+def _raw_scores(store: Store, run_id: str) -> list[tuple[str, int, str, float | None, str | None]]:
+    """(sample_id, repetition, metric, score, error) rows, read with plain DuckDB."""
+    con = duckdb.connect(store.path, read_only=True)
+    try:
+        return con.execute(
+            "SELECT sample_id, repetition, metric, score, error FROM scores WHERE run_id = ?",
+            [run_id],
+        ).fetchall()
+    finally:
+        con.close()
+
+
+def _oracle_metric_stats(
+    raw: list[tuple[str, int, str, float | None, str | None]], thresholds: dict[str, float]
+) -> dict[str, dict[str, Any]]:
+    """Per metric: counts, mean, linear p50/p95 (NumPy) and the pass rate over scored rows."""
+    out: dict[str, dict[str, Any]] = {}
+    for metric, threshold in thresholds.items():
+        rows = [r for r in raw if r[2] == metric]
+        scored = [r[3] for r in rows if r[3] is not None]
+        p50, p95 = np.percentile(scored, [50, 95], method="linear") if scored else (None, None)
+        out[metric] = {
+            "n": len(rows),
+            "n_scored": len(scored),
+            "n_errors": sum(r[4] is not None for r in rows),
+            "mean": statistics.fmean(scored) if scored else None,
+            "p50": p50,
+            "p95": p95,
+            "pass_rate": sum(s >= threshold for s in scored) / len(scored) if scored else 0.0,
+        }
+    return out
+
+
+def _oracle_sample_stats(
+    raw: list[tuple[str, int, str, float | None, str | None]], thresholds: dict[str, float]
+) -> dict[str, dict[str, Any]]:
+    """Per sample: an execution passes when no metric errored and every score met its
+    threshold; Wilson interval, mean and population stddev of the executions' mean scores."""
+    executions: dict[tuple[str, int], list[tuple[str, float | None, str | None]]] = {}
+    for sid, rep, metric, score, error in raw:
+        executions.setdefault((sid, rep), []).append((metric, score, error))
+    out: dict[str, dict[str, Any]] = {}
+    for sid in sorted({k[0] for k in executions}):
+        runs = [v for k, v in executions.items() if k[0] == sid]
+        n = len(runs)
+        passed = sum(
+            all(e is None for _, _, e in rows)
+            and all(s >= thresholds[m] for m, s, _ in rows if s is not None)
+            for rows in runs
+        )
+        means = [
+            statistics.fmean(scored)
+            for rows in runs
+            if (scored := [s for _, s, _ in rows if s is not None])
+        ]
+        p = passed / n
+        centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
+        spread = Z / (1 + Z * Z / n) * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n))
+        out[sid] = {
+            "repetitions": n,
+            "passed": passed,
+            "errored": sum(any(e is not None for _, _, e in rows) for rows in runs),
+            "pass_rate": p,
+            "pass_rate_low": max(0.0, centre - spread),
+            "pass_rate_high": min(1.0, centre + spread),
+            "unstable": n > 1 and 0 < passed < n,
+            "score_mean": statistics.fmean(means) if means else None,
+            "score_stddev": statistics.pstdev(means) if means else None,
+        }
+    return out
+
+
+def _assert_rows_match(
+    got: list[dict[str, Any]], want: dict[str, dict[str, Any]], key: str
+) -> None:
+    assert sorted(r[key] for r in got) == sorted(want)
+    for row in got:
+        for column, value in want[row[key]].items():
+            if value is None or isinstance(value, bool):
+                assert row[column] == value, (row[key], column)
+            else:
+                assert row[column] == pytest.approx(value, abs=1e-12), (row[key], column)
+
+
+def _oracle_precision(stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The run's pass rate, within-row variance and resolution from per-sample rows."""
+    n = max(r["repetitions"] for r in stats.values())
+    rates = [r["pass_rate"] for r in stats.values()]
+    variance = statistics.fmean(p * (1 - p) for p in rates)
+    executions = sum(r["repetitions"] for r in stats.values())
+    if n < 2:
+        res = 1.0
+    elif variance == 0:
+        res = min(1.0, 3 / n)
+    else:
+        res = min(1.0, Z * math.sqrt(2 * variance / n))
+    return {
+        "pass_rate": sum(r["passed"] for r in stats.values()) / executions,
+        "within_row_variance": variance,
+        "resolution": res,
+    }
 
 
 # --- round trips ---------------------------------------------------------------------------
@@ -199,6 +310,15 @@ def test_metric_summary_view_matches_summarize(store: Store) -> None:
     macro = store.sql("SELECT macro_f1 FROM run_macro_f1 WHERE run_id = ?", [run.run_id])
     assert macro.item() == pytest.approx(run.macro_f1, abs=1e-12)
     assert store.runs().item(0, "macro_f1") == run.macro_f1
+    # And the same numbers from the raw scores, by NumPy and the statistics module.
+    thresholds = {m.id: m.threshold for m in run.metrics}
+    oracle = _oracle_metric_stats(_raw_scores(store, run.run_id), thresholds)
+    for source in ("metric_summary", "run_metric_stats"):
+        got = _sql_frame(store, source, run.run_id, "ordinal").to_dicts()
+        _assert_rows_match(got, oracle, "metric")
+    mean_rate = statistics.fmean(o["pass_rate"] for o in oracle.values())
+    assert macro.item() == pytest.approx(mean_rate, abs=1e-12)
+    assert store.runs().item(0, "macro_f1") == pytest.approx(mean_rate, abs=1e-12)
 
 
 def test_cohort_summary_view_matches_cohorts(store: Store) -> None:
@@ -207,6 +327,24 @@ def test_cohort_summary_view_matches_cohorts(store: Store) -> None:
     for source in ("cohort_summary", "run_cohort_stats"):
         got = _sql_frame(store, source, run.run_id, "is_untagged, cohort, ordinal")
         assert_frame_equal(got.select(want.columns), want, check_dtypes=False, abs_tol=1e-12)
+    # And from the raw scores and each sample's tags (untagged samples form one cohort).
+    con = duckdb.connect(store.path, read_only=True)
+    try:
+        tags = dict(con.execute("SELECT sample_id, tags FROM samples").fetchall())
+    finally:
+        con.close()
+    raw = _raw_scores(store, run.run_id)
+    thresholds = {m.id: m.threshold for m in run.metrics}
+    labels = {t for ts in tags.values() for t in ts} | {"(untagged)"}
+    for label in labels:
+        rows = [r for r in raw if label in (tags[r[0]] or ["(untagged)"])]
+        oracle = _oracle_metric_stats(rows, thresholds)
+        for source in ("cohort_summary", "run_cohort_stats"):
+            got = store.sql(
+                f"SELECT * FROM {source} WHERE run_id = ? AND label = ?", [run.run_id, label]
+            ).to_dicts()
+            _assert_rows_match(got, oracle, "metric")
+            assert {r["sample_count"] for r in got} == {max(o["n"] for o in oracle.values())}
 
 
 def test_materialized_stats_equal_the_views_for_saved_and_rescored_runs(store: Store) -> None:
@@ -273,6 +411,13 @@ def test_repetition_statistics_are_stored(store: Store) -> None:
     for key in ("pass_rate", "resolution", "required_repetitions", "within_row_variance"):
         assert info[key] == block[key], key
     assert info["target_resolvable"] == block["target_resolvable"]
+    # And from the raw scores, without row_aggregates or precision_block.
+    thresholds = {m.id: m.threshold for m in run.metrics}
+    oracle = _oracle_sample_stats(_raw_scores(store, run.run_id), thresholds)
+    _assert_rows_match(got.to_dicts(), oracle, "sample_id")
+    assert any(r["unstable"] for r in oracle.values())
+    for key, value in _oracle_precision(oracle).items():
+        assert info[key] == pytest.approx(value, abs=1e-6), key  # stored rounded to 6 places
 
 
 @ef.metrics.metric("short-answer", family="custom", dimension="safety", replace=True)
@@ -635,6 +780,10 @@ def counted_length() -> ef.metrics.Scored:
     )
 
 
+def rescored_metrics(store: Store, run_id: str) -> list[ef.metrics.Metric]:
+    return store.load(run_id).metrics
+
+
 def test_rescore_copies_unchanged_metrics_and_computes_new_ones(store: Store) -> None:
     source = _run(store, metrics=["exact-match", "counted-length"])
     CALLS.clear()
@@ -654,6 +803,16 @@ def test_rescore_copies_unchanged_metrics_and_computes_new_ones(store: Store) ->
     assert info["macro_f1"] == pytest.approx(fresh.macro_f1, abs=1e-12)
     for key in ("pass_rate", "resolution", "required_repetitions", "within_row_variance"):
         assert info[key] == pytest.approx(block[key], abs=1e-12), key
+    thresholds = {m.id: m.threshold for m in rescored_metrics(store, new_id)}
+    raw = _raw_scores(store, new_id)
+    stats = _oracle_sample_stats(raw, thresholds)
+    got = store.sql("SELECT * FROM sample_stats WHERE run_id = ?", [new_id]).to_dicts()
+    _assert_rows_match(got, stats, "sample_id")
+    for key, value in _oracle_precision(stats).items():
+        assert info[key] == pytest.approx(value, abs=1e-6), key
+    per_metric = _oracle_metric_stats(raw, thresholds)
+    mean_rate = statistics.fmean(o["pass_rate"] for o in per_metric.values())
+    assert info["macro_f1"] == pytest.approx(mean_rate, abs=1e-12)
     _assert_complete(store)
     CALLS.clear()
     forced = store.rescore(["counted-length"], runs=source.run_id, force=True)[0]

@@ -1,7 +1,8 @@
 """Store commands: sql, runs, compare, gate, baseline, rescore, export and import.
 
 Every command takes ``--store PATH`` (default: the ``EVALFRAME_STORE`` environment variable).
-Exit codes: 0 on success, 1 when ``gate`` fails, 2 on usage, reference or store errors.
+Exit codes: 0 on success, 1 when ``gate`` fails or a metric ``rescore`` computed failed on a
+row, 2 on usage, reference or store errors (one paragraph on stderr, no traceback).
 """
 
 from __future__ import annotations
@@ -79,6 +80,10 @@ def _echo_frame(frame: pl.DataFrame, output: str, max_rows: int) -> None:
 @click.option("--max-rows", type=click.IntRange(min=1), default=100, show_default=True)
 def sql(query: str, store_path: Path | None, output: str, max_rows: int) -> None:
     """Run a SQL QUERY on the store (read-only) and print the result.
+
+    QUERY is one SELECT (WITH, FROM-first, VALUES, DESCRIBE, SUMMARIZE and SHOW included);
+    other statements, several statements, and reading or writing any file, URL or setting
+    are refused with one line and exit code 2.
 
     Tables and views: runs, run_metrics, samples, outputs, scores, sample_stats, usage,
     baselines, failures, metric_summary, cohort_summary, dimension_summary, score_histogram,
@@ -338,7 +343,11 @@ def rescore(
     retries: int | None,
     deadline: float | None,
 ) -> None:
-    """Score stored outputs with new or changed metrics; one new run per source run."""
+    """Score stored outputs with new or changed metrics; one new run per source run.
+
+    Exit 1 when a metric this rescore computed failed on any row (as ``run`` does); failures
+    copied from the source run were reported when it ran.
+    """
     store = _open(store_path)
     providers = None
     if any(x is not None for x in (timeout, retries, deadline)):
@@ -356,15 +365,25 @@ def rescore(
         providers=providers,
     )
     frame = store.sql(
-        "SELECT run_id, source_run_id, macro_f1, extra->>'$.rescore.computed' AS computed "
-        "FROM runs WHERE list_contains(?::VARCHAR[], run_id)",
+        "SELECT r.run_id, r.source_run_id, r.macro_f1, r.extra->>'$.rescore.computed' AS computed, "
+        "(SELECT count(*) FROM failures AS f WHERE f.run_id = r.run_id AND list_contains("
+        "from_json(r.extra->'$.rescore.computed', '[\"VARCHAR\"]'), f.metric)) AS new_failures "
+        "FROM runs AS r WHERE list_contains(?::VARCHAR[], r.run_id) ORDER BY r.seq",
         [new_ids],
     )
-    for r in frame.iter_rows(named=True):
+    for r in frame.iter_rows(named=True):  # one line per new run
         click.echo(
             f"run {r['run_id']} from {r['source_run_id']}: macro-F1 {fmt(r['macro_f1'])}, "
-            f"computed {r['computed']}"
+            f"computed {r['computed']}, {r['new_failures']} new failure(s)"
         )
+    failures = int(frame.get_column("new_failures").sum())
+    if failures:
+        click.echo(
+            f"{failures} (sample, metric) failure(s) in the metrics this rescore computed; "
+            'see the failures view (evalframe sql "SELECT * FROM failures WHERE run_id = ...").',
+            err=True,
+        )
+        raise SystemExit(1)
 
 
 @click.command("export")

@@ -2,7 +2,8 @@
 
 DuckDB 2.0 lets one process hold a file read-write, and while it does no other process can
 open it at all, not even read-only. So writers open, write one transaction and close;
-readers open read-only and close; and both retry with exponential backoff while another
+readers open read-only (those running users' SQL without access to any other file or to
+settings: see ``_sandbox``) and close; and both retry with exponential backoff while another
 process holds the lock, up to a timeout, after which ``StoreBusyError`` (retryable) is
 raised. A connection is never shared between threads: within a process, operations on one
 file take turns (a lock per file), and in-memory stores hand each operation its own cursor
@@ -25,9 +26,19 @@ import polars as pl
 
 from evalframe.core._errors import StoreBusyError, StoreError
 
-__all__ = ["Connector", "StoreBusyError", "execute", "fetch", "query", "store_error"]
+__all__ = [
+    "SANDBOX_CONFIG",
+    "Connector",
+    "StoreBusyError",
+    "execute",
+    "fetch",
+    "query",
+    "store_error",
+]
 
 MEMORY: Final = ":memory:"
+SANDBOX_CONFIG: Final = {"enable_external_access": False, "lock_configuration": True}
+"""DuckDB settings of every read-only connection to a store file (see ``_sandbox``)."""
 _LOCK_MARKERS: Final = ("Could not set lock", "Conflicting lock")
 _FILE_LOCKS: dict[str, threading.RLock] = {}
 _FILE_LOCKS_GUARD = threading.Lock()
@@ -99,6 +110,11 @@ def _abort(con: duckdb.DuckDBPyConnection) -> None:
         con.abort()
 
 
+def _is_foreign_instance(exc: BaseException) -> bool:
+    """This process holds the file already, opened with other settings."""
+    return isinstance(exc, duckdb.ConnectionException) and "different configuration" in str(exc)
+
+
 def _is_lock_conflict(exc: BaseException) -> bool:
     """Another process holds the file, or another thread of this one has it open differently.
 
@@ -137,12 +153,19 @@ class Connector:
     def exists(self) -> bool:
         return self.in_memory or Path(self.path).exists()
 
-    def _config(self) -> dict[str, Any]:
-        return {"threads": self.threads} if self.threads else {}
+    def _config(self, *, sandbox: bool = False) -> dict[str, Any]:
+        config: dict[str, Any] = {"threads": self.threads} if self.threads else {}
+        return config | SANDBOX_CONFIG if sandbox else config
 
     @contextmanager
-    def connect(self, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection for one operation, closed (or, in memory, released) afterwards."""
+    def connect(self, *, write: bool, sandbox: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for one operation, closed (or, in memory, released) afterwards.
+
+        With ``sandbox`` (for users' SQL), a file store's read-only connection has no
+        access to other files and a locked configuration. Only such reads take it: DuckDB
+        opens a file once per process, with one configuration, so a plain read-only
+        connection of the user's own would otherwise block every evalframe read.
+        """
         if self._memory is not None:
             with self._lock:
                 cursor = self._memory.cursor()
@@ -152,13 +175,13 @@ class Connector:
                     cursor.close()
             return
         with _file_lock(self.path):
-            con = self._open(write=write)
+            con = self._open(write=write, sandbox=sandbox and not write)
             try:
                 yield con
             finally:
                 con.close()
 
-    def _open(self, *, write: bool) -> duckdb.DuckDBPyConnection:
+    def _open(self, *, write: bool, sandbox: bool) -> duckdb.DuckDBPyConnection:
         if not write and not Path(self.path).exists():
             raise StoreError(
                 f"No store at {self.path}: save a run to it first "
@@ -168,8 +191,20 @@ class Connector:
         delay = 0.02
         while True:
             try:
-                return duckdb.connect(self.path, read_only=not write, config=self._config())
+                return duckdb.connect(
+                    self.path, read_only=not write, config=self._config(sandbox=sandbox)
+                )
             except duckdb.Error as exc:
+                if sandbox and _is_foreign_instance(exc):
+                    # evalframe's own operations on a file take turns (``_file_lock``), so
+                    # the other configuration is a connection the caller opened.
+                    raise StoreError(
+                        f"The store {self.path} is open in this process through a connection "
+                        "evalframe did not make (for example duckdb.connect(path, "
+                        "read_only=True)), and DuckDB opens a file once per process with one "
+                        "set of settings; a SQL query on the store needs its own (no access "
+                        "to other files). Close that connection, or run the query through it."
+                    ) from None
                 if not _is_lock_conflict(exc):
                     raise store_error(
                         f"Could not open the store {self.path}"

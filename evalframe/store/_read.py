@@ -12,6 +12,7 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._errors import MetricError, StoreError
 from evalframe.store._connect import execute, fetch, query
+from evalframe.store._sandbox import user_query
 from evalframe.store._write import OUTPUT_COLUMNS
 
 if TYPE_CHECKING:
@@ -196,7 +197,7 @@ def _existing(con: duckdb.DuckDBPyConnection, run_id: str, what: str) -> str:
 
 
 def _by_query(con: duckdb.DuckDBPyConnection, sql: str) -> str:
-    result = query(con, sql)
+    result = user_query(con, sql)
     if result.height != 1 or result.width < 1:
         raise StoreError(
             f"The reference query returned {result.height} row(s); it must return exactly "

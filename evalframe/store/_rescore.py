@@ -32,6 +32,7 @@ from evalframe.enrich import providers_for, score
 from evalframe.providers import EmbeddingClient, JudgeClient, Providers
 from evalframe.store import _read
 from evalframe.store._connect import Connector, execute, fetch, query, store_error
+from evalframe.store._sandbox import user_query
 from evalframe.store._schema import fill_stats
 from evalframe.store._write import (
     OUTPUT_COLUMNS,
@@ -100,7 +101,7 @@ def _sources(con: duckdb.DuckDBPyConnection, runs: str | Sequence[str] | None) -
         return [_read.resolve(con, "latest")]
     if isinstance(runs, str):
         if _read.looks_like_sql(runs):
-            found = query(con, runs)
+            found = user_query(con, runs)
             column = "run_id" if "run_id" in found.columns else found.columns[0]
             ids = [str(v) for v in found.get_column(column).to_list()]
             if not ids:
@@ -131,7 +132,9 @@ def rescore_runs(
     if not requested:
         raise StoreError("Rescoring needs at least one metric (-m SPEC).")
     context = providers_for(requested, providers)
-    with connector.connect(write=False) as con:
+    refs = [runs] if isinstance(runs, str) else list(runs or [])
+    sandbox = any(_read.looks_like_sql(r) for r in refs)  # a query from the user
+    with connector.connect(write=False, sandbox=sandbox) as con:
         sources = list(dict.fromkeys(_sources(con, runs)))
     return [
         _rescore_one(

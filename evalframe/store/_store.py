@@ -15,7 +15,8 @@ import polars as pl
 from evalframe.core import _seam
 from evalframe.core._errors import StoreError
 from evalframe.store import _read, _schema
-from evalframe.store._connect import MEMORY, Connector, execute, fetch, query
+from evalframe.store._connect import MEMORY, Connector, execute, fetch
+from evalframe.store._sandbox import user_query
 from evalframe.store._write import transaction, write_run
 
 if TYPE_CHECKING:
@@ -132,11 +133,19 @@ class Store:
     def sql(
         self, query_text: str, params: Sequence[Any] | Mapping[str, Any] | None = None
     ) -> pl.DataFrame:
-        """Run a SQL query on a read-only connection and return the result as a frame.
+        """Run one SELECT query on a read-only connection and return the result as a frame.
+
+        Only a single SELECT (including WITH, FROM-first, VALUES, DESCRIBE, SUMMARIZE and
+        SHOW) runs; any other statement, or several, is refused by DuckDB's parser. On a
+        store file the query cannot read or write any other file, URL or database, nor
+        change a setting (docs/store-schema.md, "What SQL may do").
 
         Args:
             query_text: the query; tables and views are listed in docs/store-schema.md.
             params: values for ``?`` or ``$name`` placeholders.
+
+        Raises:
+            StoreError: the query was refused (one line saying why) or failed.
 
         Examples:
             >>> import evalframe as ef
@@ -144,9 +153,9 @@ class Store:
             >>> Store(":memory:").sql("SELECT ? AS answer", [42]).item()
             42
         """
-        with self._connector.connect(write=False) as con:
+        with self._connector.connect(write=False, sandbox=True) as con:
             bound = dict(params) if isinstance(params, Mapping) else params
-            return query(con, query_text, bound)
+            return user_query(con, query_text, bound)
 
     def runs(self, *, dataset: str | None = None, limit: int | None = None) -> pl.DataFrame:
         """Stored runs, newest first: run_id, name, dataset, created_at, macro_f1, n_samples, ..."""
@@ -162,12 +171,12 @@ class Store:
         Raises:
             StoreError: nothing matches; the message lists the newest runs.
         """
-        with self._connector.connect(write=False) as con:
+        with self._connector.connect(write=False, sandbox=_read.looks_like_sql(ref)) as con:
             return _read.resolve(con, ref, relative_to=relative_to)
 
     def load(self, ref: str) -> Run:
         """Rebuild a stored run (dataset, frame, scores, metrics) from a reference."""
-        with self._connector.connect(write=False) as con:
+        with self._connector.connect(write=False, sandbox=_read.looks_like_sql(ref)) as con:
             return _read.load_run(con, _read.resolve(con, ref))
 
     # --- comparison and baselines ----------------------------------------------------------
@@ -179,7 +188,7 @@ class Store:
         """
         from evalframe.core._compare import compare
 
-        with self._connector.connect(write=False) as con:
+        with self._connector.connect(write=False, sandbox=_any_sql(before, after)) as con:
             after_id = _read.resolve(con, after)
             before_id = _read.resolve(con, before, relative_to=after_id)
             run_b = _read.load_run(con, after_id)
@@ -193,8 +202,9 @@ class Store:
         Returns:
             The baseline's name.
         """
+        run_id = self.resolve(ref)  # on a read-only connection: a reference may be SQL
         with self._connector.connect(write=True) as con, transaction(con):
-            run_id = _read.resolve(con, ref)
+            run_id = _read.resolve(con, run_id)
             dataset = fetch(con, "SELECT dataset FROM runs WHERE run_id = ?", [run_id])
             label = name or str(dataset)
             execute(
@@ -343,6 +353,11 @@ def _version(con: duckdb.DuckDBPyConnection) -> int | None:
     if value is None:
         raise StoreError("The store's meta table has no schema_version; the file is damaged.")
     return int(value)
+
+
+def _any_sql(*refs: str) -> bool:
+    """Whether a reference is a query, which must run on a sandboxed connection."""
+    return any(_read.looks_like_sql(r) for r in refs)
 
 
 def _evalframe_version() -> str:

@@ -1,12 +1,19 @@
 """Parquet export and import of runs: one file per table and a manifest.
 
 An export directory holds ``manifest.json`` (format ``evalframe.export.v1``, the store
-schema version, the run ids, the row count of every file) and one Parquet file per table
-(``runs``, ``run_metrics``, ``samples``, ``outputs``, ``scores``, ``sample_stats``,
-``run_metric_stats``, ``run_cohort_stats``, ``usage``) with the store's columns. Rows stream
-through Arrow record batches both ways, so exporting or importing a run of any size needs
-bounded memory. Import is one transaction;
-runs already in the store are skipped, so importing twice is harmless.
+schema version, the run ids, and for every file its row count, size and SHA-256) and one
+Parquet file per table (``runs``, ``run_metrics``, ``samples``, ``outputs``, ``scores``,
+``sample_stats``, ``run_metric_stats``, ``run_cohort_stats``, ``usage``) with the store's
+columns. Rows stream through Arrow record batches both ways, so exporting or importing a run
+of any size needs bounded memory.
+
+Import trusts nothing it reads: every file must match the manifest (size, SHA-256, rows) and
+the store table (columns and types); scores must lie in [0, 1] with ``passed`` agreeing with
+the metric's threshold and each row holding a score or an error; every run must bring all
+its rows (outputs, scores, statistics, samples) and its samples must hash to the run's
+``dataset_hash``. A failed check refuses the whole import with one paragraph naming the file
+and the first offending row; the import is one transaction, so nothing is kept. Runs already
+in the store are skipped, so importing twice is harmless.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import datetime as dt
 import json
 import os
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import duckdb
 
@@ -24,6 +31,13 @@ from evalframe.core._errors import StoreError
 from evalframe.store import _read
 from evalframe.store._connect import Connector, execute, fetch, store_error
 from evalframe.store._schema import SCHEMA_VERSION
+from evalframe.store._verify import (
+    ImportRefused,
+    file_digest,
+    verify_files,
+    verify_imported,
+    verify_schema,
+)
 from evalframe.store._write import transaction
 
 __all__ = ["EXPORT_FORMAT", "export_runs", "import_runs"]
@@ -53,8 +67,9 @@ def export_runs(connector: Connector, refs: list[str], to: str | os.PathLike[str
     if not refs:
         raise StoreError("Name at least one run to export.")
     target.mkdir(parents=True, exist_ok=True)
-    counts: dict[str, int] = {}
-    with connector.connect(write=False) as con:
+    files: dict[str, dict[str, Any]] = {}
+    sandbox = any(_read.looks_like_sql(r) for r in refs)  # a query from the user
+    with connector.connect(write=False, sandbox=sandbox) as con:
         ids = list(dict.fromkeys(_read.resolve(con, r) for r in refs))
         statements = {
             t: f"SELECT * FROM {t} WHERE list_contains($ids, run_id)" for t in _RUN_TABLES
@@ -86,14 +101,21 @@ def export_runs(connector: Connector, refs: list[str], to: str | os.PathLike[str
                         rows += batch.num_rows
             except duckdb.Error as exc:
                 raise store_error(f"Could not export the {table} table.", statement, exc) from exc
-            counts[table] = rows
+            path = target / f"{table}.parquet"
+            files[table] = {
+                "file": path.name,
+                "rows": rows,
+                "bytes": path.stat().st_size,
+                "sha256": file_digest(path),
+            }
     manifest = {
         "format": EXPORT_FORMAT,
         "schema_version": SCHEMA_VERSION,
         "evalframe_version": __version__,
         "exported_at": dt.datetime.now(dt.UTC).isoformat(),
         "runs": ids,
-        "rows": counts,
+        "rows": {t: f["rows"] for t, f in files.items()},
+        "files": files,
     }
     (target / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return target
@@ -122,44 +144,66 @@ def import_runs(connector: Connector, source: str | os.PathLike[str]) -> list[st
     missing = [str(p.name) for p in files.values() if not p.is_file()]
     if missing:
         raise StoreError(f"{folder} is missing {', '.join(missing)}; the export is incomplete.")
-    with connector.connect(write=True) as con, transaction(con):
-        present = {
-            r[0]
-            for r in execute(
-                con,
-                "SELECT run_id FROM runs WHERE run_id IN (SELECT run_id FROM read_parquet(?))",
-                [str(files["runs"])],
-            )
-        }
-        fresh = [
-            r[0]
-            for r in execute(
-                con,
-                "SELECT run_id FROM read_parquet(?) ORDER BY created_at, seq",
-                [str(files["runs"])],
-            )
-            if r[0] not in present
-        ]
-        if not fresh:
-            return []
-        offset = int(fetch(con, "SELECT coalesce(max(seq), 0) FROM runs"))
-        execute(
+    try:
+        verify_files(manifest, files)
+        with connector.connect(write=True) as con, transaction(con):
+            verify_schema(con, files)
+            fresh = _insert(con, files)
+            verify_imported(con, fresh)  # a refusal rolls the whole import back
+            return fresh
+    except ImportRefused as exc:
+        raise StoreError(f"Refusing to import {folder}: {exc} Nothing was imported.") from None
+
+
+def _insert(con: duckdb.DuckDBPyConnection, files: dict[str, Path]) -> list[str]:
+    """Append the verified files' runs that the store does not hold yet."""
+    present = {
+        r[0]
+        for r in execute(
             con,
+            "SELECT run_id FROM runs WHERE run_id IN (SELECT run_id FROM read_parquet(?))",
+            [str(files["runs"])],
+        )
+    }
+    fresh = [
+        r[0]
+        for r in execute(
+            con,
+            "SELECT run_id FROM read_parquet(?) ORDER BY created_at, seq",
+            [str(files["runs"])],
+        )
+        if r[0] not in present
+    ]
+    if not fresh:
+        return []
+    offset = int(fetch(con, "SELECT coalesce(max(seq), 0) FROM runs"))
+    statements: list[tuple[str, str, list[Any]]] = [
+        (
+            "samples",
             "INSERT INTO samples BY NAME SELECT * FROM read_parquet(?) AS p "
             "WHERE p.dataset_hash NOT IN (SELECT DISTINCT dataset_hash FROM samples)",
             [str(files["samples"])],
-        )
-        execute(
-            con,
+        ),
+        (
+            "runs",
             "INSERT INTO runs BY NAME SELECT * REPLACE (seq + ? AS seq) FROM read_parquet(?) "
             "WHERE list_contains(?::VARCHAR[], run_id)",
             [offset, str(files["runs"]), fresh],
+        ),
+    ]
+    statements += [
+        (
+            table,
+            f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?) "
+            "WHERE list_contains(?::VARCHAR[], run_id)",
+            [str(files[table]), fresh],
         )
-        for table in _RUN_TABLES[1:]:
-            execute(
-                con,
-                f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?) "
-                "WHERE list_contains(?::VARCHAR[], run_id)",
-                [str(files[table]), fresh],
-            )
+        for table in _RUN_TABLES[1:]
+    ]
+    for table, statement, params in statements:
+        try:
+            con.execute(statement, params).fetchall()
+        except duckdb.Error as exc:
+            cause = str(exc).strip().splitlines()[0]
+            raise ImportRefused(f"{table}.parquet could not be written ({cause}).") from exc
     return fresh

@@ -1,0 +1,70 @@
+"""``evalframe rescore`` exits as ``run`` does: 1 when a metric it computed failed on a row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+import evalframe as ef
+from evalframe.cli import cli
+
+IDS = [f"s{i}" for i in range(8)]
+
+
+@ef.metrics.metric("fails-on-odd-ids", family="custom", replace=True)
+def fails_on_odd_ids() -> ef.metrics.Scored:
+    """An error on samples whose id ends in an odd digit; 1.0 elsewhere."""
+    odd = pl.col("sample_id").str.slice(-1).cast(pl.Int64) % 2 == 1
+    return ef.metrics.Scored(
+        score=pl.when(~odd).then(pl.lit(1.0)),
+        error=pl.when(odd).then(pl.lit("odd id")),
+    )
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    path = tmp_path / "runs.duckdb"
+    ds = ef.Dataset.from_records(
+        [{"id": sid, "input": {"q": sid}, "expected_output": "yes"} for sid in IDS], name="r"
+    )
+    ef.evaluate(
+        ds, outputs=dict.fromkeys(IDS, "yes"), metrics=["exact-match"], repetitions=2, store=path
+    )
+    return str(path)
+
+
+def test_rescore_exits_zero_when_every_new_metric_scored_every_row(db: str) -> None:
+    code, out, err = invoke("rescore", "--store", db, "-m", "contains")
+    assert code == 0, err
+    assert "0 new failure(s)" in out
+
+
+def test_rescore_exits_one_when_a_new_metric_failed_on_a_row(db: str) -> None:
+    code, out, err = invoke("rescore", "--store", db, "-m", "fails-on-odd-ids", "--keep")
+    want = sum(int(sid[-1]) % 2 for sid in IDS) * 2  # odd ids x 2 repetitions
+    assert code == 1, err
+    assert f"{want} new failure(s)" in out
+    assert err.startswith(f"{want} (sample, metric) failure(s) in the metrics this rescore")
+    # The run was still saved, as `run` saves a run with failures.
+    code, out, _ = invoke(
+        "sql", "SELECT count(*) AS n FROM failures", "--store", db, "--format", "csv"
+    )
+    assert code == 0
+    assert out.splitlines()[1] == str(want)
+
+
+def test_failures_copied_from_the_source_do_not_fail_the_rescore(db: str) -> None:
+    code, _, err = invoke("rescore", "--store", db, "-m", "fails-on-odd-ids")
+    assert code == 1, err
+    # The new run already has the metric: it is copied, not computed, so nothing new failed.
+    code, out, err = invoke("rescore", "--store", db, "-m", "fails-on-odd-ids")
+    assert code == 0, err
+    assert "0 new failure(s)" in out
