@@ -99,6 +99,7 @@ def test_metric_honours_the_contract(name: str, providers: ef.Providers) -> None
     errored = first.filter(pl.col("score").is_null())
     assert errored.get_column("error").null_count() == 0
     assert errored.get_column("passed").null_count() == errored.height
+    assert errored.get_column("details").null_count() == errored.height, "details on an error"
     assert (scored.get_column("passed") == (scored.get_column("score") >= metric.threshold)).all()
 
     again = ef.score(frame, [metric], context=providers)

@@ -181,3 +181,19 @@ def test_every_registered_builtin_has_a_family_dimension_and_summary() -> None:
         assert d.family, d.name
         assert d.dimension, d.name
         assert d.summary, d.name
+
+
+def test_the_runner_drops_details_on_every_errored_row() -> None:
+    @ef.metrics.metric("chatty", replace=True)
+    def chatty() -> Scored:
+        """Reports details even on the rows it declares errors."""
+        bad = pl.col("actual_output") == "bad"
+        return Scored(
+            score=pl.when(~bad).then(1.0),
+            error=pl.when(bad).then(pl.lit("bad row")),
+            details=pl.struct(seen=pl.col("actual_output")),
+        )
+
+    scores = ef.score(frame(["x", "x"], ["bad", "ok"]), [chatty()])
+    assert scores.get_column("error").to_list() == ["bad row", None]
+    assert scores.get_column("details").to_list() == [None, '{"seen":"ok"}']
