@@ -59,7 +59,7 @@ def test_bad_parameter_values_name_the_parameter() -> None:
         ef.metrics.get("rouge-l(beta=high)")
     with pytest.raises(ef.MetricError, match="'max_tokens' must be an integer"):
         ef.metrics.get("rouge-l(max_tokens=1.5)")
-    with pytest.raises(ef.MetricError, match="ROUGE-L max token count must be at least 1"):
+    with pytest.raises(ef.MetricError, match="'max_tokens' must be at least 1; got 0"):
         ef.metrics.rouge_l(max_tokens=0)
     with pytest.raises(ef.MetricError, match="has no parameter 'bta'"):
         ef.metrics.get("rouge-l(bta=2)")

@@ -17,7 +17,7 @@ from evalframe.metrics._registry import (
     resolve,
 )
 from evalframe.metrics._rowwise import MetricScore, Sample, from_object, rowwise
-from evalframe.metrics._spec import Metric, MetricDef, Scored, parse_spec
+from evalframe.metrics._spec import Metric, MetricDef, Range, Scored, parse_spec
 from evalframe.metrics.citation import citation_groundedness
 from evalframe.metrics.deterministic import list_contains, numeric_diff
 from evalframe.metrics.judge import llm_as_judge, refusal_quality
@@ -41,6 +41,7 @@ __all__ = [
     "MetricDef",
     "MetricFactory",
     "MetricScore",
+    "Range",
     "Sample",
     "Scored",
     "answer_containment_at_k",

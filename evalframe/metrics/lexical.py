@@ -7,14 +7,14 @@ expressions; rouge-l tokenises in Polars and runs a bit-parallel LCS kernel over
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 import polars as pl
 
 from evalframe import schema as C
-from evalframe.exceptions import MetricError
 from evalframe.metrics._batched import batched, sample_error, type_error
 from evalframe.metrics._registry import metric
-from evalframe.metrics._spec import Scored
+from evalframe.metrics._spec import Range, Scored
 
 __all__ = ["contains", "exact_match", "regex", "rouge_l"]
 
@@ -218,17 +218,17 @@ def _rouge_kernel(beta: float, max_tokens: int) -> pl.Expr:
 
 
 @metric("rouge-l", family="lexical")
-def rouge_l(*, beta: float = 1.0, max_tokens: int = 1024) -> Scored:
+def rouge_l(
+    *,
+    beta: Annotated[float, Range(gt=0)] = 1.0,
+    max_tokens: Annotated[int, Range(ge=1)] = 1024,
+) -> Scored:
     """ROUGE-L: the LCS F-measure over lowercased Unicode letter/number tokens.
 
     With LCS the longest common token subsequence, P = LCS/|actual| and R = LCS/|expected|,
     the score is (1+β²)PR / (R + β²P) (β = 1 gives F1). Both sides empty score 1.0, one side
     empty 0.0. A field with more than ``max_tokens`` tokens is that sample's error.
     """
-    if beta <= 0:
-        raise MetricError(f"Metric 'rouge-l' parameter 'beta' must be > 0; got {beta}.")
-    if max_tokens < 1:
-        raise MetricError("ROUGE-L max token count must be at least 1.")
     bad, message = type_error("rouge-l")
     k = pl.col("rouge-l__kernel")
     over = k.struct.field("over_cap")

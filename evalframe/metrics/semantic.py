@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -28,7 +28,7 @@ from evalframe import schema as C
 from evalframe.exceptions import MetricError
 from evalframe.metrics._batched import batched, sample_error, type_error
 from evalframe.metrics._registry import metric
-from evalframe.metrics._spec import Scored, format_value
+from evalframe.metrics._spec import Range, Scored, format_value
 from evalframe.metrics._text import tokens
 
 if TYPE_CHECKING:
@@ -419,7 +419,9 @@ def _bertscore_enrichments(*, max_tokens: int, mode: TokenMode) -> list[Enrichme
 @metric(
     "bertscore-like", family="semantic", dimension="correctness", enrichments=_bertscore_enrichments
 )
-def bertscore_like(*, max_tokens: int = 128, mode: TokenMode = "auto") -> Scored:
+def bertscore_like(
+    *, max_tokens: Annotated[int, Range(ge=1)] = 128, mode: TokenMode = "auto"
+) -> Scored:
     """Greedy token matching on embeddings: F1 of BERTScore-style precision and recall.
 
     Both outputs are tokenised with the reference tokeniser (§2.0) and capped at
@@ -435,8 +437,6 @@ def bertscore_like(*, max_tokens: int = 128, mode: TokenMode = "auto") -> Scored
     Null (an error) when ``expected_output`` is not a string, a field has more than
     ``max_tokens`` tokens, or the provider could not embed a text.
     """
-    if max_tokens < 1:
-        raise MetricError("BERTScore-like max token count must be at least 1.")
     cols = token_columns(max_tokens, mode)
     bad, message = type_error("bertscore-like")
     te, ta = tokens(pl.col(C.EXPECTED_OUTPUT)), tokens(pl.col(C.ACTUAL_OUTPUT))
