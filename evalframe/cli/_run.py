@@ -11,6 +11,7 @@ import click
 
 import evalframe as ef
 from evalframe.cli._options import emit, format_option, out_option, store_option
+from evalframe.run import MAX_REPETITIONS
 
 
 @click.command()
@@ -45,7 +46,10 @@ from evalframe.cli._options import emit, format_option, out_option, store_option
     "defaults to the dataset's metrics: list.",
 )
 @click.option(
-    "--repetitions", type=click.IntRange(min=1), default=None, help="Score each row N times."
+    "--repetitions",
+    type=click.IntRange(min=1, max=MAX_REPETITIONS),
+    default=None,
+    help=f"Score each row N times (at most {MAX_REPETITIONS}).",
 )
 @format_option("fmt", "markdown", "json")
 @out_option()
