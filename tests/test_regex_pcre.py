@@ -94,6 +94,11 @@ TABLE: list[tuple[str, str, float | str, str | None, str | None]] = [
     ("/[$]/", "$", 1.0, None, r"[$]"),
     ("/[ a]/x", " ", 1.0, "whitespace inside a character class", None),
     ("/[ a]/", " ", 1.0, None, r"[ a]"),
+    ("/(?x)a b/", "ab", 1.0, "inline flag", r"(?x)a b"),
+    ("/(?x:a b) c/", "ab c", 1.0, "inline flag", r"(?x:a b) c"),
+    # whitespace is ignored in extended mode, so this is a++ (possessive), never Rust's (a+)+
+    ("/a+ +a/x", "aaa", 0.0, "possessive quantifier (++)", r"(?x)a+ +a"),
+    ("/a b # c\n d/x", "abd", 1.0, None, "(?x)a b # c\n d"),
     ("/a # c++ (?>\n/x", "a", 1.0, None, "(?x)a # c++ (?>\n"),
     # Unicode properties: PCRE's spellings only
     ("/\\p{L}/u", "é", 1.0, None, r"\p{L}"),

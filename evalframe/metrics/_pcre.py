@@ -102,8 +102,10 @@ def _escape_rule(tok: pl.Expr) -> pl.Expr:
     out = pl.lit(None, pl.String)
     for pattern, message in reversed(rules):
         out = pl.when(tok.str.contains(pattern)).then(pl.lit(message)).otherwise(out)
-    flags = tok.str.contains(r"^\(\?[A-Za-z^\-]*[:)]$") & tok.str.contains(r"[^imsxU\-:)(?]")
-    return pl.coalesce(out, pl.when(flags).then(pl.lit("an inline flag other than i, m, s, x, U")))
+    # An inline x could be scoped to a group, so the whitespace it drops is not known here.
+    flags = tok.str.contains(r"^\(\?[A-Za-z^\-]*[:)]$") & tok.str.contains(r"[^imsU\-:)(?]")
+    message = "an inline flag other than i, m, s, U (use the x modifier for extended mode)"
+    return pl.coalesce(out, pl.when(flags).then(pl.lit(message)))
 
 
 def _class_parts(tok: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
@@ -144,8 +146,8 @@ def analyse(frame: pl.DataFrame) -> pl.DataFrame:
     """Check and rewrite PCRE pattern bodies for Rust's regex engine.
 
     Args:
-        frame: ``body`` (the pattern between its delimiters), ``extended`` (the x modifier or
-            an inline x flag) and ``end_rewritten`` (neither the m nor the D modifier), one
+        frame: ``body`` (the pattern between its delimiters), ``extended`` (the x modifier)
+            and ``end_rewritten`` (neither the m nor the D modifier), one
             row per distinct pattern.
 
     Returns:
@@ -177,10 +179,12 @@ def analyse(frame: pl.DataFrame) -> pl.DataFrame:
         )
         .explode("tok")
         .drop_nulls("tok")
+        # In extended mode whitespace and comments mean nothing to either engine: drop them.
+        .filter(~(pl.col("extended") & pl.col("tok").str.contains(r"^(?:\s+|#.*)$")))
         .with_row_index("i")
     )
     stacked = quant(0) & quant(1) & ~lazy(0)
-    after_end_ok = t.is_in([")", "|", "$", "\\Z", "\\z"]) | t.str.contains(r"^(?:\s+|#.*)$")
+    after_end_ok = t.is_in([")", "|", "$", "\\Z", "\\z"])
     is_class, bare = _class_parts(t)
     posix = t
     for name, members in _POSIX.items():

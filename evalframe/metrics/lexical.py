@@ -91,7 +91,7 @@ def _translate(patterns: pl.DataFrame) -> pl.DataFrame:
     parts = patterns.with_columns(
         body=body,
         flags=flags,
-        extended=flags.str.contains("x", literal=True) | body.str.contains(r"\(\?[A-Za-z^-]*x"),
+        extended=flags.str.contains("x", literal=True),
         # Without m or D, PCRE's $ also matches before a final newline: rewritten for Rust.
         end_rewritten=~flags.str.contains("[mD]"),
     )
