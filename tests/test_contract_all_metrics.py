@@ -225,3 +225,30 @@ def test_every_numeric_parameter_declares_its_range_and_refuses_values_outside(n
 def test_a_threshold_that_is_not_a_finite_number_is_refused(value: str) -> None:
     with pytest.raises(ef.MetricError, match="threshold must be in"):
         ef.metrics.get(f"exact-match(threshold={value})")
+
+
+def _edges(kind: type, valid: ef.metrics.Range) -> list[float]:
+    """The largest and smallest values the range admits (64-bit or float limits if open)."""
+    high = valid.le if valid.le is not None else (2**63 - 1 if kind is int else 1e308)
+    low = valid.ge if valid.ge is not None else (-(2**63) if kind is int else -1e308)
+    if valid.gt is not None:
+        low = valid.gt + 1 if kind is int else math.nextafter(valid.gt, math.inf)
+    return [low, high]
+
+
+@pytest.mark.parametrize("name", builtins())
+def test_every_metric_scores_at_the_edges_of_its_parameter_ranges(
+    name: str, providers: ef.Providers
+) -> None:
+    frame = mixed_frame().with_columns(repetition=pl.lit(0, pl.Int64))
+    definition = ef.metrics.definition(name)
+    for p in definition.params:
+        kind = _numeric_type(p.annotation)
+        if kind is None or p.range is None:
+            continue
+        for value in _edges(kind, p.range):
+            spec = _spec(name, f"{p.name}={kind(value)!r}", CONTEXT.get((name, p.name), ""))
+            out = ef.score(frame, [ef.metrics.get(spec)], context=providers)
+            broken = out.filter(pl.col("error").str.contains(f"Metric '{spec}' failed"))
+            assert broken.height == 0, broken.get_column("error")[0]
+            assert not out.get_column("error").str.contains(r"col\(|lit\(").any(), spec

@@ -241,7 +241,7 @@ def _rouge_kernel(beta: float, max_tokens: int) -> pl.Expr:
 @metric("rouge-l", family="lexical")
 def rouge_l(
     *,
-    beta: Annotated[float, Range(gt=0)] = 1.0,
+    beta: Annotated[float, Range(gt=0, le=1e6)] = 1.0,
     max_tokens: Annotated[int, Range(ge=1)] = 1024,
 ) -> Scored:
     """ROUGE-L: the LCS F-measure over lowercased Unicode letter/number tokens.

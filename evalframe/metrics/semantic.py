@@ -420,7 +420,7 @@ def _bertscore_enrichments(*, max_tokens: int, mode: TokenMode) -> list[Enrichme
     "bertscore-like", family="semantic", dimension="correctness", enrichments=_bertscore_enrichments
 )
 def bertscore_like(
-    *, max_tokens: Annotated[int, Range(ge=1)] = 128, mode: TokenMode = "auto"
+    *, max_tokens: Annotated[int, Range(ge=1, le=4096)] = 128, mode: TokenMode = "auto"
 ) -> Scored:
     """Greedy token matching on embeddings: F1 of BERTScore-style precision and recall.
 
@@ -434,8 +434,9 @@ def bertscore_like(
     embedded model), ``static`` (each unique token embedded alone, as the reference, once
     per batch) or ``auto`` (contextual where the embedder supports it).
 
-    Null (an error) when ``expected_output`` is not a string, a field has more than
-    ``max_tokens`` tokens, or the provider could not embed a text.
+    ``max_tokens`` is at most 4096: the greedy match holds a tokens-by-tokens similarity
+    matrix per pair. Null (an error) when ``expected_output`` is not a string, a field has
+    more than ``max_tokens`` tokens, or the provider could not embed a text.
     """
     cols = token_columns(max_tokens, mode)
     bad, message = type_error("bertscore-like")

@@ -42,6 +42,8 @@ _PY_SPACE = (
     "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
     "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
+# The quadratic kernel's largest field: two of these take rapidfuzz seconds per pair.
+MAX_LEVENSHTEIN_CHARS = 1_000_000
 # n-gram orders beyond this measure nothing sentence BLEU can use, and each costs a pass.
 MAX_BLEU_ORDER = 16
 _PARALLEL_ROWS = 8192  # below this, one thread: the pool costs more than it saves
@@ -88,7 +90,8 @@ def _levenshtein_kernel(case_sensitive: bool, max_chars: int) -> pl.Expr:
         e = frame.get_column("expected")
         if not case_sensitive:
             a, e = a.str.to_lowercase(), e.str.to_lowercase()
-        a_chars, e_chars = a.str.len_chars().fill_null(0), e.str.len_chars().fill_null(0)
+        a_chars = a.str.len_chars().fill_null(0).cast(pl.Int64)
+        e_chars = e.str.len_chars().fill_null(0).cast(pl.Int64)
         over = (a_chars > max_chars) | (e_chars > max_chars)
         present = (a.is_not_null() & e.is_not_null() & ~over).to_numpy()
         # Over-cap rows are never handed to the quadratic kernel: they become errors.
@@ -119,7 +122,9 @@ def _levenshtein_kernel(case_sensitive: bool, max_chars: int) -> pl.Expr:
 
 @metric("levenshtein", family="similarity")
 def levenshtein(
-    *, case_sensitive: bool = True, max_chars: Annotated[int, Range(ge=1)] = 10_000
+    *,
+    case_sensitive: bool = True,
+    max_chars: Annotated[int, Range(ge=1, le=MAX_LEVENSHTEIN_CHARS)] = 10_000,
 ) -> Scored:
     """Normalised Levenshtein similarity between the output and the expected string.
 
