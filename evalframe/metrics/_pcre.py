@@ -63,6 +63,9 @@ _POSIX: Final = {
 }
 
 
+_DOLLAR_FOLLOWED: Final = (
+    "$ followed by more pattern (PCRE's $ also matches before a final newline)"
+)
 _KNOWN_POSIX: Final = r"\[:\^?(?:" + "|".join(_POSIX) + r"):\]"
 
 
@@ -147,86 +150,111 @@ def analyse(frame: pl.DataFrame) -> pl.DataFrame:
 
     Args:
         frame: ``body`` (the pattern between its delimiters), ``extended`` (the x modifier)
-            and ``end_rewritten`` (neither the m nor the D modifier), one
-            row per distinct pattern.
+            and ``end_rewritten`` (neither the m nor the D modifier), one row per distinct
+            pattern.
 
     Returns:
         Row-aligned ``rewritten`` (the body in Rust's syntax) and ``construct`` (the first
         construct Rust would read differently, named, or null).
     """
-    t = pl.col("tok")
-    row = pl.col("row")
-
-    def prev(k: int) -> pl.Expr:
-        # Tokens of one pattern are contiguous: a plain shift, masked at pattern boundaries.
-        return pl.when(row.shift(k) == row).then(t.shift(k)) if k else t
-
-    def quant(k: int) -> pl.Expr:
-        return prev(k).str.contains(_QUANTIFIER).fill_null(value=False)
-
-    def lazy(k: int) -> pl.Expr:  # a "?" making the quantifier before it lazy
-        marker = (prev(k) == "?").fill_null(value=False)
-        before = (prev(k + 1) == "?").fill_null(value=False)
-        return marker & quant(k + 1) & ~(before & quant(k + 2))
-
+    t, row = pl.col("tok"), pl.col("row")
     body = pl.col("body")
     indexed = frame.with_row_index("row")
     long = (
-        indexed.with_columns(
+        indexed.select(
+            "row",
+            "extended",
+            "end_rewritten",
             tok=pl.when(pl.col("extended"))
             .then(body.str.extract_all(_TOKEN_X))
-            .otherwise(body.str.extract_all(_TOKEN))
+            .otherwise(body.str.extract_all(_TOKEN)),
         )
         .explode("tok")
         .drop_nulls("tok")
         # In extended mode whitespace and comments mean nothing to either engine: drop them.
-        .filter(~(pl.col("extended") & pl.col("tok").str.contains(r"^(?:\s+|#.*)$")))
+        .filter(~(pl.col("extended") & t.str.contains(r"^(?:\s+|#.*)$")))
         .with_row_index("i")
     )
-    stacked = quant(0) & quant(1) & ~lazy(0)
-    after_end_ok = t.is_in([")", "|", "$", "\\Z", "\\z"])
-    is_class, bare = _class_parts(t)
+
+    # Tokens of one pattern are contiguous: shifts, masked at pattern boundaries.
+    def same(k: int) -> pl.Expr:
+        return (row.shift(k) == row).fill_null(value=False)
+
+    def quant(k: int) -> pl.Expr:
+        return pl.col("q").shift(k).fill_null(value=False) & same(k) if k else pl.col("q")
+
+    def mark(k: int) -> pl.Expr:
+        return pl.col("qm").shift(k).fill_null(value=False) & same(k) if k else pl.col("qm")
+
+    def lazy(k: int) -> pl.Expr:  # a "?" making the quantifier before it lazy
+        return mark(k) & quant(k + 1) & ~(mark(k + 1) & quant(k + 2))
+
+    # Running sums per pattern without a window: whole-column sums, less each row's offset.
+    first = (row != row.shift(1)).fill_null(value=True)
+    last = (row != row.shift(-1)).fill_null(value=True)
+    opens = t.str.starts_with("(") & ~t.str.contains(r"^\((?:\*|\?#|\?[A-Za-z^\-]*\))")
+    step = opens.cast(pl.Int64) - (t == ")").cast(pl.Int64)
+    depth = step.cum_sum() - pl.when(first).then(step.cum_sum() - step).forward_fill()
+    consumes = (~t.is_in([")", "$", "\\Z", "\\z"])).cast(pl.Int64)
+    later = consumes.cum_sum(reverse=True) - consumes
+    consumed_after = later - pl.when(last).then(later).backward_fill()
+    next_bar = same(-1) & (t.shift(-1) == "|").fill_null(value=False)
+    # The end rewrite consumes a final newline, so it is exact only when nothing after it can
+    # consume a character: only ")" and end assertions follow it, or "|" at the top level.
+    end_ok = (consumed_after == 0) | ((depth == 0) & next_bar)
+    ends = (t == "\\Z") | (pl.col("end_rewritten") & (t == "$"))
+    long = long.with_columns(q=t.str.contains(_QUANTIFIER), qm=t == "?").with_columns(
+        stacked=quant(0) & quant(1) & ~lazy(0),
+        end_bad=ends & ~end_ok,
+        prev=pl.when(same(1)).then(t.shift(1)),
+        special=t.str.contains(r"^[\\({]"),
+        is_class=t.str.starts_with("[") & t.str.ends_with("]") & (t.str.len_chars() > 1),
+        inline_m=t.str.contains(r"^\(\?[A-Za-z\-]*m[A-Za-z\-]*[:)]$"),
+        dollar=t == "$",
+        out=pl.when(ends).then(pl.lit(_END)).otherwise(t),
+    )
+    # The costly per-token rules run only on the tokens they can concern.
+    prev = pl.col("prev").fill_null("")
+    near = (
+        long.filter(pl.col("stacked") | pl.col("end_bad"))
+        .rechunk()
+        .select(
+            "i",
+            message=pl.coalesce(
+                pl.when(pl.col("end_bad") & (t == "\\Z")).then(
+                    pl.lit(r"\Z followed by more pattern")
+                ),
+                pl.when(pl.col("end_bad")).then(pl.lit(_DOLLAR_FOLLOWED)),
+                pl.when(t == "+").then(
+                    pl.concat_str(pl.lit("a possessive quantifier ("), prev, pl.lit("+)"))
+                ),
+                pl.concat_str(pl.lit("a quantifier after a quantifier ("), prev, t, pl.lit(")")),
+            ),
+        )
+    )
+    escapes = long.filter("special").select("i", message=_escape_rule(t))
+    _, bare = _class_parts(t)
     posix = t
     for name, members in _POSIX.items():
         posix = posix.str.replace_all(f"[:{name}:]", f"[{members}]", literal=True)
         posix = posix.str.replace_all(f"[:^{name}:]", f"[^{members}]", literal=True)
-    ends = (t == "\\Z") | (pl.col("end_rewritten") & (t == "$"))
-    long = long.with_columns(
-        near=pl.coalesce(
-            pl.when(stacked & (t == "+"))
-            .then(pl.format("a possessive quantifier ({}+)", prev(1)))
-            .when(stacked)
-            .then(pl.format("a quantifier after a quantifier ({}{})", prev(1), t)),
-            pl.when((prev(1) == "\\Z") & ~after_end_ok).then(
-                pl.lit(r"\Z followed by more pattern")
-            ),
-            pl.when(pl.col("end_rewritten") & (prev(1) == "$") & ~after_end_ok).then(
-                pl.lit("$ followed by more pattern (PCRE's $ also matches before a final newline)")
-            ),
-        ),
-        special=t.str.contains(r"^[\\({]"),
-        is_class=is_class,
-        inline_m=t.str.contains(r"^\(\?[A-Za-z\-]*m[A-Za-z\-]*[:)]$"),
-        dollar=t == "$",
-    )
-    # The costly per-token rules run only on the tokens they can concern.
-    escapes = long.filter("special").select("i", escape=_escape_rule(t))
     classes = long.filter("is_class").select(
         "i",
-        klass=_class_rule(t),
+        message=_class_rule(t),
         class_space=pl.col("extended") & bare.str.contains(r"\s"),
-        out=posix,
+        posix=posix,
     )
-    long = (
-        long.join(escapes, on="i", how="left", maintain_order="left")
-        .join(classes, on="i", how="left", maintain_order="left")
-        .with_columns(
-            message=pl.coalesce("near", "escape", "klass"),
-            out=pl.when(ends).then(pl.lit(_END)).otherwise(pl.coalesce("out", t)),
-        )
+    messages = pl.concat([near, escapes, classes.select("i", "message")]).drop_nulls("message")
+    long = long.join(
+        classes.select("i", "posix", "class_space"), on="i", how="left", maintain_order="left"
+    ).join(
+        messages.group_by("i").agg(pl.col("message").first()),
+        on="i",
+        how="left",
+        maintain_order="left",
     )
     rows = long.group_by("row").agg(
-        pl.col("out").str.join(""),
+        pl.coalesce("posix", "out").str.join(""),
         pl.col("message").sort_by("i").drop_nulls().first(),
         pl.col("inline_m").any() & pl.col("dollar").any(),
         pl.col("class_space").any(),
@@ -235,7 +263,7 @@ def analyse(frame: pl.DataFrame) -> pl.DataFrame:
         indexed.select("row")
         .join(rows, on="row", how="left", maintain_order="left")
         .select(
-            pl.col("out").fill_null("").alias("rewritten"),
+            pl.col("posix").fill_null("").alias("rewritten"),
             pl.coalesce(
                 "message",
                 pl.when("inline_m").then(pl.lit("$ under an inline (?m) flag")),
