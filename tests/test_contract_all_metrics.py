@@ -7,6 +7,10 @@ one row per input row, in order; row-order invariant; deterministic.
 from __future__ import annotations
 
 import json
+import math
+import re
+import types
+import typing
 from typing import Any
 
 import polars as pl
@@ -16,6 +20,8 @@ from conftest import STUB_API_KEY
 import evalframe as ef
 
 PARAMS = {"ordinal-distance": "ordinal-distance(scale=[low,medium,high])"}
+# Parameters that only apply alongside another one.
+CONTEXT = {("bleu", "smooth_value"): "smooth=floor"}
 
 
 def builtins() -> list[str]:
@@ -99,6 +105,7 @@ def test_metric_honours_the_contract(name: str, providers: ef.Providers) -> None
     errored = first.filter(pl.col("score").is_null())
     assert errored.get_column("error").null_count() == 0
     assert errored.get_column("passed").null_count() == errored.height
+    assert errored.get_column("details").null_count() == errored.height, "details on an error"
     assert (scored.get_column("passed") == (scored.get_column("score") >= metric.threshold)).all()
 
     again = ef.score(frame, [metric], context=providers)
@@ -142,3 +149,106 @@ def test_the_fifteen_seed_metrics_are_registered() -> None:
         "citation-groundedness",
     }
     assert seed <= set(builtins())
+
+
+def _numeric_type(annotation: Any) -> type | None:
+    options = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else ()
+    for t in (annotation, *options):
+        if t in (int, float):
+            return typing.cast(type, t)
+    return None
+
+
+def _spec(name: str, *settings: str) -> str:
+    base = PARAMS.get(name, name)
+    inner = base[len(name) + 1 : -1] if base != name else ""
+    return f"{name}({', '.join(x for x in (inner, *settings) if x)})"
+
+
+def _outside(kind: type, valid: ef.metrics.Range) -> list[float]:
+    """Values just outside each declared bound, and values no range admits."""
+    step = (
+        (lambda x: x - 1, lambda x: x + 1)
+        if kind is int
+        else (
+            lambda x: math.nextafter(x, -math.inf),
+            lambda x: math.nextafter(x, math.inf),
+        )
+    )
+    out: list[float] = []
+    if valid.ge is not None:
+        out.append(step[0](valid.ge))
+    if valid.gt is not None:
+        out.append(valid.gt)
+    if valid.le is not None:
+        out.append(step[1](valid.le))
+    if valid.lt is not None:
+        out.append(valid.lt)
+    if kind is int:
+        return [*out, 2**63, -(2**63) - 1]
+    return [*out, math.nan, math.inf, -math.inf]
+
+
+def _inside(kind: type, valid: ef.metrics.Range) -> list[float]:
+    edges = [v for v in (valid.ge, valid.le) if v is not None]
+    if kind is float:
+        edges += [math.nextafter(valid.gt, math.inf)] if valid.gt is not None else []
+        edges += [math.nextafter(valid.lt, -math.inf)] if valid.lt is not None else []
+    return edges
+
+
+@pytest.mark.parametrize("name", builtins())
+def test_every_numeric_parameter_declares_its_range_and_refuses_values_outside(name: str) -> None:
+    definition = ef.metrics.definition(name)
+    for p in definition.params:
+        kind = _numeric_type(p.annotation)
+        if kind is None:
+            continue
+        assert p.range is not None, f"{name}: parameter '{p.name}' declares no valid range"
+        if p.default is not None:
+            assert p.range.admits(p.default), f"{name}: default {p.name}={p.default}"
+        context = CONTEXT.get((name, p.name), "")
+        for value in _outside(kind, p.range):
+            shown = repr(kind(value)) if math.isfinite(value) else str(value)
+            spec = _spec(name, f"{p.name}={shown}", context)
+            with pytest.raises(ef.MetricError) as caught:
+                ef.metrics.get(spec)
+            message = str(caught.value)
+            assert f"parameter '{p.name}'" in message, (spec, message)
+            assert not re.search(r"col\(|lit\(|\.alias|Expr|polars", message), message
+        for value in _inside(kind, p.range):
+            spec = _spec(name, f"{p.name}={kind(value)!r}", context)
+            assert ef.metrics.get(spec).kwargs[p.name] == kind(value), spec
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400"])
+def test_a_threshold_that_is_not_a_finite_number_is_refused(value: str) -> None:
+    with pytest.raises(ef.MetricError, match="threshold must be in"):
+        ef.metrics.get(f"exact-match(threshold={value})")
+
+
+def _edges(kind: type, valid: ef.metrics.Range) -> list[float]:
+    """The largest and smallest values the range admits (64-bit or float limits if open)."""
+    high = valid.le if valid.le is not None else (2**63 - 1 if kind is int else 1e308)
+    low = valid.ge if valid.ge is not None else (-(2**63) if kind is int else -1e308)
+    if valid.gt is not None:
+        low = valid.gt + 1 if kind is int else math.nextafter(valid.gt, math.inf)
+    return [low, high]
+
+
+@pytest.mark.parametrize("name", builtins())
+def test_every_metric_scores_at_the_edges_of_its_parameter_ranges(
+    name: str, providers: ef.Providers
+) -> None:
+    frame = mixed_frame().with_columns(repetition=pl.lit(0, pl.Int64))
+    definition = ef.metrics.definition(name)
+    for p in definition.params:
+        kind = _numeric_type(p.annotation)
+        if kind is None or p.range is None:
+            continue
+        for value in _edges(kind, p.range):
+            spec = _spec(name, f"{p.name}={kind(value)!r}", CONTEXT.get((name, p.name), ""))
+            out = ef.score(frame, [ef.metrics.get(spec)], context=providers)
+            broken = out.filter(pl.col("error").str.contains(f"Metric '{spec}' failed"))
+            assert broken.height == 0, broken.get_column("error")[0]
+            assert not out.get_column("error").str.contains(r"col\(|lit\(").any(), spec

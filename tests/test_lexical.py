@@ -61,6 +61,13 @@ def test_exact_match_rejects_non_string_expected() -> None:
     ]
 
 
+def test_an_errored_row_has_no_details() -> None:
+    out = scores("exact-match", [(42, "42"), ("a", "a")])
+    assert out.get_column("error")[0] is not None
+    assert out.get_column("details").to_list()[0] is None
+    assert json.loads(out.get_column("details")[1])["match"] is True
+
+
 def test_contains_is_a_case_sensitive_substring() -> None:
     out = scores("contains", [("30 days", "within 30 days."), ("Days", "30 days"), (" ", "a b")])
     assert out.get_column("score").to_list() == [1.0, 0.0, 1.0]
@@ -106,7 +113,7 @@ def test_regex_honours_delimiters_and_flags(pattern: str, actual: str, expected:
         ("order", "the pattern must be delimited"),
         ("/a/q", "unknown modifier 'q'"),
         ("/(a/", "unclosed group"),
-        ("/(a)\\1/", "backreferences are not supported"),
+        ("/(a)\\1/", "a backreference or octal escape"),
         ("/(?<=a)b/", "look-around"),
     ],
 )

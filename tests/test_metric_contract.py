@@ -59,7 +59,7 @@ def test_bad_parameter_values_name_the_parameter() -> None:
         ef.metrics.get("rouge-l(beta=high)")
     with pytest.raises(ef.MetricError, match="'max_tokens' must be an integer"):
         ef.metrics.get("rouge-l(max_tokens=1.5)")
-    with pytest.raises(ef.MetricError, match="ROUGE-L max token count must be at least 1"):
+    with pytest.raises(ef.MetricError, match="'max_tokens' must be at least 1; got 0"):
         ef.metrics.rouge_l(max_tokens=0)
     with pytest.raises(ef.MetricError, match="has no parameter 'bta'"):
         ef.metrics.get("rouge-l(bta=2)")
@@ -182,3 +182,19 @@ def test_every_registered_builtin_has_a_family_dimension_and_summary() -> None:
         assert d.family, d.name
         assert d.dimension, d.name
         assert d.summary, d.name
+
+
+def test_the_runner_drops_details_on_every_errored_row() -> None:
+    @ef.metrics.metric("chatty", replace=True)
+    def chatty() -> Scored:
+        """Reports details even on the rows it declares errors."""
+        bad = pl.col("actual_output") == "bad"
+        return Scored(
+            score=pl.when(~bad).then(1.0),
+            error=pl.when(bad).then(pl.lit("bad row")),
+            details=pl.struct(seen=pl.col("actual_output")),
+        )
+
+    scores = ef.score(frame(["x", "x"], ["bad", "ok"]), [chatty()])
+    assert scores.get_column("error").to_list() == ["bad row", None]
+    assert scores.get_column("details").to_list() == [None, '{"seen":"ok"}']

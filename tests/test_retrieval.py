@@ -224,18 +224,32 @@ def test_k_defaults_to_five() -> None:
     assert ef.metrics.retrieval_ndcg_at_k(k=10).id == "retrieval-ndcg-at-k(k=10)"
 
 
-@pytest.mark.parametrize("alias", [*RANKING[:2], "retrieval-ndcg-at-k", "answer-containment-at-k"])
+@pytest.mark.parametrize("alias", [*RANKING, "answer-containment-at-k"])
 @pytest.mark.parametrize("k", [0, -1])
 def test_a_k_below_one_raises_at_bind_time(alias: str, k: int) -> None:
-    if alias == "retrieval-mrr":
-        return
-    with pytest.raises(ef.MetricError, match=r"^Retrieval metric k must be a positive integer\.$"):
+    with pytest.raises(
+        ef.MetricError, match=rf"^Metric '{alias}' parameter 'k' must be at least 1; got {k}\.$"
+    ):
         ef.metrics.get(f"{alias}(k={k})")
 
 
-def test_mrr_takes_no_k_parameter() -> None:
-    with pytest.raises(ef.MetricError, match="has no parameter 'k'"):
-        ef.metrics.get("retrieval-mrr(k=3)")
+def test_mrr_without_k_keeps_its_id_and_the_whole_ranking() -> None:
+    assert ef.metrics.get("retrieval-mrr").id == "retrieval-mrr"
+    assert ef.metrics.retrieval_mrr(k=10).id == "retrieval-mrr(k=10)"
+    ranking = json.dumps([f"d{i}" for i in range(40)])
+    assert _one(ranking, ["d29"], "retrieval-mrr")["score"] == pytest.approx(1 / 30)
+
+
+@pytest.mark.parametrize(
+    ("k", "want"), [(1, 0.0), (2, 0.0), (3, 1 / 3), (10, 1 / 3), (None, 1 / 3)]
+)
+def test_mrr_at_k_counts_the_first_relevant_id_only_within_the_top_k(
+    k: int | None, want: float
+) -> None:
+    spec = "retrieval-mrr" if k is None else f"retrieval-mrr(k={k})"
+    row = _one(json.dumps(["a", "b", "c", "d"]), ["c", "d"], spec, {"k": 1})
+    assert row["score"] == pytest.approx(want)
+    assert row["details"]["first_relevant_rank"] == 3
 
 
 # --- error paths ----------------------------------------------------------------------------
@@ -764,3 +778,40 @@ def test_evaluate_passes_typed_retrieval_columns_through_from_the_outputs_frame(
         ("q2", "retrieval-mrr"): 1.0,
         ("q2", "retrieval-hit-at-k"): 1.0,
     }
+
+
+def _mrr_at_k(ranking: Sequence[str], relevant: set[str], k: int | None) -> float:
+    """Slow MRR@k: duplicates keep their first rank, then the list is cut at k."""
+    top = list(dict.fromkeys(ranking))[:k]
+    return next((1.0 / (i + 1) for i, x in enumerate(top) if x in relevant), 0.0)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    queries=st.lists(st.tuples(st.lists(_IDS, max_size=25), st.sets(_IDS, min_size=1)), min_size=1),
+    k=st.integers(1, 30) | st.none(),
+)
+def test_mrr_at_k_matches_a_slow_reference(
+    queries: list[tuple[list[str], set[str]]], k: int | None
+) -> None:
+    frame = _frame([json.dumps(r) for r, _ in queries], [sorted(g) for _, g in queries])
+    spec = "retrieval-mrr" if k is None else f"retrieval-mrr(k={k})"
+    got = _score(frame, spec).get_column("score").to_list()
+    assert got == [pytest.approx(_mrr_at_k(r, g, k), abs=1e-12) for r, g in queries]
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(queries=st.lists(_TREC_QUERY, min_size=20, max_size=100), k=st.sampled_from([1, 2, 5, 10]))
+def test_mrr_at_k_agrees_with_pytrec_eval_recip_rank_on_the_cut_run(
+    queries: list[tuple[list[str], dict[str, int]]], k: int
+) -> None:
+    import pytrec_eval
+
+    cut = [(r[:k], g) for r, g in queries]  # trec_eval has no MRR@k: cut the run instead
+    qrels = {f"q{i}": dict(g) for i, (_, g) in enumerate(cut)}
+    run = {f"q{i}": {d: float(len(r) - j) for j, d in enumerate(r)} for i, (r, _) in enumerate(cut)}
+    trec = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(run)
+    frame = _frame([json.dumps(r) for r, _ in queries], [dict(g) for _, g in queries])
+    got = _score(frame, f"retrieval-mrr(k={k})").get_column("score").to_list()
+    want = [trec[f"q{i}"]["recip_rank"] if f"q{i}" in trec else 0.0 for i in range(len(queries))]
+    assert got == [pytest.approx(w, abs=1e-9) for w in want]

@@ -59,6 +59,27 @@ def test_levenshtein_golden_values() -> None:
     assert scores("levenshtein(case_sensitive=false)", [("Paris", "paris")]) == [1.0]
 
 
+def test_levenshtein_refuses_a_field_beyond_max_chars_as_that_rows_error() -> None:
+    rows = [("ab" * 3, "ab" * 3), ("é" * 4, "é" * 3), ("abcde", "x"), ("x", "é" * 6)]
+    out = ef.score(frame(rows), [ef.metrics.get("levenshtein(max_chars=5)")])
+    assert out.get_column("score").to_list() == [None, 0.75, 0.0, None]
+    assert out.get_column("error").to_list() == [
+        "Sample 's0' expected_output has 6 characters; levenshtein metric supports at most 5 "
+        "characters per field.",
+        None,
+        None,
+        "Sample 's3' actual_output has 6 characters; levenshtein metric supports at most 5 "
+        "characters per field.",
+    ]
+    assert out.get_column("details").to_list()[0] is None
+
+
+def test_levenshtein_caps_fields_at_ten_thousand_characters_by_default() -> None:
+    assert ef.metrics.levenshtein().kwargs["max_chars"] == 10_000
+    long = "a" * 10_001
+    assert scores("levenshtein", [(long[:-1], long[:-1]), (long, "a")]) == [1.0, None]
+
+
 def test_levenshtein_details_and_type_errors() -> None:
     out = ef.score(frame([("kitten", "sitting"), (42, "42")]), [ef.metrics.levenshtein()])
     assert json.loads(out.get_column("details")[0]) == {"distance": 3, "max_length": 7}

@@ -17,6 +17,7 @@ from evalframe.cli._options import (
     provider_limit_options,
     store_option,
 )
+from evalframe.engine._evaluate import MAX_REPETITIONS
 
 
 @click.command()
@@ -51,7 +52,10 @@ from evalframe.cli._options import (
     "defaults to the dataset's metrics: list.",
 )
 @click.option(
-    "--repetitions", type=click.IntRange(min=1), default=None, help="Score each row N times."
+    "--repetitions",
+    type=click.IntRange(min=1, max=MAX_REPETITIONS),
+    default=None,
+    help=f"Score each row N times (at most {MAX_REPETITIONS}).",
 )
 @format_option("fmt", "markdown", "json")
 @out_option()

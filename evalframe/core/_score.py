@@ -168,7 +168,11 @@ def score(
 
 
 def _finish(rows: pl.DataFrame, m: Scorable, run_id: str) -> pl.DataFrame:
-    """Enforce the contract on a metric's raw rows: range checks, errors, ``passed``."""
+    """Enforce the contract on a metric's raw rows: range checks, errors, ``passed``.
+
+    A row with an error has a null score, a null ``passed`` and null details, for every
+    metric, built-in or not.
+    """
     s = pl.col(C.SCORE)
     out_of_range = s.is_nan() | (s < 0.0) | (s > 1.0)
     error = (
@@ -192,5 +196,6 @@ def _finish(rows: pl.DataFrame, m: Scorable, run_id: str) -> pl.DataFrame:
         pl.when(scored).then(s).alias(C.SCORE),
         pl.when(scored).then(s >= m.threshold).alias("passed"),
         error.alias(C.ERROR),
-        pl.when(pl.col("blocked").is_null()).then(pl.col("details")).alias("details"),
+        # Details describe a score; an errored row has none, whatever the metric built.
+        pl.when(scored).then(pl.col("details")).alias("details"),
     )

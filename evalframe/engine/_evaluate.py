@@ -6,7 +6,7 @@ import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import polars as pl
 
@@ -24,9 +24,13 @@ from evalframe.providers import EmbeddingClient, JudgeClient, Providers
 if TYPE_CHECKING:
     from evalframe.store import Store
 
-__all__ = ["evaluate"]
+__all__ = ["MAX_REPETITIONS", "evaluate"]
 
 MetricLike = str | Metric | MetricFactory
+
+# Work is rows x repetitions x metrics, so the count is bounded up front. The report may advise
+# up to 769 repetitions (a 5-point resolution at a 50% pass rate); the limit stays above that.
+MAX_REPETITIONS: Final = 1000
 
 
 def _as_dataset(dataset: Dataset | str | os.PathLike[str] | pl.DataFrame) -> Dataset:
@@ -81,7 +85,8 @@ def evaluate(
         system: a callable receiving a sample's ``input`` map and returning a string.
         metrics: spec strings, metric values or factories; defaults to the dataset's
             ``metrics:`` list.
-        repetitions: executions per row (default: the dataset's ``repetitions``, else 1).
+        repetitions: executions per row (default: the dataset's ``repetitions``, else 1),
+            from 1 to ``MAX_REPETITIONS`` (1000).
         concurrency: system calls in flight at once.
         progress: show a progress bar (default: when stderr is a terminal).
         name: the run's name (default: the dataset name).
@@ -114,8 +119,12 @@ def evaluate(
         )
     resolved = resolve(specs)
     reps = repetitions if repetitions is not None else (ds.repetitions or 1)
-    if reps < 1:
-        raise ValueError(f"repetitions must be at least 1; got {reps}")
+    if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= MAX_REPETITIONS:
+        source = "repetitions" if repetitions is not None else f"Dataset '{ds.name}' repetitions"
+        raise ValueError(
+            f"{source} must be an integer from 1 to {MAX_REPETITIONS} (the limit on executions "
+            f"per row); got {reps!r}."
+        )
     if (outputs is None) == (system is None):
         raise ValueError("Pass exactly one of outputs= (saved outputs) or system= (a callable).")
     context = providers_for(resolved, providers)  # a missing judge fails before any work

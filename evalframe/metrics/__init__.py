@@ -20,7 +20,7 @@ from evalframe.metrics._registry import (
     resolve,
 )
 from evalframe.metrics._rowwise import MetricScore, Sample, from_object, rowwise
-from evalframe.metrics._spec import Derived, Metric, MetricDef, Need, Scored, parse_spec
+from evalframe.metrics._spec import Derived, Metric, MetricDef, Need, Range, Scored, parse_spec
 from evalframe.metrics.citation import citation_groundedness
 from evalframe.metrics.deterministic import list_contains, numeric_diff
 from evalframe.metrics.judge import JudgeReplies, llm_as_judge, refusal_quality
@@ -52,6 +52,7 @@ __all__ = [
     "MetricFactory",
     "MetricScore",
     "Need",
+    "Range",
     "Sample",
     "Scored",
     "TextEmbeddings",

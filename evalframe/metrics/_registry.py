@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import inspect
@@ -128,7 +129,8 @@ def register(item: Metric | MetricDef | MetricFactory, *, replace: bool = False)
             summary=item.definition.summary,
             build=item.definition.build,
             params=tuple(
-                type(p)(p.name, p.annotation, bound[p.name], False) for p in item.definition.params
+                dataclasses.replace(p, default=bound[p.name], required=False)
+                for p in item.definition.params
             ),
             threshold=item.threshold,
             derived=item.definition.derived,

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import re
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, get_args, get_origin
+from typing import Annotated, Any, Literal, Protocol, get_args, get_origin
 
 import polars as pl
 
@@ -30,6 +31,7 @@ __all__ = [
     "MetricDef",
     "Need",
     "Param",
+    "Range",
     "Scored",
     "format_value",
     "parse_spec",
@@ -82,6 +84,46 @@ class Need(Protocol):
     def column(self) -> str: ...
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    """The valid values of a numeric metric parameter, declared in the builder's signature.
+
+    ``max_tokens: Annotated[int, Range(ge=1)] = 1024``. ``ge``/``le`` are inclusive bounds,
+    ``gt``/``lt`` exclusive ones. Whatever the range, a float must be finite and an integer
+    must fit in Int64; a value outside is a ``MetricError`` naming the parameter, raised
+    when the spec is parsed.
+    """
+
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+
+    def describe(self) -> str:
+        """The bounds in words: ``at least 1``, ``> 0 and at most 100``."""
+        parts = []
+        if self.ge is not None:
+            parts.append(f"at least {format_value(self.ge)}")
+        if self.gt is not None:
+            parts.append(f"> {format_value(self.gt)}")
+        if self.le is not None:
+            parts.append(f"at most {format_value(self.le)}")
+        if self.lt is not None:
+            parts.append(f"< {format_value(self.lt)}")
+        return " and ".join(parts) or "any value"
+
+    def admits(self, value: float) -> bool:
+        return not (
+            (self.ge is not None and value < self.ge)
+            or (self.gt is not None and value <= self.gt)
+            or (self.le is not None and value > self.le)
+            or (self.lt is not None and value >= self.lt)
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Param:
     """One keyword parameter of a metric, read from its function's signature."""
@@ -90,6 +132,21 @@ class Param:
     annotation: Any
     default: Any
     required: bool
+    range: Range | None = None
+
+    def check(self, value: Any, metric: str) -> None:
+        """Refuse a coerced value that is not finite, not an Int64, or out of ``range``."""
+        numbers = value if isinstance(value, tuple) else (value,)
+        for v in numbers:
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                continue
+            where = f"Metric '{metric}' parameter '{self.name}'"
+            if isinstance(v, float) and not math.isfinite(v):
+                raise MetricError(f"{where} must be a finite number; got {v}.")
+            if isinstance(v, int) and not _INT64_MIN <= v <= _INT64_MAX:
+                raise MetricError(f"{where} must fit in a 64-bit integer; got {v}.")
+            if self.range is not None and not self.range.admits(v):
+                raise MetricError(f"{where} must be {self.range.describe()}; got {v}.")
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,6 +179,8 @@ class MetricDef:
         for p in self.params:
             if p.name in params:
                 bound[p.name] = coerce(params[p.name], p.annotation, self.name, p.name)
+                if bound[p.name] is not None:
+                    p.check(bound[p.name], self.name)
             elif p.required:
                 listed = get_origin(p.annotation) in (tuple, list, Sequence)
                 example = "[a,b,c]" if listed else "..."
@@ -132,7 +191,7 @@ class MetricDef:
             else:
                 bound[p.name] = p.default
         threshold = coerce(threshold, float, self.name, "threshold")
-        if not 0.0 <= threshold <= 1.0:
+        if not 0.0 <= threshold <= 1.0:  # NaN fails this too
             raise MetricError(f"Metric '{self.name}' threshold must be in [0, 1]; got {threshold}.")
         metric = Metric(self, tuple(bound.items()), threshold)
         metric.expressions()  # parameter checks inside the builder run at bind time
@@ -212,13 +271,18 @@ class Metric:
 
 def params_of(fn: Callable[..., Any]) -> tuple[Param, ...]:
     """Read a metric builder's keyword parameters and their resolved annotations."""
-    hints = typing.get_type_hints(fn)
+    hints = typing.get_type_hints(fn, include_extras=True)
     out = []
     for p in inspect.signature(fn).parameters.values():
         if p.kind is not inspect.Parameter.KEYWORD_ONLY:
             raise TypeError(f"metric parameters must be keyword-only: {fn.__name__}({p.name})")
         required = p.default is inspect.Parameter.empty
-        out.append(Param(p.name, hints.get(p.name, Any), None if required else p.default, required))
+        annotation, valid = hints.get(p.name, Any), None
+        if get_origin(annotation) is Annotated:
+            annotation, *extras = get_args(annotation)
+            valid = next((e for e in extras if isinstance(e, Range)), None)
+        default = None if required else p.default
+        out.append(Param(p.name, annotation, default, required, valid))
     return tuple(out)
 
 

@@ -8,16 +8,15 @@ checks every expected string against its row's output in one vectorized pass.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import polars as pl
 
 from evalframe.core import schema as C
-from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched, sample_error
 from evalframe.metrics._registry import metric
-from evalframe.metrics._spec import Scored
+from evalframe.metrics._spec import Range, Scored
 from evalframe.metrics.structural import json_leaves
 
 __all__ = ["NUMBER_PATTERN", "list_contains", "numeric_diff"]
@@ -47,8 +46,8 @@ def _whole_number(text: pl.Expr) -> pl.Expr:
 @metric("numeric-diff", family="deterministic")
 def numeric_diff(
     *,
-    abs_tol: float = 0.0,
-    rel_tol: float = 1e-9,
+    abs_tol: Annotated[float, Range(ge=0)] = 0.0,
+    rel_tol: Annotated[float, Range(ge=0)] = 1e-9,
     extract: Literal["first", "last", "whole"] = "first",
 ) -> Scored:
     """1.0 when the number in the output is within tolerance of the expected number.
@@ -64,11 +63,6 @@ def numeric_diff(
         Float64 in {0, 1}; null (an error) when the output has no number or the expected
         output is not a number.
     """
-    if abs_tol < 0 or rel_tol < 0:
-        raise MetricError(
-            f"Metric 'numeric-diff' tolerances must be >= 0; got abs_tol={abs_tol}, "
-            f"rel_tol={rel_tol}."
-        )
     if extract == "whole":
         actual = _whole_number(_ACTUAL)
     elif extract == "last":
@@ -151,7 +145,9 @@ def _list_kernel(case_sensitive: bool, limit: int) -> Any:
 
 
 @metric("list-contains", family="deterministic")
-def list_contains(*, case_sensitive: bool = True, max_missing: int = 10) -> Scored:
+def list_contains(
+    *, case_sensitive: bool = True, max_missing: Annotated[int, Range(ge=0)] = 10
+) -> Scored:
     """Fraction of the expected strings that occur in the output.
 
     ``expected_output`` is a list of non-empty strings; each item counts when it occurs in
@@ -163,10 +159,6 @@ def list_contains(*, case_sensitive: bool = True, max_missing: int = 10) -> Scor
         Float64 in [0, 1]; null (an error) when ``expected_output`` is not a non-empty list
         of non-empty strings.
     """
-    if max_missing < 0:
-        raise MetricError(
-            f"Metric 'list-contains' parameter 'max_missing' must be >= 0; got {max_missing}."
-        )
     k = pl.col("list-contains__kernel")
     total = k.struct.field("total")
     found = k.struct.field("found")

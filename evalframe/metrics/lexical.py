@@ -7,14 +7,15 @@ expressions; rouge-l tokenises in Polars and runs a bit-parallel LCS kernel over
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 import polars as pl
 
 from evalframe.core import schema as C
-from evalframe.core._errors import MetricError
+from evalframe.metrics import _pcre
 from evalframe.metrics._batched import batched, sample_error, type_error
 from evalframe.metrics._registry import metric
-from evalframe.metrics._spec import Scored
+from evalframe.metrics._spec import Range, Scored
 
 __all__ = ["contains", "exact_match", "regex", "rouge_l"]
 
@@ -77,8 +78,9 @@ _DELIMITERS = {
 _FLAGS = {"i": "i", "m": "m", "s": "s", "x": "x", "U": "U", "u": "", "D": "", "A": ""}
 
 
-def _translate(pattern: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
-    """PCRE ``/body/flags`` to a Rust-regex pattern, and a parse error message (or null)."""
+def _translate(patterns: pl.DataFrame) -> pl.DataFrame:
+    """PCRE ``/body/flags`` to a Rust-regex pattern (``rust``) and a parse error (``reason``)."""
+    pattern = pl.col("pattern")
     bodies, flag_sets = [], []
     for open_, close in _DELIMITERS.items():
         # Character classes, not escapes: in Rust regex \< and \> are word boundaries.
@@ -86,6 +88,15 @@ def _translate(pattern: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
         bodies.append(pattern.str.extract(rx, 1))
         flag_sets.append(pattern.str.extract(rx, 2))
     body, flags = pl.coalesce(bodies), pl.coalesce(flag_sets)
+    parts = patterns.with_columns(
+        body=body,
+        flags=flags,
+        extended=flags.str.contains("x", literal=True),
+        # Without m or D, PCRE's $ also matches before a final newline: rewritten for Rust.
+        end_rewritten=~flags.str.contains("[mD]"),
+    )
+    parts = parts.hstack(_pcre.analyse(parts.select("body", "extended", "end_rewritten")))
+    flags = pl.col("flags")
     unknown = flags.str.replace_all(f"[{''.join(_FLAGS)}]", "")
     inline = flags
     for flag, rust in _FLAGS.items():
@@ -98,16 +109,25 @@ def _translate(pattern: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     translated = pl.concat_str(
         pl.when(inline.str.len_bytes() > 0).then(pl.format("(?{})", inline)).otherwise(pl.lit("")),
         anchored,
-        body,
+        pl.col("rewritten"),
         pl.lit(")"),
     )
+    construct = pl.col("construct")
     parse_error = (
-        pl.when(body.is_null())
+        pl.when(pl.col("body").is_null())
         .then(pl.lit("the pattern must be delimited, e.g. /order #[0-9]+/i"))
         .when(unknown.str.len_bytes() > 0)
         .then(pl.format("unknown modifier '{}'", unknown.str.slice(0, 1)))
+        .when(construct.is_not_null())
+        .then(
+            pl.format(
+                "{} is not supported: the linear-time engine evalframe uses would read it "
+                "differently from PCRE",
+                construct,
+            )
+        )
     )
-    return translated, parse_error
+    return parts.select("pattern", translated.alias("rust"), parse_error.alias("reason"))
 
 
 def _compile_error(pattern: str) -> str | None:
@@ -133,9 +153,7 @@ def _regex_kernel(frame: pl.DataFrame) -> pl.DataFrame:
     vectorized ``str.contains`` per pattern group. When nearly every row has its own pattern,
     rows are matched directly instead.
     """
-    patterns = frame.select(pl.col("pattern").unique().drop_nulls())
-    translated, parse_error = _translate(pl.col("pattern"))
-    patterns = patterns.with_columns(translated.alias("rust"), parse_error.alias("reason"))
+    patterns = _translate(frame.select(pl.col("pattern").unique().drop_nulls()))
     compiles = pl.lit("").str.contains(pl.col("rust"), strict=False).is_not_null()
     patterns = patterns.with_columns(
         pl.when(pl.col("reason").is_null() & ~compiles)
@@ -167,8 +185,11 @@ def regex() -> Scored:
 
     Patterns run on a linear-time engine (Rust ``regex``, through Polars), so no pattern can
     hang a run. Flags ``i``, ``m``, ``s``, ``x``, ``U`` and ``A`` are honoured; ``u`` and ``D``
-    are accepted as no-ops. Constructs that need backtracking (backreferences, look-around,
-    possessive quantifiers, ``\\K``) are rejected as that sample's error.
+    are accepted as no-ops (matching is always in PCRE's Unicode mode). Constructs Rust's
+    engine lacks or reads differently from PCRE (backreferences, look-around, possessive
+    quantifiers, atomic groups, ``\\K``, ``\\v``, set operations in classes, ...) are that
+    sample's error, naming the construct; ``$`` and ``\\Z`` keep PCRE's meaning (also before a
+    final newline) and POSIX classes in brackets their Unicode one.
     """
     bad, message = type_error("regex")
     k = pl.col("regex__kernel")
@@ -218,17 +239,17 @@ def _rouge_kernel(beta: float, max_tokens: int) -> pl.Expr:
 
 
 @metric("rouge-l", family="lexical")
-def rouge_l(*, beta: float = 1.0, max_tokens: int = 1024) -> Scored:
+def rouge_l(
+    *,
+    beta: Annotated[float, Range(gt=0, le=1e6)] = 1.0,
+    max_tokens: Annotated[int, Range(ge=1)] = 1024,
+) -> Scored:
     """ROUGE-L: the LCS F-measure over lowercased Unicode letter/number tokens.
 
     With LCS the longest common token subsequence, P = LCS/|actual| and R = LCS/|expected|,
     the score is (1+β²)PR / (R + β²P) (β = 1 gives F1). Both sides empty score 1.0, one side
     empty 0.0. A field with more than ``max_tokens`` tokens is that sample's error.
     """
-    if beta <= 0:
-        raise MetricError(f"Metric 'rouge-l' parameter 'beta' must be > 0; got {beta}.")
-    if max_tokens < 1:
-        raise MetricError("ROUGE-L max token count must be at least 1.")
     bad, message = type_error("rouge-l")
     k = pl.col("rouge-l__kernel")
     over = k.struct.field("over_cap")

@@ -9,14 +9,13 @@ silent 0 or 1; so is a negative or non-finite value.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import polars as pl
 
-from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import sample_error
 from evalframe.metrics._registry import metric
-from evalframe.metrics._spec import Scored
+from evalframe.metrics._spec import Range, Scored
 
 __all__ = ["cost", "latency", "retry_count", "token_cost"]
 
@@ -37,10 +36,6 @@ def _budget_metric(
     hint: str = "add it to the saved outputs",
 ) -> Scored:
     """``clamp(1 - value / budget, 0, 1)`` with per-sample errors for unusable values."""
-    if not budget > 0:
-        raise MetricError(
-            f"Metric '{metric_name}' parameter '{budget_name}' must be > 0; got {budget}."
-        )
     missing = value.is_null()
     bad = value.is_nan() | value.is_infinite() | (value < 0)
     score = (1.0 - value / budget).clip(0.0, 1.0)
@@ -65,7 +60,7 @@ def _budget_metric(
 
 
 @metric("latency", family="operational", dimension="performance")
-def latency(*, max_ms: float = 10_000.0) -> Scored:
+def latency(*, max_ms: Annotated[float, Range(gt=0)] = 10_000.0) -> Scored:
     """Latency within a budget: ``clamp(1 - latency_ms / max_ms, 0, 1)``.
 
     Reads ``latency_ms``, the wall time of the call that produced the output (recorded by
@@ -89,7 +84,9 @@ def latency(*, max_ms: float = 10_000.0) -> Scored:
 
 @metric("token-cost", family="operational", dimension="performance")
 def token_cost(
-    *, max_tokens: int = 4096, count: Literal["total", "prompt", "completion"] = "total"
+    *,
+    max_tokens: Annotated[int, Range(ge=1)] = 4096,
+    count: Literal["total", "prompt", "completion"] = "total",
 ) -> Scored:
     """Tokens within a budget: ``clamp(1 - tokens / max_tokens, 0, 1)``.
 
@@ -111,7 +108,7 @@ def token_cost(
 
 
 @metric("cost", family="operational", dimension="performance")
-def cost(*, max_usd: float = 0.01) -> Scored:
+def cost(*, max_usd: Annotated[float, Range(gt=0)] = 0.01) -> Scored:
     """Money within a budget: ``clamp(1 - cost_usd / max_usd, 0, 1)``.
 
     Reads ``cost_usd``, the price of producing the output. The default budget is one cent
@@ -125,7 +122,7 @@ def cost(*, max_usd: float = 0.01) -> Scored:
 
 
 @metric("retry-count", family="operational", dimension="performance")
-def retry_count(*, max_retries: int = 3) -> Scored:
+def retry_count(*, max_retries: Annotated[int, Range(ge=1)] = 3) -> Scored:
     """Retries within a budget: ``clamp(1 - retries / max_retries, 0, 1)``.
 
     Reads ``retries``, how many times the call was retried before it answered: none scores

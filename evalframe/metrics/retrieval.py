@@ -27,17 +27,16 @@ Well-formed JSON in the usual shapes is decoded by Polars; anything else (errors
 is parsed once per distinct string by a PHP-compatible reader, so messages match eval-harness.
 
 The cutoff ``k`` is ``metadata.k`` when it is an integer > 0 (strings and floats are ignored),
-else the metric's ``k`` parameter (default 5). MRR ignores k.
+else the metric's ``k`` parameter (default 5). MRR reads only its own optional ``k``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 import polars as pl
 
 from evalframe.core import schema as C
-from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched, sample_error
 from evalframe.metrics._ranking import rank_matches
 from evalframe.metrics._registry import metric
@@ -51,7 +50,7 @@ from evalframe.metrics._retrieval_input import (
     relevance_from_columns,
     retrieval_from_columns,
 )
-from evalframe.metrics._spec import Derived, Scored
+from evalframe.metrics._spec import Derived, Range, Scored
 
 __all__ = [
     "RANKING",
@@ -70,7 +69,6 @@ RETRIEVAL: Final = "actual_output__retrieval"
 RELEVANCE: Final = "expected_output__relevance"
 RANKING: Final = "retrieval__ranking"
 METADATA_K: Final = "retrieval__metadata_k"
-BAD_K: Final = "Retrieval metric k must be a positive integer."
 
 
 # --- derived columns: parsed once per frame, shared by every retrieval metric -------------------
@@ -137,8 +135,6 @@ def _retrieval_only(**_: Any) -> list[Derived]:
 
 def _cutoff(k: int) -> pl.Expr:
     """``metadata.k`` when it is a JSON integer > 0, else ``k``."""
-    if k < 1:
-        raise MetricError(BAD_K)
     return pl.coalesce(_field(METADATA_K, "k"), pl.lit(k, pl.Int64))
 
 
@@ -171,7 +167,7 @@ def _found(cutoff: pl.Expr) -> pl.Expr:
 
 
 @metric("retrieval-hit-at-k", family="retrieval", derived=_ranking_inputs)
-def retrieval_hit_at_k(*, k: int = 5) -> Scored:
+def retrieval_hit_at_k(*, k: Annotated[int, Range(ge=1)] = 5) -> Scored:
     """1.0 when any relevant id is among the top-k retrieved ids, else 0.0.
 
     hit@k = 1[|top-k ∩ relevant| > 0]. Ids with gain 0 (or below) in a gain map still count
@@ -191,7 +187,7 @@ def retrieval_hit_at_k(*, k: int = 5) -> Scored:
 
 
 @metric("retrieval-recall-at-k", family="retrieval", derived=_ranking_inputs)
-def retrieval_recall_at_k(*, k: int = 5) -> Scored:
+def retrieval_recall_at_k(*, k: Annotated[int, Range(ge=1)] = 5) -> Scored:
     """The fraction of the relevant ids found in the top-k retrieved ids.
 
     recall@k = |top-k ∩ relevant| / |relevant|, in [0, 1]. Null (an error) when either input
@@ -212,22 +208,24 @@ def retrieval_recall_at_k(*, k: int = 5) -> Scored:
 
 
 @metric("retrieval-mrr", family="retrieval", derived=_ranking_inputs)
-def retrieval_mrr() -> Scored:
-    """Reciprocal rank of the first relevant id, over the whole ranking (k is ignored).
+def retrieval_mrr(*, k: Annotated[int | None, Range(ge=1)] = None) -> Scored:
+    """Reciprocal rank of the first relevant id, over the whole ranking or its top k.
 
     RR = 1 / rank of the first retrieved id in the relevant set, 0.0 when none is retrieved;
-    in [0, 1]. Dataset-level MRR is the mean of this column. Null (an error) when either input
-    cannot be parsed.
+    with ``k`` (MRR@k), 0.0 also when that rank is beyond k. In [0, 1]. The default searches
+    the whole ranking, and ``metadata.k`` never applies to MRR. Dataset-level MRR is the
+    mean of this column. Null (an error) when either input cannot be parsed.
     """
     first = _field(RANKING, "ranks").list.first()
-    return _ranked(
-        (1.0 / first.cast(pl.Float64)).fill_null(0.0),
-        pl.struct(first_relevant_rank=first),
-    )
+    within = first if k is None else pl.when(first <= k).then(first)
+    details = pl.struct(first_relevant_rank=first)
+    if k is not None:
+        details = pl.struct(k=pl.lit(k, pl.Int64), first_relevant_rank=first)
+    return _ranked((1.0 / within.cast(pl.Float64)).fill_null(0.0), details)
 
 
 @metric("retrieval-ndcg-at-k", family="retrieval", derived=_ranking_inputs)
-def retrieval_ndcg_at_k(*, k: int = 5) -> Scored:
+def retrieval_ndcg_at_k(*, k: Annotated[int, Range(ge=1)] = 5) -> Scored:
     """Normalised discounted cumulative gain at k, with linear gains and a log2 discount.
 
     DCG@k = Σ_{i ≤ k} gain(id_i) / log2(i + 1) over the top-k ranks (irrelevant ids gain 0);
@@ -273,7 +271,9 @@ def _containment_kernel(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 @metric("answer-containment-at-k", family="retrieval", derived=_retrieval_only)
-def answer_containment_at_k(*, k: int = 5, case_sensitive: bool = False) -> Scored:
+def answer_containment_at_k(
+    *, k: Annotated[int, Range(ge=1)] = 5, case_sensitive: bool = False
+) -> Scored:
     """1.0 when a top-k retrieved text contains the expected answer span, else 0.0.
 
     Both sides are normalised alike (Unicode whitespace runs collapsed to one space, trimmed,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +29,7 @@ from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched, sample_error, type_error
 from evalframe.metrics._njit import njit
 from evalframe.metrics._registry import metric
-from evalframe.metrics._spec import Scored, format_value
+from evalframe.metrics._spec import Range, Scored, format_value
 from evalframe.metrics._text import tokens
 
 if TYPE_CHECKING:
@@ -434,7 +434,9 @@ def _bertscore_needs(*, max_tokens: int, mode: TokenMode) -> list[Need]:
 
 
 @metric("bertscore-like", family="semantic", dimension="correctness", needs=_bertscore_needs)
-def bertscore_like(*, max_tokens: int = 128, mode: TokenMode = "auto") -> Scored:
+def bertscore_like(
+    *, max_tokens: Annotated[int, Range(ge=1, le=4096)] = 128, mode: TokenMode = "auto"
+) -> Scored:
     """Greedy token matching on embeddings: F1 of BERTScore-style precision and recall.
 
     Both outputs are tokenised with the shared tokeniser (rouge-l's) and capped at
@@ -447,11 +449,10 @@ def bertscore_like(*, max_tokens: int = 128, mode: TokenMode = "auto") -> Scored
     embedded model), ``static`` (each unique token embedded alone, as eval-harness does, once
     per batch) or ``auto`` (contextual where the embedder supports it).
 
-    Null (an error) when ``expected_output`` is not a string, a field has more than
-    ``max_tokens`` tokens, or the provider could not embed a text.
+    ``max_tokens`` is at most 4096: the greedy match holds a tokens-by-tokens similarity
+    matrix per pair. Null (an error) when ``expected_output`` is not a string, a field has
+    more than ``max_tokens`` tokens, or the provider could not embed a text.
     """
-    if max_tokens < 1:
-        raise MetricError("BERTScore-like max token count must be at least 1.")
     cols = token_columns(max_tokens, mode)
     bad, message = type_error("bertscore-like")
     te, ta = tokens(pl.col(C.EXPECTED_OUTPUT)), tokens(pl.col(C.ACTUAL_OUTPUT))

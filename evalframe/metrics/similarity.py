@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -27,10 +27,10 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._errors import MetricError
-from evalframe.metrics._batched import batched, type_error
+from evalframe.metrics._batched import batched, sample_error, type_error
 from evalframe.metrics._njit import njit
 from evalframe.metrics._registry import metric
-from evalframe.metrics._spec import Scored
+from evalframe.metrics._spec import Range, Scored
 
 __all__ = ["bleu", "bleu_scores", "bleu_statistics", "levenshtein"]
 
@@ -41,6 +41,10 @@ _PY_SPACE = (
     "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
     "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
+# The quadratic kernel's largest field: two of these take rapidfuzz seconds per pair.
+MAX_LEVENSHTEIN_CHARS = 1_000_000
+# n-gram orders beyond this measure nothing sentence BLEU can use, and each costs a pass.
+MAX_BLEU_ORDER = 16
 _PARALLEL_ROWS = 8192  # below this, one thread: the pool costs more than it saves
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
@@ -76,7 +80,7 @@ def _threaded(kernel: Callable[..., tuple[Any, ...]], n_rows: int, *arrays: Any)
     return tuple(np.concatenate([p[j] for p in parts]) for j in range(len(parts[0])))
 
 
-def _levenshtein_kernel(case_sensitive: bool) -> pl.Expr:
+def _levenshtein_kernel(case_sensitive: bool, max_chars: int) -> pl.Expr:
     def kernel(frame: pl.DataFrame) -> pl.DataFrame:
         from rapidfuzz.distance import Levenshtein
         from rapidfuzz.process import cpdist
@@ -85,7 +89,13 @@ def _levenshtein_kernel(case_sensitive: bool) -> pl.Expr:
         e = frame.get_column("expected")
         if not case_sensitive:
             a, e = a.str.to_lowercase(), e.str.to_lowercase()
-        present = (a.is_not_null() & e.is_not_null()).to_numpy()
+        a_chars = a.str.len_chars().fill_null(0).cast(pl.Int64)
+        e_chars = e.str.len_chars().fill_null(0).cast(pl.Int64)
+        over = (a_chars > max_chars) | (e_chars > max_chars)
+        present = (a.is_not_null() & e.is_not_null() & ~over).to_numpy()
+        # Over-cap rows are never handed to the quadratic kernel: they become errors.
+        a = pl.select(pl.when(~over).then(a)).to_series()
+        e = pl.select(pl.when(~over).then(e)).to_series()
         # One call for the batch: rapidfuzz's C++ loop, threaded over all cores.
         dist = cpdist(
             a.fill_null("").to_list(),
@@ -97,8 +107,8 @@ def _levenshtein_kernel(case_sensitive: bool) -> pl.Expr:
         return pl.DataFrame(
             {
                 "distance": np.where(present, dist, 0),
-                "actual_chars": a.str.len_chars().fill_null(0),
-                "expected_chars": e.str.len_chars().fill_null(0),
+                "actual_chars": a_chars,
+                "expected_chars": e_chars,
             }
         )
 
@@ -110,28 +120,47 @@ def _levenshtein_kernel(case_sensitive: bool) -> pl.Expr:
 
 
 @metric("levenshtein", family="similarity")
-def levenshtein(*, case_sensitive: bool = True) -> Scored:
+def levenshtein(
+    *,
+    case_sensitive: bool = True,
+    max_chars: Annotated[int, Range(ge=1, le=MAX_LEVENSHTEIN_CHARS)] = 10_000,
+) -> Scored:
     """Normalised Levenshtein similarity between the output and the expected string.
 
     With d the edit distance (insertions, deletions and substitutions of Unicode code
     points, each costing 1) and |a|, |e| the lengths in code points, the score is
     ``1 - d / max(|a|, |e|)``, as rapidfuzz's ``Levenshtein.normalized_similarity``. Both
     strings empty score 1.0. ``case_sensitive=False`` lowercases both sides first. No
-    Unicode normalisation: ``"é"`` and ``"e\\u0301"`` differ.
+    Unicode normalisation: ``"é"`` and ``"e\\u0301"`` differ. The work grows with the
+    product of the lengths, so a field longer than ``max_chars`` code points is not compared.
 
     Returns:
-        Float64 in [0, 1]; null (an error) when ``expected_output`` is not a string.
+        Float64 in [0, 1]; null (an error) when ``expected_output`` is not a string or
+        either field has more than ``max_chars`` code points.
     """
     bad, message = type_error("levenshtein")
     k = pl.col("levenshtein__kernel")
     d = k.struct.field("distance")
-    longest = pl.max_horizontal(k.struct.field("actual_chars"), k.struct.field("expected_chars"))
+    a_chars, e_chars = k.struct.field("actual_chars"), k.struct.field("expected_chars")
+    longest = pl.max_horizontal(a_chars, e_chars)
+    over = (
+        pl.when(e_chars > max_chars)
+        .then(pl.lit("expected_output"))
+        .when(a_chars > max_chars)
+        .then(pl.lit("actual_output"))
+    )
+    cap_error = sample_error(
+        f"{{}} has {{}} characters; levenshtein metric supports at most {max_chars} "
+        "characters per field.",
+        over,
+        pl.when(over == "expected_output").then(e_chars).otherwise(a_chars),
+    )
     score = pl.when(longest == 0).then(1.0).otherwise(1.0 - d / longest)
     return Scored(
-        score=pl.when(bad).then(None).otherwise(score),
-        error=pl.when(bad).then(message),
+        score=pl.when(bad | over.is_not_null()).then(None).otherwise(score),
+        error=pl.when(bad).then(message).when(over.is_not_null()).then(cap_error),
         details=pl.struct(distance=d, max_length=longest),
-        prepare={"levenshtein__kernel": _levenshtein_kernel(case_sensitive)},
+        prepare={"levenshtein__kernel": _levenshtein_kernel(case_sensitive, max_chars)},
     )
 
 
@@ -508,9 +537,9 @@ def _bleu_kernel(
 @metric("bleu", family="similarity")
 def bleu(
     *,
-    max_order: int = 4,
+    max_order: Annotated[int, Range(ge=1, le=MAX_BLEU_ORDER)] = 4,
     smooth: Literal["exp", "floor", "add-k", "none"] = "exp",
-    smooth_value: float | None = None,
+    smooth_value: Annotated[float | None, Range(gt=0)] = None,
     lowercase: bool = False,
 ) -> Scored:
     """Sentence BLEU of the output against the expected string, as sacreBLEU computes it.
@@ -528,15 +557,9 @@ def bleu(
     Returns:
         Float64 in [0, 1]; null (an error) when ``expected_output`` is not a string.
     """
-    if max_order < 1:
-        raise MetricError(f"Metric 'bleu' parameter 'max_order' must be >= 1; got {max_order}.")
     if smooth_value is not None and smooth not in ("floor", "add-k"):
         raise MetricError(
             "Metric 'bleu' parameter 'smooth_value' applies to smooth=floor and smooth=add-k only."
-        )
-    if smooth_value is not None and smooth_value <= 0:
-        raise MetricError(
-            f"Metric 'bleu' parameter 'smooth_value' must be > 0; got {smooth_value}."
         )
     bad, message = type_error("bleu")
     k = pl.col("bleu__kernel")

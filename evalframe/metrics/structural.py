@@ -16,18 +16,17 @@ schema's ``$schema``), once per distinct (schema, output) pair.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
 from evalframe.core import schema as C
-from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched, sample_error
 from evalframe.metrics._njit import njit
 from evalframe.metrics._registry import metric
-from evalframe.metrics._spec import Scored
+from evalframe.metrics._spec import Range, Scored
 from evalframe.metrics.similarity import utf8_buffers
 
 __all__ = ["JSON_ERRORS", "KINDS", "json_diff", "json_leaves", "json_schema", "json_valid"]
@@ -681,7 +680,7 @@ def _diff_kernel(limit: int) -> Any:
 
 
 @metric("json-diff", family="structural")
-def json_diff(*, max_paths: int = 10) -> Scored:
+def json_diff(*, max_paths: Annotated[int, Range(ge=0)] = 10) -> Scored:
     """Share of the expected JSON's leaf paths whose values the output's JSON matches.
 
     Both sides are parsed as JSON (a string ``expected_output`` is read as JSON text). A
@@ -695,10 +694,6 @@ def json_diff(*, max_paths: int = 10) -> Scored:
     Returns:
         Float64 in [0, 1]; null (an error) when ``expected_output`` is not valid JSON.
     """
-    if max_paths < 0:
-        raise MetricError(
-            f"Metric 'json-diff' parameter 'max_paths' must be >= 0; got {max_paths}."
-        )
     k = pl.col("json-diff__kernel")
     expected_error = k.struct.field("expected_error")
     actual_error = k.struct.field("actual_error")
