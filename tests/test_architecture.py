@@ -114,7 +114,8 @@ def test_public_names_are_pinned() -> None:
         "schema", "score",
     ]  # fmt: skip
     assert ef.metrics.__all__ == [
-        "Derived", "JudgeReplies", "Metric", "MetricDef", "MetricFactory", "MetricScore", "Need", "Range",
+        "Derived", "JudgeReplies", "Metric", "MetricDef", "MetricFactory", "MetricScore", "Need",
+        "Range",
         "Sample", "Scored", "TextEmbeddings", "TokenEmbeddings", "answer_containment_at_k",
         "available", "bertscore_like", "bleu", "citation_groundedness", "contains",
         "cosine_embedding", "cost", "definition", "exact_match", "from_object", "get",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import evalframe as ef
-from evalframe.core._run import MAX_REPETITIONS
+from evalframe.engine._evaluate import MAX_REPETITIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 

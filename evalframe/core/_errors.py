@@ -13,6 +13,7 @@ EvalframeError
 │       ├── BudgetExhaustedError    its budget is spent
 │       └── DeadlineExceededError   its deadline has passed
 └── StoreError              a run store operation failed: the statement and the cause
+    ├── ImportRefusedError      an export failed its checks; nothing was imported
     └── StoreBusyError          another process held the store file too long (retryable)
 ```
 
@@ -33,6 +34,7 @@ __all__ = [
     "DatasetError",
     "DeadlineExceededError",
     "EvalframeError",
+    "ImportRefusedError",
     "MetricError",
     "ProviderError",
     "RequestFailedError",
@@ -130,6 +132,10 @@ class StoreError(EvalframeError):
         self.statement = statement
         self.cause = cause
         self.run = run
+
+
+class ImportRefusedError(StoreError):
+    """An export failed a check before its import; the message names the file and the finding."""
 
 
 class StoreBusyError(StoreError):

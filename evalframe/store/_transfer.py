@@ -32,7 +32,7 @@ from evalframe.store import _read
 from evalframe.store._connect import Connector, execute, fetch, store_error
 from evalframe.store._schema import SCHEMA_VERSION
 from evalframe.store._verify import (
-    ImportRefused,
+    ImportRefusedError,
     file_digest,
     verify_files,
     verify_imported,
@@ -151,7 +151,7 @@ def import_runs(connector: Connector, source: str | os.PathLike[str]) -> list[st
             fresh = _insert(con, files)
             verify_imported(con, fresh)  # a refusal rolls the whole import back
             return fresh
-    except ImportRefused as exc:
+    except ImportRefusedError as exc:
         raise StoreError(f"Refusing to import {folder}: {exc} Nothing was imported.") from None
 
 
@@ -205,5 +205,5 @@ def _insert(con: duckdb.DuckDBPyConnection, files: dict[str, Path]) -> list[str]
             con.execute(statement, params).fetchall()
         except duckdb.Error as exc:
             cause = str(exc).strip().splitlines()[0]
-            raise ImportRefused(f"{table}.parquet could not be written ({cause}).") from exc
+            raise ImportRefusedError(f"{table}.parquet could not be written ({cause}).") from exc
     return fresh

@@ -19,15 +19,12 @@ from typing import Any, Final
 
 import duckdb
 
+from evalframe.core._errors import ImportRefusedError
 from evalframe.store._connect import query
 
-__all__ = ["ImportRefused", "file_digest", "verify_files", "verify_imported", "verify_schema"]
+__all__ = ["ImportRefusedError", "file_digest", "verify_files", "verify_imported", "verify_schema"]
 
 _HASH_BLOCK: Final = 1 << 20
-
-
-class ImportRefused(Exception):  # noqa: N818 (internal signal, turned into a StoreError)
-    """An export failed a check; the message names the file and what was found."""
 
 
 def file_digest(path: Path) -> str:
@@ -47,7 +44,7 @@ def verify_files(manifest: dict[str, Any], files: dict[str, Path]) -> None:
 
     recorded = manifest.get("files")
     if not isinstance(recorded, dict):
-        raise ImportRefused(
+        raise ImportRefusedError(
             "manifest.json records no size or SHA-256 of its files (an export written before "
             "evalframe checked them); export the runs again."
         )
@@ -56,24 +53,28 @@ def verify_files(manifest: dict[str, Any], files: dict[str, Path]) -> None:
         if not isinstance(entry, dict) or not all(
             isinstance(entry.get(k), t) for k, t in (("rows", int), ("bytes", int), ("sha256", str))
         ):
-            raise ImportRefused(f"manifest.json has no rows, bytes and sha256 for {path.name}.")
+            raise ImportRefusedError(
+                f"manifest.json has no rows, bytes and sha256 for {path.name}."
+            )
         size = path.stat().st_size
         if size != entry["bytes"]:
-            raise ImportRefused(
+            raise ImportRefusedError(
                 f"{path.name} has {size:,} bytes; the manifest records {entry['bytes']:,} "
                 "(the file was cut, replaced or edited)."
             )
         if file_digest(path) != entry["sha256"]:
-            raise ImportRefused(
+            raise ImportRefusedError(
                 f"{path.name} does not match the SHA-256 the manifest records (the file was "
                 "edited or replaced)."
             )
         try:
             rows = pq.ParquetFile(path).metadata.num_rows
         except Exception as exc:  # pyarrow raises several types for a damaged file
-            raise ImportRefused(f"{path.name} is not a readable Parquet file ({exc}).") from None
+            raise ImportRefusedError(
+                f"{path.name} is not a readable Parquet file ({exc})."
+            ) from None
         if rows != entry["rows"]:
-            raise ImportRefused(
+            raise ImportRefusedError(
                 f"{path.name} holds {rows:,} rows; the manifest records {entry['rows']:,}."
             )
 
@@ -108,7 +109,7 @@ def _schema(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
         f"column {c} is {got[c]}, expected {t}" for c, t in want.items() if c in got and got[c] != t
     ]
     if problems:
-        raise ImportRefused(
+        raise ImportRefusedError(
             f"{path.name} does not have the store's {table} columns: " + "; ".join(problems) + "."
         )
 
@@ -153,7 +154,7 @@ def _scores(con: duckdb.DuckDBPyConnection, fresh: list[str]) -> None:
         n, row = _first(con, statement, {"fresh": fresh})
         if row is not None:
             run_id, sample_id, repetition, metric = row[:4]
-            raise ImportRefused(
+            raise ImportRefusedError(
                 f"scores.parquet: {n:,} row(s) are invalid; the first, sample '{sample_id}' "
                 f"(repetition {repetition}) of run {run_id}, metric {metric}, "
                 + what.format(*row)
@@ -194,7 +195,7 @@ def _complete(con: duckdb.DuckDBPyConnection, fresh: list[str]) -> None:
         ]
         for table, got, want, rule in expected:
             if got != want:
-                raise ImportRefused(
+                raise ImportRefusedError(
                     f"{table}.parquet holds {got:,} row(s) for run {run}; the run has "
                     f"{want:,} ({rule}), so rows were removed or added."
                 )
@@ -216,7 +217,7 @@ def _datasets(con: duckdb.DuckDBPyConnection, fresh: list[str]) -> None:
             [digest],
         )
         if dataset_hash(rows) != digest:
-            raise ImportRefused(
+            raise ImportRefusedError(
                 f"samples.parquet: the samples of dataset {digest[:12]} no longer hash to it "
                 "(a sample id, row hash, metadata or their order was edited)."
             )
