@@ -19,7 +19,9 @@ the benchmark machine gained only 8 %, not worth oversubscribing them when Polar
 
 from __future__ import annotations
 
+import itertools
 import math
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -41,6 +43,8 @@ from evalframe.metrics._text import (
 
 __all__ = ["lcs_lengths", "rouge_l"]
 
+# Rows per extra thread: below this, starting a thread costs more than it saves.
+_ROWS_PER_THREAD = 4096
 _ONE = np.uint64(1)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _M1 = np.uint64(0x5555555555555555)
@@ -234,8 +238,10 @@ def _local_ids(
 
 
 @njit_cached
-def _rouge_kernel(e_col: Any, a_col: Any, max_tokens: int, scratch: Any, out: Any) -> None:
-    """Token counts of both sides and LCS of every scored pair of rows (``out``).
+def _rouge_kernel(
+    e_col: Any, a_col: Any, max_tokens: int, scratch: Any, out: Any, r0: int, r1: int
+) -> None:
+    """Token counts of both sides and LCS of the scored pairs of rows ``r0:r1`` (``out``).
 
     A column is a ``_TextColumn``'s arrays. Every call below gets the same arrays on every
     row (no choosing between arrays in a branch), which keeps Numba's reference counting out
@@ -246,10 +252,10 @@ def _rouge_kernel(e_col: Any, a_col: Any, max_tokens: int, scratch: Any, out: An
     e_starts, e_ends, a_starts, a_ends, e_keys, a_keys, e_pool, a_pool = scratch[:8]
     slots, ids, peq, carry = scratch[8:]
     e_count, a_count, lcs = out
-    for i in range(len(e_kinds)):
+    for i in range(r0, r1):
         ek, ak = e_kinds[i], a_kinds[i]
-        n_e = _bounds(e_buf, e_start[i], e_end[i], ek, e_classes, e_starts, e_ends)
-        n_a = _bounds(a_buf, a_start[i], a_end[i], ak, a_classes, a_starts, a_ends)
+        n_e = _bounds(e_buf, e_words, e_start[i], e_end[i], ek, e_classes, e_starts, e_ends)
+        n_a = _bounds(a_buf, a_words, a_start[i], a_end[i], ak, a_classes, a_starts, a_ends)
         e_count[i], a_count[i] = n_e, n_a
         if (0 < n_e <= max_tokens) & (0 < n_a <= max_tokens):
             _keys_of(e_buf, e_words, ek == _ROW_SCAN, e_starts, e_ends, n_e, e_keys, e_pool)
@@ -278,6 +284,11 @@ def _scratch(longest: int) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
+def _threads_for(rows: int) -> int:
+    """Threads for ``rows`` pairs: Polars' pool size, but at least ``_ROWS_PER_THREAD`` each."""
+    return max(1, min(pl.thread_pool_size(), rows // _ROWS_PER_THREAD))
+
+
 def _rouge_counts(
     expected: pl.Series, actual: pl.Series, max_tokens: int
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -288,7 +299,21 @@ def _rouge_counts(
     # A row of b bytes holds at most (b + 1) // 2 tokens.
     longest = max(e_text.longest, a_text.longest) // 2 + 2
     out = (np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64))
-    _rouge_kernel(_column(e_text), _column(a_text), max_tokens, _scratch(longest), out)
+    e_col, a_col = _column(e_text), _column(a_text)
+    threads = _threads_for(n)
+    if threads == 1:
+        _rouge_kernel(e_col, a_col, max_tokens, _scratch(longest), out, 0, n)
+        return out
+    # The kernel releases the GIL: each thread scores a contiguous slice of the rows with its
+    # own work arrays, writing disjoint parts of ``out``.
+    cuts = np.linspace(0, n, threads + 1).astype(np.int64).tolist()
+    with ThreadPoolExecutor(threads) as pool:
+        done = [
+            pool.submit(_rouge_kernel, e_col, a_col, max_tokens, _scratch(longest), out, r0, r1)
+            for r0, r1 in itertools.pairwise(cuts)
+        ]
+        for future in done:
+            future.result()
     return out
 
 
