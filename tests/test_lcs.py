@@ -539,16 +539,14 @@ def test_rouge_l_agrees_with_google_rouge_score(pairs: list[tuple[str, str]]) ->
 # --- the ROUGE-L fast paths --------------------------------------------------------------------
 
 
+BYTE_PARTS = st.sampled_from(
+    [b"a", b"Z", b"0", b"9", b" ", b"@", b"[", b"`", b"{", b"/", b":", b"_", b"\x7f", b"\x00",
+     b"\xe2\x80\x99", b"\xf0\x9f\x98\x80", b"abcdefgh", b"x" * 70]
+)  # fmt: skip
+
+
 @SETTINGS
-@given(
-    st.binary(max_size=16),
-    st.lists(
-        st.sampled_from([b"a", b"Z", b"0", b"9", b" ", b"@", b"[", b"`", b"{", b"/", b":", b"_",
-                         b"\x7f", b"\x00", b"\xe2\x80\x99", b"\xf0\x9f\x98\x80", b"abcdefgh",
-                         b"x" * 70]),  # fmt: skip
-        max_size=120,
-    ),
-)
+@given(st.binary(max_size=16), st.lists(BYTE_PARTS, max_size=120))
 def test_ascii_scanner_finds_the_regex_token_bounds_at_any_offset(
     prefix: bytes, parts: list[bytes]
 ) -> None:

@@ -9,12 +9,13 @@ tokens use several words, with the carry of the addition handed from word to wor
 ``lcs_lengths`` takes token ids (from ``_text.intern``). ``rouge_l`` does not build ids for
 the whole column: it tokenises each pair straight from the Arrow buffers and numbers that
 pair's tokens through a small hash table, so that a pair's work stays in the L1 cache (about
-2.4 µs of CPU per pair of 35-word texts, see benchmarks/README.md).
+1.6 µs of CPU per pair of 35-word texts, see benchmarks/README.md).
 
-The kernels run on one thread (``nogil``, so a caller may run batches in threads). Numba's
-``parallel=True`` is not used, nor a thread pool of our own: ``rouge_l`` runs inside Polars'
-``map_batches``, next to Polars' own threads, and splitting 100,000 pairs over the 2 cores of
-the benchmark machine gained only 8 %, not worth oversubscribing them when Polars is busy too.
+The kernels release the GIL. ``rouge_l`` splits a batch into contiguous slices of rows, one per
+thread, up to Polars' thread pool size (``POLARS_MAX_THREADS``) and at least
+``_ROWS_PER_THREAD`` rows each, so small batches stay on the calling thread. Plain Python
+threads, not Numba's ``parallel=True``: without TBB or OpenMP installed, Numba's own thread pool
+aborts the process when two threads launch parallel kernels at once, which Polars may do.
 """
 
 from __future__ import annotations
@@ -201,7 +202,7 @@ def _probe(
         pos = (pos + (not same)) & mask
         r = slot_ref[pos]
         searching = (not same) & (r >= 0)
-    return pos
+    return int(pos)
 
 
 @njit_cached
