@@ -66,6 +66,7 @@ def main() -> None:
         f"words (mean {words.mean():.1f}), generated in {time.perf_counter() - t0:.1f} s"
     )
 
+    from evalframe.metrics import _lcs
     from evalframe.metrics._lcs import rouge_l
 
     t0 = time.perf_counter()
@@ -87,6 +88,14 @@ def main() -> None:
         out = rouge_l(frame["expected_output"], frame["actual_output"])
         return out["score"].to_numpy()
 
+    def run_evalframe_1() -> np.ndarray:
+        threads_for = _lcs._threads_for
+        _lcs._threads_for = lambda rows: 1  # the same kernel on one thread, for the ratio
+        try:
+            return run_evalframe()
+        finally:
+            _lcs._threads_for = threads_for
+
     def run_rs() -> np.ndarray:
         scores = scorer_rs.score_batch(refs, cands)
         return np.array([s["rougeL"].fmeasure for s in scores])
@@ -106,7 +115,11 @@ def main() -> None:
     # name: (function, pairs it scores, rounds, note)
     cases = {
         "evalframe rouge_l": (
-            run_evalframe, ARGS.pairs, ARGS.repeat, "tokenise + ids + LCS + F, 1 thread"
+            run_evalframe, ARGS.pairs, ARGS.repeat,
+            f"tokenise + ids + LCS + F, {_lcs._threads_for(ARGS.pairs)} thread(s)",
+        ),
+        "evalframe rouge_l, 1 thread": (
+            run_evalframe_1, ARGS.pairs, ARGS.repeat, "the same, rows not split",
         ),
         "rouge-score-rs score_batch": (run_rs, ARGS.pairs, ARGS.repeat, "Rust, rayon threads"),
         "rapidfuzz LCSseq cpdist": (
@@ -129,6 +142,7 @@ def main() -> None:
                 wall[name] = min(wall[name], time.perf_counter() - t0)
                 cpu[name] = min(cpu[name], time.process_time() - c0)
     ours, rs = scores["evalframe rouge_l"], scores["rouge-score-rs score_batch"]
+    one = scores["evalframe rouge_l, 1 thread"]
     rf, gs = scores["rapidfuzz LCSseq cpdist"], scores["rouge-score (Google)"]
 
     # Agreement. rouge-score and rouge-score-rs give 0 when both sides have no token (the
@@ -142,6 +156,7 @@ def main() -> None:
         .to_numpy()
     )
     checks = {
+        "evalframe 1 thread": np.abs(one - ours),
         "rouge-score-rs": np.abs(rs - ours)[~both_empty],
         "rapidfuzz": np.abs(rf - ours),
         "rouge-score": np.abs(gs - ours[:sub])[~both_empty[:sub]],
@@ -150,7 +165,7 @@ def main() -> None:
     for name, diff in checks.items():
         worst = float(diff.max(initial=0.0))
         status = "OK" if worst <= 1e-9 else "FAIL"
-        print(f"  {name:<16} {worst:.3g} over {len(diff):,} pairs  {status}")
+        print(f"  {name:<18} {worst:.3g} over {len(diff):,} pairs  {status}")
         if worst > 1e-9:
             raise SystemExit(f"{name} disagrees with evalframe by {worst}")
     print(f"  both sides without tokens: {int(both_empty.sum())} pairs (excluded above)\n")

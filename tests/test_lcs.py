@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import re
 import string
 
 import numpy as np
@@ -12,6 +13,7 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 from evalframe.core._errors import MetricError
 from evalframe.metrics import _text
@@ -534,3 +536,89 @@ def test_rouge_l_agrees_with_google_rouge_score(pairs: list[tuple[str, str]]) ->
             assert got == 1.0  # rouge-score gives 0 here; the reference gives 1
             continue
         assert got == pytest.approx(scorer.score(e, a)["rougeL"].fmeasure, abs=1e-9, rel=0)
+
+
+# --- the ROUGE-L fast paths --------------------------------------------------------------------
+
+
+BYTE_PARTS = st.sampled_from(
+    [b"a", b"Z", b"0", b"9", b" ", b"@", b"[", b"`", b"{", b"/", b":", b"_", b"\x7f", b"\x00",
+     b"\xe2\x80\x99", b"\xf0\x9f\x98\x80", b"abcdefgh", b"x" * 70]
+)  # fmt: skip
+
+
+@SETTINGS
+@given(st.binary(max_size=16), st.lists(BYTE_PARTS, max_size=120))
+def test_ascii_scanner_finds_the_regex_token_bounds_at_any_offset(
+    prefix: bytes, parts: list[bytes]
+) -> None:
+    # Rows start anywhere in a 64-byte block and cross several; the oracle is Python's regex.
+    row = b"".join(parts)
+    raw = np.frombuffer(prefix + row, dtype=np.uint8)
+    _, words = _text._padded([raw])
+    starts = np.zeros(len(row) + 2, np.int64)
+    ends = np.zeros(len(row) + 2, np.int64)
+    n = _text._scan_bounds(words, len(prefix), len(raw), starts, ends)
+    at = len(prefix)
+    found = [(m.start() + at, m.end() + at) for m in re.finditer(rb"[0-9A-Za-z]+", row)]
+    assert list(zip(starts[:n].tolist(), ends[:n].tolist(), strict=True)) == found
+
+
+@pytest.mark.parametrize("accent", ["", " café"])
+def test_rouge_l_tokens_sharing_their_first_8_bytes_stay_distinct(accent: str) -> None:
+    # Tokens of more than 8 bytes share a hash slot with every token of the same first 8
+    # bytes; they are told apart by their length and remaining bytes, in either case and
+    # on rows scanned as ASCII or lowercased first (accent).
+    vocab = ["internationalization", "INTERNATIONALISATION", "Internationalizations",
+             "abcdefgh", "ABCDEFGHI", "abcdefghij", "abcdefghIJ", "abcdefgh9", "a"]  # fmt: skip
+    rng = random.Random(7)
+    pairs = [
+        (" ".join(rng.choices(vocab, k=rng.randint(1, 30))) + accent * rng.randint(0, 1),
+         " ".join(rng.choices(vocab, k=rng.randint(1, 30))) + accent * rng.randint(0, 1))
+        for _ in range(300)
+    ]  # fmt: skip
+    out = rouge_l(*(pl.Series(side) for side in zip(*pairs, strict=True)))
+    expected = [lcs_dp(tokens_py(e), tokens_py(a)) for e, a in pairs]
+    assert out["lcs_tokens"].to_list() == expected
+
+
+def test_rouge_l_identical_texts_have_every_token_in_common() -> None:
+    texts = ["the cat and the cat", "Évalué, évalué ÉVALUÉ", "x\U000e0100y x", "a" * 100, "—"]
+    out = rouge_l(pl.Series(texts), pl.Series(texts))
+    assert out["lcs_tokens"].to_list() == [len(tokens_py(t)) for t in texts[:-1]] + [0]
+    assert out["score"].to_list() == [1.0] * len(texts)
+    # Same byte length, different bytes: scored as any other pair.
+    other = rouge_row("the cat sat", "the hat sat")
+    assert (other["lcs_tokens"], other["score"]) == (2, pytest.approx(2 / 3))
+
+
+def test_rouge_l_split_over_threads_equals_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalframe.metrics import _lcs
+
+    rng = random.Random(3)
+    vocab = ["the", "cat", "Sat", "on", "a", "mat", "refund", "évalué", "internationalization"]
+    sides = [
+        [None if rng.random() < 0.01 else " ".join(rng.choices(vocab, k=rng.randint(0, 40)))
+         for _ in range(9_001)]
+        for _ in range(2)
+    ]  # fmt: skip
+    expected, actual = (pl.Series(s, dtype=pl.String) for s in sides)
+    monkeypatch.setattr(_lcs, "_threads_for", lambda rows: 1)
+    one = rouge_l(expected, actual, max_tokens=35)
+    monkeypatch.setattr(_lcs, "_threads_for", lambda rows: 3)
+    three = rouge_l(expected, actual, max_tokens=35)
+    assert_frame_equal(three, one)
+    for i in rng.sample(range(9_001), 200):
+        e, a = sides[0][i], sides[1][i]
+        if e is not None and a is not None and max(len(tokens_py(e)), len(tokens_py(a))) <= 35:
+            assert three["lcs_tokens"][i] == lcs_dp(tokens_py(e), tokens_py(a))
+
+
+def test_rouge_l_threads_follow_polars_pool_and_batch_size() -> None:
+    from evalframe.metrics._lcs import _ROWS_PER_THREAD, _threads_for
+
+    pool = pl.thread_pool_size()
+    assert _threads_for(0) == 1
+    assert _threads_for(2 * _ROWS_PER_THREAD - 1) == 1
+    assert _threads_for(2 * _ROWS_PER_THREAD) == min(2, pool)
+    assert _threads_for(10**9) == pool

@@ -9,17 +9,20 @@ tokens use several words, with the carry of the addition handed from word to wor
 ``lcs_lengths`` takes token ids (from ``_text.intern``). ``rouge_l`` does not build ids for
 the whole column: it tokenises each pair straight from the Arrow buffers and numbers that
 pair's tokens through a small hash table, so that a pair's work stays in the L1 cache (about
-2.4 µs of CPU per pair of 35-word texts, see benchmarks/README.md).
+1.6 µs of CPU per pair of 35-word texts, see benchmarks/README.md).
 
-The kernels run on one thread (``nogil``, so a caller may run batches in threads). Numba's
-``parallel=True`` is not used, nor a thread pool of our own: ``rouge_l`` runs inside Polars'
-``map_batches``, next to Polars' own threads, and splitting 100,000 pairs over the 2 cores of
-the benchmark machine gained only 8 %, not worth oversubscribing them when Polars is busy too.
+The kernels release the GIL. ``rouge_l`` splits a batch into contiguous slices of rows, one per
+thread, up to Polars' thread pool size (``POLARS_MAX_THREADS``) and at least
+``_ROWS_PER_THREAD`` rows each, so small batches stay on the calling thread. Plain Python
+threads, not Numba's ``parallel=True``: without TBB or OpenMP installed, Numba's own thread pool
+aborts the process when two threads launch parallel kernels at once, which Polars may do.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -35,12 +38,13 @@ from evalframe.metrics._text import (
     _U56,
     _bounds,
     _chunk,
-    _mix,
     _TextColumn,
 )
 
 __all__ = ["lcs_lengths", "rouge_l"]
 
+# Rows per extra thread: below this, starting a thread costs more than it saves.
+_ROWS_PER_THREAD = 4096
 _ONE = np.uint64(1)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _M1 = np.uint64(0x5555555555555555)
@@ -148,70 +152,87 @@ def _lcs_kernel(a_ids: Any, a_off: Any, b_ids: Any, b_off: Any, active: Any) -> 
 
 
 # ---------------------------------------------------------------------------------------------
-# ROUGE-L fused per pair: tokenise both texts of a pair (``_text``'s scanners), give the
-# expected side's tokens local ids through a small hash table of their keys, look the actual
-# side's tokens up in it, and run ``_lcs_pair`` on the local ids, the shorter side as the bit
-# vector. Everything a pair touches stays in the L1 cache; a column-wide table would not.
+# ROUGE-L fused per pair: find the token bounds of both texts of a pair (``_text``'s scanners),
+# give the expected side's tokens local ids through a small hash table, look the actual side's
+# tokens up in it, and run ``_lcs_pair`` on the local ids, the shorter side as the bit vector.
+# Everything a pair touches stays in the L1 cache; a column-wide table would not.
 #
-# ``keys[:, t]`` describes token t of one side: hash, tag (as in ``_text``), length, and where
-# its bytes after the first 8 start in that side's ``pool``. Helpers take arrays, not tuples of
-# arrays: taking an array out of a tuple costs Numba a reference count, on every call.
-
-_HASH, _TAG, _LEN, _TAIL = 0, 1, 2, 3
-
-
-@njit
-def _keys_of(
-    src: Any, words: Any, lower: bool, starts: Any, ends: Any, n: int, keys: Any, pool: Any
-) -> None:
-    """Keys of the tokens ``starts[t]:ends[t]`` of ``src`` (ASCII-lowercased if ``lower``)."""
-    used = 0
-    for t in range(n):
-        a, b = starts[t], ends[t]
-        m = b - a
-        first = _chunk(words, a, m, lower)
-        h = (np.uint64(m) ^ first) * _PRIME
-        if m > 8:
-            for p in range(a + 8, b, 8):
-                h = _mix(h, _chunk(words, p, b - p, lower))
-            keys[_TAIL, t] = used
-            for k in range(a + 8, b):
-                pool[used] = _ASCII_LOWER[src[k]]
-                used += 1
-        keys[_HASH, t] = h
-        keys[_TAG, t] = first | (np.uint64(m) << _U56) if m < 8 else first
-        keys[_LEN, t] = m
+# A token's tag is its first 8 (lowercased) bytes, with its length in the top byte when it is
+# shorter: equal tags and lengths decide tokens of up to 8 bytes; longer ones then compare the
+# rest of their bytes in place, in the two rows. The table hashes the tag alone, so tokens
+# sharing their first 8 bytes share a probe sequence (rare, and still exact). Helpers take
+# arrays, not tuples of arrays: taking an array out of a tuple costs Numba a reference count.
 
 
 @njit
-def _find_local(ks: Any, ps: Any, k: Any, p: Any, t: int, slots: Any, mask: int, shift: Any) -> Any:
-    """Slot of the expected token equal to token ``t`` of keys ``k``, or of an empty one."""
-    # Shaped like ``_text._find`` on purpose: with a loop condition on an array, a ``break``
-    # or a call in a branch, Numba reference-counts the arrays on every probe, several times
-    # slower (no test can see it; the benchmark does).
-    pos = np.int64(k[_HASH, t] >> shift)
-    n = np.int64(k[_LEN, t])
-    while True:
-        r = slots[pos]
-        if r < 0:
-            return pos
-        # Tag and length decide tokens of up to 8 bytes; longer ones compare the rest.
-        same = (ks[_TAG, r] == k[_TAG, t]) & (ks[_LEN, r] == n)
-        x, y = np.int64(ks[_TAIL, r]), np.int64(k[_TAIL, t])
-        q = 8
-        while same & (q < n):
-            same = ps[x] == p[y]
-            x += 1
-            y += 1
-            q += 1
-        if same:
-            return pos
-        pos = (pos + 1) & mask
+def _tag(words: Any, p: int, n: int, lower: bool) -> Any:
+    first = _chunk(words, p, n, lower)
+    return first | (np.uint64(n) << _U56) if n < 8 else first
+
+
+@njit
+def _probe(
+    e_buf: Any,
+    e_starts: Any,
+    e_ends: Any,
+    buf: Any,
+    p: int,
+    n: int,
+    tag: Any,
+    slot_tag: Any,
+    slot_ref: Any,
+    mask: int,
+    shift: Any,
+) -> int:
+    """Slot of the expected token equal to the token of ``n`` bytes at ``p``, or an empty one."""
+    # No ``return`` or ``break`` inside the loop, no call in a branch: either makes Numba
+    # reference-count the arrays on every probe, several times slower (no test can see it;
+    # the benchmark does).
+    pos = np.int64((tag * _PRIME) >> shift)  # a multiplicative hash: its high bits are mixed
+    r = slot_ref[pos]
+    searching = r >= 0
+    while searching:
+        rs = e_starts[r]
+        same = (slot_tag[pos] == tag) & (e_ends[r] - rs == n)
+        # Byte by byte through a table: calls in this loop would cost reference counts.
+        k = 8
+        while same & (k < n):
+            same = _ASCII_LOWER[e_buf[rs + k]] == _ASCII_LOWER[buf[p + k]]
+            k += 1
+        pos = (pos + (not same)) & mask
+        r = slot_ref[pos]
+        searching = (not same) & (r >= 0)
+    return int(pos)
+
+
+@njit
+def _same_bytes(e_buf: Any, es: int, a_buf: Any, as_: int, n: int) -> bool:
+    """Whether the ``n`` bytes at ``e_buf[es]`` and ``a_buf[as_]`` are equal."""
+    same = True
+    k = 0
+    while same & (k < n):
+        same = e_buf[es + k] == a_buf[as_ + k]
+        k += 1
+    return same
 
 
 @njit
 def _local_ids(
-    ke: Any, pe: Any, n_e: int, ka: Any, pa: Any, n_a: int, slots: Any, ids: Any
+    e_buf: Any,
+    e_words: Any,
+    e_lower: bool,
+    e_starts: Any,
+    e_ends: Any,
+    n_e: int,
+    a_buf: Any,
+    a_words: Any,
+    a_lower: bool,
+    a_starts: Any,
+    a_ends: Any,
+    n_a: int,
+    slot_tag: Any,
+    slot_ref: Any,
+    ids: Any,
 ) -> None:
     """Local ids of a pair's tokens: ``ids[:n_e]`` for the expected side, the index of the
     token's first occurrence; ``ids[n_e:n_e + n_a]`` for the actual side, the id of the equal
@@ -220,22 +241,37 @@ def _local_ids(
     while (1 << bits) < 2 * n_e:
         bits += 1
     mask = (1 << bits) - 1
-    shift = np.uint64(64 - bits)  # a multiplicative hash: its high bits are the mixed ones
+    shift = np.uint64(64 - bits)
     for q in range(mask + 1):
-        slots[q] = -1
+        slot_ref[q] = -1
     for t in range(n_e):
-        pos = _find_local(ke, pe, ke, pe, t, slots, mask, shift)
-        if slots[pos] < 0:
-            slots[pos] = t
-        ids[t] = slots[pos]
+        p = e_starts[t]
+        n = e_ends[t] - p
+        tag = _tag(e_words, p, n, e_lower)
+        pos = _probe(
+            e_buf, e_starts, e_ends, e_buf, p, n, tag, slot_tag, slot_ref, mask, shift,
+        )  # fmt: skip
+        r = slot_ref[pos]
+        r = r if r >= 0 else t
+        slot_ref[pos] = r
+        slot_tag[pos] = tag
+        ids[t] = r
     for t in range(n_a):
-        r = slots[_find_local(ke, pe, ka, pa, t, slots, mask, shift)]
+        p = a_starts[t]
+        n = a_ends[t] - p
+        tag = _tag(a_words, p, n, a_lower)
+        pos = _probe(
+            e_buf, e_starts, e_ends, a_buf, p, n, tag, slot_tag, slot_ref, mask, shift,
+        )  # fmt: skip
+        r = slot_ref[pos]
         ids[n_e + t] = r if r >= 0 else n_e
 
 
 @njit
-def _rouge_kernel(e_col: Any, a_col: Any, max_tokens: int, scratch: Any, out: Any) -> None:
-    """Token counts of both sides and LCS of every scored pair of rows (``out``).
+def _rouge_kernel(
+    e_col: Any, a_col: Any, max_tokens: int, scratch: Any, out: Any, r0: int, r1: int
+) -> None:
+    """Token counts of both sides and LCS of the scored pairs of rows ``r0:r1`` (``out``).
 
     A column is a ``_TextColumn``'s arrays. Every call below gets the same arrays on every
     row (no choosing between arrays in a branch), which keeps Numba's reference counting out
@@ -243,24 +279,33 @@ def _rouge_kernel(e_col: Any, a_col: Any, max_tokens: int, scratch: Any, out: An
     """
     e_buf, e_words, e_start, e_end, e_kinds, e_classes = e_col
     a_buf, a_words, a_start, a_end, a_kinds, a_classes = a_col
-    e_starts, e_ends, a_starts, a_ends, e_keys, a_keys, e_pool, a_pool = scratch[:8]
-    slots, ids, peq, carry = scratch[8:]
+    e_starts, e_ends, a_starts, a_ends, slot_tag, slot_ref, ids, peq, carry = scratch
     e_count, a_count, lcs = out
-    for i in range(len(e_kinds)):
+    for i in range(r0, r1):
         ek, ak = e_kinds[i], a_kinds[i]
-        n_e = _bounds(e_buf, e_start[i], e_end[i], ek, e_classes, e_starts, e_ends)
-        n_a = _bounds(a_buf, a_start[i], a_end[i], ak, a_classes, a_starts, a_ends)
+        es, ee, as_, ae = e_start[i], e_end[i], a_start[i], a_end[i]
+        n_e = _bounds(e_buf, e_words, es, ee, ek, e_classes, e_starts, e_ends)
+        n_a = _bounds(a_buf, a_words, as_, ae, ak, a_classes, a_starts, a_ends)
         e_count[i], a_count[i] = n_e, n_a
-        if (0 < n_e <= max_tokens) & (0 < n_a <= max_tokens):
-            _keys_of(e_buf, e_words, ek == _ROW_SCAN, e_starts, e_ends, n_e, e_keys, e_pool)
-            _keys_of(a_buf, a_words, ak == _ROW_SCAN, a_starts, a_ends, n_a, a_keys, a_pool)
-            _local_ids(e_keys, e_pool, n_e, a_keys, a_pool, n_a, slots, ids)
-            # The shorter side is the bit vector: fewer words. Both sides live in ``ids``, so
-            # that no branch picks between arrays (which costs Numba reference counts).
-            short, long = (0, n_e) if n_e <= n_a else (n_e, 0)
-            lcs[i] = _lcs_pair(
-                ids, short, short + min(n_e, n_a), ids, long, long + max(n_e, n_a), peq, carry
-            )
+        if not ((0 < n_e <= max_tokens) & (0 < n_a <= max_tokens)):
+            continue
+        # Equal bytes (hence equal kinds) are equal token sequences: all of them is the LCS.
+        # (``&`` evaluates both sides: the compare gets 0 bytes unless the lengths match.)
+        size = ee - es if (ee - es == ae - as_) & (ek == ak) else -1
+        if (size >= 0) & _same_bytes(e_buf, es, a_buf, as_, size):
+            lcs[i] = n_e
+            continue
+        # Equal bytes (and so equal kinds) are equal token sequences: the LCS is all of them.
+        _local_ids(
+            e_buf, e_words, ek == _ROW_SCAN, e_starts, e_ends, n_e,
+            a_buf, a_words, ak == _ROW_SCAN, a_starts, a_ends, n_a, slot_tag, slot_ref, ids,
+        )  # fmt: skip
+        # The shorter side is the bit vector: fewer words. Both sides live in ``ids``, so
+        # that no branch picks between arrays (which costs Numba reference counts).
+        short, long = (0, n_e) if n_e <= n_a else (n_e, 0)
+        lcs[i] = _lcs_pair(
+            ids, short, short + min(n_e, n_a), ids, long, long + max(n_e, n_a), peq, carry
+        )
 
 
 def _column(text: _TextColumn) -> tuple[Any, ...]:
@@ -272,10 +317,14 @@ def _scratch(longest: int) -> tuple[Any, ...]:
     n = longest
     return (
         np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
-        np.empty(n, np.int64), np.empty((4, n), np.uint64), np.empty((4, n), np.uint64),
-        np.empty(8 * n, np.uint8), np.empty(8 * n, np.uint8), np.empty(4 * n, np.int64),
+        np.empty(n, np.int64), np.empty(4 * n, np.uint64), np.empty(4 * n, np.int64),
         np.empty(2 * n, np.int64), np.zeros(n + 1, np.uint64), np.zeros(n, np.uint64),
     )  # fmt: skip
+
+
+def _threads_for(rows: int) -> int:
+    """Threads for ``rows`` pairs: Polars' pool size, but at least ``_ROWS_PER_THREAD`` each."""
+    return max(1, min(pl.thread_pool_size(), rows // _ROWS_PER_THREAD))
 
 
 def _rouge_counts(
@@ -288,7 +337,21 @@ def _rouge_counts(
     # A row of b bytes holds at most (b + 1) // 2 tokens.
     longest = max(e_text.longest, a_text.longest) // 2 + 2
     out = (np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64))
-    _rouge_kernel(_column(e_text), _column(a_text), max_tokens, _scratch(longest), out)
+    e_col, a_col = _column(e_text), _column(a_text)
+    threads = _threads_for(n)
+    if threads == 1:
+        _rouge_kernel(e_col, a_col, max_tokens, _scratch(longest), out, 0, n)
+        return out
+    # The kernel releases the GIL: each thread scores a contiguous slice of the rows with its
+    # own work arrays, writing disjoint parts of ``out``.
+    cuts = np.linspace(0, n, threads + 1).astype(np.int64).tolist()
+    with ThreadPoolExecutor(threads) as pool:
+        done = [
+            pool.submit(_rouge_kernel, e_col, a_col, max_tokens, _scratch(longest), out, r0, r1)
+            for r0, r1 in itertools.pairwise(cuts)
+        ]
+        for future in done:
+            future.result()
     return out
 
 

@@ -4,7 +4,9 @@
 call imports numba and compiles the function (``nogil``, cached on disk where a cache
 directory is writable). Numba can only call another kernel from a kernel when it sees the
 real dispatcher, so compiling a function first compiles every stand-in it reads from its
-module's globals and puts the dispatchers there in their place.
+module's globals and puts the dispatchers there in their place. A numba object a kernel
+needs (an intrinsic, say) is named with ``numba_object("numba.module", "name")`` and
+imported the same way, when the first kernel that reads it compiles.
 
 Examples:
     >>> from evalframe.metrics._njit import njit
@@ -21,10 +23,28 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, cast, overload
 
-__all__ = ["njit"]
+__all__ = ["njit", "numba_object"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _LOCK = threading.RLock()
+
+
+class _NumbaObject:
+    """A numba object (module path and name) imported when a kernel reading it compiles."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module = module
+        self.name = name
+
+    def load(self) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(self.module), self.name)
+
+
+def numba_object(module: str, name: str) -> Any:
+    """Name a numba object for kernels, imported only when one of them compiles."""
+    return _NumbaObject(module, name)
 
 
 class _Kernel:
@@ -44,9 +64,11 @@ class _Kernel:
 
                 scope = self.fn.__globals__
                 for name in self.fn.__code__.co_names:
-                    callee = scope.get(name)
-                    if isinstance(callee, _Kernel):
-                        scope[name] = callee.compile()
+                    value = scope.get(name)
+                    if isinstance(value, _Kernel):
+                        scope[name] = value.compile()
+                    elif isinstance(value, _NumbaObject):
+                        scope[name] = value.load()
                 try:
                     dispatcher = numba.njit(cache=True, **self.options)(self.fn)
                 except RuntimeError:  # no writable cache directory: compile on each run
