@@ -28,7 +28,6 @@ import contextlib
 import gc
 import io
 import itertools
-import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -48,10 +47,13 @@ from evalframe._canon import (
 )
 from evalframe._formats import (
     COLUMNAR_FIELDS,
+    MAX_DEPTH,
     READERS,
     Document,
     Source,
+    check_json_depth,
     columnar_source,
+    load_json,
     records_from_columns,
 )
 from evalframe.exceptions import DatasetError
@@ -381,8 +383,13 @@ def _sample_id(record: dict[Any, Any], index: int, source: Source) -> str:
             f"'{given[1][0]}' ({given[1][1]!r}); give one."
         )
     value = given[0][1] if given else None
-    if isinstance(value, str) and value:
+    if isinstance(value, str) and value.strip():
         return value
+    if isinstance(value, str) and value:
+        raise source.error(
+            f"Sample at index {index} field '{given[0][0]}' must be a non-blank string; got "
+            f"{value!r:.40}, which is only whitespace."
+        )
     got = "" if value is None else f" (got {type(value).__name__} {value!r:.40})"
     raise source.error(
         f"Sample at index {index} missing required string field '{source.id_keys[0]}'{got}."
@@ -452,7 +459,7 @@ def _tags(
     value: object, metadata: dict[str, JSONValue], at: str, source: Source
 ) -> tuple[list[str], dict[str, JSONValue]]:
     """The normalised tags, and the metadata with ``tags`` filled from a ``tags`` field."""
-    from_metadata = _normalise_tags(metadata.get("tags"))
+    from_metadata = _normalise_tags(metadata.get("tags"), "metadata.tags", at, source)
     if value is None:
         return from_metadata, metadata
     if isinstance(value, str):
@@ -461,7 +468,7 @@ def _tags(
             if value.lstrip().startswith("[")
             else value.split("|")
         )
-    given = _normalise_tags(value)
+    given = _normalise_tags(value, "tags", at, source)
     if "tags" in metadata:
         if given != from_metadata:
             raise source.error(
@@ -472,16 +479,43 @@ def _tags(
     return given, ({**metadata, "tags": cast(JSONValue, given)} if given else metadata)
 
 
-def _normalise_tags(value: object) -> list[str]:
-    """Tags as the report's cohorts read them: trimmed (PHP trim), non-empty, unique, in order."""
-    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
-    trimmed = (php_trim(item) for item in items if isinstance(item, str))
+def _normalise_tags(value: object, field: str, at: str, source: Source) -> list[str]:
+    """Tags as the report's cohorts read them: trimmed (PHP trim), non-empty, unique, in order.
+
+    A tag that is not a string is an error (eval-harness drops it without a word): a
+    number or a null in a tag list is far more often a mistake than a wish.
+    """
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    elif not isinstance(value, list):
+        raise source.error(
+            f"{at} field '{field}' must be a string or a list of strings; got "
+            f"{_type_name(value)} {value!r:.40}."
+        )
+    for position, item in enumerate(value):
+        if not isinstance(item, str):
+            raise source.error(
+                f"{at} field '{field}[{position}]' must be a string (a tag); got "
+                f"{_type_name(item)} {item!r:.40}."
+            )
+    trimmed = (php_trim(item) for item in value)
     return list(dict.fromkeys(tag for tag in trimmed if tag))
 
 
+def _type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    return {"dict": "map", "list": "list"}.get(type(value).__name__, type(value).__name__)
+
+
 def _json_text(text: str, field: str, at: str, source: Source) -> object:
+    subject = f"{at} field '{field}'"
+    if text.count("[") + text.count("{") > MAX_DEPTH:  # only then can it nest too deeply
+        check_json_depth(text, source.where, subject, lines=False)
     try:
-        return json.loads(text)
+        return load_json(text, source.where, subject)
     except ValueError as exc:
         raise source.error(f"{at} field '{field}' is not valid JSON: {exc}.") from exc
 
