@@ -39,7 +39,6 @@ __all__ = [
     "Document",
     "Records",
     "Source",
-    "check_arrow_depth",
     "check_json_depth",
     "columnar_source",
     "decode_utf8",
@@ -174,7 +173,6 @@ def _read_parquet(file: Path, where: str, name: str | None) -> Records:
         raise source.error("Dataset Parquet file is empty.")
     try:
         table = pq.read_table(pa.BufferReader(data))
-        check_arrow_depth(table.schema, where, "Dataset Parquet")
         wanted = [column for column in COLUMNAR_FIELDS if column in table.column_names]
         # Arrow maps come back as dicts rather than lists of (key, value) pairs.
         columns = {c: table.column(c).to_pylist(maps_as_pydicts="strict") for c in wanted}
@@ -256,31 +254,6 @@ def yaml_limit_error(exc: YamlLimitError, where: str, subject: str) -> DatasetEr
         f"{MAX_ALIAS_NODES:,} nodes to a document, or as many as it writes out itself if that "
         "is more."
     )
-
-
-def check_arrow_depth(schema: Any, where: str, subject: str) -> None:
-    """Refuse Arrow columns whose type nests lists, maps and structs deeper than ``MAX_DEPTH``.
-
-    A value can nest no deeper than its type, so the schema answers for every row.
-    """
-    import pyarrow as pa
-
-    def children(kind: Any) -> list[Any]:
-        if pa.types.is_map(kind):  # one level, not an extra one for its entries struct
-            return [kind.key_type, kind.item_type]
-        return [kind.field(i).type for i in range(kind.num_fields)]
-
-    for field in schema:
-        levels, kinds = 0, children(field.type)
-        while kinds:
-            levels += 1
-            kinds = [child for kind in kinds for child in children(kind)]
-        if levels > MAX_DEPTH:
-            raise DatasetError(
-                f"{where}: {subject} column '{field.name}' nests lists and maps more than "
-                f"{MAX_DEPTH} levels deep; evalframe reads at most {MAX_DEPTH} levels of "
-                "nesting, counted from the top of the file, a JSONL line or a CSV cell."
-            )
 
 
 def load_json(text: str, where: str, subject: str, **options: Any) -> Any:

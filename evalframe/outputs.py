@@ -27,7 +27,6 @@ import yaml
 
 from evalframe import schema as C
 from evalframe._formats import (
-    check_arrow_depth,
     check_json_depth,
     decode_utf8,
     load_json,
@@ -412,7 +411,6 @@ def _from_parquet(data: bytes, where: str) -> pl.DataFrame:
         table = pq.read_table(pa.BufferReader(data))
     except (pa.ArrowException, OSError) as exc:
         raise DatasetError(f"{where}: {_SUBJECT} is not a valid Parquet file: {exc}") from exc
-    check_arrow_depth(table.schema, where, _SUBJECT)
     columns = {c: table.column(c).to_pylist() for c in _TABLE_COLUMNS if c in table.column_names}
     return _from_columns(columns, table.column_names, where, from_text=False)
 
