@@ -54,10 +54,6 @@ _compact_chunks: Final = _encoder(sort_keys=False)
 _sorted_chunks: Final = _encoder(sort_keys=True)
 
 
-def _flat(mapping: dict[str, JSONValue]) -> bool:
-    return all(type(value) is str for value in mapping.values())
-
-
 def _compact(value: object) -> str:
     return "".join(_compact_chunks(value, 0))
 
@@ -101,10 +97,13 @@ def dataset_columns(
     expected_text = [value if type(value) is str else join(compact(value, 0)) for value in expected]
     metadata_text = [join(compact(value, 0)) if value else "{}" for value in metadata]
     # A map of at most one key whose value is a string is already in sorted-key order.
+    canonical_input = [
+        text if len(i) < 2 and type(next(iter(i.values()), "")) is str else join(sort(i, 0))
+        for text, i in zip(input_text, inputs, strict=True)
+    ]
     hashed = [
-        f'{{"input":{text if len(i) < 2 and _flat(i) else join(sort(i, 0))},"expected":'
-        f"{encode_basestring(e) if type(e) is str else join(sort(e, 0))}}}"
-        for text, i, e in zip(input_text, inputs, expected, strict=True)
+        f'{{"input":{i},"expected":{encode_basestring(e) if type(e) is str else join(sort(e, 0))}}}'
+        for i, e in zip(canonical_input, expected, strict=True)
     ]
     bad = first_surrogate(ids, hashed, metadata_text)
     if bad is not None:

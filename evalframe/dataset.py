@@ -301,47 +301,63 @@ _Sample = tuple[str, dict[str, JSONValue], JSONValue, dict[str, JSONValue], list
 
 def _samples_frame(records: Iterable[object], source: Source) -> pl.DataFrame:
     """Validate samples one by one, then build the dataset columns a column at a time."""
-    ids: list[str] = []
-    inputs: list[dict[str, JSONValue]] = []
-    expected: list[JSONValue] = []
-    metadata: list[dict[str, JSONValue]] = []
-    tags: list[list[str]] = []
-    seen: set[str] = set()
-    plain, check = _plain_sample, _sample
+    samples: list[_Sample] = []
+    append, plain, check = samples.append, _plain_sample, _sample
     id_keys = (*source.id_keys, None)[:2]
     try:
         for index, record in enumerate(records):
-            sample_id, input_map, value, meta, sample_tags = plain(
-                record, index, id_keys, source
-            ) or check(record, index, source)
-            if sample_id in seen:
-                raise source.error(f"Duplicate sample id '{sample_id}' at index {index}.")
-            seen.add(sample_id)
-            ids.append(sample_id)
-            inputs.append(input_map)
-            expected.append(value)
-            metadata.append(meta)
-            tags.append(sample_tags)
+            append(plain(record, index, id_keys, source) or check(record, index, source))
     except DatasetError:
-        # An earlier sample's lone surrogate is found only once columns are built: report
-        # the first problem in file order, as a sample-by-sample check would.
-        bad = first_surrogate_sample(ids, inputs, expected, metadata)
-        if bad is not None:
-            _check_unicode(ids[bad], inputs[bad], expected[bad], metadata[bad], bad, source)
+        # Repeated ids and lone surrogates are looked for once the samples are in: report the
+        # first problem in file order, as a sample-by-sample check would.
+        earlier = _first_problem(samples, source)
+        if earlier is not None:
+            raise earlier  # noqa: B904  # its cause is set: the lone surrogate
         raise
-    if not ids:
+    if not samples:
         raise source.error(f"Dataset {source.label} must declare at least one sample.")
+    ids, inputs, expected, metadata, tags = (list(column) for column in zip(*samples, strict=True))
+    if len(set(ids)) < len(ids):
+        repeated = _first_problem(samples, source)
+        if repeated is not None:
+            raise repeated
 
-    def surrogate_error(index: int) -> DatasetError:
-        try:
-            _check_unicode(
-                ids[index], inputs[index], expected[index], metadata[index], index, source
-            )
-        except DatasetError as exc:
-            return exc
-        return source.error(f"Sample '{ids[index]}' (index {index}) holds a lone surrogate.")
+    def surrogate_error(index: int) -> Exception:
+        found = _surrogate_error(samples[index], index, source)
+        return found or source.error(f"Sample at index {index} holds a lone surrogate.")
 
     return dataset_columns(ids, inputs, expected, metadata, tags, surrogate_error=surrogate_error)
+
+
+def _first_problem(samples: list[_Sample], source: Source) -> DatasetError | None:
+    """The first repeated id or lone surrogate among ``samples``, as its error, or None."""
+    seen: set[str] = set()
+    repeated = len(samples)
+    for index, (sample_id, *_) in enumerate(samples):
+        if sample_id in seen:
+            repeated = index
+            break
+        seen.add(sample_id)
+    ids, inputs, expected, metadata, _ = zip(*samples, strict=True) if samples else ([],) * 5
+    bad = first_surrogate_sample(
+        list(ids[: repeated + 1]),
+        list(inputs[: repeated + 1]),
+        list(expected[: repeated + 1]),
+        list(metadata[: repeated + 1]),
+    )
+    if bad is not None:
+        return _surrogate_error(samples[bad], bad, source)
+    if repeated < len(samples):
+        return source.error(f"Duplicate sample id '{samples[repeated][0]}' at index {repeated}.")
+    return None
+
+
+def _surrogate_error(sample: _Sample, index: int, source: Source) -> DatasetError | None:
+    try:
+        _check_unicode(*sample[:4], index, source)
+    except DatasetError as exc:
+        return exc
+    return None
 
 
 def _check_unicode(

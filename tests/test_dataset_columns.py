@@ -96,3 +96,17 @@ def test_a_lone_surrogate_in_the_id_or_metadata_names_the_sample() -> None:
             [{"id": "m", "input": {}, "expected_output": 1, "metadata": {"k": "\udfff"}}],
             name="d",
         )
+
+
+def test_a_repeated_id_is_reported_in_file_order_among_other_problems() -> None:
+    ok = {"input": {}, "expected_output": "x"}
+    records = [{"id": "a", **ok}, {"id": "b", **ok}, {"id": "a", **ok}, {"id": "c", "input": {}}]
+    with pytest.raises(DatasetError) as excinfo:
+        Dataset.from_records(records, name="d")
+    assert str(excinfo.value) == "Dataset 'd': Duplicate sample id 'a' at index 2."
+    with pytest.raises(DatasetError) as excinfo:
+        Dataset.from_records(records[:3], name="d")
+    assert str(excinfo.value) == "Dataset 'd': Duplicate sample id 'a' at index 2."
+    records[1] = {"id": "b", "input": {"q": "\ud800"}, "expected_output": "x"}
+    with pytest.raises(DatasetError, match=r"Sample 'b' \(index 1\) holds a lone surrogate"):
+        Dataset.from_records(records[:3], name="d")
