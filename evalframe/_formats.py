@@ -275,8 +275,9 @@ _LIST_OPEN, _LIST_CLOSE, _MAP_OPEN, _MAP_CLOSE = (ord(c) for c in "[]{}")
 def check_json_depth(text: str, where: str, subject: str, *, lines: bool = True) -> None:
     """Refuse JSON (or JSONL) text whose lists and objects nest deeper than ``MAX_DEPTH``.
 
-    One vectorised pass over the bytes: brackets inside strings do not count, and a quote
-    after an odd run of backslashes is inside its string. Invalid JSON is left to the parser.
+    A few vectorised passes over the bytes: brackets inside strings do not count, and a quote
+    after an odd run of backslashes is escaped, not the end of its string. Invalid JSON is
+    left to the parser. Text with at most ``MAX_DEPTH`` brackets is not scanned at all.
 
     Args:
         text: the JSON text.

@@ -429,10 +429,38 @@ def _plain_sample(
     metadata = get("metadata")
     if metadata is None:
         return sample_id, input_map, expected, {}, []
+    tags = _plain_metadata_tags(metadata)
+    if tags is not None:
+        return sample_id, input_map, expected, metadata, tags
     at = f"Sample '{sample_id}' (index {index})"
     metadata = _metadata_map(metadata, at, source)
     tags, metadata = _tags(None, metadata, at, source)
     return sample_id, input_map, expected, metadata, tags
+
+
+def _plain_metadata_tags(metadata: object) -> list[str] | None:
+    """The tags of plain metadata, or None when it needs the general checks.
+
+    Plain: a dict with string keys, whose values are strings, integers, booleans or nulls,
+    except ``tags``, a list of strings. Such a map is its own JSON value.
+    """
+    if type(metadata) is not dict:
+        return None
+    for key, item in metadata.items():
+        kind = type(item)
+        if type(key) is not str or not (
+            kind is str or kind is int or kind is bool or item is None or key == "tags"
+        ):
+            return None
+    tags = metadata.get("tags")
+    if tags is None:
+        return []
+    if type(tags) is not list:
+        return None
+    for tag in tags:
+        if type(tag) is not str:
+            return None
+    return list(dict.fromkeys(tag for tag in map(php_trim, tags) if tag))
 
 
 def _sample(record: object, index: int, source: Source) -> _Sample:

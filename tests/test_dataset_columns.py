@@ -53,6 +53,30 @@ def test_columns_equal_the_per_sample_reference(samples: list[tuple[Any, Any, An
         assert json.loads(row["metadata"]) == (record.get("metadata") or {})
 
 
+_TAGS = st.lists(st.sampled_from(["a", " a", "b\n", "", "  ", "\u00a0c", "\x00d"]), max_size=4)
+_METADATA = st.dictionaries(_KEYS, _SCALARS, max_size=3).flatmap(
+    lambda meta: st.just(meta) | _TAGS.map(lambda tags: {**meta, "tags": tags})
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_METADATA, min_size=1, max_size=6))
+def test_metadata_and_tags_equal_the_general_path(metadata: list[dict[str, Any]]) -> None:
+    records = [
+        {"id": f"s{i}", "input": {"q": "x"}, "expected_output": "x", "metadata": meta}
+        for i, meta in enumerate(metadata)
+    ]
+    fast = Dataset.from_records(records, name="d")
+    # A float input sends every sample down the general path.
+    slow = Dataset.from_records(
+        [{**record, "input": {"q": "x", "f": 0.5}} for record in records], name="d"
+    )
+    assert fast.get_column("metadata").equals(slow.get_column("metadata"))
+    assert fast.get_column("tags").to_list() == slow.get_column("tags").to_list()
+    for meta, text in zip(metadata, fast.get_column("metadata"), strict=True):
+        assert json.loads(text) == meta
+
+
 def test_the_plain_and_the_general_path_give_the_same_row() -> None:
     plain = {"id": "a", "input": {"b": "2", "a": "1"}, "expected_output": "x"}
     general = {**plain, "input": {"b": "2", "a": "1", "n": None}}
