@@ -139,7 +139,7 @@ def test_read_yaml_builds_the_dataset_schema_and_attributes() -> None:
     assert expected_values(ds) == ["30 days", ["doc-7", "doc/2"], {"doc-7": 3, "doc-2": 1}, "no"]
     assert ds.get_column("expected_output").to_list()[1] == '["doc-7","doc/2"]'
     assert ds.get_column("metadata").to_list() == [
-        '{"tags":["policy"," refunds ","policy","",7]}',
+        '{"tags":["policy"," refunds ","policy",""]}',
         '{"tags":"retrieval","k":3}',
         "{}",
         "{}",
@@ -270,9 +270,9 @@ def test_tags_are_normalised_like_the_reference(tmp_path: Path) -> None:
         - id: b
           input: {}
           expected_output: x
-          metadata: {tags: [b, " a", "a ", "", "  ", 3, null, b, "\\v\\0c\\n"]}
+          metadata: {tags: [b, " a", "a ", "", "  ", b, "\\v\\0c\\n"]}
         - {id: c, input: {}, expected_output: x, metadata: {tags: ["\\u00a0nbsp\\u00a0", Ünï]}}
-        - {id: d, input: {}, expected_output: x, metadata: {tags: 42}}
+        - {id: d, input: {}, expected_output: x, metadata: {tags: null}}
         - {id: e, input: {}, expected_output: x, metadata: {tags: "   "}}
         - {id: f, input: {}, expected_output: x, metadata: {other: 1}}
         """,
@@ -1095,3 +1095,120 @@ def test_one_hundred_thousand_samples_load(tmp_path: Path) -> None:
         ("even", n // 2),
         ("odd", n // 2),
     ]
+
+
+# --- tags must be strings; ids must not be blank ---------------------------------------------
+
+
+def test_a_tag_that_is_not_a_string_is_an_error_naming_sample_field_and_position(
+    tmp_path: Path,
+) -> None:
+    path = yaml_dataset(
+        tmp_path,
+        """\
+        - {id: a, input: {}, expected_output: x, metadata: {tags: [ok]}}
+        - {id: b, input: {}, expected_output: x, metadata: {tags: [ok, 3]}}
+        """,
+    )
+    with pytest.raises(DatasetError) as excinfo:
+        read_dataset(path)
+    assert error_text(excinfo) == (
+        f"{path}: Sample 'b' (index 1) field 'metadata.tags[1]' must be a string (a tag); "
+        "got int 3."
+    )
+
+
+@pytest.mark.parametrize(
+    ("tags", "field", "got"),
+    [
+        ("[a, null]", "metadata.tags[1]", "got null None"),
+        ("[[a]]", "metadata.tags[0]", "got list ['a']"),
+        ("42", "metadata.tags", "must be a string or a list of strings; got int 42"),
+        ("{a: 1}", "metadata.tags", "must be a string or a list of strings; got map {'a': 1}"),
+        ("true", "metadata.tags", "must be a string or a list of strings; got bool True"),
+    ],
+)
+def test_every_kind_of_non_string_tag_is_refused(
+    tmp_path: Path, tags: str, field: str, got: str
+) -> None:
+    path = yaml_dataset(
+        tmp_path, f"- {{id: q, input: {{}}, expected_output: x, metadata: {{tags: {tags}}}}}\n"
+    )
+    with pytest.raises(DatasetError) as excinfo:
+        read_dataset(path)
+    assert error_text(excinfo).startswith(f"{path}: Sample 'q' (index 0) field '{field}' ")
+    assert got in error_text(excinfo)
+
+
+def test_non_string_tags_are_refused_in_every_format(tmp_path: Path) -> None:
+    jsonl = write(
+        tmp_path, "d.jsonl", '{"id": "a", "input": {}, "expected_output": 1, "tags": [7]}\n'
+    )
+    csv = write(tmp_path, "d.csv", 'id,input,expected_output,tags\na,q,x,"[""t"", 1.5]"\n')
+    parquet = tmp_path / "d.parquet"
+    pq.write_table(
+        pa.table({"id": ["a"], "input": ["q"], "expected_output": ["x"], "tags": [[1, 2]]}),
+        parquet,
+    )
+    expected = {
+        jsonl: "field 'tags[0]' must be a string (a tag); got int 7.",
+        csv: "field 'tags[1]' must be a string (a tag); got float 1.5.",
+        parquet: "field 'tags[0]' must be a string (a tag); got int 1.",
+    }
+    for path, tail in expected.items():
+        with pytest.raises(DatasetError) as excinfo:
+            read_dataset(path)
+        assert error_text(excinfo) == f"{path}: Sample 'a' (index 0) {tail}"
+    with pytest.raises(DatasetError, match=r"^Dataset 'r': Sample 'z' \(index 1\) field 'metadata"):
+        Dataset.from_records(
+            [
+                {"id": "y", "input": {}, "expected_output": 1},
+                {"id": "z", "input": {}, "expected_output": 1, "metadata": {"tags": [None]}},
+            ],
+            name="r",
+        )
+
+
+def test_empty_and_whitespace_string_tags_are_still_dropped_not_errors() -> None:
+    ds = Dataset.from_records(
+        [{"id": "a", "input": {}, "expected_output": 1, "metadata": {"tags": ["", " ", "x"]}}],
+        name="r",
+    )
+    assert ds.get_column("tags").to_list() == [["x"]]
+
+
+@pytest.mark.parametrize("blank", [" ", "\t", "  \n "])
+def test_a_blank_sample_id_is_an_error_in_every_format(tmp_path: Path, blank: str) -> None:
+    yaml_path = yaml_dataset(
+        tmp_path, f"- {{id: {json.dumps(blank)}, input: {{}}, expected_output: x}}\n"
+    )
+    jsonl = write(
+        tmp_path,
+        "d.jsonl",
+        json.dumps({"sample_id": "ok", "input": {}, "expected_output": 1})
+        + "\n"
+        + json.dumps({"sample_id": blank, "input": {}, "expected_output": 1})
+        + "\n",
+    )
+    csv = tmp_path / "d.csv"
+    pl.DataFrame({"id": [blank], "input": ["q"], "expected_output": ["x"]}).write_csv(csv)
+    cases = {
+        yaml_path: f"Sample at index 0 field 'id' must be a non-blank string; got {blank!r}",
+        jsonl: f"Sample at index 1 field 'sample_id' must be a non-blank string; got {blank!r}",
+        csv: f"Sample at index 0 field 'id' must be a non-blank string; got {blank!r}",
+    }
+    for path, message in cases.items():
+        with pytest.raises(DatasetError) as excinfo:
+            read_dataset(path)
+        assert error_text(excinfo) == f"{path}: {message}, which is only whitespace."
+    with pytest.raises(DatasetError, match="field 'id' must be a non-blank string"):
+        Dataset.from_records([{"id": blank, "input": {}, "expected_output": 1}], name="r")
+
+
+def test_an_empty_or_missing_id_keeps_the_reference_message(tmp_path: Path) -> None:
+    path = yaml_dataset(tmp_path, "- {id: '', input: {}, expected_output: x}\n")
+    with pytest.raises(DatasetError) as excinfo:
+        read_dataset(path)
+    assert error_text(excinfo) == (
+        f"{path}: Sample at index 0 missing required string field 'id' (got str '')."
+    )

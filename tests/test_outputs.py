@@ -437,3 +437,50 @@ def test_align_outputs_checks_the_frame() -> None:
                 schema={"sample_id": pl.String, "actual_output": pl.String},
             ),
         )
+
+
+# --- blank ids --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("blank", [" ", "\t", " \n"])
+def test_a_blank_output_id_is_an_error_in_every_format(tmp_path: Path, blank: str) -> None:
+    as_map = write(tmp_path, "m.json", json.dumps({"outputs": {"a": "x", blank: "y"}}))
+    assert outputs_error(as_map) == (
+        f"{as_map}: Saved outputs contain a blank sample id: key {blank!r} at index 1 of field "
+        "'outputs' is only whitespace; an id must be a non-empty string that is not only "
+        "whitespace."
+    )
+    as_list = write(
+        tmp_path, "l.yaml", "outputs:\n  - {id: " + json.dumps(blank) + ", actual_output: y}\n"
+    )
+    assert outputs_error(as_list) == (
+        f"{as_list}: Saved outputs entry at index 0 must contain a non-empty string id: field "
+        f"'id' holds {blank!r}, which is only whitespace."
+    )
+    jsonl = write(
+        tmp_path,
+        "o.jsonl",
+        json.dumps({"sample_id": "a", "actual_output": "x"})
+        + "\n"
+        + json.dumps({"sample_id": blank, "actual_output": "y"})
+        + "\n",
+    )
+    assert outputs_error(jsonl) == (
+        f"{jsonl}: Saved outputs entry at index 1 must contain a non-empty string id: field "
+        f"'sample_id' holds {blank!r}, which is only whitespace."
+    )
+    csv = tmp_path / "o.csv"
+    pl.DataFrame({"sample_id": [blank], "actual_output": ["y"]}).write_csv(csv)
+    assert "entry at index 0 must contain a non-empty string id: field 'sample_id'" in (
+        outputs_error(csv)
+    )
+
+
+def test_align_outputs_refuses_a_blank_id_naming_the_row() -> None:
+    outputs = pl.DataFrame({"sample_id": ["a", "  "], "actual_output": ["1", "2"]})
+    with pytest.raises(DatasetError) as excinfo:
+        align_outputs(dataset("a"), outputs)
+    assert str(excinfo.value) == (
+        "Saved outputs contain an empty sample id: row 1 has '  '; an id must be a non-empty "
+        "string, not only whitespace."
+    )

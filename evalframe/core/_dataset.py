@@ -27,8 +27,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import io
-import itertools
-import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -36,7 +34,6 @@ from typing import Any, Final, cast
 
 import polars as pl
 
-from evalframe.core import schema as C
 from evalframe.core._canon import (
     JSONValue,
     UnsupportedValueError,
@@ -46,13 +43,17 @@ from evalframe.core._canon import (
     row_hash,
     to_json_value,
 )
+from evalframe.core._dataset_columns import dataset_columns, first_surrogate_sample
 from evalframe.core._errors import DatasetError
 from evalframe.core._formats import (
     COLUMNAR_FIELDS,
+    MAX_DEPTH,
     READERS,
     Document,
     Source,
+    check_json_depth,
     columnar_source,
+    load_json,
     records_from_columns,
 )
 
@@ -192,7 +193,7 @@ class Dataset(pl.DataFrame):
             (['int'], 2)
         """
         source = Source(f"Dataset '{name}'", "records", ("id", "sample_id"), tags_field=True)
-        rows = (dict(r) if isinstance(r, Mapping) else r for r in records)
+        rows = (r if type(r) is dict else dict(r) if isinstance(r, Mapping) else r for r in records)
         return cls._build(rows, source, name, metrics, repetitions, path)
 
     @classmethod
@@ -295,33 +296,88 @@ def read_dataset(path: str | os.PathLike[str], *, name: str | None = None) -> Da
 # --- per-sample validation ------------------------------------------------------------------
 
 
-_Row = tuple[str, str, str, str, str, list[str], str]
+_Sample = tuple[str, dict[str, JSONValue], JSONValue, dict[str, JSONValue], list[str]]
 
 
 def _samples_frame(records: Iterable[object], source: Source) -> pl.DataFrame:
-    """Validate samples and build the dataset columns in one pass."""
-    rows: list[_Row] = []
-    seen: set[str] = set()
-    for index, record in enumerate(records):
-        row = _sample_row(record, index, source)
-        if row[0] in seen:
-            raise source.error(f"Duplicate sample id '{row[0]}' at index {index}.")
-        seen.add(row[0])
-        rows.append(row)
-    if not rows:
+    """Validate samples one by one, then build the dataset columns a column at a time."""
+    samples: list[_Sample] = []
+    append, plain, check = samples.append, _plain_sample, _sample
+    id_keys = (*source.id_keys, None)[:2]
+    try:
+        for index, record in enumerate(records):
+            append(plain(record, index, id_keys, source) or check(record, index, source))
+    except DatasetError:
+        # Repeated ids and lone surrogates are looked for once the samples are in: report the
+        # first problem in file order, as a sample-by-sample check would.
+        earlier = _first_problem(samples, source)
+        if earlier is not None:
+            raise earlier  # noqa: B904  # its cause is set: the lone surrogate
+        raise
+    if not samples:
         raise source.error(f"Dataset {source.label} must declare at least one sample.")
-    columns: list[Any] = [list(column) for column in zip(*rows, strict=True)]
-    columns[5] = _list_series(columns[5])
-    return pl.DataFrame(dict(zip(C.DATASET_SCHEMA.names(), columns, strict=True)), C.DATASET_SCHEMA)
+    ids, inputs, expected, metadata, tags = (list(column) for column in zip(*samples, strict=True))
+    if len(set(ids)) < len(ids):
+        repeated = _first_problem(samples, source)
+        if repeated is not None:
+            raise repeated
+
+    def surrogate_error(index: int) -> Exception:
+        found = _surrogate_error(samples[index], index, source)
+        return found or source.error(f"Sample at index {index} holds a lone surrogate.")
+
+    return dataset_columns(ids, inputs, expected, metadata, tags, surrogate_error=surrogate_error)
 
 
-def _list_series(rows: list[list[str]]) -> pl.Series:
-    """A List(String) series; through Arrow offsets, 20x faster than Polars from nested lists."""
-    import pyarrow as pa
+def _first_problem(samples: list[_Sample], source: Source) -> DatasetError | None:
+    """The first repeated id or lone surrogate among ``samples``, as its error, or None."""
+    seen: set[str] = set()
+    repeated = len(samples)
+    for index, (sample_id, *_) in enumerate(samples):
+        if sample_id in seen:
+            repeated = index
+            break
+        seen.add(sample_id)
+    ids, inputs, expected, metadata, _ = zip(*samples, strict=True) if samples else ([],) * 5
+    bad = first_surrogate_sample(
+        list(ids[: repeated + 1]),
+        list(inputs[: repeated + 1]),
+        list(expected[: repeated + 1]),
+        list(metadata[: repeated + 1]),
+    )
+    if bad is not None:
+        return _surrogate_error(samples[bad], bad, source)
+    if repeated < len(samples):
+        return source.error(f"Duplicate sample id '{samples[repeated][0]}' at index {repeated}.")
+    return None
 
-    offsets = pa.array([0, *itertools.accumulate(map(len, rows))], pa.int64())
-    values = pa.array([item for row in rows for item in row], pa.large_string())
-    return pl.Series(C.TAGS, pa.LargeListArray.from_arrays(offsets, values))
+
+def _surrogate_error(sample: _Sample, index: int, source: Source) -> DatasetError | None:
+    try:
+        _check_unicode(*sample[:4], index, source)
+    except DatasetError as exc:
+        return exc
+    return None
+
+
+def _check_unicode(
+    sample_id: str,
+    input_map: dict[str, JSONValue],
+    expected: JSONValue,
+    metadata: dict[str, JSONValue],
+    index: int,
+    source: Source,
+) -> None:
+    try:
+        row_hash(input_map, expected)
+        (sample_id + compact(metadata)).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        at = f"Sample '{sample_id}' (index {index})"
+        bad = exc.object[exc.start : exc.end].encode("unicode_escape").decode("ascii")
+        safe_at = at.encode("utf-8", "backslashreplace").decode("utf-8")
+        raise source.error(
+            f"{safe_at} holds a lone surrogate {bad}; text must be valid Unicode."
+        ) from exc
 
 
 @contextlib.contextmanager
@@ -340,7 +396,74 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _sample_row(record: object, index: int, source: Source) -> _Row:
+def _plain_sample(
+    record: object, index: int, id_keys: tuple[str | None, ...], source: Source
+) -> _Sample | None:
+    """The sample, if it has the plain shape most samples have; None sends it to ``_sample``.
+
+    Plain: a dict with one string id that is not blank, an input map of strings to strings,
+    a string expected output, and metadata (if any) with no tags field beside it. This is
+    what ``_sample`` would return for it, without most of the per-field calls that make up
+    most of the time of a large load.
+    """
+    if type(record) is not dict:
+        return None
+    get = record.get
+    first = get(id_keys[0])
+    second = None if id_keys[1] is None else get(id_keys[1])
+    sample_id = first if second is None else second if first is None else None
+    expected = get("expected_output")
+    input_map = get("input")
+    if (
+        type(sample_id) is not str
+        or not sample_id.strip()
+        or type(expected) is not str
+        or type(input_map) is not dict
+        or (source.tags_field and get("tags") is not None)
+        or (source.text_fields and get("expected_type") not in (None, "string"))
+    ):
+        return None
+    for key, item in input_map.items():
+        if type(key) is not str or type(item) is not str:
+            return None
+    metadata = get("metadata")
+    if metadata is None:
+        return sample_id, input_map, expected, {}, []
+    tags = _plain_metadata_tags(metadata)
+    if tags is not None:
+        return sample_id, input_map, expected, metadata, tags
+    at = f"Sample '{sample_id}' (index {index})"
+    metadata = _metadata_map(metadata, at, source)
+    tags, metadata = _tags(None, metadata, at, source)
+    return sample_id, input_map, expected, metadata, tags
+
+
+def _plain_metadata_tags(metadata: object) -> list[str] | None:
+    """The tags of plain metadata, or None when it needs the general checks.
+
+    Plain: a dict with string keys, whose values are strings, integers, booleans or nulls,
+    except ``tags``, a list of strings. Such a map is its own JSON value.
+    """
+    if type(metadata) is not dict:
+        return None
+    for key, item in metadata.items():
+        kind = type(item)
+        if type(key) is not str or not (
+            kind is str or kind is int or kind is bool or item is None or key == "tags"
+        ):
+            return None
+    tags = metadata.get("tags")
+    if tags is None:
+        return []
+    if type(tags) is not list:
+        return None
+    for tag in tags:
+        if type(tag) is not str:
+            return None
+    return list(dict.fromkeys(tag for tag in map(php_trim, tags) if tag))
+
+
+def _sample(record: object, index: int, source: Source) -> _Sample:
     if not isinstance(record, dict):
         raise source.error(f"Sample at index {index} is not an associative array.")
     sample_id = _sample_id(record, index, source)
@@ -351,26 +474,7 @@ def _sample_row(record: object, index: int, source: Source) -> _Row:
     expected = _expected_value(record, at, source)
     metadata = _metadata_map(record.get("metadata"), at, source)
     tags, metadata = _tags(record.get("tags") if source.tags_field else None, metadata, at, source)
-    metadata_text = compact(metadata)
-    try:
-        digest = row_hash(input_map, expected)
-        (sample_id + metadata_text).encode("utf-8")
-    except UnicodeEncodeError as exc:
-        bad = exc.object[exc.start : exc.end].encode("unicode_escape").decode("ascii")
-        safe_at = at.encode("utf-8", "backslashreplace").decode("utf-8")
-        raise source.error(
-            f"{safe_at} holds a lone surrogate {bad}; text must be valid Unicode."
-        ) from exc
-    expected_text = expected if isinstance(expected, str) else compact(expected)
-    return (
-        sample_id,
-        compact(input_map),
-        expected_text,
-        expected_type_of(expected),
-        metadata_text,
-        tags,
-        digest,
-    )
+    return sample_id, input_map, expected, metadata, tags
 
 
 def _sample_id(record: dict[Any, Any], index: int, source: Source) -> str:
@@ -381,8 +485,13 @@ def _sample_id(record: dict[Any, Any], index: int, source: Source) -> str:
             f"'{given[1][0]}' ({given[1][1]!r}); give one."
         )
     value = given[0][1] if given else None
-    if isinstance(value, str) and value:
+    if isinstance(value, str) and value.strip():
         return value
+    if isinstance(value, str) and value:
+        raise source.error(
+            f"Sample at index {index} field '{given[0][0]}' must be a non-blank string; got "
+            f"{value!r:.40}, which is only whitespace."
+        )
     got = "" if value is None else f" (got {type(value).__name__} {value!r:.40})"
     raise source.error(
         f"Sample at index {index} missing required string field '{source.id_keys[0]}'{got}."
@@ -452,7 +561,7 @@ def _tags(
     value: object, metadata: dict[str, JSONValue], at: str, source: Source
 ) -> tuple[list[str], dict[str, JSONValue]]:
     """The normalised tags, and the metadata with ``tags`` filled from a ``tags`` field."""
-    from_metadata = _normalise_tags(metadata.get("tags"))
+    from_metadata = _normalise_tags(metadata.get("tags"), "metadata.tags", at, source)
     if value is None:
         return from_metadata, metadata
     if isinstance(value, str):
@@ -461,7 +570,7 @@ def _tags(
             if value.lstrip().startswith("[")
             else value.split("|")
         )
-    given = _normalise_tags(value)
+    given = _normalise_tags(value, "tags", at, source)
     if "tags" in metadata:
         if given != from_metadata:
             raise source.error(
@@ -472,16 +581,43 @@ def _tags(
     return given, ({**metadata, "tags": cast(JSONValue, given)} if given else metadata)
 
 
-def _normalise_tags(value: object) -> list[str]:
-    """Tags as the report's cohorts read them: trimmed (PHP trim), non-empty, unique, in order."""
-    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
-    trimmed = (php_trim(item) for item in items if isinstance(item, str))
+def _normalise_tags(value: object, field: str, at: str, source: Source) -> list[str]:
+    """Tags as the report's cohorts read them: trimmed (PHP trim), non-empty, unique, in order.
+
+    A tag that is not a string is an error (eval-harness drops it without a word): a
+    number or a null in a tag list is far more often a mistake than a wish.
+    """
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    elif not isinstance(value, list):
+        raise source.error(
+            f"{at} field '{field}' must be a string or a list of strings; got "
+            f"{_type_name(value)} {value!r:.40}."
+        )
+    for position, item in enumerate(value):
+        if not isinstance(item, str):
+            raise source.error(
+                f"{at} field '{field}[{position}]' must be a string (a tag); got "
+                f"{_type_name(item)} {item!r:.40}."
+            )
+    trimmed = (php_trim(item) for item in value)
     return list(dict.fromkeys(tag for tag in trimmed if tag))
 
 
+def _type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    return {"dict": "map", "list": "list"}.get(type(value).__name__, type(value).__name__)
+
+
 def _json_text(text: str, field: str, at: str, source: Source) -> object:
+    subject = f"{at} field '{field}'"
+    if text.count("[") + text.count("{") > MAX_DEPTH:  # only then can it nest too deeply
+        check_json_depth(text, source.where, subject, lines=False)
     try:
-        return json.loads(text)
+        return load_json(text, source.where, subject)
     except ValueError as exc:
         raise source.error(f"{at} field '{field}' is not valid JSON: {exc}.") from exc
 

@@ -9,8 +9,9 @@ found without validating a single sample:
 * ``Records``: sample records (``.json`` lists, ``.jsonl``, ``.csv``, ``.parquet``) with the
   dataset name (the requested one, else the file stem).
 
-``evalframe.core._dataset`` turns either into a ``Dataset``. Unreadable files, invalid UTF-8 and
-unparseable content are ``DatasetError`` here; everything about the samples is checked there.
+``evalframe.core._dataset`` turns either into a ``Dataset``. Unreadable files, invalid UTF-8,
+unparseable content and files past the nesting and alias limits (``MAX_DEPTH``,
+``MAX_ALIAS_NODES``) are ``DatasetError`` here; everything about the samples is checked there.
 """
 
 from __future__ import annotations
@@ -22,24 +23,37 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import numpy as np
 import polars as pl
 import yaml
 
 from evalframe.core import schema as C
 from evalframe.core._errors import DatasetError
-from evalframe.core._yaml import parse_yaml, yaml_problem
+from evalframe.core._yaml import (
+    MAX_ALIAS_NODES,
+    MAX_DEPTH,
+    YamlLimitError,
+    parse_yaml,
+    yaml_problem,
+)
 
 __all__ = [
     "COLUMNAR_FIELDS",
+    "MAX_ALIAS_NODES",
+    "MAX_DEPTH",
     "READERS",
     "Document",
     "Records",
     "Source",
+    "check_json_depth",
     "columnar_source",
     "decode_utf8",
+    "depth_error",
+    "load_json",
     "read_bytes",
     "read_text",
     "records_from_columns",
+    "yaml_limit_error",
 ]
 
 
@@ -89,6 +103,8 @@ def _read_yaml(file: Path, where: str, name: str | None) -> Document:
     text = read_text(file, where, "Dataset YAML")
     try:
         document = parse_yaml(text)
+    except YamlLimitError as exc:
+        raise yaml_limit_error(exc, where, "Dataset YAML") from exc
     except yaml.YAMLError as exc:
         raise source.error(f"Dataset YAML is not valid YAML: {yaml_problem(exc)}") from exc
     return Document(document, source)
@@ -98,8 +114,9 @@ def _read_json(file: Path, where: str, name: str | None) -> Document | Records:
     text = read_text(file, where, "Dataset JSON")
     if not text.strip():
         raise DatasetError(f"{where}: Dataset JSON file is empty.")
+    check_json_depth(text, where, "Dataset JSON")
     try:
-        document = json.loads(text)
+        document = load_json(text, where, "Dataset JSON")
     except ValueError as exc:
         raise DatasetError(f"{where}: Dataset JSON is not valid JSON: {exc}.") from exc
     if isinstance(document, dict):
@@ -118,6 +135,7 @@ def _read_jsonl(file: Path, where: str, name: str | None) -> Records:
     text = read_text(file, where, "Dataset JSONL")
     if not text.strip():
         raise source.error("Dataset JSONL file is empty.")
+    check_json_depth(text, where, "Dataset JSONL")
     return Records(_jsonl_values(text, source), source, name or file.stem)
 
 
@@ -126,7 +144,7 @@ def _jsonl_values(text: str, source: Source) -> Iterator[object]:
     for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             try:
-                yield json.loads(line)
+                yield load_json(line, source.where, f"Dataset JSONL line {number}")
             except ValueError as exc:
                 raise source.error(
                     f"Dataset JSONL line {number} is not valid JSON: {exc}."
@@ -220,7 +238,91 @@ def records_from_columns(
     return (dict(zip(keys, values, strict=True)) for values in zip(*columns.values(), strict=True))
 
 
-# --- bytes and text (shared with evalframe.core._outputs) ----------------------------------
+# --- limits (shared with evalframe.core._outputs) ---------------------------------------
+
+
+def depth_error(where: str, subject: str, line: int | None = None) -> DatasetError:
+    """The error for a value nested deeper than ``MAX_DEPTH``: the file, the line, the limit."""
+    at = "" if line is None else f" (line {line})"
+    return DatasetError(
+        f"{where}: {subject} nests lists and maps more than {MAX_DEPTH} levels deep{at}; "
+        f"evalframe reads at most {MAX_DEPTH} levels of nesting, counted from the top of the "
+        "file, a JSONL line or a CSV cell."
+    )
+
+
+def yaml_limit_error(exc: YamlLimitError, where: str, subject: str) -> DatasetError:
+    """A ``YamlLimitError`` as a ``DatasetError`` naming the file, the line and the limit."""
+    if "alias" not in exc.problem:
+        return depth_error(where, subject, exc.line)
+    return DatasetError(
+        f"{where}: {subject} {exc.problem} (line {exc.line}); aliases may add at most "
+        f"{MAX_ALIAS_NODES:,} nodes to a document, or as many as it writes out itself if that "
+        "is more."
+    )
+
+
+def load_json(text: str, where: str, subject: str, **options: Any) -> Any:
+    """``json.loads``, with a value nested past the parser's recursion limit a ``DatasetError``.
+
+    Raises:
+        ValueError: the text is not valid JSON.
+        DatasetError: it nests deeper than Python's recursion limit allows.
+    """
+    try:
+        return json.loads(text, **options)
+    except RecursionError as exc:
+        raise depth_error(where, subject) from exc
+
+
+_LIST_OPEN, _LIST_CLOSE, _MAP_OPEN, _MAP_CLOSE = (ord(c) for c in "[]{}")
+
+
+def check_json_depth(text: str, where: str, subject: str, *, lines: bool = True) -> None:
+    """Refuse JSON (or JSONL) text whose lists and objects nest deeper than ``MAX_DEPTH``.
+
+    A few vectorised passes over the bytes: brackets inside strings do not count, and a quote
+    after an odd run of backslashes is escaped, not the end of its string. Invalid JSON is
+    left to the parser. Text with at most ``MAX_DEPTH`` brackets is not scanned at all.
+
+    Args:
+        text: the JSON text.
+        where: the file, for the message.
+        subject: what the text is, for the message.
+        lines: name the line in the message (text that is a whole file).
+
+    Raises:
+        DatasetError: the text nests too deeply; names the file, the line and the limit.
+    """
+    data = text.encode("utf-8", "surrogatepass")
+    if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
+        return
+    raw = np.frombuffer(data, np.uint8)
+    quotes = np.flatnonzero(raw == ord('"'))
+    slashes = np.flatnonzero(raw == ord("\\"))
+    if slashes.size and quotes.size:
+        # Length of the run of backslashes that ends just before each quote.
+        run_start = slashes[np.r_[True, np.diff(slashes) != 1]]
+        before = quotes - 1
+        starts = run_start[np.maximum(np.searchsorted(run_start, before, "right") - 1, 0)]
+        in_run = np.isin(before, slashes, assume_unique=True)
+        escaped = in_run & ((before - starts + 1) % 2 == 1)
+        quotes = quotes[~escaped]
+    brackets = np.flatnonzero(
+        (raw == _LIST_OPEN) | (raw == _MAP_OPEN) | (raw == _LIST_CLOSE) | (raw == _MAP_CLOSE)
+    )
+    outside = np.searchsorted(quotes, brackets) % 2 == 0
+    brackets = brackets[outside]
+    kinds = raw[brackets]
+    depth = np.cumsum(np.where((kinds == _LIST_OPEN) | (kinds == _MAP_OPEN), 1, -1))
+    too_deep = np.flatnonzero(depth > MAX_DEPTH)
+    if too_deep.size:
+        offset = int(brackets[too_deep[0]])
+        line = data.count(b"\n", 0, offset) + 1 if lines else None
+        raise depth_error(where, subject, line)
+
+
+# --- bytes and text (shared with evalframe.core._outputs) -------------------------------
 
 
 def read_bytes(file: Path, where: str, subject: str) -> bytes:

@@ -16,7 +16,6 @@ operational columns (``schema.OPERATIONAL_COLUMNS``: ``latency_ms``, ``prompt_to
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -29,8 +28,19 @@ import yaml
 from evalframe.core import schema as C
 from evalframe.core._dataset import Dataset
 from evalframe.core._errors import DatasetError
-from evalframe.core._formats import decode_utf8
-from evalframe.core._yaml import YamlLoader, yaml_problem, yaml_value
+from evalframe.core._formats import (
+    check_json_depth,
+    decode_utf8,
+    load_json,
+    yaml_limit_error,
+)
+from evalframe.core._yaml import (
+    YamlLimitError,
+    YamlLoader,
+    check_yaml_limits,
+    yaml_problem,
+    yaml_value,
+)
 
 __all__ = ["align_outputs", "read_outputs"]
 
@@ -77,6 +87,7 @@ def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
     if not text.strip():
         raise DatasetError(f"{where}: {_SUBJECT} must not be empty.")
     if suffix == ".jsonl":
+        check_json_depth(text, where, _SUBJECT)
         return _from_entries(_jsonl_values(text, where), where)
     if suffix == ".csv":
         return _from_csv(text, where)
@@ -137,8 +148,13 @@ def _check_outputs_frame(outputs: pl.DataFrame) -> None:
     ids = outputs.get_column(C.SAMPLE_ID)
     if ids.dtype != pl.String:
         raise DatasetError(f"Outputs column '{C.SAMPLE_ID}' must be String; got {ids.dtype}.")
-    if ids.null_count() or (ids == "").any():
-        raise DatasetError("Saved outputs contain an empty sample id.")
+    blank = ids.is_null() | (ids.str.strip_chars() == "")
+    if blank.any():
+        index = int(blank.arg_true()[0])
+        raise DatasetError(
+            f"Saved outputs contain an empty sample id: row {index} has "
+            f"{ids[index]!r:.40}; an id must be a non-empty string, not only whitespace."
+        )
     repeated = ids.filter(ids.is_duplicated()).unique(maintain_order=True).to_list()
     if repeated:
         raise DatasetError(f"Duplicate saved output for sample '{repeated[0]}'.")
@@ -173,8 +189,9 @@ def _repeated(keys: Iterable[str]) -> list[str]:
 
 def _parse_document(text: str, suffix: str, where: str) -> object:
     if suffix == ".json":
+        check_json_depth(text, where, _SUBJECT)
         try:
-            return _parse_json(text)
+            return _parse_json(text, where)
         except ValueError as exc:
             raise DatasetError(f"{where}: {_SUBJECT} contains invalid JSON: {exc}.") from exc
     if suffix in {".yaml", ".yml"}:
@@ -185,7 +202,7 @@ def _parse_document(text: str, suffix: str, where: str) -> object:
                 f"{where}: {_SUBJECT} contains invalid YAML: {yaml_problem(exc)}."
             ) from exc
     try:
-        return _parse_json(text)
+        document = _parse_json(text, where)
     except ValueError as json_exc:
         try:
             return _parse_yaml_outputs(text, where)
@@ -194,14 +211,21 @@ def _parse_document(text: str, suffix: str, where: str) -> object:
                 f"{where}: {_SUBJECT} could not be parsed as JSON or YAML. "
                 f"JSON error: {json_exc}. YAML error: {yaml_problem(yaml_exc)}."
             ) from yaml_exc
+    # Checked once the text is known to be JSON: brackets mean something else in YAML.
+    check_json_depth(text, where, _SUBJECT)
+    return document
 
 
-def _parse_json(text: str) -> object:
-    return json.loads(text, object_pairs_hook=_JsonObject)
+def _parse_json(text: str, where: str) -> object:
+    return load_json(text, where, _SUBJECT, object_pairs_hook=_JsonObject)
 
 
 def _parse_yaml_outputs(text: str, where: str) -> object:
     """Parse YAML outputs, keeping each map key's text as written (``1`` -> ``"1"``)."""
+    try:
+        check_yaml_limits(text)
+    except YamlLimitError as exc:
+        raise yaml_limit_error(exc, where, _SUBJECT) from exc
     loader = YamlLoader(text)
     try:
         root = loader.get_single_node()
@@ -267,10 +291,16 @@ def _from_document(document: object, where: str) -> pl.DataFrame:
         raise DatasetError(f"{where}: Duplicate saved output for sample '{repeated[0]}'.")
     ids: list[str] = []
     texts: list[str] = []
-    for key, text in outputs.items():
+    for index, (key, text) in enumerate(outputs.items()):
         sample_id = str(key)
         if not sample_id:
             raise DatasetError(f"{where}: Saved outputs contain an empty sample id.")
+        if not sample_id.strip():
+            raise DatasetError(
+                f"{where}: Saved outputs contain a blank sample id: key {sample_id!r:.40} at "
+                f"index {index} of field 'outputs' is only whitespace; an id must be a "
+                "non-empty string that is not only whitespace."
+            )
         if not isinstance(text, str):
             raise DatasetError(
                 f"{where}: Saved output for sample '{sample_id}' must be a string; "
@@ -294,11 +324,15 @@ def _from_entries(
         at = f"Saved outputs entry at index {index}"
         if not isinstance(entry, dict):
             raise DatasetError(f"{where}: {at} must be an object with id and actual_output.")
-        sample_id = entry.get("id")
-        if sample_id is None:
-            sample_id = entry.get(C.SAMPLE_ID)
+        id_key = "id" if entry.get("id") is not None else C.SAMPLE_ID
+        sample_id = entry.get(id_key)
         if not isinstance(sample_id, str) or not sample_id:
             raise DatasetError(f"{where}: {at} must contain a non-empty string id.")
+        if not sample_id.strip():
+            raise DatasetError(
+                f"{where}: {at} must contain a non-empty string id: field '{id_key}' holds "
+                f"{sample_id!r:.40}, which is only whitespace."
+            )
         at = f"{at} (sample '{sample_id}')"
         text = entry.get(C.ACTUAL_OUTPUT)
         if not isinstance(text, str):
@@ -348,7 +382,7 @@ def _jsonl_values(text: str, where: str) -> Iterator[object]:
     for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             try:
-                yield json.loads(line)
+                yield load_json(line, where, f"Saved outputs line {number}")
             except ValueError as exc:
                 raise DatasetError(
                     f"{where}: Saved outputs line {number} is not valid JSON: {exc}."

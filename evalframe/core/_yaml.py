@@ -7,13 +7,18 @@ is a number, and a repeated key is an error. ``YamlLoader`` gives PyYAML those r
 PyYAML's generic constructor on plain data), and ``yaml_problem`` turns a YAML error into
 one line with its position. Dataset files (``evalframe.core._dataset``) and saved outputs files
 (``evalframe.core._outputs``) both read YAML through here.
+
+``check_yaml_limits`` runs before any node is composed: libyaml's composer recurses once per
+level (50,000 levels overflow the C stack and kill the process) and aliases are copied
+(a few hundred bytes of nested aliases expand to billions of nodes), so both are counted
+from the parser's events first, which needs neither recursion nor expansion.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Hashable
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import yaml
 
@@ -22,7 +27,21 @@ try:
 except ImportError:  # pragma: no cover - PyYAML without libyaml: same results, ~10x slower
     from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]
 
-__all__ = ["YamlLoader", "parse_yaml", "yaml_problem", "yaml_value"]
+__all__ = [
+    "MAX_ALIAS_NODES",
+    "MAX_DEPTH",
+    "YamlLimitError",
+    "YamlLoader",
+    "check_yaml_limits",
+    "parse_yaml",
+    "yaml_problem",
+    "yaml_value",
+]
+
+MAX_DEPTH: Final = 100
+"""How deep lists and maps may nest in a file, counted from its top (the document is level 1)."""
+MAX_ALIAS_NODES: Final = 100_000
+"""How many nodes YAML aliases may add to a document, unless the document writes out more."""
 
 _MERGE_TAG: Final = "tag:yaml.org,2002:merge"
 _STR_TAG: Final = "tag:yaml.org,2002:str"
@@ -108,8 +127,101 @@ YamlLoader.add_implicit_resolver(
 YamlLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
+class YamlLimitError(ValueError):
+    """A YAML document nests too deeply or expands its aliases too far.
+
+    Attributes:
+        problem: what exceeds which limit, phrased to follow the file's subject.
+        line: the 1-based line where the limit was crossed.
+    """
+
+    def __init__(self, problem: str, line: int) -> None:
+        super().__init__(f"{problem} (line {line})")
+        self.problem = problem
+        self.line = line
+
+
+_COLLECTION_STARTS: Final = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+_COLLECTION_ENDS: Final = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+
+
+def check_yaml_limits(text: str) -> None:
+    """Check nesting depth and alias expansion from the parser's events, before composing.
+
+    Lists and maps may nest ``MAX_DEPTH`` levels; aliases may add ``MAX_ALIAS_NODES`` nodes,
+    or as many as the document writes out if that is more (so the parsed value stays within
+    twice the file's own size). Syntax errors are left for the composer to report.
+
+    Raises:
+        YamlLimitError: a limit is exceeded; names it and the line.
+    """
+    loader = YamlLoader(text)
+    # One counter per open collection: the nodes it holds once aliases are expanded.
+    open_counts: list[int] = [0]
+    anchors: dict[str, int] = {}
+    open_anchors: list[str | None] = []
+    written = 0
+    added = 0
+    get_event = loader.get_event
+    try:
+        while True:
+            try:
+                event: Any = get_event()
+            except yaml.YAMLError:
+                return
+            kind = event.__class__
+            if kind is yaml.ScalarEvent:
+                written += 1
+                open_counts[-1] += 1
+                if event.anchor is not None:
+                    anchors[event.anchor] = 1
+            elif kind in _COLLECTION_STARTS:
+                written += 1
+                if len(open_counts) > MAX_DEPTH:
+                    raise YamlLimitError(
+                        f"nests lists and maps more than {MAX_DEPTH} levels deep",
+                        event.start_mark.line + 1,
+                    )
+                open_counts.append(1)
+                open_anchors.append(event.anchor)
+            elif kind in _COLLECTION_ENDS:
+                size = open_counts.pop()
+                open_counts[-1] += size
+                anchor = open_anchors.pop()
+                if anchor is not None:
+                    anchors[anchor] = size
+            elif kind is yaml.AliasEvent:
+                # An unknown or still open anchor is the composer's error to report.
+                size = anchors.get(event.anchor, 1)
+                open_counts[-1] += size
+                added += size
+                # More may be written out after this point, but not more than two nodes
+                # per character of the text.
+                if added > max(MAX_ALIAS_NODES, 2 * len(text)):
+                    _alias_limit(event.start_mark.line + 1)
+            elif kind is yaml.StreamEndEvent:
+                if added > max(MAX_ALIAS_NODES, written):
+                    _alias_limit(event.start_mark.line + 1)
+                return
+    finally:
+        loader.dispose()
+
+
+def _alias_limit(line: int) -> NoReturn:
+    raise YamlLimitError(
+        f"expands its aliases to more than {MAX_ALIAS_NODES:,} nodes beyond those it writes out",
+        line,
+    )
+
+
 def parse_yaml(text: str) -> object:
-    """Parse one YAML document into plain Python values."""
+    """Parse one YAML document into plain Python values.
+
+    Raises:
+        YamlLimitError: the document nests too deeply or expands aliases too far.
+        yaml.YAMLError: the document is not valid YAML.
+    """
+    check_yaml_limits(text)
     loader = YamlLoader(text)
     try:
         root = loader.get_single_node()
