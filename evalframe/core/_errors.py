@@ -4,7 +4,8 @@
 ```
 EvalframeError
 ├── DatasetError            bad dataset or outputs file: names file, sample index and id, field
-│   └── UnsupportedValueError   a value JSON cannot carry (path and reason)
+│   ├── UnsupportedValueError   a value JSON cannot carry (path and reason)
+│   └── YamlLimitError          YAML nested too deeply or aliases expanded too far
 ├── MetricError             unknown metric (suggests close names), bad parameters, bad spec
 ├── ComparisonError         two runs cannot be compared (different datasets, bad option)
 ├── ProviderError           a provider call failed: provider, model, status; never the API key
@@ -42,6 +43,7 @@ __all__ = [
     "StoreBusyError",
     "StoreError",
     "UnsupportedValueError",
+    "YamlLimitError",
 ]
 
 
@@ -66,6 +68,20 @@ class UnsupportedValueError(DatasetError):
         super().__init__(f"value{path} {reason}")
         self.path = path
         self.reason = reason
+
+
+class YamlLimitError(DatasetError):
+    """A YAML document nests too deeply or expands its aliases too far.
+
+    Attributes:
+        problem: what exceeds which limit, phrased to follow the file's subject.
+        line: the 1-based line where the limit was crossed.
+    """
+
+    def __init__(self, problem: str, line: int) -> None:
+        super().__init__(f"{problem} (line {line})")
+        self.problem = problem
+        self.line = line
 
 
 class MetricError(EvalframeError, ValueError):

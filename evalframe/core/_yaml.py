@@ -22,6 +22,8 @@ from typing import Any, Final, NoReturn
 
 import yaml
 
+from evalframe.core._errors import YamlLimitError
+
 try:
     from yaml import CSafeLoader as _SafeLoader
 except ImportError:  # pragma: no cover - PyYAML without libyaml: same results, ~10x slower
@@ -125,20 +127,6 @@ YamlLoader.add_implicit_resolver(
     list("-+.0123456789"),
 )
 YamlLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
-
-
-class YamlLimitError(ValueError):
-    """A YAML document nests too deeply or expands its aliases too far.
-
-    Attributes:
-        problem: what exceeds which limit, phrased to follow the file's subject.
-        line: the 1-based line where the limit was crossed.
-    """
-
-    def __init__(self, problem: str, line: int) -> None:
-        super().__init__(f"{problem} (line {line})")
-        self.problem = problem
-        self.line = line
 
 
 _COLLECTION_STARTS: Final = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
