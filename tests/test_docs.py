@@ -50,7 +50,6 @@ MUST_HAVE_EXAMPLES = (
     "evalframe.core._outputs",
     "evalframe.engine._evaluate",
     "evalframe.enrich",
-    "evalframe.core._score",
     "evalframe.metrics._registry",
     "evalframe.metrics._spec",
     "evalframe.store._store",

@@ -114,24 +114,8 @@ def score(
     Columns: run_id, sample_id, repetition, metric, score (null on error), passed (score >=
     the metric's threshold; null on error), error (null when scored), details (JSON).
 
-    Examples:
-        >>> import polars as pl
-        >>> import evalframe as ef
-        >>> frame = pl.DataFrame({
-        ...     "sample_id": ["a", "b"], "input": ["{}", "{}"],
-        ...     "expected_output": ["Paris", "4"], "expected_type": ["string", "string"],
-        ...     "metadata": ["{}", "{}"], "tags": [[], []], "actual_output": ["Paris", "5"],
-        ... })
-        >>> ef.score(frame, [ef.metrics.exact_match()]).select("sample_id", "score")
-        shape: (2, 2)
-        ┌───────────┬───────┐
-        │ sample_id ┆ score │
-        │ ---       ┆ ---   │
-        │ str       ┆ f64   │
-        ╞═══════════╪═══════╡
-        │ a         ┆ 1.0   │
-        │ b         ┆ 0.0   │
-        └───────────┴───────┘
+    ``ef.score`` (the enrich layer's runner) fills provider-backed needs first, then calls
+    this; its docstring has an example.
     """
     if C.REPETITION not in frame.columns:
         frame = frame.with_columns(pl.lit(0, pl.Int64).alias(C.REPETITION))

@@ -7,7 +7,6 @@ that sample's error by every metric; the run goes on. Latency is measured per ca
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import os
@@ -64,6 +63,8 @@ def _call_one(
     try:
         result = system(payload)
         if inspect.isawaitable(result):
+            import asyncio  # only for systems under test that are coroutines
+
             result = asyncio.run(_await(result))
     except Exception as exc:  # the SUT's failure is this sample's error, not the run's
         elapsed = (time.perf_counter() - start) * 1000

@@ -36,7 +36,6 @@ from evalframe.metrics.semantic import (
     TextEmbeddings,
     TokenEmbeddings,
     TokenMode,
-    token_columns,
 )
 from evalframe.providers import (
     Embedded,
@@ -200,16 +199,19 @@ def _ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> np
 class _TokenFiller:
     """Fills ``TokenEmbeddings``: token vectors of both outputs."""
 
-    max_tokens: int = 128
-    mode: TokenMode = "auto"
+    need: TokenEmbeddings
+
+    @property
+    def max_tokens(self) -> int:
+        return self.need.max_tokens
+
+    @property
+    def mode(self) -> TokenMode:
+        return self.need.mode
 
     @property
     def columns(self) -> EmbeddingColumns:
-        return token_columns(self.max_tokens, self.mode)
-
-    @property
-    def column(self) -> str:
-        return self.columns.actual
+        return self.need.columns
 
     def apply(self, frame: pl.DataFrame, context: Any) -> pl.DataFrame:
         providers = Providers.coerce(context)
@@ -334,12 +336,15 @@ class _TokenFiller:
 class _JudgeFiller:
     """Fills ``JudgeReplies``: one judge call per unique prompt."""
 
-    kind: JudgeKind
-    template: str | None = None
+    need: JudgeReplies
 
     @property
-    def column(self) -> str:
-        return judge_columns(self.kind, self.template).replies
+    def kind(self) -> JudgeKind:
+        return self.need.kind
+
+    @property
+    def template(self) -> str | None:
+        return self.need.template
 
     def apply(self, frame: pl.DataFrame, context: Any) -> pl.DataFrame:
         providers = Providers.coerce(context)
@@ -370,10 +375,10 @@ def _filler(need: Need) -> _Filler:
     match need:
         case TextEmbeddings():
             return _TextFiller()
-        case TokenEmbeddings(max_tokens=max_tokens, mode=mode):
-            return _TokenFiller(max_tokens=max_tokens, mode=mode)
-        case JudgeReplies(kind=kind, template=template):
-            return _JudgeFiller(kind=kind, template=template)
+        case TokenEmbeddings():
+            return _TokenFiller(need)
+        case JudgeReplies():
+            return _JudgeFiller(need)
     raise MetricError(
         f"No provider fills the column {need.column!r} ({type(need).__name__}); "
         "a metric's needs must be one of TextEmbeddings, TokenEmbeddings or JudgeReplies."

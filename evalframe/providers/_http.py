@@ -10,7 +10,6 @@ attempts; they never carry the response body or the API key.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import email.utils
 import json
@@ -77,6 +76,8 @@ def run_sync(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
     thread (Jupyter, an async web app), the coroutine runs on a fresh loop in a worker
     thread, so the caller's loop is neither blocked from re-entry errors nor disturbed.
     """
+    import asyncio  # loaded with the first provider call, not at ``import evalframe``
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -200,6 +201,8 @@ async def post_json(
         if not isinstance(decoded, dict):
             raise _MalformedBodyError
         return decoded
+
+    import asyncio
 
     async def attempt() -> dict[str, Any]:
         nonlocal attempts

@@ -7,7 +7,6 @@ running event loop the requests run on a fresh loop in a worker thread.
 
 from __future__ import annotations
 
-import asyncio
 import math
 import random
 import time
@@ -143,6 +142,8 @@ class _HTTPClient:
         when the deadline passes gives ``(None, error)``. Every error passes through
         ``ledger.redact`` with this client's key.
         """
+        import asyncio  # loaded with the first provider call, not at ``import evalframe``
+
         results: list[tuple[T | None, str | None]] = [(None, "not sent")] * len(requests)
 
         def fail(i: int, message: str) -> None:
