@@ -15,10 +15,14 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
+import numpy as np
+import numpy.typing as npt
 import polars as pl
+import pyarrow as pa
 
 from evalframe.exceptions import MetricError
 from evalframe.metrics._ranking import dedupe_lists, flat
+from evalframe.metrics._text import _string_buffers, njit_cached
 
 __all__ = [
     "GAINS",
@@ -184,6 +188,385 @@ def _read_relevance(
     return ids, gains, None
 
 
+# --- the compiled scanner (arrays of ids or {id, text} objects, every row at once) ----------
+
+_OK, _BAD_ENTRY, _EXACT = 0, 1, 2
+_RETRIEVED_KEY = np.frombuffer(b"retrieved", np.uint8)
+_ID_KEY = np.frombuffer(b"id", np.uint8)
+_TEXT_KEY = np.frombuffer(b"text", np.uint8)
+_TRUE = np.frombuffer(b"true", np.uint8)
+_FALSE = np.frombuffer(b"false", np.uint8)
+_NULL = np.frombuffer(b"null", np.uint8)
+# the bytes PHP's trim() strips, indexed by byte value (0-32)
+_PHP_WS = np.zeros(33, np.bool_)
+_PHP_WS[[0, 9, 10, 11, 13, 32]] = True
+
+
+@njit_cached
+def _skip_ws(data: Any, p: int, end: int) -> int:
+    while p < end and (data[p] == 32 or data[p] == 9 or data[p] == 10 or data[p] == 13):
+        p += 1
+    return p
+
+
+@njit_cached
+def _hex4(data: Any, p: int, end: int) -> int:
+    """The value of the 4 hex digits at ``p``, or -1."""
+    if p + 4 > end:
+        return -1
+    value = 0
+    for q in range(p, p + 4):
+        c = data[q]
+        if 48 <= c <= 57:
+            d = c - 48
+        elif 97 <= c <= 102:
+            d = c - 87
+        elif 65 <= c <= 70:
+            d = c - 55
+        else:
+            return -1
+        value = value * 16 + d
+    return value
+
+
+@njit_cached
+def _string(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, int]:
+    """Decode the JSON string opening at ``p`` into ``out[o:]``: (position after it, end of the
+    decoded bytes), or (-1, -1) where Python's reader would fail or keep a lone surrogate."""
+    p += 1
+    while p < end:
+        c = data[p]
+        if c == 34:
+            return p + 1, o
+        if c < 32:
+            return -1, -1
+        if c != 92:
+            out[o] = c
+            o += 1
+            p += 1
+            continue
+        if p + 1 >= end:
+            return -1, -1
+        e = data[p + 1]
+        p += 2
+        if e == 34 or e == 92 or e == 47:
+            out[o] = e
+        elif e == 98:
+            out[o] = 8
+        elif e == 102:
+            out[o] = 12
+        elif e == 110:
+            out[o] = 10
+        elif e == 114:
+            out[o] = 13
+        elif e == 116:
+            out[o] = 9
+        elif e == 117:
+            cp = _hex4(data, p, end)
+            if cp < 0 or 0xDC00 <= cp <= 0xDFFF:
+                return -1, -1
+            p += 4
+            if 0xD800 <= cp <= 0xDBFF:
+                if p + 1 >= end or data[p] != 92 or data[p + 1] != 117:
+                    return -1, -1
+                low = _hex4(data, p + 2, end)
+                if low < 0xDC00 or low > 0xDFFF:
+                    return -1, -1
+                p += 6
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
+            if cp < 0x80:
+                out[o] = cp
+            elif cp < 0x800:
+                out[o] = 0xC0 | (cp >> 6)
+                out[o + 1] = 0x80 | (cp & 0x3F)
+                o += 1
+            elif cp < 0x10000:
+                out[o] = 0xE0 | (cp >> 12)
+                out[o + 1] = 0x80 | ((cp >> 6) & 0x3F)
+                out[o + 2] = 0x80 | (cp & 0x3F)
+                o += 2
+            else:
+                out[o] = 0xF0 | (cp >> 18)
+                out[o + 1] = 0x80 | ((cp >> 12) & 0x3F)
+                out[o + 2] = 0x80 | ((cp >> 6) & 0x3F)
+                out[o + 3] = 0x80 | (cp & 0x3F)
+                o += 3
+        else:
+            return -1, -1
+        o += 1
+    return -1, -1
+
+
+@njit_cached
+def _digits(data: Any, p: int, end: int) -> int:
+    while p < end and 48 <= data[p] <= 57:
+        p += 1
+    return p
+
+
+@njit_cached
+def _equals(buf: Any, lo: int, hi: int, word: Any) -> bool:
+    if hi - lo != word.size:
+        return False
+    for i in range(word.size):
+        if buf[lo + i] != word[i]:
+            return False
+    return True
+
+
+@njit_cached
+def _scalar(data: Any, p: int, end: int) -> int:
+    """The position after the JSON number, ``true``, ``false`` or ``null`` at ``p``, or -1."""
+    c = data[p]
+    if c == 116 or c == 102 or c == 110:  # true, false, null
+        word = _TRUE if c == 116 else _FALSE if c == 102 else _NULL
+        stop = p + word.size
+        return stop if _equals(data, p, min(stop, end), word) else -1
+    q = p + 1 if c == 45 else p
+    if q >= end or not 48 <= data[q] <= 57:
+        return -1
+    q = q + 1 if data[q] == 48 else _digits(data, q, end)
+    if q < end and data[q] == 46:
+        r = _digits(data, q + 1, end)
+        if r == q + 1:
+            return -1
+        q = r
+    if q < end and (data[q] == 101 or data[q] == 69):
+        q += 1
+        if q < end and (data[q] == 43 or data[q] == 45):
+            q += 1
+        r = _digits(data, q, end)
+        if r == q:
+            return -1
+        q = r
+    return q
+
+
+@njit_cached
+def _grow(a: Any, need: int) -> Any:
+    if need < a.size:
+        return a
+    bigger = np.empty(max(2 * a.size, need + 1), a.dtype)
+    bigger[: a.size] = a
+    return bigger
+
+
+@njit_cached
+def _scan_retrieval(data: Any, offsets: Any, valid: Any) -> tuple[Any, ...]:
+    """Read every row that is an array (or ``{"retrieved": array}``) of id strings and
+    ``{id, text}`` objects whose values are strings, numbers or literals.
+
+    Returns the row status (``_OK``, ``_BAD_ENTRY``, ``_EXACT`` for rows the exact reader
+    must take), whether the row held an object, the rows' list offsets into the entries, and
+    the entries' ids and texts as Arrow string buffers (bytes, offsets).
+    """
+    rows = offsets.size - 1
+    status = np.zeros(rows, np.int8)
+    has_text = np.zeros(rows, np.bool_)
+    row_off = np.zeros(rows + 1, np.int64)
+    size = offsets[rows] - offsets[0] + 1
+    ids = np.empty(size, np.uint8)
+    texts = np.empty(size, np.uint8)
+    scratch = np.empty(size, np.uint8)
+    id_end = np.zeros(rows + 1, np.int64)
+    text_end = np.zeros(rows + 1, np.int64)
+    n = 0  # entries kept
+    for r in range(rows):
+        row_off[r] = n
+        p, end = offsets[r], offsets[r + 1]
+        if not valid[r]:
+            status[r] = _EXACT
+            continue
+        while p < end and (data[p] <= 32 and _PHP_WS[data[p]]):
+            p += 1
+        while end > p and (data[end - 1] <= 32 and _PHP_WS[data[end - 1]]):
+            end -= 1
+        if p == end:
+            status[r] = _EXACT
+            continue
+        first = n
+        bad = False
+        exact = False
+        array_at = -1
+        if data[p] == 123:  # {"retrieved": [...], other scalar keys}: the last "retrieved" wins
+            p = _skip_ws(data, p + 1, end)
+            if p < end and data[p] == 125:
+                p += 1
+                array_at = -2  # {} is an empty list to PHP
+            while not exact and array_at != -2:
+                if p >= end or data[p] != 34:
+                    exact = True
+                    break
+                p, k = _string(data, p, end, scratch, 0)
+                if p < 0:
+                    exact = True
+                    break
+                p = _skip_ws(data, p, end)
+                if p >= end or data[p] != 58:
+                    exact = True
+                    break
+                p = _skip_ws(data, p + 1, end)
+                if p >= end:
+                    exact = True
+                    break
+                if _equals(scratch, 0, k, _RETRIEVED_KEY):
+                    if data[p] != 91:
+                        exact = True
+                        break
+                    array_at = p
+                    depth = 0
+                    # skip the array here (strings may hold brackets); it is read below
+                    while p < end:
+                        c = data[p]
+                        if c == 34:
+                            p, _k = _string(data, p, end, scratch, 0)
+                            if p < 0:
+                                break
+                            continue
+                        if c == 91 or c == 123:
+                            depth += 1
+                        elif c == 93 or c == 125:
+                            depth -= 1
+                            if depth == 0:
+                                p += 1
+                                break
+                        p += 1
+                    if p < 0 or depth != 0:
+                        exact = True
+                        break
+                elif data[p] == 34:
+                    p, _k = _string(data, p, end, scratch, 0)
+                else:
+                    p = _scalar(data, p, end)
+                if p < 0:
+                    exact = True
+                    break
+                p = _skip_ws(data, p, end)
+                if p < end and data[p] == 44:
+                    p = _skip_ws(data, p + 1, end)
+                    continue
+                if p < end and data[p] == 125:
+                    p += 1
+                    break
+                exact = True
+            if not exact and (p != end or array_at == -1):
+                exact = True
+            if not exact and array_at == -2:
+                row_off[r + 1] = n
+                continue
+            if not exact:
+                p = array_at
+        elif data[p] != 91:
+            exact = True
+        # the array at p, then (for a bare array) nothing after it
+        if not exact:
+            p = _skip_ws(data, p + 1, end)
+            if p < end and data[p] == 93:
+                p += 1
+            else:
+                while True:
+                    if p >= end:
+                        exact = True
+                        break
+                    c = data[p]
+                    start_id = id_end[n]
+                    start_text = text_end[n]
+                    if c == 34:
+                        p, stop = _string(data, p, end, ids, start_id)
+                        if p < 0:
+                            exact = True
+                            break
+                        if stop == start_id:
+                            bad = True
+                        else:
+                            id_end = _grow(id_end, n + 1)
+                            text_end = _grow(text_end, n + 1)
+                            id_end[n + 1] = stop
+                            text_end[n + 1] = start_text
+                            n += 1
+                    elif c == 123:
+                        has_text[r] = True
+                        id_stop = -1
+                        text_stop = start_text
+                        p = _skip_ws(data, p + 1, end)
+                        if p < end and data[p] == 125:
+                            p += 1
+                        else:
+                            while True:
+                                if p >= end or data[p] != 34:
+                                    exact = True
+                                    break
+                                p, k = _string(data, p, end, scratch, 0)
+                                if p < 0:
+                                    exact = True
+                                    break
+                                p = _skip_ws(data, p, end)
+                                if p >= end or data[p] != 58:
+                                    exact = True
+                                    break
+                                p = _skip_ws(data, p + 1, end)
+                                if p >= end:
+                                    exact = True
+                                    break
+                                is_id = _equals(scratch, 0, k, _ID_KEY)
+                                is_text = _equals(scratch, 0, k, _TEXT_KEY)
+                                if data[p] == 34:
+                                    if is_id:
+                                        p, id_stop = _string(data, p, end, ids, start_id)
+                                    elif is_text:
+                                        p, text_stop = _string(data, p, end, texts, start_text)
+                                    else:
+                                        p, _k = _string(data, p, end, scratch, 0)
+                                else:
+                                    p = _scalar(data, p, end)
+                                    if is_id:
+                                        id_stop = -1
+                                    elif is_text:
+                                        text_stop = start_text
+                                if p < 0:
+                                    exact = True
+                                    break
+                                p = _skip_ws(data, p, end)
+                                if p < end and data[p] == 44:
+                                    p = _skip_ws(data, p + 1, end)
+                                    continue
+                                if p < end and data[p] == 125:
+                                    p += 1
+                                    break
+                                exact = True
+                                break
+                        if exact:
+                            break
+                        if id_stop <= start_id:
+                            bad = True
+                        else:
+                            id_end = _grow(id_end, n + 1)
+                            text_end = _grow(text_end, n + 1)
+                            id_end[n + 1] = id_stop
+                            text_end[n + 1] = text_stop
+                            n += 1
+                    else:
+                        exact = True
+                        break
+                    p = _skip_ws(data, p, end)
+                    if p < end and data[p] == 44:
+                        p = _skip_ws(data, p + 1, end)
+                        continue
+                    if p < end and data[p] == 93:
+                        p += 1
+                        break
+                    exact = True
+                    break
+            if not exact and array_at < 0 and p != end:
+                exact = True
+        if exact or bad:
+            status[r] = _EXACT if exact else _BAD_ENTRY
+            n = first
+            has_text[r] = False
+    row_off[rows] = n
+    return status, has_text, row_off, ids, id_end[: n + 1], texts, text_end[: n + 1]
+
+
 # --- parsing whole columns ------------------------------------------------------------------
 
 
@@ -244,12 +627,11 @@ def _reject_empty_ids(rows: pl.DataFrame, aligned: str, message: str) -> pl.Data
     )
 
 
-def _decode_objects(arrays: pl.Series) -> pl.Series | None:
-    """Arrays of objects decoded as ``{id, text}`` structs, or None if any row will not decode."""
-    try:
-        return arrays.str.json_decode(pl.List(pl.Struct({"id": pl.String, "text": pl.String})))
-    except pl.exceptions.PolarsError:
-        return None
+def _from_buffers(offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8]) -> pa.Array:
+    """A large_string Arrow array from Arrow-style offsets and UTF-8 bytes."""
+    return pa.LargeStringArray.from_buffers(
+        offsets.size - 1, pa.py_buffer(offsets), pa.py_buffer(data[: offsets[-1]])
+    )
 
 
 def parse_retrieval(actual: pl.Series) -> pl.DataFrame:
@@ -258,50 +640,45 @@ def parse_retrieval(actual: pl.Series) -> pl.DataFrame:
     ``texts`` is null when no entry is an object (a bare id list carries no text); ``error``
     is the reference's message after ``Sample '<id>' ``, null when the row parsed.
 
-    Arrays of escape-free id strings are split directly; arrays of objects are decoded by
-    Polars when every ``id`` and ``text`` key holds a string (Polars would turn ``7`` into
-    ``"7"``, which the reference rejects); every other row takes the exact reader.
+    One compiled pass over the column's UTF-8 buffer reads every array (bare or under
+    ``"retrieved"``) of id strings and ``{id, text}`` objects, escapes included; a row it
+    does not vouch for (invalid JSON, other shapes, nested values, lone surrogates) takes the
+    exact reader, once per distinct string, so messages and edge cases stay the reference's.
     """
-    frame = pl.DataFrame({"text": actual.cast(pl.String).fill_null("")}).with_row_index()
-    trimmed = pl.col("text").str.strip_chars(PHP_WHITESPACE)
-    staged = frame.with_columns(array=pl.coalesce(trimmed.str.extract(_WRAPPED, 1), trimmed))
-    array = pl.col("array")
-    staged = staged.with_columns(is_ids=(array == "[]") | array.str.contains(_COMPACT_IDS))
-    ws = "[ \t\n\r]*"
-    object_rows = staged.filter(~pl.col("is_ids") & array.str.contains(f"^\\[{ws}\\{{"))
-    object_rows = object_rows.with_columns(
-        id_keys=array.str.count_matches(f'"id"{ws}:'),
-        id_strings=array.str.count_matches(f'"id"{ws}:{ws}"'),
-        text_keys=array.str.count_matches(f'"text"{ws}:'),
-        text_strings=array.str.count_matches(f'"text"{ws}:{ws}"'),
-    ).filter(
-        (pl.col("id_keys") == pl.col("id_strings"))
-        & (pl.col("text_keys") == pl.col("text_strings"))
-        & ~array.str.contains(r"\\u[dD][89abAB]")
+    text = actual.cast(pl.String)
+    data, offsets, valid = _string_buffers(text)
+    status, has_text, row_off, id_bytes, id_end, text_bytes, text_end = _scan_retrieval(
+        data, offsets, valid
     )
-    ids_rows = staged.filter("is_ids").select("index", ids=_split_ids(array))
-    decoded = _decode_objects(object_rows.get_column("array")) if object_rows.height else None
-    parts = [ids_rows.with_columns(texts=pl.lit(None, _IDS))]
-    fast = ids_rows.get_column("index")
-    if decoded is not None:
-        objects = object_rows.select("index", "id_keys").with_columns(entries=decoded)
-        objects = objects.filter(pl.col("entries").list.len() == pl.col("id_keys")).select(
-            "index",
-            ids=pl.col("entries").list.eval(pl.element().struct.field("id")),
-            texts=pl.col("entries").list.eval(pl.element().struct.field("text").fill_null("")),
+    unread = status != _OK
+    list_offsets = pa.array(row_off)
+    ids = pa.LargeListArray.from_arrays(
+        list_offsets, _from_buffers(id_end, id_bytes), mask=pa.array(unread)
+    )
+    texts = pa.LargeListArray.from_arrays(
+        list_offsets, _from_buffers(text_end, text_bytes), mask=pa.array(unread | ~has_text)
+    )
+    out = pl.DataFrame(
+        {
+            "ids": pl.Series("ids", ids, dtype=_IDS),
+            "texts": pl.Series("texts", texts, dtype=_IDS),
+            "error": pl.Series("error", status == _BAD_ENTRY),
+        }
+    ).with_columns(error=pl.when("error").then(pl.lit(BAD_ENTRY)))
+    exact = np.flatnonzero(status == _EXACT)
+    if exact.size:
+        rows = pl.DataFrame(
+            {"index": exact, "text": text.gather(exact).fill_null("")},
+            schema={"index": pl.UInt32, "text": pl.String},
         )
-        parts.append(objects)
-        fast = pl.concat([fast, objects.get_column("index")])
-    base = _reject_empty_ids(pl.concat(parts), "texts", BAD_ENTRY)
-    slow = frame.filter(~pl.col("index").is_in(fast.implode()))
-    if slow.height:
-        base = pl.concat([base, _exact(slow, _read_retrieval, _RETRIEVAL_FIELDS)])
-    out = base if base.get_column("index").is_sorted() else base.sort("index")
-    ids, texts, hashes = dedupe_lists(
+        out = _overlay(out.with_row_index(), _exact(rows, _read_retrieval, _RETRIEVAL_FIELDS)).drop(
+            "index"
+        )
+    ids_, texts_, hashes = dedupe_lists(
         out.get_column("ids"), out.get_column("texts"), with_hashes=True
     )
     return pl.DataFrame(
-        {"ids": ids, "texts": texts, "hashes": hashes, "error": out.get_column("error")}
+        {"ids": ids_, "texts": texts_, "hashes": hashes, "error": out.get_column("error")}
     )
 
 
