@@ -197,14 +197,21 @@ _TEXT_KEY = np.frombuffer(b"text", np.uint8)
 _TRUE = np.frombuffer(b"true", np.uint8)
 _FALSE = np.frombuffer(b"false", np.uint8)
 _NULL = np.frombuffer(b"null", np.uint8)
-# the bytes PHP's trim() strips, indexed by byte value (0-32)
-_PHP_WS = np.zeros(33, np.bool_)
-_PHP_WS[[0, 9, 10, 11, 13, 32]] = True
+# bytes a JSON string holds as they are (not '"', '\' or a control character)
+_PLAIN = np.ones(256, np.bool_)
+_PLAIN[[*range(32), ord('"'), ord("\\")]] = False
+_JSON_WS = np.zeros(256, np.bool_)
+_JSON_WS[[9, 10, 13, 32]] = True
+_PHP_WS = _JSON_WS.copy()  # what PHP's trim() strips
+_PHP_WS[[0, 11]] = True
+# UTF-8 lead byte bits and continuation count by code point size
+_QUOTE, _BACKSLASH, _COLON, _COMMA = 34, 92, 58, 44
+_OPEN_ARRAY, _CLOSE_ARRAY, _OPEN_OBJECT, _CLOSE_OBJECT = 91, 93, 123, 125
 
 
 @njit_cached
 def _skip_ws(data: Any, p: int, end: int) -> int:
-    while p < end and (data[p] == 32 or data[p] == 9 or data[p] == 10 or data[p] == 13):
+    while p < end and _JSON_WS[data[p]]:
         p += 1
     return p
 
@@ -230,26 +237,51 @@ def _hex4(data: Any, p: int, end: int) -> int:
 
 
 @njit_cached
+def _put_utf8(out: Any, o: int, cp: int) -> int:
+    """Write code point ``cp`` as UTF-8 at ``out[o]``; the position after it."""
+    if cp < 0x80:
+        out[o] = cp
+        return o + 1
+    if cp < 0x800:
+        out[o] = 0xC0 | (cp >> 6)
+        out[o + 1] = 0x80 | (cp & 0x3F)
+        return o + 2
+    if cp < 0x10000:
+        out[o] = 0xE0 | (cp >> 12)
+        out[o + 1] = 0x80 | ((cp >> 6) & 0x3F)
+        out[o + 2] = 0x80 | (cp & 0x3F)
+        return o + 3
+    out[o] = 0xF0 | (cp >> 18)
+    out[o + 1] = 0x80 | ((cp >> 12) & 0x3F)
+    out[o + 2] = 0x80 | ((cp >> 6) & 0x3F)
+    out[o + 3] = 0x80 | (cp & 0x3F)
+    return o + 4
+
+
+@njit_cached
 def _string(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, int]:
-    """Decode the JSON string opening at ``p`` into ``out[o:]``: (position after it, end of the
-    decoded bytes), or (-1, -1) where Python's reader would fail or keep a lone surrogate."""
+    """Decode the JSON string opening at ``p`` into ``out[o:]``.
+
+    Returns the position after it and the end of the decoded bytes, or (-1, -1) where
+    Python's reader fails (control character, bad escape, no closing quote) or would keep a
+    lone surrogate (the exact reader reports those). The decoded text is never longer than
+    the JSON that spells it.
+    """
     p += 1
     while p < end:
         c = data[p]
-        if c == 34:
-            return p + 1, o
-        if c < 32:
-            return -1, -1
-        if c != 92:
+        if _PLAIN[c]:
             out[o] = c
             o += 1
             p += 1
             continue
-        if p + 1 >= end:
+        if c == _QUOTE:
+            return p + 1, o
+        if c != _BACKSLASH or p + 1 >= end:
             return -1, -1
         e = data[p + 1]
         p += 2
-        if e == 34 or e == 92 or e == 47:
+        if e in (_QUOTE, _BACKSLASH, 47):
             out[o] = e
         elif e == 98:
             out[o] = 8
@@ -267,30 +299,15 @@ def _string(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, int]:
                 return -1, -1
             p += 4
             if 0xD800 <= cp <= 0xDBFF:
-                if p + 1 >= end or data[p] != 92 or data[p + 1] != 117:
+                if p + 1 >= end or data[p] != _BACKSLASH or data[p + 1] != 117:
                     return -1, -1
                 low = _hex4(data, p + 2, end)
-                if low < 0xDC00 or low > 0xDFFF:
+                if not 0xDC00 <= low <= 0xDFFF:
                     return -1, -1
                 p += 6
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
-            if cp < 0x80:
-                out[o] = cp
-            elif cp < 0x800:
-                out[o] = 0xC0 | (cp >> 6)
-                out[o + 1] = 0x80 | (cp & 0x3F)
-                o += 1
-            elif cp < 0x10000:
-                out[o] = 0xE0 | (cp >> 12)
-                out[o + 1] = 0x80 | ((cp >> 6) & 0x3F)
-                out[o + 2] = 0x80 | (cp & 0x3F)
-                o += 2
-            else:
-                out[o] = 0xF0 | (cp >> 18)
-                out[o + 1] = 0x80 | ((cp >> 12) & 0x3F)
-                out[o + 2] = 0x80 | ((cp >> 6) & 0x3F)
-                out[o + 3] = 0x80 | (cp & 0x3F)
-                o += 3
+            o = _put_utf8(out, o, cp)
+            continue
         else:
             return -1, -1
         o += 1
@@ -308,7 +325,7 @@ def _digits(data: Any, p: int, end: int) -> int:
 def _equals(buf: Any, lo: int, hi: int, word: Any) -> bool:
     if hi - lo != word.size:
         return False
-    for i in range(word.size):
+    for i in range(word.size):  # noqa: SIM110 - Numba compiles no generator expressions
         if buf[lo + i] != word[i]:
             return False
     return True
@@ -318,7 +335,7 @@ def _equals(buf: Any, lo: int, hi: int, word: Any) -> bool:
 def _scalar(data: Any, p: int, end: int) -> int:
     """The position after the JSON number, ``true``, ``false`` or ``null`` at ``p``, or -1."""
     c = data[p]
-    if c == 116 or c == 102 or c == 110:  # true, false, null
+    if c in (116, 102, 110):  # true, false, null
         word = _TRUE if c == 116 else _FALSE if c == 102 else _NULL
         stop = p + word.size
         return stop if _equals(data, p, min(stop, end), word) else -1
@@ -331,9 +348,9 @@ def _scalar(data: Any, p: int, end: int) -> int:
         if r == q + 1:
             return -1
         q = r
-    if q < end and (data[q] == 101 or data[q] == 69):
+    if q < end and data[q] in (101, 69):
         q += 1
-        if q < end and (data[q] == 43 or data[q] == 45):
+        if q < end and data[q] in (43, 45):
             q += 1
         r = _digits(data, q, end)
         if r == q:
@@ -343,22 +360,138 @@ def _scalar(data: Any, p: int, end: int) -> int:
 
 
 @njit_cached
-def _grow(a: Any, need: int) -> Any:
-    if need < a.size:
-        return a
-    bigger = np.empty(max(2 * a.size, need + 1), a.dtype)
+def _key(data: Any, p: int, end: int, scratch: Any) -> tuple[int, int]:
+    """Read ``"key" :`` at ``p`` into ``scratch``: the value's position and the key's length,
+    or (-1, -1)."""
+    if p >= end or data[p] != _QUOTE:
+        return -1, -1
+    p, k = _string(data, p, end, scratch, 0)
+    if p < 0:
+        return -1, -1
+    p = _skip_ws(data, p, end)
+    if p >= end or data[p] != _COLON:
+        return -1, -1
+    p = _skip_ws(data, p + 1, end)
+    return (p, k) if p < end else (-1, -1)
+
+
+@njit_cached
+def _ignored(data: Any, p: int, end: int, scratch: Any) -> int:
+    """The position after a string or scalar value at ``p`` (-1 for anything else)."""
+    if data[p] == _QUOTE:
+        return _string(data, p, end, scratch, 0)[0]
+    return _scalar(data, p, end)
+
+
+@njit_cached
+def _next(data: Any, p: int, end: int, close: int) -> tuple[int, bool]:
+    """After a member: (position of the next one, False) after a comma, (position after the
+    ``close`` bracket, True) at the end, or (-1, True)."""
+    p = _skip_ws(data, p, end)
+    if p < end and data[p] == _COMMA:
+        return _skip_ws(data, p + 1, end), False
+    if p < end and data[p] == close:
+        return p + 1, True
+    return -1, True
+
+
+@njit_cached
+def _entry(
+    data: Any, p: int, end: int, ids: Any, i0: int, texts: Any, t0: int, scratch: Any
+) -> tuple[int, int, int]:
+    """Read an ``{id, text, ...}`` object at ``p``: the position after it (-1: not read), the
+    end of its id in ``ids`` (``i0`` or less: no usable id) and of its text in ``texts``."""
+    id_stop, text_stop = -1, t0
+    p = _skip_ws(data, p + 1, end)
+    if p < end and data[p] == _CLOSE_OBJECT:
+        return p + 1, id_stop, text_stop
+    done = False
+    while not done:
+        p, k = _key(data, p, end, scratch)
+        if p < 0:
+            return -1, -1, -1
+        is_id = _equals(scratch, 0, k, _ID_KEY)
+        is_text = _equals(scratch, 0, k, _TEXT_KEY)
+        # a repeated key keeps its last value, as Python's and PHP's decoders do
+        if is_id and data[p] == _QUOTE:
+            p, id_stop = _string(data, p, end, ids, i0)
+        elif is_text and data[p] == _QUOTE:
+            p, text_stop = _string(data, p, end, texts, t0)
+        else:
+            p = _ignored(data, p, end, scratch)
+            if is_id:
+                id_stop = -1
+            elif is_text:
+                text_stop = t0
+        if p < 0:
+            return -1, -1, -1
+        p, done = _next(data, p, end, _CLOSE_OBJECT)
+        if p < 0:
+            return -1, -1, -1
+    return p, id_stop, text_stop
+
+
+@njit_cached
+def _wrapped(data: Any, p: int, end: int, scratch: Any) -> int:
+    """The position of the last ``"retrieved"`` array of the object at ``p`` whose other
+    values are strings or scalars and which ends at ``end``; -2 for ``{}``, -1 otherwise."""
+    p = _skip_ws(data, p + 1, end)
+    if p < end and data[p] == _CLOSE_OBJECT:
+        return -2 if p + 1 == end else -1
+    at = -1
+    done = False
+    while not done:
+        p, k = _key(data, p, end, scratch)
+        if p < 0:
+            return -1
+        if _equals(scratch, 0, k, _RETRIEVED_KEY):
+            if data[p] != _OPEN_ARRAY:
+                return -1
+            at = p
+            # skip it by bracket depth (strings may hold brackets); it is read later
+            depth = 0
+            while p < end:
+                c = data[p]
+                if c == _QUOTE:
+                    p = _string(data, p, end, scratch, 0)[0]
+                    if p < 0:
+                        return -1
+                    continue
+                if c in (_OPEN_ARRAY, _OPEN_OBJECT):
+                    depth += 1
+                elif c in (_CLOSE_ARRAY, _CLOSE_OBJECT):
+                    depth -= 1
+                    if depth == 0:
+                        break
+                p += 1
+            if depth != 0:
+                return -1
+            p += 1
+        else:
+            p = _ignored(data, p, end, scratch)
+            if p < 0:
+                return -1
+        p, done = _next(data, p, end, _CLOSE_OBJECT)
+        if p < 0:
+            return -1
+    return at if p == end else -1
+
+
+@njit_cached
+def _grow(a: Any) -> Any:
+    bigger = np.empty(2 * a.size, a.dtype)
     bigger[: a.size] = a
     return bigger
 
 
 @njit_cached
 def _scan_retrieval(data: Any, offsets: Any, valid: Any) -> tuple[Any, ...]:
-    """Read every row that is an array (or ``{"retrieved": array}``) of id strings and
-    ``{id, text}`` objects whose values are strings, numbers or literals.
+    """Read every row that is an array (bare or the ``"retrieved"`` of an object) of id
+    strings and ``{id, text}`` objects whose other values are strings or scalars.
 
-    Returns the row status (``_OK``, ``_BAD_ENTRY``, ``_EXACT`` for rows the exact reader
-    must take), whether the row held an object, the rows' list offsets into the entries, and
-    the entries' ids and texts as Arrow string buffers (bytes, offsets).
+    Returns the row status (``_OK``; ``_BAD_ENTRY``; ``_EXACT``: the exact reader must take
+    the row), whether the row held an object, the rows' offsets into the entries, and the
+    entries' ids and texts as Arrow string buffers (bytes, then offsets).
     """
     rows = offsets.size - 1
     status = np.zeros(rows, np.int8)
@@ -368,201 +501,78 @@ def _scan_retrieval(data: Any, offsets: Any, valid: Any) -> tuple[Any, ...]:
     ids = np.empty(size, np.uint8)
     texts = np.empty(size, np.uint8)
     scratch = np.empty(size, np.uint8)
-    id_end = np.zeros(rows + 1, np.int64)
-    text_end = np.zeros(rows + 1, np.int64)
-    n = 0  # entries kept
+    id_end = np.zeros(rows + 16, np.int64)
+    text_end = np.zeros(rows + 16, np.int64)
+    n = 0  # entries kept so far
     for r in range(rows):
         row_off[r] = n
         p, end = offsets[r], offsets[r + 1]
-        if not valid[r]:
-            status[r] = _EXACT
-            continue
-        while p < end and (data[p] <= 32 and _PHP_WS[data[p]]):
+        while p < end and _PHP_WS[data[p]]:
             p += 1
-        while end > p and (data[end - 1] <= 32 and _PHP_WS[data[end - 1]]):
+        while end > p and _PHP_WS[data[end - 1]]:
             end -= 1
-        if p == end:
+        if not valid[r] or p == end:
             status[r] = _EXACT
             continue
-        first = n
-        bad = False
-        exact = False
-        array_at = -1
-        if data[p] == 123:  # {"retrieved": [...], other scalar keys}: the last "retrieved" wins
-            p = _skip_ws(data, p + 1, end)
-            if p < end and data[p] == 125:
-                p += 1
-                array_at = -2  # {} is an empty list to PHP
-            while not exact and array_at != -2:
-                if p >= end or data[p] != 34:
-                    exact = True
-                    break
-                p, k = _string(data, p, end, scratch, 0)
-                if p < 0:
-                    exact = True
-                    break
-                p = _skip_ws(data, p, end)
-                if p >= end or data[p] != 58:
-                    exact = True
-                    break
-                p = _skip_ws(data, p + 1, end)
-                if p >= end:
-                    exact = True
-                    break
-                if _equals(scratch, 0, k, _RETRIEVED_KEY):
-                    if data[p] != 91:
-                        exact = True
-                        break
-                    array_at = p
-                    depth = 0
-                    # skip the array here (strings may hold brackets); it is read below
-                    while p < end:
-                        c = data[p]
-                        if c == 34:
-                            p, _k = _string(data, p, end, scratch, 0)
-                            if p < 0:
-                                break
-                            continue
-                        if c == 91 or c == 123:
-                            depth += 1
-                        elif c == 93 or c == 125:
-                            depth -= 1
-                            if depth == 0:
-                                p += 1
-                                break
-                        p += 1
-                    if p < 0 or depth != 0:
-                        exact = True
-                        break
-                elif data[p] == 34:
-                    p, _k = _string(data, p, end, scratch, 0)
-                else:
-                    p = _scalar(data, p, end)
-                if p < 0:
-                    exact = True
-                    break
-                p = _skip_ws(data, p, end)
-                if p < end and data[p] == 44:
-                    p = _skip_ws(data, p + 1, end)
-                    continue
-                if p < end and data[p] == 125:
-                    p += 1
-                    break
-                exact = True
-            if not exact and (p != end or array_at == -1):
-                exact = True
-            if not exact and array_at == -2:
-                row_off[r + 1] = n
+        bare = data[p] == _OPEN_ARRAY
+        if not bare:
+            at = _wrapped(data, p, end, scratch) if data[p] == _OPEN_OBJECT else -1
+            if at == -2:
                 continue
-            if not exact:
-                p = array_at
-        elif data[p] != 91:
-            exact = True
-        # the array at p, then (for a bare array) nothing after it
-        if not exact:
-            p = _skip_ws(data, p + 1, end)
-            if p < end and data[p] == 93:
-                p += 1
+            if at < 0:
+                status[r] = _EXACT
+                continue
+            p = at
+        first, bad = n, False
+        p = _skip_ws(data, p + 1, end)
+        done = p < end and data[p] == _CLOSE_ARRAY
+        p += done
+        while not done:
+            if p >= end:
+                p = -1
+                break
+            i0, t0 = id_end[n], text_end[n]
+            if data[p] == _QUOTE:
+                # the usual id: plain bytes up to the closing quote, copied here (a call per
+                # id costs more than the copy); anything else is decoded by _string
+                q, id_stop = p + 1, i0
+                while q < end and _PLAIN[data[q]]:
+                    ids[id_stop] = data[q]
+                    id_stop += 1
+                    q += 1
+                if q < end and data[q] == _QUOTE:
+                    p = q + 1
+                else:
+                    p, id_stop = _string(data, p, end, ids, i0)
+                text_stop = t0
+            elif data[p] == _OPEN_OBJECT:
+                has_text[r] = True
+                p, id_stop, text_stop = _entry(data, p, end, ids, i0, texts, t0, scratch)
             else:
-                while True:
-                    if p >= end:
-                        exact = True
-                        break
-                    c = data[p]
-                    start_id = id_end[n]
-                    start_text = text_end[n]
-                    if c == 34:
-                        p, stop = _string(data, p, end, ids, start_id)
-                        if p < 0:
-                            exact = True
-                            break
-                        if stop == start_id:
-                            bad = True
-                        else:
-                            id_end = _grow(id_end, n + 1)
-                            text_end = _grow(text_end, n + 1)
-                            id_end[n + 1] = stop
-                            text_end[n + 1] = start_text
-                            n += 1
-                    elif c == 123:
-                        has_text[r] = True
-                        id_stop = -1
-                        text_stop = start_text
-                        p = _skip_ws(data, p + 1, end)
-                        if p < end and data[p] == 125:
-                            p += 1
-                        else:
-                            while True:
-                                if p >= end or data[p] != 34:
-                                    exact = True
-                                    break
-                                p, k = _string(data, p, end, scratch, 0)
-                                if p < 0:
-                                    exact = True
-                                    break
-                                p = _skip_ws(data, p, end)
-                                if p >= end or data[p] != 58:
-                                    exact = True
-                                    break
-                                p = _skip_ws(data, p + 1, end)
-                                if p >= end:
-                                    exact = True
-                                    break
-                                is_id = _equals(scratch, 0, k, _ID_KEY)
-                                is_text = _equals(scratch, 0, k, _TEXT_KEY)
-                                if data[p] == 34:
-                                    if is_id:
-                                        p, id_stop = _string(data, p, end, ids, start_id)
-                                    elif is_text:
-                                        p, text_stop = _string(data, p, end, texts, start_text)
-                                    else:
-                                        p, _k = _string(data, p, end, scratch, 0)
-                                else:
-                                    p = _scalar(data, p, end)
-                                    if is_id:
-                                        id_stop = -1
-                                    elif is_text:
-                                        text_stop = start_text
-                                if p < 0:
-                                    exact = True
-                                    break
-                                p = _skip_ws(data, p, end)
-                                if p < end and data[p] == 44:
-                                    p = _skip_ws(data, p + 1, end)
-                                    continue
-                                if p < end and data[p] == 125:
-                                    p += 1
-                                    break
-                                exact = True
-                                break
-                        if exact:
-                            break
-                        if id_stop <= start_id:
-                            bad = True
-                        else:
-                            id_end = _grow(id_end, n + 1)
-                            text_end = _grow(text_end, n + 1)
-                            id_end[n + 1] = id_stop
-                            text_end[n + 1] = text_stop
-                            n += 1
-                    else:
-                        exact = True
-                        break
-                    p = _skip_ws(data, p, end)
-                    if p < end and data[p] == 44:
-                        p = _skip_ws(data, p + 1, end)
-                        continue
-                    if p < end and data[p] == 93:
-                        p += 1
-                        break
-                    exact = True
-                    break
-            if not exact and array_at < 0 and p != end:
-                exact = True
-        if exact or bad:
-            status[r] = _EXACT if exact else _BAD_ENTRY
-            n = first
+                p = -1
+            if p < 0:
+                break
+            if id_stop <= i0:
+                bad = True
+            else:
+                if n + 1 == id_end.size:
+                    id_end, text_end = _grow(id_end), _grow(text_end)
+                n += 1
+                id_end[n], text_end[n] = id_stop, text_stop
+            while p < end and _JSON_WS[data[p]]:
+                p += 1
+            if p < end and data[p] == _COMMA:
+                p = _skip_ws(data, p + 1, end)
+            elif p < end and data[p] == _CLOSE_ARRAY:
+                p += 1
+                done = True
+            else:
+                p = -1
+                break
+        if p < 0 or (bare and p != end) or bad:
+            status[r] = _EXACT if p < 0 or (bare and p != end) else _BAD_ENTRY
             has_text[r] = False
+            n = first
     row_off[rows] = n
     return status, has_text, row_off, ids, id_end[: n + 1], texts, text_end[: n + 1]
 
