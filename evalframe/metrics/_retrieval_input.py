@@ -13,6 +13,7 @@ import json
 import math
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 import numpy as np
@@ -644,6 +645,30 @@ def _from_buffers(offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8]) -
     )
 
 
+_ROWS_PER_THREAD: Final = 4096
+
+
+def _scan_in_threads(
+    data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64], valid: npt.NDArray[np.bool_]
+) -> list[tuple[Any, ...]]:
+    """``_scan_retrieval`` over byte-balanced runs of rows, one per Polars thread (the kernel
+    releases the GIL); the results in row order."""
+    rows = offsets.size - 1
+    parts = max(1, min(pl.thread_pool_size(), rows // _ROWS_PER_THREAD))
+    if parts == 1:
+        return [_scan_retrieval(data, offsets, valid)]
+    targets = np.linspace(offsets[0], offsets[-1], parts + 1)[1:-1]
+    cuts = [0, *np.unique(np.searchsorted(offsets, targets).clip(1, rows - 1)).tolist(), rows]
+    with ThreadPoolExecutor(len(cuts) - 1) as pool:
+        return list(
+            pool.map(
+                lambda lo, hi: _scan_retrieval(data, offsets[lo : hi + 1], valid[lo:hi]),
+                cuts[:-1],
+                cuts[1:],
+            )
+        )
+
+
 def parse_retrieval(actual: pl.Series) -> pl.DataFrame:
     """Parse retrieval JSON into ``ids`` (deduplicated), ``texts`` and ``error`` columns.
 
@@ -656,22 +681,28 @@ def parse_retrieval(actual: pl.Series) -> pl.DataFrame:
     exact reader, once per distinct string, so messages and edge cases stay the reference's.
     """
     text = actual.cast(pl.String)
-    data, offsets, valid = _string_buffers(text)
-    status, has_text, row_off, id_bytes, id_end, text_bytes, text_end = _scan_retrieval(
-        data, offsets, valid
-    )
-    unread = status != _OK
-    list_offsets = pa.array(row_off)
-    ids = pa.LargeListArray.from_arrays(
-        list_offsets, _from_buffers(id_end, id_bytes), mask=pa.array(unread)
-    )
-    texts = pa.LargeListArray.from_arrays(
-        list_offsets, _from_buffers(text_end, text_bytes), mask=pa.array(unread | ~has_text)
-    )
+    chunks = _scan_in_threads(*_string_buffers(text))
+    status = np.concatenate([c[0] for c in chunks])
+    ids, texts = [], []
+    for chunk_status, has_text, row_off, id_bytes, id_end, text_bytes, text_end in chunks:
+        unread = chunk_status != _OK
+        list_offsets = pa.array(row_off)
+        ids.append(
+            pa.LargeListArray.from_arrays(
+                list_offsets, _from_buffers(id_end, id_bytes), mask=pa.array(unread)
+            )
+        )
+        texts.append(
+            pa.LargeListArray.from_arrays(
+                list_offsets,
+                _from_buffers(text_end, text_bytes),
+                mask=pa.array(unread | ~has_text),
+            )
+        )
     out = pl.DataFrame(
         {
-            "ids": pl.Series("ids", ids, dtype=_IDS),
-            "texts": pl.Series("texts", texts, dtype=_IDS),
+            "ids": pl.Series("ids", pa.chunked_array(ids), dtype=_IDS),
+            "texts": pl.Series("texts", pa.chunked_array(texts), dtype=_IDS),
             "error": pl.Series("error", status == _BAD_ENTRY),
         }
     ).with_columns(error=pl.when("error").then(pl.lit(BAD_ENTRY)))
