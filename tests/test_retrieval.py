@@ -1006,3 +1006,17 @@ def test_well_formed_json_never_takes_the_per_row_reader(monkeypatch: pytest.Mon
         "escape.",
         None,
     ]
+
+
+def test_scanner_threads_split_rows_without_losing_any() -> None:
+    """Enough rows for several threads: every row still matches json.loads, fallbacks too."""
+    rng = np.random.default_rng(11)
+    shapes = [
+        lambda i: json.dumps([f"d{i}", f"caf\u00e9{i % 7}", f"d{i}"]),
+        lambda i: json.dumps({"retrieved": [{"id": f"d{i}", "text": "t"}], "n": i}, indent=1),
+        lambda i: f'["d{i}",]',
+        lambda i: "[]" if i % 2 else '[""]',
+        lambda i: json.dumps([f"d{j}" for j in range(i % 300)]),
+    ]
+    texts = [shapes[k](i) for i, k in enumerate(rng.integers(0, len(shapes), 40_000))]
+    _check_against_loads(texts)
