@@ -20,6 +20,14 @@ slice (Numba compilation and cache loading are one-off costs, excluded for evalf
 alike); the best and the median round are reported, with the ratio to evalframe's. Also
 shown: evalframe from retrieval JSON strings (the JSON is parsed in the timing). Scores are
 cross-checked between the three libraries before anything is reported.
+
+The eval-harness format case starts from files as eval-harness keeps them: a saved outputs
+file (``{"outputs": {id: "<ranked ids as a JSON array>"}}``) and a ``Dataset`` whose
+``expected_output`` is each query's gain map. evalframe's timing is ``ef.read_outputs`` plus
+``ef.evaluate`` with the four metrics (the ``Run`` with its scores); pytrec_eval's is reading
+the same file with ``json.load``, decoding each ranked list and gain map with ``json.loads``
+into its qrels and run dicts, and ``RelevanceEvaluator.evaluate``. Both ratios are shown: to
+evalframe's typed-column timing, and the eval-harness format pair to each other.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +49,8 @@ from _common import best_time, machine
 
 import evalframe as ef
 
+HARNESS = "evalframe (eval-harness format)"
+PYTREC_HARNESS = "pytrec_eval (eval-harness format)"
 ALIASES = ["retrieval-ndcg-at-k", "retrieval-recall-at-k", "retrieval-mrr", "retrieval-hit-at-k"]
 
 
@@ -110,6 +121,44 @@ def json_frame(queries: pl.DataFrame) -> pl.DataFrame:
         .drop("actual_output__retrieved", "expected_output__gains")
         .with_columns(actual_output=pl.Series(actual), expected_output=pl.Series(expected))
     )
+
+
+def write_outputs(queries: pl.DataFrame, path: Path) -> None:
+    """The ranked ids as an eval-harness saved outputs file (each output a JSON array)."""
+    ranked = queries.get_column("retrieved").to_list()
+    outputs = {q: json.dumps(r) for q, r in zip(queries["sample_id"], ranked, strict=True)}
+    path.write_text(json.dumps({"outputs": outputs}), encoding="utf-8")
+
+
+def harness_dataset(queries: pl.DataFrame) -> ef.Dataset:
+    """The queries as an eval-harness dataset: ``expected_output`` is the gain map."""
+    records = [
+        {"id": q, "input": {}, "expected_output": {g["key"]: g["value"] for g in gs}}
+        for q, gs in zip(queries["sample_id"], queries["gains"].to_list(), strict=True)
+    ]
+    return ef.Dataset.from_records(records, name="bench.retrieval")
+
+
+def run_evalframe_harness(dataset: ef.Dataset, outputs: Path, k: int) -> pl.DataFrame:
+    metrics = [ef.metrics.get(a if a == "retrieval-mrr" else f"{a}(k={k})") for a in ALIASES]
+    run = ef.evaluate(dataset, outputs=ef.read_outputs(outputs), metrics=metrics)
+    return run.scores
+
+
+def run_pytrec_harness(dataset: ef.Dataset, outputs: Path, k: int) -> dict[str, dict[str, float]]:
+    import pytrec_eval
+
+    saved = json.loads(outputs.read_text(encoding="utf-8"))["outputs"]
+    run = {}
+    for q, text in saved.items():
+        ranked = json.loads(text)
+        run[q] = {doc: float(len(ranked) - i) for i, doc in enumerate(ranked)}
+    qrels = {
+        q: {doc: int(g) for doc, g in json.loads(gains).items()}
+        for q, gains in zip(dataset["sample_id"], dataset["expected_output"], strict=True)
+    }
+    measures = {f"ndcg_cut.{k}", f"recall.{k}", "recip_rank", f"success.{k}"}
+    return pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)  # type: ignore[no-any-return]
 
 
 def run_evalframe(queries: pl.DataFrame, k: int) -> pl.DataFrame:
@@ -193,14 +242,22 @@ def main() -> None:
 
     queries = make_queries(n)
     as_json = json_frame(queries)
+    scratch = Path(tempfile.mkdtemp(prefix="bench_retrieval_"))
+    outputs = scratch / "outputs.json"
+    write_outputs(queries, outputs)
+    dataset = harness_dataset(queries)
     warm = queries.head(200)
+    write_outputs(warm, scratch / "warm.json")
     run_evalframe(warm, k), run_ranx(warm, k), run_pytrec(warm, k)  # compile / load caches
+    run_evalframe_harness(harness_dataset(warm), scratch / "warm.json", k)
 
     # Rounds interleave the libraries, so a burst of load from other processes falls on all
     # of them alike; each library's best and median round are reported.
     jobs = {
         "evalframe (typed columns)": lambda: run_evalframe(queries, k),
         "evalframe (retrieval JSON)": lambda: run_evalframe_json(as_json, k),
+        HARNESS: lambda: run_evalframe_harness(dataset, outputs, k),
+        PYTREC_HARNESS: lambda: run_pytrec_harness(dataset, outputs, k),
         "pytrec_eval (incl. conversion)": lambda: run_pytrec(queries, k),
         "ranx (incl. conversion)": lambda: run_ranx(queries, k),
     }
@@ -220,6 +277,10 @@ def main() -> None:
         raise SystemExit(f"scores disagree by {worst:.3g}")
     if not json_scores.get_column("score").equals(scores.get_column("score")):
         raise SystemExit("the JSON path and the typed-column path disagree")
+    if not results[HARNESS].get_column("score").equals(scores.get_column("score")):
+        raise SystemExit("the eval-harness format path and the typed-column path disagree")
+    if results[PYTREC_HARNESS] != trec:
+        raise SystemExit("pytrec_eval from the eval-harness files disagrees with its typed run")
 
     print(machine(), "| load average", " ".join(f"{x:.1f}" for x in os.getloadavg()))
     print(
@@ -227,15 +288,26 @@ def main() -> None:
         f"nDCG@k, recall@k, MRR, hit@k; {args.repeat} rounds; max |diff| {worst:.1e}"
     )
     print(
-        f"{'library':<32} {'best s':>7} {'queries/s':>10} {'x':>6}   "
+        f"{'library':<34} {'best s':>7} {'queries/s':>10} {'x':>6}   "
         f"{'median s':>8} {'queries/s':>10} {'x':>6}"
     )
     ours = times["evalframe (typed columns)"]
     for name, ts in times.items():
         best, median = min(ts), statistics.median(ts)
         print(
-            f"{name:<32} {best:>7.3f} {n / best:>10,.0f} {best / min(ours):>5.1f}x   "
+            f"{name:<34} {best:>7.3f} {n / best:>10,.0f} {best / min(ours):>5.1f}x   "
             f"{median:>8.3f} {n / median:>10,.0f} {median / statistics.median(ours):>5.1f}x"
+        )
+    harness, trec_harness, trec_typed = (
+        times[HARNESS],
+        times[PYTREC_HARNESS],
+        times["pytrec_eval (incl. conversion)"],
+    )
+    for label, theirs in (("from the same files", trec_harness), ("from the frame", trec_typed)):
+        print(
+            f"eval-harness format: pytrec_eval {label} / evalframe: "
+            f"best {min(theirs) / min(harness):.1f}x, "
+            f"median {statistics.median(theirs) / statistics.median(harness):.1f}x"
         )
 
 

@@ -815,3 +815,259 @@ def test_mrr_at_k_agrees_with_pytrec_eval_recip_rank_on_the_cut_run(
     got = _score(frame, f"retrieval-mrr(k={k})").get_column("score").to_list()
     want = [trec[f"q{i}"]["recip_rank"] if f"q{i}" in trec else 0.0 for i in range(len(queries))]
     assert got == [pytest.approx(w, abs=1e-9) for w in want]
+
+
+# --- the compiled JSON scanner, against json.loads -------------------------------------------
+
+_PHP_TRIM = " \t\n\r\0\x0b"
+_SHAPE = "retrieval actualOutput must be a JSON array or an object with a 'retrieved' array."
+_ENTRY = "retrieval entry must be a non-empty id string or an object with a non-empty 'id'."
+
+
+def _loads_oracle(text: str) -> tuple[list[str], list[str] | None] | str:
+    """What a row means by the reference rules (§2.10), read with json.loads: ``(ids, texts)``
+    after deduplication, or ``"json"``, ``"shape"`` or ``"entry"`` for the failing rule."""
+
+    def constant(name: str) -> Any:
+        raise ValueError(name)
+
+    def surrogate(v: Any) -> bool:
+        if isinstance(v, str):
+            return any(0xD800 <= ord(c) <= 0xDFFF for c in v)
+        if isinstance(v, list):
+            return any(surrogate(x) for x in v)
+        return isinstance(v, dict) and any(surrogate(k) or surrogate(x) for k, x in v.items())
+
+    def as_list(v: Any) -> list[Any] | None:
+        if isinstance(v, list):
+            return v
+        if isinstance(v, dict) and list(v) == [str(i) for i in range(len(v))]:
+            return list(v.values())
+        return None
+
+    try:
+        value = json.loads(text.strip(_PHP_TRIM), parse_constant=constant)
+    except (ValueError, RecursionError):
+        return "json"
+    if surrogate(value):
+        return "json"
+    entries = as_list(value)
+    if entries is None and isinstance(value, dict) and "retrieved" in value:
+        entries = as_list(value["retrieved"])
+    if entries is None:
+        return "shape"
+    pairs = []
+    for e in entries:
+        if isinstance(e, str) and e:
+            pairs.append((e, ""))
+        elif isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"]:
+            pairs.append((e["id"], e["text"] if isinstance(e.get("text"), str) else ""))
+        else:
+            return "entry"
+    first = dict(reversed(pairs))  # the first text of each id
+    ids = list(dict.fromkeys(i for i, _ in pairs))
+    objects = any(isinstance(e, dict) for e in entries)
+    return ids, [first[i] for i in ids] if objects else None
+
+
+def _check_against_loads(texts: list[str]) -> None:
+    parsed = retrieval.parse_retrieval(pl.Series(texts, dtype=pl.String)).to_dicts()
+    for text, row in zip(texts, parsed, strict=True):
+        want = _loads_oracle(text)
+        if want == "json":
+            assert row["error"].startswith("retrieval actualOutput is not valid JSON: "), text
+        elif want == "shape":
+            assert row["error"] == _SHAPE, text
+        elif want == "entry":
+            assert row["error"] == _ENTRY, text
+        else:
+            assert row["error"] is None, text
+            assert (row["ids"], row["texts"]) == want, text
+
+
+_WS_PIECES = st.sampled_from(["", "", " ", "\n  ", "\t", "\r\n"])
+_HANDMADE_STRINGS = st.sampled_from(
+    [
+        r'"\ud83d\ude00"',  # a surrogate pair
+        r'"\ud800"',  # lone high surrogate
+        r'"x\udc00"',  # lone low surrogate
+        r'"\ud83dx"',
+        r'"\ud83d\u0041"',
+        r'"\u00e9\u00E9"',
+        r'"\u0000"',
+        r'"\/\b\f\n\r\t\"\\"',
+        r'"\x"',  # bad escape
+        r'"\u12"',
+        '"tab\there"',  # a raw control character
+        '"unterminated',
+        '""',
+        '"é 漢字 😀"',
+        '"]}[{,:"',
+    ]
+)
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=12)
+_STRINGS = st.one_of(
+    _TEXT.map(lambda s: json.dumps(s, ensure_ascii=False)),
+    _TEXT.map(json.dumps),
+    _HANDMADE_STRINGS,
+)
+_SCALARS = st.sampled_from(
+    ["7", "-0.5e3", "1E+2", "0", "true", "false", "null", "01", "1.", "-", "NaN", "tru", "1e999"]
+)
+_NESTED = st.sampled_from(["[]", "{}", '[1,{"a":[2]}]', '{"x":"y"}', "[", "[[[[[]]]]]"])
+_KEYS = st.one_of(
+    st.sampled_from(['"id"', '"text"', '"score"', r'"\u0069d"', r'"te\u0078t"', '"retrieved"']),
+    _STRINGS,
+)
+
+
+@st.composite
+def _json_objects(draw: st.DrawFn, values: st.SearchStrategy[str]) -> str:
+    ws = draw(_WS_PIECES)
+    members = draw(st.lists(st.tuples(_KEYS, values), max_size=4))
+    body = f"{ws},{ws}".join(f"{k}{ws}:{draw(_WS_PIECES)}{v}" for k, v in members)
+    return "{" + ws + body + ws + "}"
+
+
+@st.composite
+def _retrieval_texts(draw: st.DrawFn) -> str:
+    values = st.one_of(_STRINGS, _SCALARS, _NESTED)
+    entry = st.one_of(_STRINGS, _STRINGS, _json_objects(values), _SCALARS, _NESTED)
+    ws = draw(_WS_PIECES)
+    array = "[" + ws + f"{ws},{draw(_WS_PIECES)}".join(draw(st.lists(entry, max_size=6))) + "]"
+    shape = draw(st.sampled_from(["array", "array", "wrapped", "object", "scalar"]))
+    if shape == "wrapped":
+        extra = draw(st.lists(st.tuples(_KEYS, values), max_size=2))
+        members = [f'"retrieved":{ws}{array}', *(f"{k}:{v}" for k, v in extra)]
+        text = "{" + ",".join(draw(st.permutations(members))) + "}"
+    elif shape == "object":
+        text = draw(_json_objects(values))
+    elif shape == "scalar":
+        text = draw(st.one_of(_SCALARS, _STRINGS))
+    else:
+        text = array
+    pad = st.text(st.sampled_from(list(_PHP_TRIM)), max_size=3)
+    text = draw(pad) + text + draw(pad)
+    mutation = draw(st.sampled_from(["none", "none", "none", "drop", "insert", "cut"]))
+    if text and mutation != "none":
+        at = draw(st.integers(0, len(text) - 1))
+        if mutation == "drop":
+            text = text[:at] + text[at + 1 :]
+        elif mutation == "insert":
+            text = text[:at] + draw(st.sampled_from(list('[]{}",:\\ 0a'))) + text[at:]
+        else:
+            text = text[:at]
+    return text
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_retrieval_texts(), min_size=1, max_size=12))
+def test_scanner_reads_every_row_as_json_loads_does(texts: list[str]) -> None:
+    _check_against_loads(texts)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '["a","b","a"]',
+        '[{"id":"a","id":"b","text":"x","text":7}]',
+        '[{"id":7,"id":"a"}]',
+        '[{"id":"a","id":7}]',
+        '{"retrieved":["a"],"retrieved":["b"]}',
+        '{"retrieved":5,"retrieved":["b"]}',
+        '{"retrieved":["a"],"other":{"nested":[1]}}',
+        '{"0":"a","1":"b"}',
+        '{"1":"a"}',
+        '[{"\\u0069d":"a","te\\u0078t":"t"}]',
+        '["a"]\x00',
+        '\x0b ["a"] \x0b',
+        '["a"] ["b"]',
+        '["a",]',
+        '[,"a"]',
+        '["a" "b"]',
+        '[{"id":"a",}]',
+        '[{"id":"a" "text":"t"}]',
+        '{"retrieved":["a"]} x',
+        "{}",
+        "{ }",
+        "[ ]",
+        "",
+        "[" * 5000 + "]" * 5000,
+        '["\\ud83d\\ude00", "\\uD83D\\uDE00"]',
+    ],
+)
+def test_scanner_edge_cases_agree_with_json_loads(text: str) -> None:
+    _check_against_loads([text])
+
+
+def test_scanner_reads_huge_lists_and_sliced_columns() -> None:
+    rng = np.random.default_rng(7)
+    ids = [f'doc-{i}-\u00e9"\\{chr(0x1F600 + i % 50)}' for i in rng.integers(0, 10**9, 200_000)]
+    objects = [{"id": i, "text": f"passage {i}", "score": 0.5} for i in ids[:50_000]]
+    texts = [
+        json.dumps(ids),
+        json.dumps(ids, ensure_ascii=False, indent=2),
+        json.dumps({"retrieved": objects, "latency_ms": 12}),
+        json.dumps(ids[:10]),
+    ]
+    _check_against_loads(texts)
+    column = pl.Series(["junk", *texts[3:], *texts[:3]])
+    whole = retrieval.parse_retrieval(column)
+    assert whole.slice(1).equals(retrieval.parse_retrieval(column.slice(1)))
+
+
+def test_well_formed_json_never_takes_the_per_row_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Escapes, pretty printing, objects with extra members and wrappers are all read by the
+    compiled scanner; only rows that break a rule take the exact (per distinct string) reader."""
+    from evalframe.metrics import _retrieval_input
+
+    calls: list[str] = []
+    reader = _retrieval_input._read_retrieval
+
+    def counting(text: str) -> Any:
+        calls.append(text)
+        return reader(text)
+
+    monkeypatch.setattr(_retrieval_input, "_read_retrieval", counting)
+    good = [
+        json.dumps(["caf\u00e9", 'say "hi"', "\U0001f600"]),
+        json.dumps(["a", "b"], indent=2),
+        json.dumps([{"id": "a\u00e9", "text": "x\ny", "score": 0.5, "rank": 1, "ok": True}]),
+        json.dumps({"retrieved": ["a"], "latency_ms": 3.5, "model": "bm25"}),
+        '\t [ "a" ,"b" ] \n',
+        '[""]',
+    ]
+    parsed = retrieval.parse_retrieval(pl.Series(good * 1000))
+    assert calls == []
+    assert parsed.get_column("ids").to_list()[:5] == [
+        ["caf\u00e9", 'say "hi"', "\U0001f600"],
+        ["a", "b"],
+        ["a\u00e9"],
+        ["a"],
+        ["a", "b"],
+    ]
+    assert parsed.get_column("error").to_list()[5] == _ENTRY
+    bad = ['["a",]', "nope", '["\\ud800"]', '{"retrieved":{"0":"a"}}']
+    errors = retrieval.parse_retrieval(pl.Series(bad * 100)).get_column("error").to_list()
+    assert sorted(calls) == sorted(bad)  # once per distinct string
+    assert errors[:4] == [
+        "retrieval actualOutput is not valid JSON: Syntax error.",
+        "retrieval actualOutput is not valid JSON: Syntax error.",
+        "retrieval actualOutput is not valid JSON: Single unpaired UTF-16 surrogate in unicode "
+        "escape.",
+        None,
+    ]
+
+
+def test_scanner_threads_split_rows_without_losing_any() -> None:
+    """Enough rows for several threads: every row still matches json.loads, fallbacks too."""
+    rng = np.random.default_rng(11)
+    shapes = [
+        lambda i: json.dumps([f"d{i}", f"caf\u00e9{i % 7}", f"d{i}"]),
+        lambda i: json.dumps({"retrieved": [{"id": f"d{i}", "text": "t"}], "n": i}, indent=1),
+        lambda i: f'["d{i}",]',
+        lambda i: "[]" if i % 2 else '[""]',
+        lambda i: json.dumps([f"d{j}" for j in range(i % 300)]),
+    ]
+    texts = [shapes[k](i) for i, k in enumerate(rng.integers(0, len(shapes), 40_000))]
+    _check_against_loads(texts)

@@ -13,12 +13,20 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import Any, Final
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Final
 
+import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from evalframe.core._errors import MetricError
+from evalframe.metrics._njit import njit
 from evalframe.metrics._ranking import dedupe_lists, flat
+from evalframe.metrics._text import _string_buffers
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "GAINS",
@@ -184,6 +192,395 @@ def _read_relevance(
     return ids, gains, None
 
 
+# --- the compiled scanner (arrays of ids or {id, text} objects, every row at once) ----------
+
+_OK, _BAD_ENTRY, _EXACT = 0, 1, 2
+_RETRIEVED_KEY = np.frombuffer(b"retrieved", np.uint8)
+_ID_KEY = np.frombuffer(b"id", np.uint8)
+_TEXT_KEY = np.frombuffer(b"text", np.uint8)
+_TRUE = np.frombuffer(b"true", np.uint8)
+_FALSE = np.frombuffer(b"false", np.uint8)
+_NULL = np.frombuffer(b"null", np.uint8)
+# bytes a JSON string holds as they are (not '"', '\' or a control character)
+_PLAIN = np.ones(256, np.bool_)
+_PLAIN[[*range(32), ord('"'), ord("\\")]] = False
+_JSON_WS = np.zeros(256, np.bool_)
+_JSON_WS[[9, 10, 13, 32]] = True
+_PHP_WS = _JSON_WS.copy()  # what PHP's trim() strips
+_PHP_WS[[0, 11]] = True
+# UTF-8 lead byte bits and continuation count by code point size
+_QUOTE, _BACKSLASH, _COLON, _COMMA = 34, 92, 58, 44
+_OPEN_ARRAY, _CLOSE_ARRAY, _OPEN_OBJECT, _CLOSE_OBJECT = 91, 93, 123, 125
+
+
+@njit
+def _skip_ws(data: Any, p: int, end: int) -> int:
+    while p < end and _JSON_WS[data[p]]:
+        p += 1
+    return p
+
+
+@njit
+def _hex4(data: Any, p: int, end: int) -> int:
+    """The value of the 4 hex digits at ``p``, or -1."""
+    if p + 4 > end:
+        return -1
+    value = 0
+    for q in range(p, p + 4):
+        c = data[q]
+        if 48 <= c <= 57:
+            d = c - 48
+        elif 97 <= c <= 102:
+            d = c - 87
+        elif 65 <= c <= 70:
+            d = c - 55
+        else:
+            return -1
+        value = value * 16 + d
+    return value
+
+
+@njit
+def _put_utf8(out: Any, o: int, cp: int) -> int:
+    """Write code point ``cp`` as UTF-8 at ``out[o]``; the position after it."""
+    if cp < 0x80:
+        out[o] = cp
+        return o + 1
+    if cp < 0x800:
+        out[o] = 0xC0 | (cp >> 6)
+        out[o + 1] = 0x80 | (cp & 0x3F)
+        return o + 2
+    if cp < 0x10000:
+        out[o] = 0xE0 | (cp >> 12)
+        out[o + 1] = 0x80 | ((cp >> 6) & 0x3F)
+        out[o + 2] = 0x80 | (cp & 0x3F)
+        return o + 3
+    out[o] = 0xF0 | (cp >> 18)
+    out[o + 1] = 0x80 | ((cp >> 12) & 0x3F)
+    out[o + 2] = 0x80 | ((cp >> 6) & 0x3F)
+    out[o + 3] = 0x80 | (cp & 0x3F)
+    return o + 4
+
+
+@njit
+def _string(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, int]:
+    """Decode the JSON string opening at ``p`` into ``out[o:]``.
+
+    Returns the position after it and the end of the decoded bytes, or (-1, -1) where
+    Python's reader fails (control character, bad escape, no closing quote) or would keep a
+    lone surrogate (the exact reader reports those). The decoded text is never longer than
+    the JSON that spells it.
+    """
+    p += 1
+    while p < end:
+        c = data[p]
+        if _PLAIN[c]:
+            out[o] = c
+            o += 1
+            p += 1
+            continue
+        if c == _QUOTE:
+            return p + 1, o
+        if c != _BACKSLASH or p + 1 >= end:
+            return -1, -1
+        e = data[p + 1]
+        p += 2
+        if e in (_QUOTE, _BACKSLASH, 47):
+            out[o] = e
+        elif e == 98:
+            out[o] = 8
+        elif e == 102:
+            out[o] = 12
+        elif e == 110:
+            out[o] = 10
+        elif e == 114:
+            out[o] = 13
+        elif e == 116:
+            out[o] = 9
+        elif e == 117:
+            cp = _hex4(data, p, end)
+            if cp < 0 or 0xDC00 <= cp <= 0xDFFF:
+                return -1, -1
+            p += 4
+            if 0xD800 <= cp <= 0xDBFF:
+                if p + 1 >= end or data[p] != _BACKSLASH or data[p + 1] != 117:
+                    return -1, -1
+                low = _hex4(data, p + 2, end)
+                if not 0xDC00 <= low <= 0xDFFF:
+                    return -1, -1
+                p += 6
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
+            o = _put_utf8(out, o, cp)
+            continue
+        else:
+            return -1, -1
+        o += 1
+    return -1, -1
+
+
+@njit
+def _digits(data: Any, p: int, end: int) -> int:
+    while p < end and 48 <= data[p] <= 57:
+        p += 1
+    return p
+
+
+@njit
+def _equals(buf: Any, lo: int, hi: int, word: Any) -> bool:
+    if hi - lo != word.size:
+        return False
+    for i in range(word.size):  # noqa: SIM110 - Numba compiles no generator expressions
+        if buf[lo + i] != word[i]:
+            return False
+    return True
+
+
+@njit
+def _scalar(data: Any, p: int, end: int) -> int:
+    """The position after the JSON number, ``true``, ``false`` or ``null`` at ``p``, or -1."""
+    c = data[p]
+    if c in (116, 102, 110):  # true, false, null
+        word = _TRUE if c == 116 else _FALSE if c == 102 else _NULL
+        stop = p + word.size
+        return stop if _equals(data, p, min(stop, end), word) else -1
+    q = p + 1 if c == 45 else p
+    if q >= end or not 48 <= data[q] <= 57:
+        return -1
+    q = q + 1 if data[q] == 48 else _digits(data, q, end)
+    if q < end and data[q] == 46:
+        r = _digits(data, q + 1, end)
+        if r == q + 1:
+            return -1
+        q = r
+    if q < end and data[q] in (101, 69):
+        q += 1
+        if q < end and data[q] in (43, 45):
+            q += 1
+        r = _digits(data, q, end)
+        if r == q:
+            return -1
+        q = r
+    return q
+
+
+@njit
+def _key(data: Any, p: int, end: int, scratch: Any) -> tuple[int, int]:
+    """Read ``"key" :`` at ``p`` into ``scratch``: the value's position and the key's length,
+    or (-1, -1)."""
+    if p >= end or data[p] != _QUOTE:
+        return -1, -1
+    p, k = _string(data, p, end, scratch, 0)
+    if p < 0:
+        return -1, -1
+    p = _skip_ws(data, p, end)
+    if p >= end or data[p] != _COLON:
+        return -1, -1
+    p = _skip_ws(data, p + 1, end)
+    return (p, k) if p < end else (-1, -1)
+
+
+@njit
+def _ignored(data: Any, p: int, end: int, scratch: Any) -> int:
+    """The position after a string or scalar value at ``p`` (-1 for anything else)."""
+    if data[p] == _QUOTE:
+        return _string(data, p, end, scratch, 0)[0]
+    return _scalar(data, p, end)
+
+
+@njit
+def _next(data: Any, p: int, end: int, close: int) -> tuple[int, bool]:
+    """After a member: (position of the next one, False) after a comma, (position after the
+    ``close`` bracket, True) at the end, or (-1, True)."""
+    p = _skip_ws(data, p, end)
+    if p < end and data[p] == _COMMA:
+        return _skip_ws(data, p + 1, end), False
+    if p < end and data[p] == close:
+        return p + 1, True
+    return -1, True
+
+
+@njit
+def _entry(
+    data: Any, p: int, end: int, ids: Any, i0: int, texts: Any, t0: int, scratch: Any
+) -> tuple[int, int, int]:
+    """Read an ``{id, text, ...}`` object at ``p``: the position after it (-1: not read), the
+    end of its id in ``ids`` (``i0`` or less: no usable id) and of its text in ``texts``."""
+    id_stop, text_stop = -1, t0
+    p = _skip_ws(data, p + 1, end)
+    if p < end and data[p] == _CLOSE_OBJECT:
+        return p + 1, id_stop, text_stop
+    done = False
+    while not done:
+        p, k = _key(data, p, end, scratch)
+        if p < 0:
+            return -1, -1, -1
+        is_id = _equals(scratch, 0, k, _ID_KEY)
+        is_text = _equals(scratch, 0, k, _TEXT_KEY)
+        # a repeated key keeps its last value, as Python's and PHP's decoders do
+        if is_id and data[p] == _QUOTE:
+            p, id_stop = _string(data, p, end, ids, i0)
+        elif is_text and data[p] == _QUOTE:
+            p, text_stop = _string(data, p, end, texts, t0)
+        else:
+            p = _ignored(data, p, end, scratch)
+            if is_id:
+                id_stop = -1
+            elif is_text:
+                text_stop = t0
+        if p < 0:
+            return -1, -1, -1
+        p, done = _next(data, p, end, _CLOSE_OBJECT)
+        if p < 0:
+            return -1, -1, -1
+    return p, id_stop, text_stop
+
+
+@njit
+def _wrapped(data: Any, p: int, end: int, scratch: Any) -> int:
+    """The position of the last ``"retrieved"`` array of the object at ``p`` whose other
+    values are strings or scalars and which ends at ``end``; -2 for ``{}``, -1 otherwise."""
+    p = _skip_ws(data, p + 1, end)
+    if p < end and data[p] == _CLOSE_OBJECT:
+        return -2 if p + 1 == end else -1
+    at = -1
+    done = False
+    while not done:
+        p, k = _key(data, p, end, scratch)
+        if p < 0:
+            return -1
+        if _equals(scratch, 0, k, _RETRIEVED_KEY):
+            if data[p] != _OPEN_ARRAY:
+                return -1
+            at = p
+            # skip it by bracket depth (strings may hold brackets); it is read later
+            depth = 0
+            while p < end:
+                c = data[p]
+                if c == _QUOTE:
+                    p = _string(data, p, end, scratch, 0)[0]
+                    if p < 0:
+                        return -1
+                    continue
+                if c in (_OPEN_ARRAY, _OPEN_OBJECT):
+                    depth += 1
+                elif c in (_CLOSE_ARRAY, _CLOSE_OBJECT):
+                    depth -= 1
+                    if depth == 0:
+                        break
+                p += 1
+            if depth != 0:
+                return -1
+            p += 1
+        else:
+            p = _ignored(data, p, end, scratch)
+            if p < 0:
+                return -1
+        p, done = _next(data, p, end, _CLOSE_OBJECT)
+        if p < 0:
+            return -1
+    return at if p == end else -1
+
+
+@njit
+def _grow(a: Any) -> Any:
+    bigger = np.empty(2 * a.size, a.dtype)
+    bigger[: a.size] = a
+    return bigger
+
+
+@njit
+def _scan_retrieval(data: Any, offsets: Any, valid: Any) -> tuple[Any, ...]:
+    """Read every row that is an array (bare or the ``"retrieved"`` of an object) of id
+    strings and ``{id, text}`` objects whose other values are strings or scalars.
+
+    Returns the row status (``_OK``; ``_BAD_ENTRY``; ``_EXACT``: the exact reader must take
+    the row), whether the row held an object, the rows' offsets into the entries, and the
+    entries' ids and texts as Arrow string buffers (bytes, then offsets).
+    """
+    rows = offsets.size - 1
+    status = np.zeros(rows, np.int8)
+    has_text = np.zeros(rows, np.bool_)
+    row_off = np.zeros(rows + 1, np.int64)
+    size = offsets[rows] - offsets[0] + 1
+    ids = np.empty(size, np.uint8)
+    texts = np.empty(size, np.uint8)
+    scratch = np.empty(size, np.uint8)
+    id_end = np.zeros(rows + 16, np.int64)
+    text_end = np.zeros(rows + 16, np.int64)
+    n = 0  # entries kept so far
+    for r in range(rows):
+        row_off[r] = n
+        p, end = offsets[r], offsets[r + 1]
+        while p < end and _PHP_WS[data[p]]:
+            p += 1
+        while end > p and _PHP_WS[data[end - 1]]:
+            end -= 1
+        if not valid[r] or p == end:
+            status[r] = _EXACT
+            continue
+        bare = data[p] == _OPEN_ARRAY
+        if not bare:
+            at = _wrapped(data, p, end, scratch) if data[p] == _OPEN_OBJECT else -1
+            if at == -2:
+                continue
+            if at < 0:
+                status[r] = _EXACT
+                continue
+            p = at
+        first, bad = n, False
+        p = _skip_ws(data, p + 1, end)
+        done = p < end and data[p] == _CLOSE_ARRAY
+        p += done
+        while not done:
+            if p >= end:
+                p = -1
+                break
+            i0, t0 = id_end[n], text_end[n]
+            if data[p] == _QUOTE:
+                # the usual id: plain bytes up to the closing quote, copied here (a call per
+                # id costs more than the copy); anything else is decoded by _string
+                q, id_stop = p + 1, i0
+                while q < end and _PLAIN[data[q]]:
+                    ids[id_stop] = data[q]
+                    id_stop += 1
+                    q += 1
+                if q < end and data[q] == _QUOTE:
+                    p = q + 1
+                else:
+                    p, id_stop = _string(data, p, end, ids, i0)
+                text_stop = t0
+            elif data[p] == _OPEN_OBJECT:
+                has_text[r] = True
+                p, id_stop, text_stop = _entry(data, p, end, ids, i0, texts, t0, scratch)
+            else:
+                p = -1
+            if p < 0:
+                break
+            if id_stop <= i0:
+                bad = True
+            else:
+                if n + 1 == id_end.size:
+                    id_end, text_end = _grow(id_end), _grow(text_end)
+                n += 1
+                id_end[n], text_end[n] = id_stop, text_stop
+            while p < end and _JSON_WS[data[p]]:
+                p += 1
+            if p < end and data[p] == _COMMA:
+                p = _skip_ws(data, p + 1, end)
+            elif p < end and data[p] == _CLOSE_ARRAY:
+                p += 1
+                done = True
+            else:
+                p = -1
+                break
+        if p < 0 or (bare and p != end) or bad:
+            status[r] = _EXACT if p < 0 or (bare and p != end) else _BAD_ENTRY
+            has_text[r] = False
+            n = first
+    row_off[rows] = n
+    return status, has_text, row_off, ids, id_end[: n + 1], texts, text_end[: n + 1]
+
+
 # --- parsing whole columns ------------------------------------------------------------------
 
 
@@ -244,12 +641,37 @@ def _reject_empty_ids(rows: pl.DataFrame, aligned: str, message: str) -> pl.Data
     )
 
 
-def _decode_objects(arrays: pl.Series) -> pl.Series | None:
-    """Arrays of objects decoded as ``{id, text}`` structs, or None if any row will not decode."""
-    try:
-        return arrays.str.json_decode(pl.List(pl.Struct({"id": pl.String, "text": pl.String})))
-    except pl.exceptions.PolarsError:
-        return None
+def _from_buffers(offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8]) -> pa.Array:
+    """A large_string Arrow array from Arrow-style offsets and UTF-8 bytes."""
+    import pyarrow as pa
+
+    return pa.LargeStringArray.from_buffers(
+        offsets.size - 1, pa.py_buffer(offsets), pa.py_buffer(data[: offsets[-1]])
+    )
+
+
+_ROWS_PER_THREAD: Final = 4096
+
+
+def _scan_in_threads(
+    data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64], valid: npt.NDArray[np.bool_]
+) -> list[tuple[Any, ...]]:
+    """``_scan_retrieval`` over byte-balanced runs of rows, one per Polars thread (the kernel
+    releases the GIL); the results in row order."""
+    rows = offsets.size - 1
+    parts = max(1, min(pl.thread_pool_size(), rows // _ROWS_PER_THREAD))
+    if parts == 1:
+        return [_scan_retrieval(data, offsets, valid)]
+    targets = np.linspace(offsets[0], offsets[-1], parts + 1)[1:-1]
+    cuts = [0, *np.unique(np.searchsorted(offsets, targets).clip(1, rows - 1)).tolist(), rows]
+    with ThreadPoolExecutor(len(cuts) - 1) as pool:
+        return list(
+            pool.map(
+                lambda lo, hi: _scan_retrieval(data, offsets[lo : hi + 1], valid[lo:hi]),
+                cuts[:-1],
+                cuts[1:],
+            )
+        )
 
 
 def parse_retrieval(actual: pl.Series) -> pl.DataFrame:
@@ -258,50 +680,53 @@ def parse_retrieval(actual: pl.Series) -> pl.DataFrame:
     ``texts`` is null when no entry is an object (a bare id list carries no text); ``error``
     is eval-harness's message after ``Sample '<id>' ``, null when the row parsed.
 
-    Arrays of escape-free id strings are split directly; arrays of objects are decoded by
-    Polars when every ``id`` and ``text`` key holds a string (Polars would turn ``7`` into
-    ``"7"``, which eval-harness rejects); every other row takes the exact reader.
+    One compiled pass over the column's UTF-8 buffer reads every array (bare or under
+    ``"retrieved"``) of id strings and ``{id, text}`` objects, escapes included; a row it
+    does not vouch for (invalid JSON, other shapes, nested values, lone surrogates) takes the
+    exact reader, once per distinct string, so messages and edge cases stay eval-harness's.
     """
-    frame = pl.DataFrame({"text": actual.cast(pl.String).fill_null("")}).with_row_index()
-    trimmed = pl.col("text").str.strip_chars(PHP_WHITESPACE)
-    staged = frame.with_columns(array=pl.coalesce(trimmed.str.extract(_WRAPPED, 1), trimmed))
-    array = pl.col("array")
-    staged = staged.with_columns(is_ids=(array == "[]") | array.str.contains(_COMPACT_IDS))
-    ws = "[ \t\n\r]*"
-    object_rows = staged.filter(~pl.col("is_ids") & array.str.contains(f"^\\[{ws}\\{{"))
-    object_rows = object_rows.with_columns(
-        id_keys=array.str.count_matches(f'"id"{ws}:'),
-        id_strings=array.str.count_matches(f'"id"{ws}:{ws}"'),
-        text_keys=array.str.count_matches(f'"text"{ws}:'),
-        text_strings=array.str.count_matches(f'"text"{ws}:{ws}"'),
-    ).filter(
-        (pl.col("id_keys") == pl.col("id_strings"))
-        & (pl.col("text_keys") == pl.col("text_strings"))
-        & ~array.str.contains(r"\\u[dD][89abAB]")
-    )
-    ids_rows = staged.filter("is_ids").select("index", ids=_split_ids(array))
-    decoded = _decode_objects(object_rows.get_column("array")) if object_rows.height else None
-    parts = [ids_rows.with_columns(texts=pl.lit(None, _IDS))]
-    fast = ids_rows.get_column("index")
-    if decoded is not None:
-        objects = object_rows.select("index", "id_keys").with_columns(entries=decoded)
-        objects = objects.filter(pl.col("entries").list.len() == pl.col("id_keys")).select(
-            "index",
-            ids=pl.col("entries").list.eval(pl.element().struct.field("id")),
-            texts=pl.col("entries").list.eval(pl.element().struct.field("text").fill_null("")),
+    import pyarrow as pa
+
+    text = actual.cast(pl.String)
+    chunks = _scan_in_threads(*_string_buffers(text))
+    status = np.concatenate([c[0] for c in chunks])
+    ids, texts = [], []
+    for chunk_status, has_text, row_off, id_bytes, id_end, text_bytes, text_end in chunks:
+        unread = chunk_status != _OK
+        list_offsets = pa.array(row_off)
+        ids.append(
+            pa.LargeListArray.from_arrays(
+                list_offsets, _from_buffers(id_end, id_bytes), mask=pa.array(unread)
+            )
         )
-        parts.append(objects)
-        fast = pl.concat([fast, objects.get_column("index")])
-    base = _reject_empty_ids(pl.concat(parts), "texts", BAD_ENTRY)
-    slow = frame.filter(~pl.col("index").is_in(fast.implode()))
-    if slow.height:
-        base = pl.concat([base, _exact(slow, _read_retrieval, _RETRIEVAL_FIELDS)])
-    out = base if base.get_column("index").is_sorted() else base.sort("index")
-    ids, texts, hashes = dedupe_lists(
+        texts.append(
+            pa.LargeListArray.from_arrays(
+                list_offsets,
+                _from_buffers(text_end, text_bytes),
+                mask=pa.array(unread | ~has_text),
+            )
+        )
+    out = pl.DataFrame(
+        {
+            "ids": pl.Series("ids", pa.chunked_array(ids), dtype=_IDS),
+            "texts": pl.Series("texts", pa.chunked_array(texts), dtype=_IDS),
+            "error": pl.Series("error", status == _BAD_ENTRY),
+        }
+    ).with_columns(error=pl.when("error").then(pl.lit(BAD_ENTRY)))
+    exact = np.flatnonzero(status == _EXACT)
+    if exact.size:
+        rows = pl.DataFrame(
+            {"index": exact, "text": text.gather(exact).fill_null("")},
+            schema={"index": pl.UInt32, "text": pl.String},
+        )
+        out = _overlay(out.with_row_index(), _exact(rows, _read_retrieval, _RETRIEVAL_FIELDS)).drop(
+            "index"
+        )
+    ids_, texts_, hashes = dedupe_lists(
         out.get_column("ids"), out.get_column("texts"), with_hashes=True
     )
     return pl.DataFrame(
-        {"ids": ids, "texts": texts, "hashes": hashes, "error": out.get_column("error")}
+        {"ids": ids_, "texts": texts_, "hashes": hashes, "error": out.get_column("error")}
     )
 
 
