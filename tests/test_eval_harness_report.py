@@ -86,7 +86,9 @@ def test_report_command_on_an_eval_harness_file_exits_zero_as_a_process() -> Non
 
 
 def _strip(metrics: dict[str, Any]) -> dict[str, Any]:
-    return {n: {k: v for k, v in m.items() if k not in EVALFRAME_METRIC} for n, m in metrics.items()}
+    return {
+        n: {k: v for k, v in m.items() if k not in EVALFRAME_METRIC} for n, m in metrics.items()
+    }
 
 
 def test_any_evalframe_report_stripped_to_eval_harness_fields_renders() -> None:

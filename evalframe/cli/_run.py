@@ -5,12 +5,15 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 import evalframe as ef
 from evalframe.cli._options import emit, format_option, out_option, store_option
+
+if TYPE_CHECKING:
+    from evalframe.run import Run
 
 
 @click.command()
@@ -131,14 +134,15 @@ def run(
         concurrency=concurrency,
         metrics=list(metrics) or None,
         repetitions=repetitions,
-        store=store_path,
         providers=providers,
     )
     report = result.report(samples=fmt == "json")  # Markdown never shows the samples
     text = report.to_json() if fmt == "json" else report.to_markdown()
+    # The report comes first and the store second: a store that cannot be written must not
+    # cost the (possibly long and paid-for) scoring.
     emit(text, out, note=f" (run {result.run_id})")
     if store_path is not None:
-        click.echo(f"saved run {result.run_id} to {store_path}", err=True)
+        _save(result, store_path, out)
     budget = report.get("budget")
     if budget and budget.get("halted"):
         click.echo(f"budget exhausted: {budget['reason']}", err=True)
@@ -147,6 +151,50 @@ def run(
     if failures:
         click.echo(f"{failures} (sample, metric) failure(s); see the report's failures.", err=True)
         raise SystemExit(1)
+
+
+RECOVERY_PREFIX = "evalframe-recovery-"
+
+
+def _save(result: Run, store_path: Path, out: Path | None) -> None:
+    """Save the run; when the store refuses it, keep the run as an export and exit 2.
+
+    The export (``evalframe export``'s Parquet format) goes next to ``--out``, or into the
+    current directory when the report went to stdout, and the message gives the command
+    that loads it once the store is usable again.
+    """
+    from evalframe.store import Store
+
+    try:
+        with Store(store_path) as store:
+            store.save(result)
+    except Exception as exc:  # any failure at all: the scored run must be kept
+        # One paragraph: the message and its cause, without the SQL statement.
+        lines = [ln for ln in str(exc).splitlines() if not ln.startswith("statement:")]
+        cause = " ".join(" ".join(lines).split()) or type(exc).__name__
+        home = (out.parent if out is not None else Path.cwd()).resolve()
+        folder = home / (RECOVERY_PREFIX + result.run_id)
+        try:
+            with Store(":memory:") as scratch:
+                scratch.save(result)
+                scratch.export(result.run_id, folder)
+        except Exception as again:  # say both what failed and why
+            click.echo(
+                f"error: could not save run {result.run_id} to the store {store_path} "
+                f"({cause}), nor keep it in {folder} ({again}). The report is all "
+                "that is left of this run.",
+                err=True,
+            )
+            raise SystemExit(2) from None
+        click.echo(
+            f"error: could not save run {result.run_id} to the store {store_path}: "
+            f"{cause.rstrip('.')}. "
+            f"The run is kept in {folder}; once the store is usable, load it with: "
+            f"evalframe import {folder} --store {store_path}",
+            err=True,
+        )
+        raise SystemExit(2) from None
+    click.echo(f"saved run {result.run_id} to {store_path}", err=True)
 
 
 def _load_system(ref: str) -> Any:
