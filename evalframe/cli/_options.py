@@ -8,11 +8,18 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["STORE_ENV", "emit", "format_option", "out_option", "store_option"]
+__all__ = ["EXIT_CODES", "STORE_ENV", "emit", "format_option", "out_option", "store_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 STORE_ENV = "EVALFRAME_STORE"
+
+EXIT_CODES = (
+    "Exit codes: 0 on a clean run, 1 when any (sample, metric) could not be scored or a gate "
+    "failed, 2 on usage or input errors, a store that cannot be read or written included (a "
+    "one-paragraph message, no traceback)."
+)
+"""The exit-code contract, shown at the end of ``--help`` of every command it governs."""
 
 
 def store_option(help: str = f"The DuckDB run store (default: ${STORE_ENV}).") -> Callable[[F], F]:

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 import evalframe as ef
-from evalframe.cli._options import emit, format_option, out_option, store_option
+from evalframe.cli._options import EXIT_CODES, emit, format_option, out_option, store_option
 
 if TYPE_CHECKING:
     from evalframe.run import Run
 
 
-@click.command()
+@click.command(epilog=EXIT_CODES)
 @click.argument("dataset", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--outputs",
@@ -105,7 +105,12 @@ def run(
     no_cache: bool,
     budget_usd: float | None,
 ) -> None:
-    """Score DATASET and print the report. Exit 1 when any sample failed a metric."""
+    """Score DATASET, print (or --out) the report, then save the run to --store.
+
+    When the store cannot take the run, the run is kept as an export directory next to the
+    report (or in the current directory) and the message gives the `evalframe import`
+    command that loads it.
+    """
     if (outputs is None) == (system_ref is None):
         raise click.UsageError(
             "Pass either --outputs FILE (the system's saved outputs) or --system "
