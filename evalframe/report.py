@@ -468,7 +468,7 @@ def build_report(run: Run, *, samples: bool = True) -> Report:
         return _build_report(run, samples=samples)
 
 
-def _build_report(run: Run, *, samples: bool) -> Report:
+def _build_report(run: Run, *, samples: bool, aggregates: bool = True) -> Report:
     ids = run.metric_ids
     metrics, distributions, cohorts = metric_sections(run, _metric_block)
     rows = run.sample_aggregates
@@ -503,7 +503,7 @@ def _build_report(run: Run, *, samples: bool) -> Report:
         "macro_f1": run.macro_f1,
         "cost": run.extra.get("cost"),
         "budget": run.extra.get("budget"),
-        "sample_aggregates": _sample_aggregates(run, rows),
+        "sample_aggregates": _sample_aggregates(run, rows) if aggregates else [],
         "samples": _samples(run) if samples else [],
         "failures": failures.select(C.SAMPLE_ID, C.METRIC, C.ERROR, C.REPETITION).to_dicts(),
         "dimensions": _dimensions_block(run),

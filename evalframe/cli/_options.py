@@ -45,10 +45,14 @@ def out_option(help: str = "Write the report here instead of stdout.") -> Callab
     return click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help=help)
 
 
-def emit(text: str, out: Path | None, *, note: str = "") -> None:
-    """Print ``text``, or write it to ``out`` and say so on stderr (``note`` follows the path)."""
+def emit(text: str | bytes, out: Path | None, *, note: str = "") -> None:
+    """Print ``text`` (bytes are UTF-8), or write it to ``out`` and say so on stderr (``note``
+    follows the path)."""
     if out is None:
         click.echo(text, nl=False)
     else:
-        out.write_text(text, encoding="utf-8")
+        if isinstance(text, bytes):
+            out.write_bytes(text)
+        else:
+            out.write_text(text, encoding="utf-8")
         click.echo(f"wrote {out}{note}", err=True)

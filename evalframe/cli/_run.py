@@ -141,18 +141,22 @@ def run(
         repetitions=repetitions,
         providers=providers,
     )
-    report = result.report(samples=fmt == "json")  # Markdown never shows the samples
-    text = report.to_json() if fmt == "json" else report.to_markdown()
+    if fmt == "json":
+        from evalframe._report_json import report_json
+
+        text: str | bytes = report_json(result)  # written from the frames: fast at any size
+    else:
+        text = result.report(samples=False).to_markdown()  # Markdown never shows the samples
     # The report comes first and the store second: a store that cannot be written must not
     # cost the (possibly long and paid-for) scoring.
     emit(text, out, note=f" (run {result.run_id})")
     if store_path is not None:
         _save(result, store_path, out)
-    budget = report.get("budget")
+    budget = result.extra.get("budget")
     if budget and budget.get("halted"):
         click.echo(f"budget exhausted: {budget['reason']}", err=True)
         raise SystemExit(1)
-    failures = report["total_failures"]
+    failures = result.failures.height
     if failures:
         click.echo(f"{failures} (sample, metric) failure(s); see the report's failures.", err=True)
         raise SystemExit(1)
