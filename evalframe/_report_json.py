@@ -3,10 +3,10 @@
 The bytes are those of ``build_report(run).to_json()``, but the two sections that grow with
 the run (``sample_aggregates`` and ``samples``) are never turned into Python objects: each is
 one string column built with Polars expressions at the indentation it has in the document,
-joined and handed to orjson as a pre-serialised fragment. Strings are JSON-encoded by Polars
-(the same escapes as ``json.dumps(..., ensure_ascii=False)``), numbers are cast to text and
-then put in Python's spelling with the rest of the document, and every ``details`` document
-is re-serialised by one orjson call over all of them.
+joined and spliced into the orjson text of the rest. Strings are JSON-encoded by Polars (the
+same escapes as ``json.dumps(..., ensure_ascii=False)``), numbers are cast to text with the
+few below 1e-4 respelled as Python writes them, and every ``details`` document is
+re-serialised by one orjson call over all of them.
 """
 
 from __future__ import annotations
