@@ -147,3 +147,21 @@ def test_run_rejects_a_bad_system_reference_and_both_sources() -> None:
         code, _, err = invoke(*args)
         assert code == 2, (args, err)
         assert "Traceback" not in err
+
+
+def _readme_exit_codes() -> str:
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    start = readme.index("Exit codes:")
+    end = readme.index("no traceback).", start) + len("no traceback).")
+    return " ".join(readme[start:end].split())
+
+
+@pytest.mark.parametrize(
+    "command", [["run"], ["report"], ["compare"], ["gate"], ["rescore"]], ids=" ".join
+)
+def test_help_states_the_exit_codes_as_the_readme_does(command: list[str]) -> None:
+    code, out, _ = invoke(*command, "--help")
+    assert code == 0
+    text = " ".join(out.split())
+    assert _readme_exit_codes() in text
+    assert text.count("Exit codes:") == 1

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import click
 
 __all__ = [
+    "EXIT_CODES",
     "STORE_ENV",
     "emit",
     "format_option",
@@ -20,6 +21,13 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 STORE_ENV = "EVALFRAME_STORE"
+
+EXIT_CODES = (
+    "Exit codes: 0 on a clean run, 1 when any (sample, metric) could not be scored or a gate "
+    "failed, 2 on usage or input errors, a store that cannot be read or written included (a "
+    "one-paragraph message, no traceback)."
+)
+"""The exit-code contract, shown at the end of ``--help`` of every command it governs."""
 
 
 def store_option(help: str = f"The DuckDB run store (default: ${STORE_ENV}).") -> Callable[[F], F]:
@@ -82,10 +90,14 @@ def provider_limit_options(f: F) -> F:
     return f
 
 
-def emit(text: str, out: Path | None, *, note: str = "") -> None:
-    """Print ``text``, or write it to ``out`` and say so on stderr (``note`` follows the path)."""
+def emit(text: str | bytes, out: Path | None, *, note: str = "") -> None:
+    """Print ``text`` (bytes are UTF-8), or write it to ``out`` and say so on stderr (``note``
+    follows the path)."""
     if out is None:
         click.echo(text, nl=False)
     else:
-        out.write_text(text, encoding="utf-8")
+        if isinstance(text, bytes):
+            out.write_bytes(text)
+        else:
+            out.write_text(text, encoding="utf-8")
         click.echo(f"wrote {out}{note}", err=True)

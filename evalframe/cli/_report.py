@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from evalframe.cli._options import emit, format_option, out_option, store_option
+from evalframe.cli._options import EXIT_CODES, emit, format_option, out_option, store_option
 from evalframe.core._errors import EvalframeError
 from evalframe.views._report import Report
 
@@ -47,7 +47,7 @@ def _load(ref: str, store: Path | None) -> Report:
         return db.load(ref).report()
 
 
-@click.command()
+@click.command(epilog=EXIT_CODES)
 @click.argument("run", metavar="RUN")
 @store_option()
 @format_option("fmt", "html", "markdown", "json")

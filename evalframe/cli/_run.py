@@ -5,12 +5,13 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 import evalframe as ef
 from evalframe.cli._options import (
+    EXIT_CODES,
     emit,
     format_option,
     out_option,
@@ -19,8 +20,11 @@ from evalframe.cli._options import (
 )
 from evalframe.engine._evaluate import MAX_REPETITIONS
 
+if TYPE_CHECKING:
+    from evalframe.core._run import Run
 
-@click.command()
+
+@click.command(epilog=EXIT_CODES)
 @click.argument("dataset", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--outputs",
@@ -116,7 +120,12 @@ def run(
     retries: int | None,
     deadline: float | None,
 ) -> None:
-    """Score DATASET and print the report. Exit 1 when any sample failed a metric."""
+    """Score DATASET, print (or --out) the report, then save the run to --store.
+
+    When the store cannot take the run, the run is kept as an export directory next to the
+    report (or in the current directory) and the message gives the `evalframe import`
+    command that loads it.
+    """
     if (outputs is None) == (system_ref is None):
         raise click.UsageError(
             "Pass either --outputs FILE (the system's saved outputs) or --system "
@@ -149,22 +158,71 @@ def run(
         concurrency=concurrency,
         metrics=list(metrics) or None,
         repetitions=repetitions,
-        store=store_path,
         providers=providers,
     )
-    report = result.report(samples=fmt == "json")  # Markdown never shows the samples
-    text = report.to_json() if fmt == "json" else report.to_markdown()
+    if fmt == "json":
+        from evalframe.views._report_json import report_json
+
+        text: str | bytes = report_json(result)  # written from the frames: fast at any size
+    else:
+        text = result.report(samples=False).to_markdown()  # Markdown never shows the samples
+    # The report comes first and the store second: a store that cannot be written must not
+    # cost the (possibly long and paid-for) scoring.
     emit(text, out, note=f" (run {result.run_id})")
     if store_path is not None:
-        click.echo(f"saved run {result.run_id} to {store_path}", err=True)
-    budget = report.get("budget")
+        _save(result, store_path, out)
+    budget = result.extra.get("budget")
     if budget and budget.get("halted"):
         click.echo(f"budget exhausted: {budget['reason']}", err=True)
         raise SystemExit(1)
-    failures = report["total_failures"]
+    failures = result.failures.height
     if failures:
         click.echo(f"{failures} (sample, metric) failure(s); see the report's failures.", err=True)
         raise SystemExit(1)
+
+
+RECOVERY_PREFIX = "evalframe-recovery-"
+
+
+def _save(result: Run, store_path: Path, out: Path | None) -> None:
+    """Save the run; when the store refuses it, keep the run as an export and exit 2.
+
+    The export (``evalframe export``'s Parquet format) goes next to ``--out``, or into the
+    current directory when the report went to stdout, and the message gives the command
+    that loads it once the store is usable again.
+    """
+    from evalframe.store import Store
+
+    try:
+        with Store(store_path) as store:
+            store.save(result)
+    except Exception as exc:  # any failure at all: the scored run must be kept
+        # One paragraph: the message and its cause, without the SQL statement.
+        lines = [ln for ln in str(exc).splitlines() if not ln.startswith("statement:")]
+        cause = " ".join(" ".join(lines).split()) or type(exc).__name__
+        home = (out.parent if out is not None else Path.cwd()).resolve()
+        folder = home / (RECOVERY_PREFIX + result.run_id)
+        try:
+            with Store(":memory:") as scratch:
+                scratch.save(result)
+                scratch.export(result.run_id, folder)
+        except Exception as again:  # say both what failed and why
+            click.echo(
+                f"error: could not save run {result.run_id} to the store {store_path} "
+                f"({cause}), nor keep it in {folder} ({again}). The report is all "
+                "that is left of this run.",
+                err=True,
+            )
+            raise SystemExit(2) from None
+        click.echo(
+            f"error: could not save run {result.run_id} to the store {store_path}: "
+            f"{cause.rstrip('.')}. "
+            f"The run is kept in {folder}; once the store is usable, load it with: "
+            f"evalframe import {folder} --store {store_path}",
+            err=True,
+        )
+        raise SystemExit(2) from None
+    click.echo(f"saved run {result.run_id} to {store_path}", err=True)
 
 
 def _load_system(ref: str) -> Any:

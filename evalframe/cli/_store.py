@@ -16,6 +16,7 @@ import click
 import polars as pl
 
 from evalframe.cli._options import (
+    EXIT_CODES,
     STORE_ENV,
     emit,
     format_option,
@@ -147,7 +148,7 @@ def _stats_options(f: F) -> F:
     return f
 
 
-@click.command("compare")
+@click.command("compare", epilog=EXIT_CODES)
 @click.argument("before")
 @click.argument("after")
 @store_option()
@@ -194,7 +195,7 @@ def _drops(values: tuple[str, ...]) -> dict[str, float]:
     return out
 
 
-@click.command("gate")
+@click.command("gate", epilog=EXIT_CODES)
 @click.argument("run_ref", metavar="RUN")
 @click.option(
     "--baseline",
@@ -307,7 +308,7 @@ def list_baselines(store_path: Path | None) -> None:
     click.echo("\n".join(table(("name", "run", "dataset", "promoted_at (UTC)"), body)))
 
 
-@click.command()
+@click.command(epilog=EXIT_CODES)
 @store_option()
 @click.option(
     "--runs",

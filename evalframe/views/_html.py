@@ -215,28 +215,39 @@ def _header(doc: Mapping[str, Any]) -> str:
     return f'<h2>{title}</h2><div class="ef-kpis">{"".join(kpis)}</div>'
 
 
+def _has_counts(doc: Mapping[str, Any]) -> bool:
+    """Whether the metric blocks carry evalframe's additions (eval-harness reports do not)."""
+    return all("n_scored" in m for m in doc["metrics"].values())
+
+
 def _metrics_table(doc: Mapping[str, Any]) -> str:
     dists = doc.get("metric_distributions") or {}
+    extended = _has_counts(doc)
     rows = []
     for name, m in doc["metrics"].items():
-        rows.append(
-            [
-                _td(f"<code>{_e(name)}</code>"),
-                _td(_e(m.get("family", "")), cls="ef-text"),
-                _td(_f4(m["mean"])),
-                _td(_f4(m["p50"])),
-                _td(_f4(m["p95"])),
-                _td(_bar(m["pass_rate"]) + _f4(m["pass_rate"])),
+        cells = [_td(f"<code>{_e(name)}</code>")]
+        if extended:
+            cells.append(_td(_e(m.get("family", "")), cls="ef-text"))
+        cells += [
+            _td(_f4(m["mean"])),
+            _td(_f4(m["p50"])),
+            _td(_f4(m["p95"])),
+            _td(_bar(m["pass_rate"]) + _f4(m["pass_rate"])),
+        ]
+        if extended:
+            cells += [
                 _td("" if m.get("threshold") is None else f"{float(m['threshold']):g}"),
                 _td(str(m["n_scored"])),
                 _td(str(m["n_errors"])),
-                _td(_spark(dists.get(name, []))),
             ]
-        )
-    headers = [
-        "metric", "family", "mean", "p50", "p95", "pass-rate", "threshold", "scored",
-        "errors", "histogram",
-    ]  # fmt: skip
+        rows.append([*cells, _td(_spark(dists.get(name, [])))])
+    if extended:
+        headers = [
+            "metric", "family", "mean", "p50", "p95", "pass-rate", "threshold", "scored",
+            "errors", "histogram",
+        ]  # fmt: skip
+    else:
+        headers = ["metric", "mean", "p50", "p95", "pass-rate (>= 0.5)", "histogram"]
     return _table(headers, rows, cls="ef-metrics")
 
 
@@ -251,14 +262,16 @@ def _cohort_table(doc: Mapping[str, Any]) -> str:
         ]
         for name in names:
             m = c["metrics"].get(name)
-            if m is None or not m["n_scored"]:
+            # eval-harness cohorts carry no counts: a metric absent from a cohort is zeros.
+            if m is None or not m.get("n_scored", 1):
                 cells.append(_td("&ndash;", style=f"background:{_colour(None)}"))
                 continue
+            over = f" over {m['n_scored']} scored" if "n_scored" in m else ""
             cells.append(
                 _td(
                     _f4(m["pass_rate"]),
                     style=f"background:{_colour(m['pass_rate'])}",
-                    title=f"mean {_f4(m['mean'])} over {m['n_scored']} scored",
+                    title=f"mean {_f4(m['mean'])}{over}",
                 )
             )
         rows.append(cells)
@@ -323,17 +336,14 @@ def report_text(doc: Mapping[str, Any]) -> str:
         f"{doc['total_failures']} failures · macro-F1 {doc['macro_f1']:.4f}",
         "",
     ]
+    counts = ["scored", "errors"] if _has_counts(doc) else []
     lines += _text_table(
-        ["metric", "mean", "p50", "p95", "pass-rate", "scored", "errors"],
+        ["metric", "mean", "p50", "p95", "pass-rate", *counts],
         [
             [
                 n,
-                _f4(m["mean"]),
-                _f4(m["p50"]),
-                _f4(m["p95"]),
-                _f4(m["pass_rate"]),
-                m["n_scored"],
-                m["n_errors"],
+                *(_f4(m[k]) for k in ("mean", "p50", "p95", "pass_rate")),
+                *(m[f"n_{k}"] for k in counts),
             ]
             for n, m in doc["metrics"].items()
         ],

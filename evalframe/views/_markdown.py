@@ -101,8 +101,19 @@ def _dimension_sections(r: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _has_counts(r: Mapping[str, Any]) -> bool:
+    """Whether every metric block carries evalframe's threshold and scored/error counts."""
+    keys = ("threshold", "n_scored", "n_errors")
+    return all(all(k in m for k in keys) for m in r["metrics"].values())
+
+
 def render(r: Mapping[str, Any]) -> str:
-    """The report as Markdown, ending in a single newline."""
+    """The report as Markdown, ending in a single newline.
+
+    Only eval-harness.report.v1 keys are required; evalframe's additions (per-metric
+    thresholds and counts, dimensions, safety failures) add their columns and sections when
+    present, so an eval-harness report renders in eval-harness's layout.
+    """
     out: list[str] = [f"# Eval report — {_text(r['dataset'])}", ""]
     out += [
         f"_Run completed in {r['duration_seconds']:.2f}s over {r['total_samples']} samples in "
@@ -176,29 +187,24 @@ def render(r: Mapping[str, Any]) -> str:
                 for s in unstable
             ],
         )
+    # evalframe's per-metric counts and thresholds are additions: an eval-harness report
+    # lacks them and renders in eval-harness's own columns (pass-rate means >= 0.5 there).
+    extended = _has_counts(r)
+    passing = "pass-rate (>= threshold)" if extended else "pass-rate (>= 0.5)"
     out += ["", "## Per-metric aggregates", ""]
-    out += _table(
-        [
-            "metric",
-            "mean",
-            "p50",
-            "p95",
-            "pass-rate (>= threshold)",
-            "threshold",
-            "scored",
-            "errors",
-        ],
-        [
+    if extended:
+        out += _table(
+            ["metric", "mean", "p50", "p95", passing, "threshold", "scored", "errors"],
             [
-                name,
-                *_stat_cells(m),
-                f"{m['threshold']:g}",
-                m["n_scored"],
-                m["n_errors"],
-            ]
-            for name, m in r["metrics"].items()
-        ],
-    )
+                [name, *_stat_cells(m), f"{m['threshold']:g}", m["n_scored"], m["n_errors"]]
+                for name, m in r["metrics"].items()
+            ],
+        )
+    else:
+        out += _table(
+            ["metric", "mean", "p50", "p95", passing],
+            [[name, *_stat_cells(m)] for name, m in r["metrics"].items()],
+        )
     out += ["", f"## Macro-F1 (avg pass-rate across all metrics): {r['macro_f1']:.4f}", ""]
     out += _dimension_sections(r)
     u = r["usage"]
@@ -268,7 +274,7 @@ def render(r: Mapping[str, Any]) -> str:
         out.append("")
     out += ["## Cohorts by metadata.tags", ""]
     out += _table(
-        ["cohort", "samples", "metric", "mean", "p50", "p95", "pass-rate (>= threshold)"],
+        ["cohort", "samples", "metric", "mean", "p50", "p95", passing],
         [
             [
                 c["label"],

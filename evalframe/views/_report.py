@@ -12,9 +12,12 @@ details and providers never record keys.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
@@ -36,8 +39,24 @@ class Report(dict[str, Any]):
     """A run's report as a JSON-ready dict, renderable as JSON, Markdown or HTML."""
 
     def to_json(self, *, indent: int | None = 2) -> str:
-        """Pretty JSON with unescaped Unicode and slashes."""
-        return json.dumps(self, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"
+        """Pretty JSON with unescaped Unicode and slashes, ending in a newline."""
+        return self.to_json_bytes(indent=indent).decode("utf-8")
+
+    def to_json_bytes(self, *, indent: int | None = 2) -> bytes:
+        """``to_json`` as UTF-8 bytes, what a file receives.
+
+        The default two-space indent is written by orjson (a large run's report is mostly
+        its samples, and ``json`` takes seconds over them), then floats are put in Python's
+        spelling, so the bytes are those of ``json.dumps(report, indent=2,
+        ensure_ascii=False)``. Other indents go through ``json``.
+        """
+        if indent != 2:
+            text = json.dumps(self, indent=indent, ensure_ascii=False, allow_nan=False)
+            return (text + "\n").encode("utf-8")
+        import orjson
+
+        data = orjson.dumps(self, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        return _python_floats(data)
 
     def to_markdown(self) -> str:
         """Markdown in eval-harness's 1.6 layout."""
@@ -72,6 +91,38 @@ class Report(dict[str, Any]):
             f"Report(dataset={self.get('dataset')!r}, run_id={self.get('run_id')!r}, "
             f"macro_f1={self.get('macro_f1')!r})"
         )
+
+
+# orjson spells floats below 1e-4 differently from Python's repr: 0.00003 and 2.5e-7 where
+# json writes 3e-05 and 2.5e-07. In indented output a number is preceded by a space and
+# followed by a newline (or a comma and a newline), which never happens inside a string.
+_FIXED = re.compile(rb"0\.0000\d+(?=,?\n)")
+_EXPONENT = re.compile(rb"e-\d+(?=,?\n)")
+_NUMBER_START = re.compile(rb"-?[\d.]*$")
+
+
+def _python_floats(data: bytes) -> bytes:
+    """Rewrite orjson's spelling of floats below 1e-4 as Python's ``repr``."""
+    edits: dict[int, tuple[int, bytes]] = {}
+    for pattern in (_FIXED, _EXPONENT):
+        for m in pattern.finditer(data):
+            head = _NUMBER_START.search(data, max(0, m.start() - 32), m.start())
+            start = head.start() if head is not None else m.start()
+            if start == 0 or data[start - 1] != 0x20:  # not a whole value: part of a string
+                continue
+            if pattern is _EXPONENT and not data[start : m.start()].strip(b"-"):
+                continue  # "e-5" with no mantissa is no number
+            edits[start] = (m.end(), repr(float(data[start : m.end()])).encode("ascii"))
+    if not edits:
+        return data
+    out: list[bytes] = []
+    last = 0
+    for start in sorted(edits):
+        end, text = edits[start]
+        out += [data[last:start], text]
+        last = end
+    out.append(data[last:])
+    return b"".join(out)
 
 
 def _num(x: Any) -> float:
@@ -231,45 +282,88 @@ def _normalise_adversarial(raw: str) -> dict[str, Any] | None:
     }
 
 
+def _parse_many(texts: pl.Series) -> list[Any]:
+    """Parse a column of JSON documents with one call, not one per row."""
+    import orjson
+
+    joined = texts.str.join(",").item() if texts.len() else ""
+    parsed: list[Any] = orjson.loads("[" + (joined or "") + "]")
+    return parsed
+
+
 def _samples(run: Run) -> list[dict[str, Any]]:
+    """One object per execution, in repetition order, its scores in the run's metric order.
+
+    Built column-wise: a Python object per execution is what the report holds, but nothing
+    is read back from Polars one row at a time.
+    """
+    rows = (
+        run.frame.select(C.SAMPLE_ID, C.ROW_HASH, C.REPETITION, C.TAGS, C.ACTUAL_OUTPUT, C.METADATA)
+        .sort(C.REPETITION, maintain_order=True)
+        .with_row_index("_pos")
+    )
     scored = (
         run.scores.filter(pl.col(C.ERROR).is_null())
-        .group_by(C.SAMPLE_ID, C.REPETITION, maintain_order=True)
-        .agg(pl.col(C.METRIC), pl.col(C.SCORE), pl.col("details").fill_null("{}"))
-    )
-    rows = run.frame.select(
-        C.SAMPLE_ID, C.ROW_HASH, C.REPETITION, C.TAGS, C.ACTUAL_OUTPUT, C.METADATA
-    ).join(scored, on=[C.SAMPLE_ID, C.REPETITION], how="left", maintain_order="left")
-    rows = rows.sort(C.REPETITION, maintain_order=True)
-    # One parse of every details document, not one json.loads call per (sample, metric).
-    texts = rows.get_column("details").explode().drop_nulls()
-    details = iter(json.loads("[" + ",".join(texts) + "]"))
-    out = []
-    for r in rows.iter_rows(named=True):  # report rendering: one JSON object per execution
-        adversarial = None
-        if '"adversarial"' in r[C.METADATA]:
-            meta = json.loads(r[C.METADATA]).get("adversarial")
-            adversarial = _normalise_adversarial(json.dumps(meta)) if meta is not None else None
-        out.append(
-            {
-                "id": r[C.SAMPLE_ID],
-                "row_hash": r[C.ROW_HASH],
-                "repetition": r[C.REPETITION],
-                "tags": r[C.TAGS] or [],
-                "adversarial": adversarial,
-                "actual_output": r[C.ACTUAL_OUTPUT],
-                "scores": {
-                    m: {"score": s, "details": next(details)}
-                    for m, s in zip(r[C.METRIC] or [], r[C.SCORE] or [], strict=True)
-                },
-            }
+        .select(C.SAMPLE_ID, C.REPETITION, C.METRIC, C.SCORE, pl.col("details").fill_null("{}"))
+        .join(
+            rows.select(C.SAMPLE_ID, C.REPETITION, "_pos"),
+            on=[C.SAMPLE_ID, C.REPETITION],
+            how="inner",
+            maintain_order="left",
         )
+        .sort("_pos", maintain_order=True)
+    )
+    scores: list[dict[str, Any]] = [{} for _ in range(rows.height)]
+    details = _parse_many(scored.get_column("details"))
+    for pos, name, value, detail in zip(
+        scored.get_column("_pos").to_list(),
+        scored.get_column(C.METRIC).to_list(),
+        scored.get_column(C.SCORE).to_list(),
+        details,
+        strict=True,
+    ):
+        scores[pos][name] = {"score": value, "details": detail}
+    adversarial = _adversarial_of(rows.get_column(C.METADATA))
+    return [
+        {
+            "id": sid,
+            "row_hash": row_hash,
+            "repetition": rep,
+            "tags": tags or [],
+            "adversarial": adv,
+            "actual_output": actual,
+            "scores": sc,
+        }
+        for sid, row_hash, rep, tags, adv, actual, sc in zip(
+            rows.get_column(C.SAMPLE_ID).to_list(),
+            rows.get_column(C.ROW_HASH).to_list(),
+            rows.get_column(C.REPETITION).to_list(),
+            rows.get_column(C.TAGS).to_list(),
+            adversarial,
+            rows.get_column(C.ACTUAL_OUTPUT).to_list(),
+            scores,
+            strict=True,
+        )
+    ]
+
+
+def _adversarial_of(metadata: pl.Series) -> list[dict[str, Any] | None]:
+    """Each row's normalised adversarial block, or None; only adversarial rows are parsed."""
+    blocks = metadata.str.json_path_match("$.adversarial")
+    out: list[dict[str, Any] | None] = [None] * metadata.len()
+    hits = blocks.is_not_null().arg_true().to_list()
+    for i, raw in zip(hits, blocks.gather(hits).to_list(), strict=True):
+        out[i] = _normalise_adversarial(raw)
     return out
 
 
 def _r6(expr: pl.Expr) -> pl.Expr:
     """Six places, half away from zero (PHP ``round``), over a whole column."""
     return expr.round(6, mode="half_away_from_zero")
+
+
+def _columns(frame: pl.DataFrame) -> list[list[Any]]:
+    return [frame.get_column(c).to_list() for c in frame.columns]
 
 
 def _sample_aggregates(run: Run, rows: pl.DataFrame) -> list[dict[str, Any]]:
@@ -285,36 +379,47 @@ def _sample_aggregates(run: Run, rows: pl.DataFrame) -> list[dict[str, Any]]:
         )
         .filter(pl.col("observations") > 0)
         .sort(C.METRIC)
-        .group_by(C.SAMPLE_ID, maintain_order=True)
-        .agg(
-            pl.col(C.METRIC).alias("_names"),
-            pl.struct("mean", "stddev", "min", "max", "observations").alias("_stats"),
-        )
     )
-    table = rows.join(per_metric, on=C.SAMPLE_ID, how="left", maintain_order="left").select(
-        pl.col(C.SAMPLE_ID).alias("id"),
+    metrics: dict[str, dict[str, Any]] = {}
+    for sid, name, mean, stddev, low, high, count in zip(*_columns(per_metric), strict=True):
+        metrics.setdefault(sid, {})[name] = {
+            "mean": mean,
+            "stddev": stddev,
+            "min": low,
+            "max": high,
+            "observations": count,
+        }
+    table = rows.select(
+        C.SAMPLE_ID,
         C.ROW_HASH,
         "repetitions",
         "passed",
         "errored",
-        _r6(pl.col("pass_rate")).alias("pass_rate"),
-        pl.struct(
-            _r6(pl.col("pass_rate_low")).alias("low"),
-            _r6(pl.col("pass_rate_high")).alias("high"),
-            pl.lit(0.95).alias("confidence"),
-        ).alias("pass_rate_ci"),
+        _r6(pl.col("pass_rate")),
+        _r6(pl.col("pass_rate_low")),
+        _r6(pl.col("pass_rate_high")),
         "unstable",
-        _r6(pl.col("score_mean")).alias("score_mean"),
-        _r6(pl.col("score_stddev")).alias("score_stddev"),
-        "_names",
-        "_stats",
+        _r6(pl.col("score_mean")),
+        _r6(pl.col("score_stddev")),
     )
-    out = table.to_dicts()
-    for entry in out:
-        entry["metrics"] = dict(
-            zip(entry.pop("_names") or [], entry.pop("_stats") or [], strict=True)
+    return [
+        {
+            "id": sid,
+            "row_hash": row_hash,
+            "repetitions": reps,
+            "passed": passed,
+            "errored": errored,
+            "pass_rate": rate,
+            "pass_rate_ci": {"low": low, "high": high, "confidence": 0.95},
+            "unstable": unstable,
+            "score_mean": mean,
+            "score_stddev": stddev,
+            "metrics": metrics.get(sid, {}),
+        }
+        for sid, row_hash, reps, passed, errored, rate, low, high, unstable, mean, stddev in zip(
+            *_columns(table), strict=True
         )
-    return out
+    ]
 
 
 def metric_sections(
@@ -355,12 +460,33 @@ def metric_sections(
     return metrics, distributions, cohorts
 
 
+@contextmanager
+def _no_gc_pauses() -> Iterator[None]:
+    """Hold the cyclic garbage collector while building millions of small containers.
+
+    A report is a tree (no cycles to collect), but each allocation burst triggers full
+    collections that rescan everything built so far: most of a large report's build time.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def build_report(run: Run, *, samples: bool = True) -> Report:
     """Assemble the ``evalframe.report.v1`` document for a run.
 
     ``samples=False`` leaves the per-execution ``samples`` list empty: the costly part of a
     large run's report, and one that the Markdown and HTML renderings never show.
     """
+    with _no_gc_pauses():
+        return _build_report(run, samples=samples)
+
+
+def _build_report(run: Run, *, samples: bool, aggregates: bool = True) -> Report:
     ids = run.metric_ids
     metrics, distributions, cohorts = metric_sections(run, _metric_block)
     rows = run.sample_aggregates
@@ -395,17 +521,9 @@ def build_report(run: Run, *, samples: bool = True) -> Report:
         "macro_f1": run.macro_f1,
         "cost": run.extra.get("cost"),
         "budget": run.extra.get("budget"),
-        "sample_aggregates": _sample_aggregates(run, rows),
+        "sample_aggregates": _sample_aggregates(run, rows) if aggregates else [],
         "samples": _samples(run) if samples else [],
-        "failures": [
-            {
-                "sample_id": f[C.SAMPLE_ID],
-                "metric": f[C.METRIC],
-                "error": f[C.ERROR],
-                "repetition": f[C.REPETITION],
-            }
-            for f in failures.iter_rows(named=True)
-        ],
+        "failures": failures.select(C.SAMPLE_ID, C.METRIC, C.ERROR, C.REPETITION).to_dicts(),
         "dimensions": _dimensions_block(run),
         "safety_failures": _safety_failures(run),
     }

@@ -133,7 +133,7 @@ def _cohort_frame(data: Any) -> pl.DataFrame:
                     "is_untagged": bool(c.get("is_untagged")),
                     "sample_count": c["sample_count"],
                     C.METRIC: name,
-                    "n_scored": m["n_scored"],
+                    "n_scored": m.get("n_scored"),  # eval-harness reports have no counts
                     "mean": m["mean"],
                     "pass_rate": m["pass_rate"],
                 }

@@ -1,0 +1,96 @@
+"""Report JSON at scale: scoring a run against building and writing its report JSON.
+
+Run: ``.venv/bin/python benchmarks/bench_report.py [--samples N] [--rounds R]``
+
+A dataset of N samples (default 100,000) of English-like text is scored with exact-match,
+contains and rouge-l; then its report JSON is built and written to a file three ways:
+
+* ``run --format json``: ``evalframe.views._report_json.report_json`` (what the CLI writes): the
+  samples and per-row aggregates as Polars string columns, orjson for the rest;
+* ``Report.to_json``: ``run.report()`` (a dict of Python objects), written by orjson;
+* ``json.dumps``: the same dict written by the standard library, as before orjson.
+
+Before timing, the three outputs are checked to be the same bytes. Rounds are interleaved
+and the best of each is printed, next to the evaluation's best.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import machine, text_pairs
+
+import evalframe as ef
+from evalframe.views._report_json import report_json
+
+
+def dataset(n: int) -> tuple[ef.Dataset, dict[str, str]]:
+    refs, cands = text_pairs(n, seed=7)
+    records = [
+        {"id": f"s{i}", "input": {"question": f"q{i}"}, "expected_output": refs[i],
+         "metadata": {"tags": [f"topic-{i % 7}"] if i % 5 else []}}
+        for i in range(n)
+    ]  # fmt: skip
+    outputs = {f"s{i}": cands[i] if i % 10 else refs[i] for i in range(n)}
+    return ef.Dataset.from_records(records, name="bench"), outputs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--samples", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    ds, outputs = dataset(args.samples)
+    metrics = ["exact-match", "contains", "rouge-l"]
+    ef.evaluate(ds, outputs=outputs, metrics=metrics)  # compile the kernels once
+    target = Path(tempfile.mkdtemp()) / "report.json"
+
+    def fast(run: ef.Run) -> int:
+        return target.write_bytes(report_json(run))
+
+    def objects(run: ef.Run) -> int:
+        return target.write_bytes(run.report().to_json_bytes())
+
+    def stdlib(run: ef.Run) -> int:
+        text = json.dumps(run.report(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        return target.write_bytes(text.encode("utf-8"))
+
+    run = ef.evaluate(ds, outputs=outputs, metrics=metrics)
+    reference = (json.dumps(run.report(), indent=2, ensure_ascii=False) + "\n").encode()
+    assert report_json(run) == reference, "report_json differs from json.dumps"
+    assert run.report().to_json_bytes() == reference, "Report.to_json differs from json.dumps"
+    print(f"cross-check: the three writers give the same {len(reference):,} bytes")
+
+    best: dict[str, float] = {}
+    for _ in range(args.rounds):
+        start = time.perf_counter()
+        run = ef.evaluate(ds, outputs=outputs, metrics=metrics)
+        best["evaluate"] = min(best.get("evaluate", 1e9), time.perf_counter() - start)
+        for name, write in (("fast", fast), ("objects", objects), ("stdlib", stdlib)):
+            fresh = ef.evaluate(ds, outputs=outputs, metrics=metrics)  # no cached aggregates
+            start = time.perf_counter()
+            write(fresh)
+            best[name] = min(best.get(name, 1e9), time.perf_counter() - start)
+    load = os.getloadavg()[0]
+    print(f"{machine()}; load average {load:.1f}; {args.samples:,} samples x 3 metrics")
+    evaluate = best["evaluate"]
+    print(f"| step | seconds (best of {args.rounds}) | / evaluate |")
+    print("| --- | ---: | ---: |")
+    print(f"| evaluate (score the run) | {evaluate:.2f} | 1.0x |")
+    for name, label in (
+        ("fast", "report JSON, `run --format json` (`report_json`), built and written"),
+        ("objects", "report JSON, `run.report().to_json()`, built and written"),
+        ("stdlib", "report JSON, `run.report()` + `json.dumps`, built and written"),
+    ):
+        print(f"| {label} | {best[name]:.2f} | {best[name] / evaluate:.1f}x |")
+
+
+if __name__ == "__main__":
+    main()

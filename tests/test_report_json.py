@@ -1,0 +1,159 @@
+"""Report JSON: byte-identical to ``json.dumps(indent=2, ensure_ascii=False)``, and fast."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import evalframe as ef
+from evalframe.views._report import Report
+
+# Every JSON value a report can hold: finite floats of any magnitude, any text.
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)
+trees = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+def reference(doc: Any) -> str:
+    """What ``Report.to_json`` wrote before it used orjson: the oracle."""
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.text(), trees, max_size=6))
+def test_to_json_is_byte_identical_to_json_dumps(doc: dict[str, Any]) -> None:
+    assert Report(doc).to_json() == reference(doc)
+
+
+def test_small_and_large_floats_keep_pythons_spelling() -> None:
+    values = [3e-05, -2.5e-07, 1e-4, 9.99e-05, 5e-324, 1e16, 1.2345678901234568e16, 1e300, -0.0]
+    doc = {
+        "v": values,
+        "x": {"y": 1e-05},
+        "text": "looks like 0.00003,\nor e-7 and 1e-05",
+        "nested": [[1e-8], {"z": 4e-06}],
+    }
+    text = Report(doc).to_json()
+    assert text == reference(doc)
+    assert '"y": 1e-05' in text
+    assert "0.00003" not in text.replace("0.00003,\\n", "")
+
+
+def test_control_characters_and_unicode_are_escaped_like_json() -> None:
+    doc = {"s": "".join(chr(c) for c in range(0x20)) + '\x7f\u2028\u2029/é😀"\\', "k\n": 1}
+    assert Report(doc).to_json() == reference(doc)
+
+
+def test_other_indents_still_work() -> None:
+    doc = {"a": [1, 2.5, "x"], "b": {}}
+    assert Report(doc).to_json(indent=None) == json.dumps(doc, ensure_ascii=False) + "\n"
+    assert Report(doc).to_json(indent=4) == json.dumps(doc, indent=4, ensure_ascii=False) + "\n"
+
+
+# --- a run's report JSON written from its frames (evalframe.views._report_json) ---------------
+
+
+def canonical(data: bytes) -> bytes:
+    """Parse and re-write with the standard library: the spelling the report promises."""
+    doc = json.loads(data)
+    return (json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode()
+
+
+def odd_run() -> ef.Run:
+    """Tiny and odd floats, escapes and Unicode in every text field, failures, tags."""
+    import polars as pl
+
+    @ef.metrics.metric("tiny", family="custom")
+    def tiny() -> ef.metrics.Scored:
+        n = pl.col("actual_output").str.len_chars().cast(pl.Float64)
+        return ef.metrics.Scored(
+            score=(n * 1e-7).clip(0.0, 1.0),
+            details=pl.struct(n.alias("chars"), (n * 3e-9).alias("scaled")),
+        )
+
+    ds = ef.Dataset.from_records(
+        [
+            {"id": 'q"1\\', "input": {"q": "x"}, "expected_output": "é😀",
+             "metadata": {"tags": ["a\nb", 'x","y', "\u2028"]}},
+            {"id": "q2\x01", "input": {"q": "y"}, "expected_output": "same"},
+            {"id": "q3", "input": {"q": "z"}, "expected_output": ["not", "a", "string"],
+             "metadata": {"tags": []}},
+        ],
+        name="odd \u00e9",
+    )  # fmt: skip
+    return ef.evaluate(
+        ds,
+        outputs={'q"1\\': "é😀 tab\there", "q2\x01": "same", "q3": "x" * 7},
+        metrics=["exact-match", "tiny", "rouge-l"],
+        repetitions=2,
+        run_id="odd",
+    )
+
+
+def test_report_json_from_frames_is_the_report_byte_for_byte() -> None:
+    from test_report import SNAPSHOTS, fixed_run
+
+    from evalframe.views._report_json import report_json
+
+    run = fixed_run()
+    data = report_json(run)
+    assert data == run.report().to_json_bytes()
+    assert data == (SNAPSHOTS / "report.json").read_bytes()
+
+
+def test_report_json_from_frames_spells_odd_values_like_json() -> None:
+    from evalframe.views._report_json import report_json
+
+    run = odd_run()
+    data = report_json(run)
+    assert data == canonical(data)
+    assert data == run.report().to_json_bytes()
+    doc = json.loads(data)
+    assert doc["samples"][0]["tags"] == ["a\nb", 'x","y', "\u2028"]
+    assert any("e-0" in json.dumps(s["scores"]) for s in doc["samples"])  # 1e-07 and kin
+
+
+def test_report_json_follows_the_scores_order_whatever_it_is() -> None:
+    from evalframe.views._report_json import report_json
+
+    run = odd_run()
+    shuffled = dataclasses.replace(
+        run, scores=run.scores.sample(fraction=1.0, shuffle=True, seed=3)
+    )
+    data = report_json(shuffled)
+    assert data == shuffled.report().to_json_bytes()
+    assert data == canonical(data)
+
+
+def test_run_json_output_is_canonical_json(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from evalframe.cli import cli
+
+    example = Path(ef.__file__).parent / "examples"
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(
+        cli,
+        ["run", str(example / "support.yaml"), "--outputs", str(example / "support.outputs.json"),
+         "--format", "json", "--out", str(out), "--repetitions", "2"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = out.read_bytes()
+    assert data == canonical(data)
+    doc = json.loads(data)
+    assert len(doc["samples"]) == doc["total_executions"] == 24
+    assert len(doc["sample_aggregates"]) == doc["total_samples"] == 12
