@@ -198,7 +198,9 @@ def test_rescore_takes_the_timeout_and_retries_options(
             ]
         )
         assert len(stub.calls("/chat/completions")) == 2
-    assert ran.exit_code == 0, ran.output
+    # Both hanging calls became row errors of the rescored metric: exit 1, as `run` does.
+    assert ran.exit_code == 1, ran.output
+    assert "2 (sample, metric) failure(s)" in ran.output
     new_id = ran.stdout.split()[1]
     with ef.Store(store) as db:
         scores = db.sql(

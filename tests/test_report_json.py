@@ -105,7 +105,8 @@ def odd_run() -> ef.Run:
 
 
 def test_report_json_from_frames_is_the_report_byte_for_byte() -> None:
-    from test_report import SNAPSHOTS, fixed_run
+    from snapshot import SNAPSHOTS
+    from test_report import fixed_run
 
     from evalframe.views._report_json import report_json
 
@@ -157,3 +158,16 @@ def test_run_json_output_is_canonical_json(tmp_path: Path) -> None:
     doc = json.loads(data)
     assert len(doc["samples"]) == doc["total_executions"] == 24
     assert len(doc["sample_aggregates"]) == doc["total_samples"] == 12
+
+
+def test_report_json_from_frames_when_every_row_errored_is_the_report(tmp_path: Path) -> None:
+    """No metric scored any row: the per-row statistics have no metric entries at all."""
+    from evalframe.views._report_json import report_json
+
+    ds = ef.Dataset.from_records(
+        [{"id": f"s{i}", "input": {"q": "x"}, "expected_output": "4"} for i in range(3)],
+        name="all-errors",
+    )
+    run = ef.evaluate(ds, outputs={"s0": "4", "s1": "4", "s2": "4"}, metrics=["regex"])
+    assert run.failures.height == 3
+    assert report_json(run) == run.report().to_json().encode()

@@ -122,6 +122,8 @@ def _entries_per_row(
     if order is None:
         grouped = entries.group_by(key, maintain_order=True).agg(pl.col("_entry").str.join(",\n"))
         return rows.join(grouped, on=key, how="left", maintain_order="left").get_column("_entry")
+    if not order:  # no metric scored any row (every execution errored)
+        return pl.repeat(None, rows.height, dtype=pl.String, eager=True).alias("_entry")
     frame = rows.select(key)
     for i, name in enumerate(order):
         part = entries.filter(pl.col(C.METRIC) == name).select(key, pl.col("_entry").alias(f"_{i}"))
