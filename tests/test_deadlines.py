@@ -198,7 +198,8 @@ def test_rescore_takes_the_timeout_and_retries_options(
             ]
         )
         assert len(stub.calls("/chat/completions")) == 2
-    assert ran.exit_code == 0, ran.output
+    assert ran.exit_code == 1, ran.output  # both rows failed the metric it computed
+    assert "2 new failure(s)" in ran.stdout
     new_id = ran.stdout.split()[1]
     with ef.Store(store) as db:
         scores = db.sql(
