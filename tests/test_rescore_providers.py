@@ -205,7 +205,7 @@ def test_run_takes_the_same_provider_options(stub: StubOpenAI, tmp_path: Path) -
 def test_judge_keeps_exactly_the_configured_requests_in_flight(
     stub: StubOpenAI, concurrency: int
 ) -> None:
-    stub.latency = 0.2
+    stub.latency = 0.5  # long enough for every worker's first request to overlap
     providers = Providers.from_env(
         judge_base_url=stub.url,
         judge_model="m",

@@ -1,8 +1,9 @@
 """Clients of OpenAI-compatible HTTP endpoints: ``/embeddings`` and ``/chat/completions``.
 
-Both batch and run concurrently on one ``httpx.AsyncClient`` per call of ``embed`` or
-``complete``, bounded by ``concurrency`` requests in flight. They work from Jupyter: under a
-running event loop the requests run on a fresh loop in a worker thread.
+Both batch and run concurrently: each call of ``embed`` or ``complete`` runs ``concurrency``
+workers that send one request at a time, every 8 workers sharing an ``httpx.AsyncClient``.
+They work from Jupyter: under a running event loop the requests run on a fresh loop in a
+worker thread.
 """
 
 from __future__ import annotations
