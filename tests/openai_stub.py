@@ -63,6 +63,9 @@ class StubOpenAI:
         verdict: maps a prompt to the reply content.
         model_reply: the ``model`` the server reports.
         cost_per_call: when set, ``usage.cost_usd`` reported on every answer.
+        latency: seconds every request waits before it is answered (faults included), as a
+            remote model would; requests are served on their own threads, so they overlap.
+        max_in_flight: the most requests the stub has been serving at once.
     """
 
     api_key: str | None = None
@@ -71,6 +74,8 @@ class StubOpenAI:
     verdict: Callable[[str], str] = _default_verdict
     model_reply: str | None = None
     cost_per_call: float | None = None
+    latency: float = 0.0
+    max_in_flight: int = 0
     requests: list[Recorded] = field(default_factory=list)
     streamed: int = 0
     _faults: dict[str, deque[tuple[Any, ...]]] = field(default_factory=dict)
@@ -78,6 +83,7 @@ class StubOpenAI:
     _server: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
     _stopping: threading.Event = field(default_factory=threading.Event)
+    _in_flight: int = 0
 
     # -- control -------------------------------------------------------------------------------
 
@@ -106,11 +112,24 @@ class StubOpenAI:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes; with Nagle's algorithm on, the body waits
+            # for the client's delayed ACK (about 40 ms). Real servers set TCP_NODELAY.
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
             def do_POST(self) -> None:
+                with stub._lock:
+                    stub._in_flight += 1
+                    stub.max_in_flight = max(stub.max_in_flight, stub._in_flight)
+                try:
+                    self._post()
+                finally:
+                    with stub._lock:
+                        stub._in_flight -= 1
+
+            def _post(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 raw = self.rfile.read(length)
                 try:
@@ -121,6 +140,8 @@ class StubOpenAI:
                 with stub._lock:
                     stub.requests.append(Recorded(self.path, headers, body))
                 endpoint = "embeddings" if self.path.endswith("/embeddings") else "chat"
+                if stub.latency > 0:
+                    time.sleep(stub.latency)
                 with stub._lock:
                     queue = stub._faults.get(endpoint)
                     fault = queue.popleft() if queue else None
@@ -190,6 +211,9 @@ class StubOpenAI:
         class Server(ThreadingHTTPServer):
             daemon_threads = True
             block_on_close = False
+            # The default backlog of 5 drops connection attempts beyond it, and the client's
+            # kernel resends them only after a second: a cost no real endpoint has.
+            request_queue_size = 256
 
             def handle_error(self, request: Any, client_address: Any) -> None:
                 return  # dropped and timed-out connections are the point of some tests

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from evalframe.providers import Providers
 
 __all__ = [
     "EXIT_CODES",
     "STORE_ENV",
+    "ProviderSettings",
     "emit",
     "format_option",
     "out_option",
     "provider_limit_options",
+    "provider_options",
     "store_option",
 ]
 
@@ -88,6 +95,123 @@ def provider_limit_options(f: F) -> F:
     for option in reversed(options):
         f = option(f)
     return f
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSettings:
+    """The provider options of one command, as given (``None``: not given)."""
+
+    embeddings_base_url: str | None = None
+    embeddings_model: str | None = None
+    embeddings_concurrency: int | None = None
+    judge_base_url: str | None = None
+    judge_model: str | None = None
+    judge_concurrency: int | None = None
+    cache_path: Path | None = None
+    no_cache: bool = False
+    budget_usd: float | None = None
+    timeout: float | None = None
+    retries: int | None = None
+    deadline: float | None = None
+
+    def build(self) -> Providers | None:
+        """The command's providers, or ``None`` when no option was given (the library then
+        builds them from the environment, only if a metric needs one).
+
+        Raises:
+            click.UsageError: both ``--cache`` and ``--no-cache``.
+        """
+        if self.no_cache and self.cache_path is not None:
+            raise click.UsageError("Pass --cache PATH or --no-cache, not both.")
+        if self == ProviderSettings():
+            return None
+        from evalframe.providers import Providers
+
+        return Providers.from_env(
+            embeddings_base_url=self.embeddings_base_url,
+            embeddings_model=self.embeddings_model,
+            embeddings_concurrency=self.embeddings_concurrency,
+            judge_base_url=self.judge_base_url,
+            judge_model=self.judge_model,
+            judge_concurrency=self.judge_concurrency,
+            cache=False if self.no_cache else (self.cache_path or True),
+            budget_usd=self.budget_usd,
+            timeout=self.timeout,
+            retries=self.retries,
+            deadline=self.deadline,
+        )
+
+
+def provider_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Every provider option (endpoints, models, concurrency, cache, budget, ``--timeout``,
+    ``--retries``, ``--deadline``), gathered into one ``provider_settings`` argument.
+
+    ``evalframe run`` and ``evalframe rescore`` both take this group, so the two reach the
+    providers the same way.
+    """
+    names = tuple(ProviderSettings.__dataclass_fields__)
+
+    @functools.wraps(f)
+    def command(**kwargs: Any) -> Any:
+        given = {name: kwargs.pop(name) for name in names}
+        return f(**kwargs, provider_settings=ProviderSettings(**given))
+
+    in_flight = click.IntRange(min=1)
+    options = (
+        click.option(
+            "--embeddings-base-url",
+            metavar="URL",
+            help="OpenAI-compatible embeddings endpoint (default: "
+            "$EVALFRAME_EMBEDDINGS_BASE_URL; with none, the embedded offline model). Keys "
+            "come only from the environment.",
+        ),
+        click.option(
+            "--embeddings-model",
+            metavar="NAME",
+            help="Embedding model at that endpoint, or 'onnx'/'hashing' for a local one "
+            "(default: $EVALFRAME_EMBEDDINGS_MODEL).",
+        ),
+        click.option(
+            "--embeddings-concurrency",
+            type=in_flight,
+            metavar="N",
+            help="Embedding requests in flight at once (default: "
+            "$EVALFRAME_EMBEDDINGS_CONCURRENCY, else 8).",
+        ),
+        click.option(
+            "--judge-base-url",
+            metavar="URL",
+            help="OpenAI-compatible chat endpoint of the judge (default: "
+            "$EVALFRAME_JUDGE_BASE_URL, then $OPENAI_BASE_URL).",
+        ),
+        click.option(
+            "--judge-model", metavar="NAME", help="Judge model (default: $EVALFRAME_JUDGE_MODEL)."
+        ),
+        click.option(
+            "--judge-concurrency",
+            type=in_flight,
+            metavar="N",
+            help="Judge requests in flight at once (default: $EVALFRAME_JUDGE_CONCURRENCY, "
+            "else 8).",
+        ),
+        click.option(
+            "--cache",
+            "cache_path",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Provider response cache file (default: ~/.cache/evalframe/cache.duckdb).",
+        ),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the provider cache."),
+        click.option(
+            "--budget-usd",
+            type=click.FloatRange(min=0.0, min_open=True),
+            help="Stop calling providers once this much (USD) is spent; the scores so far "
+            "are kept and the command exits 1.",
+        ),
+    )
+    wrapped: Callable[..., Any] = provider_limit_options(command)
+    for option in reversed(options):
+        wrapped = option(wrapped)
+    return wrapped
 
 
 def emit(text: str | bytes, out: Path | None, *, note: str = "") -> None:

@@ -12,10 +12,11 @@ import click
 import evalframe as ef
 from evalframe.cli._options import (
     EXIT_CODES,
+    ProviderSettings,
     emit,
     format_option,
     out_option,
-    provider_limit_options,
+    provider_options,
     store_option,
 )
 from evalframe.engine._evaluate import MAX_REPETITIONS
@@ -64,41 +65,7 @@ if TYPE_CHECKING:
 @format_option("fmt", "markdown", "json")
 @out_option()
 @store_option(help="Save the run to this DuckDB run store (default: $EVALFRAME_STORE).")
-@click.option(
-    "--embeddings-base-url",
-    metavar="URL",
-    help="OpenAI-compatible embeddings endpoint (default: $EVALFRAME_EMBEDDINGS_BASE_URL; "
-    "with none, the embedded offline model). Keys come only from the environment.",
-)
-@click.option(
-    "--embeddings-model",
-    metavar="NAME",
-    help="Embedding model at that endpoint, or 'onnx'/'hashing' for a local one "
-    "(default: $EVALFRAME_EMBEDDINGS_MODEL).",
-)
-@click.option(
-    "--judge-base-url",
-    metavar="URL",
-    help="OpenAI-compatible chat endpoint of the judge (default: $EVALFRAME_JUDGE_BASE_URL, "
-    "then $OPENAI_BASE_URL).",
-)
-@click.option(
-    "--judge-model", metavar="NAME", help="Judge model (default: $EVALFRAME_JUDGE_MODEL)."
-)
-@click.option(
-    "--cache",
-    "cache_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Provider response cache file (default: ~/.cache/evalframe/cache.duckdb).",
-)
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the provider cache.")
-@click.option(
-    "--budget-usd",
-    type=click.FloatRange(min=0.0, min_open=True),
-    help="Stop calling providers once this much (USD) is spent; the scores so far are kept "
-    "and the run exits 1.",
-)
-@provider_limit_options
+@provider_options
 def run(
     dataset: Path,
     outputs: Path | None,
@@ -109,16 +76,7 @@ def run(
     fmt: str,
     out: Path | None,
     store_path: Path | None,
-    embeddings_base_url: str | None,
-    embeddings_model: str | None,
-    judge_base_url: str | None,
-    judge_model: str | None,
-    cache_path: Path | None,
-    no_cache: bool,
-    budget_usd: float | None,
-    timeout: float | None,
-    retries: int | None,
-    deadline: float | None,
+    provider_settings: ProviderSettings,
 ) -> None:
     """Score DATASET, print (or --out) the report, then save the run to --store.
 
@@ -132,25 +90,7 @@ def run(
             "MODULE:FUNCTION (a system under test to call), not both."
         )
     system = _load_system(system_ref) if system_ref is not None else None
-    if no_cache and cache_path is not None:
-        raise click.UsageError("Pass --cache PATH or --no-cache, not both.")
-    providers = None
-    provider_options = (embeddings_base_url, embeddings_model, judge_base_url, judge_model)
-    limits = (budget_usd, timeout, retries, deadline)
-    if any(provider_options) or cache_path or no_cache or any(x is not None for x in limits):
-        from evalframe.providers import Providers
-
-        providers = Providers.from_env(
-            embeddings_base_url=embeddings_base_url,
-            embeddings_model=embeddings_model,
-            judge_base_url=judge_base_url,
-            judge_model=judge_model,
-            cache=False if no_cache else (cache_path or True),
-            budget_usd=budget_usd,
-            timeout=timeout,
-            retries=retries,
-            deadline=deadline,
-        )
+    providers = provider_settings.build()
     result = ef.evaluate(
         dataset,
         outputs=outputs,

@@ -18,10 +18,11 @@ import polars as pl
 from evalframe.cli._options import (
     EXIT_CODES,
     STORE_ENV,
+    ProviderSettings,
     emit,
     format_option,
     out_option,
-    provider_limit_options,
+    provider_options,
     store_option,
 )
 from evalframe.core._errors import StoreError
@@ -330,7 +331,7 @@ def list_baselines(store_path: Path | None) -> None:
     show_default=True,
     help="DuckDB's memory limit while rescoring; beyond it, joins and sorts spill to disk.",
 )
-@provider_limit_options
+@provider_options
 def rescore(
     store_path: Path | None,
     runs_ref: str | None,
@@ -340,21 +341,18 @@ def rescore(
     name: str | None,
     batch_size: int,
     memory_limit: str,
-    timeout: float | None,
-    retries: int | None,
-    deadline: float | None,
+    provider_settings: ProviderSettings,
 ) -> None:
     """Score stored outputs with new or changed metrics; one new run per source run.
 
-    Exit 1 when a metric this rescore computed failed on any row (as ``run`` does); failures
-    copied from the source run were reported when it ran.
+    Model-backed metrics reach their providers as in ``run`` (the same options and
+    variables), with one set of providers for the whole command: one cache, one loaded
+    embedder, and usage recorded per new run. Exit 1 when a metric this rescore computed
+    failed on any row (as ``run`` does); failures copied from the source run were reported
+    when it ran.
     """
     store = _open(store_path)
-    providers = None
-    if any(x is not None for x in (timeout, retries, deadline)):
-        from evalframe.providers import Providers
-
-        providers = Providers.from_env(timeout=timeout, retries=retries, deadline=deadline)
+    providers = provider_settings.build()
     new_ids = store.rescore(
         list(metrics),
         runs=runs_ref,

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "DEFAULT_BASE_URL",
+    "DEFAULT_CONCURRENCY",
     "DEFAULT_EMBEDDINGS_MODEL",
     "DEFAULT_EMBEDDINGS_TIMEOUT",
     "DEFAULT_JUDGE_MODEL",
@@ -26,6 +27,7 @@ __all__ = [
     "RetryPolicy",
     "Secret",
     "check_key",
+    "concurrency_setting",
     "display_url",
     "endpoint_url",
     "normalize_retries",
@@ -40,6 +42,7 @@ DEFAULT_JUDGE_MODEL: Final = "gpt-4o-mini"
 DEFAULT_JUDGE_TIMEOUT: Final = 60.0
 DEFAULT_EMBEDDINGS_TIMEOUT: Final = 30.0
 DEFAULT_RETRIES: Final = 3
+DEFAULT_CONCURRENCY: Final = 8
 DEFAULT_MAX_RESPONSE_BYTES: Final = 32 * 1024 * 1024
 
 ENV: Final = {
@@ -54,6 +57,8 @@ ENV: Final = {
     "timeout": "EVALFRAME_TIMEOUT",
     "retries": "EVALFRAME_RETRIES",
     "deadline": "EVALFRAME_DEADLINE",
+    "embeddings_concurrency": "EVALFRAME_EMBEDDINGS_CONCURRENCY",
+    "judge_concurrency": "EVALFRAME_JUDGE_CONCURRENCY",
 }
 """The environment variables evalframe reads, by role."""
 
@@ -181,6 +186,26 @@ def seconds_setting(value: Any, source: str, *, integer: bool = False) -> float 
         what = "a whole number >= 0" if integer else "a number of seconds > 0"
         raise ProviderError(f"{source} must be {what}; got {value!r}.")
     return x
+
+
+def concurrency_setting(value: Any, source: str) -> int | None:
+    """A number of requests in flight (a whole number >= 1) from ``source``.
+
+    ``None`` and blank give ``None``; anything else is an error naming ``source``.
+
+    Raises:
+        ProviderError: the value is not a whole number >= 1.
+
+    Examples:
+        >>> concurrency_setting(" 16 ", "EVALFRAME_JUDGE_CONCURRENCY"), concurrency_setting("", "x")
+        (16, None)
+    """
+    found = seconds_setting(value, source, integer=True)
+    if found is not None and found < 1:
+        from evalframe.core._errors import ProviderError
+
+        raise ProviderError(f"{source} must be a whole number >= 1; got {value!r}.")
+    return None if found is None else int(found)
 
 
 def normalize_timeout(value: Any, default: float) -> float:

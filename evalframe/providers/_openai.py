@@ -1,12 +1,14 @@
 """Clients of OpenAI-compatible HTTP endpoints: ``/embeddings`` and ``/chat/completions``.
 
-Both batch and run concurrently on one ``httpx.AsyncClient`` per call of ``embed`` or
-``complete``, bounded by ``concurrency`` requests in flight. They work from Jupyter: under a
-running event loop the requests run on a fresh loop in a worker thread.
+Both batch and run concurrently: each call of ``embed`` or ``complete`` runs ``concurrency``
+workers that send one request at a time, every 8 workers sharing an ``httpx.AsyncClient``.
+They work from Jupyter: under a running event loop the requests run on a fresh loop in a
+worker thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import time
@@ -42,6 +44,10 @@ if TYPE_CHECKING:
 __all__ = ["OpenAIEmbeddings", "OpenAIJudge", "quote"]
 
 T = TypeVar("T")
+
+_POOL = 8
+"""Connections per ``httpx`` client: httpcore's pool scans every connection for every
+queued request, so one pool of 32 costs about 16 times the CPU per request of four of 8."""
 
 
 class _HTTPClient:
@@ -105,12 +111,10 @@ class _HTTPClient:
         key = "set" if self.api_key is not None else "none"
         return f"{type(self).__name__}(model={self._model!r}, url={self.provider!r}, api_key={key})"
 
-    def _client(self) -> httpx.AsyncClient:
+    def _client(self, connections: int) -> httpx.AsyncClient:
         import httpx
 
-        limits = httpx.Limits(
-            max_connections=self.concurrency, max_keepalive_connections=self.concurrency
-        )
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
         # post_json bounds each whole attempt; these bound each connect and read within it.
         timeout = httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0))
         return httpx.AsyncClient(timeout=timeout, limits=limits, transport=self.transport)
@@ -137,7 +141,9 @@ class _HTTPClient:
         """Send the ``(body, items)`` requests concurrently; request ``i`` gives
         ``parse(body, i)``.
 
-        Each request checks the budget and the run's deadline first and is recorded in
+        ``concurrency`` workers take the requests in order, each sending one at a time; every
+        ``_POOL`` workers share one client (and its connection pool). Each request checks
+        the budget and the run's deadline first and is recorded in
         ``ledger``, sent or failed; a request that fails, is refused, or is still running
         when the deadline passes gives ``(None, error)``. Every error passes through
         ``ledger.redact`` with this client's key.
@@ -149,41 +155,46 @@ class _HTTPClient:
         def fail(i: int, message: str) -> None:
             results[i] = (None, ledger.redact(message, self.api_key))
 
-        async def one(client: httpx.AsyncClient, gate: asyncio.Semaphore, i: int) -> None:
+        async def one(client: httpx.AsyncClient, i: int) -> None:
             body, items = requests[i]
-            async with gate:
-                try:
-                    ledger.check()
-                except StopCallsError as exc:
-                    fail(i, str(exc))
-                    return
-                started = time.perf_counter()
-                try:
-                    response = await asyncio.wait_for(
-                        self._post(client, body), ledger.remaining_seconds()
-                    )
-                except RequestFailedError as exc:
-                    message = ledger.redact(str(exc), self.api_key)
-                    ledger.record(self._call(items, exc.attempts, exc.latency_ms, error=message))
-                    fail(i, message)
-                    return
-                except TimeoutError:
-                    message = ledger.deadline_message(sent=True)
-                    latency = (time.perf_counter() - started) * 1000.0
-                    ledger.record(self._call(items, 1, latency, error=message))
-                    fail(i, message)
-                    return
-                got, problem = parse(response.body, i)
-                usage = usage_from_body(response.body)
-                ledger.record(
-                    self._call(items, response.attempts, response.latency_ms, problem, usage)
+            try:
+                ledger.check()
+            except StopCallsError as exc:
+                fail(i, str(exc))
+                return
+            started = time.perf_counter()
+            try:
+                response = await asyncio.wait_for(
+                    self._post(client, body), ledger.remaining_seconds()
                 )
-                results[i] = (got, problem)
+            except RequestFailedError as exc:
+                message = ledger.redact(str(exc), self.api_key)
+                ledger.record(self._call(items, exc.attempts, exc.latency_ms, error=message))
+                fail(i, message)
+                return
+            except TimeoutError:
+                message = ledger.deadline_message(sent=True)
+                latency = (time.perf_counter() - started) * 1000.0
+                ledger.record(self._call(items, 1, latency, error=message))
+                fail(i, message)
+                return
+            got, problem = parse(response.body, i)
+            usage = usage_from_body(response.body)
+            ledger.record(self._call(items, response.attempts, response.latency_ms, problem, usage))
+            results[i] = (got, problem)
+
+        pending = iter(range(len(requests)))
+
+        async def worker(client: httpx.AsyncClient) -> None:
+            for i in pending:  # shared by the workers: each request is taken once
+                await one(client, i)
 
         async def main() -> None:
-            gate = asyncio.Semaphore(self.concurrency)
-            async with self._client() as client:
-                await asyncio.gather(*(one(client, gate, i) for i in range(len(requests))))
+            width = min(self.concurrency, len(requests))
+            sizes = [min(_POOL, width - start) for start in range(0, width, _POOL)]
+            async with contextlib.AsyncExitStack() as stack:
+                clients = [await stack.enter_async_context(self._client(n)) for n in sizes]
+                await asyncio.gather(*(worker(clients[w // _POOL]) for w in range(width)))
 
         if requests:
             run_sync(main)

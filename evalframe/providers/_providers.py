@@ -21,11 +21,13 @@ from evalframe.providers._base import (
 from evalframe.providers._cache import ResponseCache, default_cache_path
 from evalframe.providers._config import (
     DEFAULT_BASE_URL,
+    DEFAULT_CONCURRENCY,
     DEFAULT_EMBEDDINGS_MODEL,
     DEFAULT_JUDGE_MODEL,
     ENV,
     Secret,
     check_key,
+    concurrency_setting,
     env_value,
     seconds_setting,
 )
@@ -147,6 +149,8 @@ class Providers:
         timeout: float | None = None,
         retries: int | None = None,
         deadline: float | None = None,
+        embeddings_concurrency: int | None = None,
+        judge_concurrency: int | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> Providers:
         """Providers from arguments, falling back to environment variables.
@@ -169,12 +173,15 @@ class Providers:
             retries: extra attempts for both clients (default ``EVALFRAME_RETRIES``, else 3).
             deadline: seconds for all provider calls of a run (default
                 ``EVALFRAME_DEADLINE``, else none).
+            embeddings_concurrency, judge_concurrency: requests in flight at once to each
+                endpoint (default ``EVALFRAME_EMBEDDINGS_CONCURRENCY`` and
+                ``EVALFRAME_JUDGE_CONCURRENCY``, else 8).
             environ: the variables to read (default ``os.environ``).
 
         Raises:
             ProviderError: an API key that cannot be sent in a header, or a timeout,
-                retries or deadline that is not a valid number; the message names the
-                variable or argument, never a key.
+                retries, deadline or concurrency that is not a valid number; the message
+                names the variable or argument, never a key.
         """
         from evalframe.providers._openai import OpenAIEmbeddings, OpenAIJudge
 
@@ -196,6 +203,15 @@ class Providers:
             retries = int(found) if found is not None else None
         if deadline is None:
             deadline = seconds_setting(env("deadline"), ENV["deadline"])
+        in_flight = {
+            role: concurrency_setting(given, f"the {role} argument")
+            if given is not None
+            else concurrency_setting(env(role), ENV[role])
+            for role, given in (
+                ("embeddings_concurrency", embeddings_concurrency),
+                ("judge_concurrency", judge_concurrency),
+            )
+        }
 
         embeddings: EmbeddingClient | str | None = None
         e_url = embeddings_base_url or env("embeddings_base_url")
@@ -209,6 +225,7 @@ class Providers:
                 api_key=key(embeddings_api_key, "embeddings_api_key", "api_key"),
                 timeout=timeout,
                 retries=retries,
+                concurrency=in_flight["embeddings_concurrency"] or DEFAULT_CONCURRENCY,
             )
         judge = None
         j_url = judge_base_url or env("judge_base_url") or env("base_url")
@@ -221,6 +238,7 @@ class Providers:
                 api_key=j_key,
                 timeout=timeout,
                 retries=retries,
+                concurrency=in_flight["judge_concurrency"] or DEFAULT_CONCURRENCY,
             )
         return cls(
             embeddings, judge, cache=cache, budget_usd=budget_usd, prices=prices, deadline=deadline

@@ -255,7 +255,11 @@ class Store:
                 default, 80% of RAM; ignored for in-memory stores). Joins and sorts beyond
                 it spill to disk, so the process's peak memory is about this plus a few
                 batches (measured in benchmarks/README.md).
-            providers: embeddings/judge providers for model-backed metrics.
+            providers: what model-backed metrics ask, as for ``ef.evaluate``: an
+                ``ef.Providers`` or a client (default: ``Providers.from_env()``, built only
+                when a metric needs one). One set serves the whole call, so every batch and
+                every source run share its cache, budget and loaded embedder; each new run
+                records its own provider usage.
 
         Returns:
             The new run ids, one per source run.
