@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import polars as pl
 
+from evalframe.core import schema as C
 from evalframe.core._errors import BudgetExhaustedError, DeadlineExceededError, StopCallsError
 from evalframe.providers._config import Secret, redact
 
@@ -40,27 +41,6 @@ CostSource = Literal["reported", "derived", "free", "unpriced"]
 Prices = Mapping[str, Mapping[str, float]]
 
 UNNAMED_MODEL = "(unnamed model)"
-
-USAGE_SCHEMA = pl.Schema(
-    {  # type: ignore[arg-type]  # a nested List dtype widens the dict literal's value type
-        "kind": pl.String,
-        "provider": pl.String,
-        "model": pl.String,
-        "prompt_tokens": pl.Int64,
-        "completion_tokens": pl.Int64,
-        "total_tokens": pl.Int64,
-        "cost_usd": pl.Float64,
-        "cost_source": pl.String,
-        "latency_ms": pl.Float64,
-        "attempts": pl.Int64,
-        "items": pl.Int64,
-        "error": pl.String,
-        "derived": pl.List(pl.String),
-    }
-)
-"""One row per call. ``derived`` names the figures evalframe computed itself rather than
-read from the provider's reply: ``cost_usd`` priced from the price table (or zero for a
-local model), and ``latency_ms``, which evalframe always measures."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,13 +304,13 @@ class Ledger:
         return self._halted
 
     def frame(self) -> pl.DataFrame:
-        """One row per call, in the order the calls finished (``USAGE_SCHEMA``)."""
+        """One row per call, in the order the calls finished (``ef.schema.USAGE_SCHEMA``)."""
         with self._lock:
             rows = list(self._rows)
         return (
-            pl.DataFrame(rows, schema=USAGE_SCHEMA, orient="row")
+            pl.DataFrame(rows, schema=C.USAGE_SCHEMA, orient="row")
             if rows
-            else pl.DataFrame(schema=USAGE_SCHEMA)
+            else pl.DataFrame(schema=C.USAGE_SCHEMA)
         )
 
     def cost_summary(self) -> dict[str, Any]:
