@@ -18,7 +18,7 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.metrics._njit import njit
-from evalframe.metrics.similarity import utf8_buffers
+from evalframe.metrics._text import utf8_buffers
 
 __all__ = ["JSON_ERRORS", "KINDS", "json_leaves"]
 
