@@ -94,6 +94,20 @@ def _money(value: Any) -> float | None:
     return x if math.isfinite(x) and x >= 0 else None
 
 
+def _positive(value: object, requirement: str) -> float | None:
+    """``value`` as a float (None stays None); ValueError unless a finite number > 0."""
+    if value is None:
+        return None
+    if not (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    ):
+        raise ValueError(f"{requirement}; got {value!r}.")
+    return float(value)
+
+
 def usage_from_body(body: Mapping[str, Any]) -> dict[str, Any]:
     """Token counts, reported cost and model from a provider response.
 
@@ -172,25 +186,12 @@ class Ledger:
         deadline: float | None = None,
         secrets: Sequence[Secret | None] = (),
     ) -> None:
-        if deadline is not None and not (
-            isinstance(deadline, int | float)
-            and not isinstance(deadline, bool)
-            and math.isfinite(deadline)
-            and deadline > 0
-        ):
-            raise ValueError(f"deadline must be a number of seconds > 0; got {deadline!r}.")
-        self.deadline = float(deadline) if deadline is not None else None
+        self.deadline = _positive(deadline, "deadline must be a number of seconds > 0")
         self.secrets: tuple[Secret | None, ...] = tuple(secrets)
         self._started = time.monotonic()
-        if budget_usd is not None and not (
-            isinstance(budget_usd, int | float)
-            and not isinstance(budget_usd, bool)
-            and math.isfinite(budget_usd)
-            and budget_usd > 0
-        ):
-            raise ValueError(f"budget_usd must be a number > 0; got {budget_usd!r}.")
+        budget = _positive(budget_usd, "budget_usd must be a number > 0")
         self.prices = _check_prices(prices)
-        self.budget_usd = float(budget_usd) if budget_usd is not None else None
+        self.budget_usd = budget
         self._lock = threading.Lock()
         self._rows: list[dict[str, Any]] = []
         self._spent = 0.0
