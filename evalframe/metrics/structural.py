@@ -27,6 +27,14 @@ _ACTUAL = pl.col(C.ACTUAL_OUTPUT)
 _EXPECTED = pl.col(C.EXPECTED_OUTPUT)
 
 
+def _parse_error(status: pl.DataFrame) -> pl.Expr:
+    """``<reason> at character <offset>`` per text of a :func:`json_leaves` status; null
+    where the text is valid or null (its ``error`` is null there)."""
+    return pl.format(
+        "{} at character {}", status.get_column("error"), status.get_column("position")
+    )
+
+
 # --- json-valid ---------------------------------------------------------------------------------
 
 
@@ -94,20 +102,8 @@ def _diff_kernel(limit: int) -> Any:
         return (
             base.join(per_row, on="row", how="left", maintain_order="left")
             .with_columns(
-                expected_error=pl.when(e_status.get_column("valid").not_()).then(
-                    pl.format(
-                        "{} at character {}",
-                        e_status.get_column("error"),
-                        e_status.get_column("position"),
-                    )
-                ),
-                actual_error=pl.when(a_status.get_column("valid").not_()).then(
-                    pl.format(
-                        "{} at character {}",
-                        a_status.get_column("error"),
-                        a_status.get_column("position"),
-                    )
-                ),
+                expected_error=_parse_error(e_status),
+                actual_error=_parse_error(a_status),
             )
             .drop("row")
         )
@@ -201,9 +197,7 @@ def _schema_kernel(check_formats: bool) -> Any:
         status, _ = json_leaves(frame.get_column("actual"), leaves=False)
         work = frame.with_columns(
             ok=status.get_column("valid"),
-            parse_error=pl.format(
-                "{} at character {}", status.get_column("error"), status.get_column("position")
-            ),
+            parse_error=_parse_error(status),
         )
         todo = (
             work.filter(pl.col("schema").is_not_null() & pl.col("ok"))
