@@ -134,8 +134,8 @@ def test_public_names_are_pinned() -> None:
     assert ef.schema.__all__ == [
         "ACTUAL_OUTPUT", "DATASET_SCHEMA", "ERROR", "EXPECTED_OUTPUT", "EXPECTED_TYPE", "INPUT",
         "METADATA", "METRIC", "OPERATIONAL_COLUMNS", "REPETITION", "ROW_HASH", "RUN_ID",
-        "SAMPLE_ID", "SCORE", "SCORES_SCHEMA", "SYSTEM_ERROR", "TAGS", "ExpectedType",
-        "expected_text", "metadata_field",
+        "SAMPLE_ID", "SCORE", "SCORES_SCHEMA", "SYSTEM_ERROR", "TAGS", "USAGE_SCHEMA",
+        "ExpectedType", "expected_text", "metadata_field",
     ]  # fmt: skip
     assert ef.aggregate.__all__ == [
         "AGGREGATES", "UNTAGGED", "cohorts", "dimensions", "histograms", "macro_f1", "mean", "n",

@@ -622,3 +622,21 @@ def test_rouge_l_threads_follow_polars_pool_and_batch_size() -> None:
     assert _threads_for(2 * _ROWS_PER_THREAD - 1) == 1
     assert _threads_for(2 * _ROWS_PER_THREAD) == min(2, pool)
     assert _threads_for(10**9) == pool
+
+
+@pytest.mark.parametrize(
+    "series",
+    [
+        pl.Series(["héllo", None, "", "wörld 🙂"]),
+        pl.concat([pl.Series(["skip", "a"]), pl.Series(["ü", None])], rechunk=False).slice(1),
+        pl.Series([None, None], dtype=pl.String),
+        pl.Series([], dtype=pl.String),
+    ],
+)
+def test_utf8_buffers_hold_each_rows_bytes_read_only(series: pl.Series) -> None:
+    buf, off, valid = _text.utf8_buffers(series)
+    assert len(off) == series.len() + 1
+    assert not buf.flags.writeable
+    for i, text in enumerate(series.to_list()):  # the oracle: Python's own encoding
+        assert bool(valid[i]) == (text is not None)
+        assert buf[off[i] : off[i + 1]].tobytes() == (text or "").encode()

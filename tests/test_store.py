@@ -26,6 +26,7 @@ import evalframe as ef
 from evalframe.core import aggregate
 from evalframe.core._errors import MetricError, StoreError
 from evalframe.core._precision import precision_block, row_aggregates
+from evalframe.providers import Call, Ledger
 from evalframe.store import SCHEMA_VERSION, Store, StoreBusyError
 from evalframe.store import _schema as schema_ddl
 
@@ -292,6 +293,31 @@ def test_the_file_opens_in_plain_duckdb(store: Store) -> None:
         con.close()
     assert rows == [(run.run_id, 12)]
     assert set(schema_ddl.VIEWS) <= views
+
+
+def test_the_usage_table_keeps_every_usage_field_typed_or_in_extra(store: Store) -> None:
+    ledger = Ledger()
+    ledger.record(
+        Call(kind="judge", provider="local", model="m", prompt_tokens=3, latency_ms=1.5, items=1)
+    )
+    usage = ledger.frame()
+    assert usage.schema == ef.schema.USAGE_SCHEMA
+    run = _run()
+    run.usage = usage
+    store.save(run)
+    con = duckdb.connect(store.path, read_only=True)
+    try:
+        columns = con.execute("DESCRIBE usage").fetchall()
+        (extra,) = con.execute("SELECT extra FROM usage WHERE run_id = ?", [run.run_id]).fetchone()
+    finally:
+        con.close()
+    sql_types = {pl.String: "VARCHAR", pl.Int64: "BIGINT", pl.Float64: "DOUBLE"}
+    names = [c[0] for c in columns]
+    assert names[:2] == ["run_id", "ordinal"]
+    assert names[-1] == "extra"
+    typed = {c[0]: c[1] for c in columns[2:-1]}
+    assert typed == {n: sql_types[ef.schema.USAGE_SCHEMA[n]] for n in typed}
+    assert sorted([*typed, *json.loads(extra)]) == sorted(ef.schema.USAGE_SCHEMA)
 
 
 # --- the SQL views give the Python aggregates' numbers ---------------------------------------

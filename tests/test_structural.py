@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import evalframe as ef
-from evalframe.metrics.structural import json_leaves
+from evalframe.metrics._json_scan import json_leaves
 
 KINDS = {str: "string", bool: "bool", int: "int", float: "float", list: "list", dict: "map"}
 

@@ -33,14 +33,24 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
-import numpy as np
 import polars as pl
 
 from evalframe.core import _seam
 from evalframe.core import schema as C
+from evalframe.core._compare_tables import (
+    cohort_mcnemar,
+    cohort_table,
+    finite_or_none,
+    join_key,
+    mcnemar_tests,
+    metric_table,
+    paired_counts,
+    per_key_counts,
+    row_verdicts,
+)
 from evalframe.core._errors import ComparisonError
 from evalframe.core._precision import precision_block, round6
-from evalframe.core._stats import PairedCounts, bootstrap_deltas, holm, mcnemar_exact
+from evalframe.core._stats import bootstrap_deltas, holm
 
 if TYPE_CHECKING:
     from evalframe.core._run import Run
@@ -215,125 +225,6 @@ def _row_payload(r: dict[str, Any], resolution: float) -> dict[str, Any]:
 # --- the comparison ------------------------------------------------------------------------
 
 
-def _key(rows_a: pl.DataFrame, rows_b: pl.DataFrame) -> Literal["row_hash", "sample_id"]:
-    for rows in (rows_a, rows_b):
-        hashes = rows.get_column(C.ROW_HASH)
-        if hashes.null_count() or hashes.n_unique() != hashes.len():
-            return "sample_id"
-    return "row_hash"
-
-
-def _verdicts(joined: pl.DataFrame, res: float) -> pl.DataFrame:
-    dp, ds = pl.col("pass_rate_delta"), pl.col("score_delta")
-    before_missing = pl.col("before_repetitions").is_null()
-    after_missing = pl.col("after_repetitions").is_null()
-    status = (
-        pl.when(before_missing)
-        .then(pl.lit("added"))
-        .when(after_missing)
-        .then(pl.lit("removed"))
-        .when(dp < 0)
-        .then(pl.lit("regressed"))
-        .when(ds < -res)
-        .then(pl.lit("regressed"))
-        .when(dp > 0)
-        .then(pl.lit("improved"))
-        .when(ds > res)
-        .then(pl.lit("improved"))
-        .otherwise(pl.lit("stable"))
-    )
-    confident = (
-        pl.when(before_missing | after_missing)
-        .then(False)
-        .when(dp < 0)
-        .then(dp.abs() > res)
-        .when(ds < -res)
-        .then(True)
-        .when(dp > 0)
-        .then(dp.abs() > res)
-        .when(ds > res)
-        .then(True)
-        .otherwise(False)
-    )
-    rounded = {
-        f"{side}_{stat}": pl.col(f"{side}_{stat}").round(6, mode="half_away_from_zero")
-        for side in ("before", "after")
-        for stat in ("pass_rate", "score_mean")
-    }
-    return (
-        joined.with_columns(**rounded)
-        .with_columns(
-            (pl.col("after_pass_rate") - pl.col("before_pass_rate")).alias("pass_rate_delta"),
-            (pl.col("after_score_mean") - pl.col("before_score_mean")).alias("score_delta"),
-        )
-        .with_columns(status.alias("status"), confident.alias("confident"))
-        .with_columns(
-            (
-                (pl.col("status") == "regressed")
-                & (pl.col("before_pass_rate") >= 1.0)
-                & (pl.col("after_pass_rate").fill_null(1.0) < 1.0)
-            ).alias("newly_failing")
-        )
-    )
-
-
-def _per_key(run: Run, keys: pl.DataFrame) -> pl.DataFrame:
-    """Sum of scores, scored and passing executions per (key, metric)."""
-    return (
-        run.scores.join(keys, on=C.SAMPLE_ID, how="inner")
-        .group_by("key", C.METRIC)
-        .agg(
-            pl.col(C.SCORE).sum().alias("sum"),
-            pl.col(C.SCORE).count().cast(pl.Float64).alias("n"),
-            pl.col("passed").sum().cast(pl.Float64).alias("pass"),
-        )
-    )
-
-
-def _matrices(
-    a: pl.DataFrame, b: pl.DataFrame, paired: pl.Series, metrics: list[str]
-) -> PairedCounts:
-    grid = pl.DataFrame({"key": paired}).join(pl.DataFrame({C.METRIC: metrics}), how="cross")
-    arrays: dict[str, np.ndarray] = {}
-    for side, frame in (("a", a), ("b", b)):
-        full = grid.join(frame, on=["key", C.METRIC], how="left", maintain_order="left")
-        for stat in ("sum", "n", "pass"):
-            values = full.get_column(stat).fill_null(0.0).to_numpy()
-            arrays[f"{stat}_{side}"] = values.reshape(len(paired), len(metrics))
-    return PairedCounts(
-        sum_a=arrays["sum_a"],
-        n_a=arrays["n_a"],
-        pass_a=arrays["pass_a"],
-        sum_b=arrays["sum_b"],
-        n_b=arrays["n_b"],
-        pass_b=arrays["pass_b"],
-    )
-
-
-def _mcnemar(counts: PairedCounts, rows: np.ndarray | None = None) -> list[dict[str, Any]]:
-    """McNemar counts and p-value per metric, over paired rows scored on both sides."""
-    out = []
-    for j in range(counts.shape[1]):
-        na, nb = counts.n_a[:, j], counts.n_b[:, j]
-        mask = (na > 0) & (nb > 0)
-        if rows is not None:
-            mask &= rows
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ok_a = counts.pass_a[:, j][mask] / na[mask] >= 0.5
-            ok_b = counts.pass_b[:, j][mask] / nb[mask] >= 0.5
-        b = int((ok_a & ~ok_b).sum())
-        c = int((~ok_a & ok_b).sum())
-        out.append(
-            {
-                "paired_rows": int(mask.sum()),
-                "pass_to_fail": b,
-                "fail_to_pass": c,
-                "p_value": mcnemar_exact(b, c) if mask.any() else None,
-            }
-        )
-    return out
-
-
 def compare(
     before: Run,
     after: Run,
@@ -400,7 +291,7 @@ def compare(
     if n_bootstrap < 0:
         raise ComparisonError(f"n_bootstrap must be at least 0; got {n_bootstrap}.")
     rows_a, rows_b = before.sample_aggregates, after.sample_aggregates
-    key = _key(rows_a, rows_b)
+    key = join_key(rows_a, rows_b)
     block_a = precision_block(rows_a, before.frame.height)
     block_b = precision_block(rows_b, after.frame.height)
     res = float(epsilon) if epsilon is not None else float(block_b["resolution"])
@@ -416,7 +307,7 @@ def compare(
     joined = side(rows_b, "after").join(
         side(rows_a, "before"), on="key", how="full", coalesce=True, maintain_order="left_right"
     )
-    verdicts = _verdicts(joined, res).select(
+    verdicts = row_verdicts(joined, res).select(
         "key",
         pl.coalesce("after_sample_id", "before_sample_id").alias(C.SAMPLE_ID),
         pl.coalesce("after_row_hash", "before_row_hash").alias(C.ROW_HASH),
@@ -435,46 +326,27 @@ def compare(
     paired_keys = paired.get_column("key")
     ids_a, ids_b = before.metric_ids, after.metric_ids
     common = [m for m in ids_b if m in ids_a]
-    counts = _matrices(_per_key(before, keys_a), _per_key(after, keys_b), paired_keys, common)
-    boot = bootstrap_deltas(counts, n_resamples=n_bootstrap, seed=seed, confidence=confidence)
-    tests = _mcnemar(counts)
-
-    # Cohorts: the after run's tags (the before run's for rows only it has).
-    tags = pl.concat(
-        [
-            after.dataset.select(pl.col(key).alias("key"), C.TAGS),
-            before.dataset.select(pl.col(key).alias("key"), C.TAGS),
-        ]
-    ).unique("key", keep="first", maintain_order=True)
-    paired_tags = pl.DataFrame({"key": paired_keys}).join(
-        tags, on="key", how="left", maintain_order="left"
+    counts = paired_counts(
+        per_key_counts(before, keys_a), per_key_counts(after, keys_b), paired_keys, common
     )
-    cohort_tests: list[dict[str, Any]] = []
-    labels = sorted({t for ts in paired_tags.get_column(C.TAGS).to_list() for t in ts or []})
-    untagged = paired_tags.get_column(C.TAGS).list.len().fill_null(0).to_numpy() == 0
-    for cohort in [*labels, None]:
-        member = (
-            untagged
-            if cohort is None
-            else paired_tags.get_column(C.TAGS).list.contains(cohort).fill_null(False).to_numpy()
-        )
-        for metric, t in zip(common, _mcnemar(counts, member), strict=True):
-            cohort_tests.append({"cohort": cohort, C.METRIC: metric, **t})
+    boot = bootstrap_deltas(counts, n_resamples=n_bootstrap, seed=seed, confidence=confidence)
+    tests = mcnemar_tests(counts)
+    cohort_tests = cohort_mcnemar(before, after, key, paired_keys, counts, common)
 
     adjusted = holm([t["p_value"] for t in tests] + [t["p_value"] for t in cohort_tests])
     for t, p in zip(tests + cohort_tests, adjusted, strict=True):
         t["p_holm"] = p
 
-    metrics = _metric_table(before, after, common, boot, tests)
-    cohorts = _cohort_table(before, after, cohort_tests)
+    metrics = metric_table(before, after, common, boot, tests)
+    cohorts = cohort_table(before, after, cohort_tests)
     m = len(common)
     macro = {
         "before": before.macro_f1,
         "after": after.macro_f1,
         "delta": after.macro_f1 - before.macro_f1,
-        "paired_delta": _finite(boot["point"][2 * m]),
-        "ci_low": _finite(boot["low"][2 * m]),
-        "ci_high": _finite(boot["high"][2 * m]),
+        "paired_delta": finite_or_none(boot["point"][2 * m]),
+        "ci_low": finite_or_none(boot["low"][2 * m]),
+        "ci_high": finite_or_none(boot["high"][2 * m]),
     }
     return Comparison(
         before=before,
@@ -495,130 +367,4 @@ def compare(
         seed=seed,
         n_bootstrap=n_bootstrap,
         confidence=confidence,
-    )
-
-
-def _finite(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
-
-
-def _metric_table(
-    before: Run,
-    after: Run,
-    common: list[str],
-    boot: dict[str, np.ndarray],
-    tests: list[dict[str, Any]],
-) -> pl.DataFrame:
-    a = before.summary.select(C.METRIC, "mean", "pass_rate")
-    b = after.summary.select(C.METRIC, "mean", "pass_rate")
-    by_metric = {m: i for i, m in enumerate(common)}
-    dims = {m.id: m.dimension for m in [*before.metrics, *after.metrics]}
-    order = [*after.metric_ids, *[m for m in before.metric_ids if m not in after.metric_ids]]
-    m = len(common)
-    records = []
-    for metric in order:
-        ra = a.filter(pl.col(C.METRIC) == metric)
-        rb = b.filter(pl.col(C.METRIC) == metric)
-        mean_a = ra.item(0, "mean") if ra.height else None
-        mean_b = rb.item(0, "mean") if rb.height else None
-        rate_a = ra.item(0, "pass_rate") if ra.height else None
-        rate_b = rb.item(0, "pass_rate") if rb.height else None
-        j = by_metric.get(metric)
-        test = tests[j] if j is not None else {}
-        records.append(
-            {
-                C.METRIC: metric,
-                "dimension": dims.get(metric),
-                "before_mean": mean_a,
-                "after_mean": mean_b,
-                "mean_delta": None if mean_a is None or mean_b is None else mean_b - mean_a,
-                "mean_ci_low": None if j is None else _finite(boot["low"][j]),
-                "mean_ci_high": None if j is None else _finite(boot["high"][j]),
-                "before_pass_rate": rate_a,
-                "after_pass_rate": rate_b,
-                "pass_rate_delta": None if rate_a is None or rate_b is None else rate_b - rate_a,
-                "pass_rate_ci_low": None if j is None else _finite(boot["low"][m + j]),
-                "pass_rate_ci_high": None if j is None else _finite(boot["high"][m + j]),
-                "paired_rows": test.get("paired_rows"),
-                "pass_to_fail": test.get("pass_to_fail"),
-                "fail_to_pass": test.get("fail_to_pass"),
-                "p_value": test.get("p_value"),
-                "p_holm": test.get("p_holm"),
-            }
-        )
-    return pl.DataFrame(records, schema=_METRIC_SCHEMA)
-
-
-_METRIC_SCHEMA: Final = pl.Schema(
-    {
-        C.METRIC: pl.String(),
-        "dimension": pl.String(),
-        "before_mean": pl.Float64(),
-        "after_mean": pl.Float64(),
-        "mean_delta": pl.Float64(),
-        "mean_ci_low": pl.Float64(),
-        "mean_ci_high": pl.Float64(),
-        "before_pass_rate": pl.Float64(),
-        "after_pass_rate": pl.Float64(),
-        "pass_rate_delta": pl.Float64(),
-        "pass_rate_ci_low": pl.Float64(),
-        "pass_rate_ci_high": pl.Float64(),
-        "paired_rows": pl.Int64(),
-        "pass_to_fail": pl.Int64(),
-        "fail_to_pass": pl.Int64(),
-        "p_value": pl.Float64(),
-        "p_holm": pl.Float64(),
-    }
-)
-
-
-def _cohort_table(before: Run, after: Run, tests: list[dict[str, Any]]) -> pl.DataFrame:
-    cols = ["cohort", "label", C.METRIC, "sample_count", "mean", "pass_rate"]
-    a = before.cohorts.select(cols).rename(
-        {"sample_count": "before_n", "mean": "before_mean", "pass_rate": "before_pass_rate"}
-    )
-    b = after.cohorts.select(cols).rename(
-        {"sample_count": "after_n", "mean": "after_mean", "pass_rate": "after_pass_rate"}
-    )
-    joined = b.join(
-        a.drop("label"), on=["cohort", C.METRIC], how="full", coalesce=True, nulls_equal=True
-    )
-    test_frame = pl.DataFrame(
-        tests,
-        schema={
-            "cohort": pl.String,
-            C.METRIC: pl.String,
-            "paired_rows": pl.Int64,
-            "pass_to_fail": pl.Int64,
-            "fail_to_pass": pl.Int64,
-            "p_value": pl.Float64,
-            "p_holm": pl.Float64,
-        },
-    )
-    return (
-        joined.join(test_frame, on=["cohort", C.METRIC], how="left", nulls_equal=True)
-        .with_columns(
-            pl.col("label").fill_null(pl.col("cohort")).fill_null("(untagged)"),
-            (pl.col("after_mean") - pl.col("before_mean")).alias("mean_delta"),
-            (pl.col("after_pass_rate") - pl.col("before_pass_rate")).alias("pass_rate_delta"),
-        )
-        .sort(pl.col("cohort").is_null(), "cohort", maintain_order=True)
-        .select(
-            "cohort",
-            "label",
-            C.METRIC,
-            "before_n",
-            "after_n",
-            "before_mean",
-            "after_mean",
-            "mean_delta",
-            "before_pass_rate",
-            "after_pass_rate",
-            "pass_rate_delta",
-            "paired_rows",
-            "pass_to_fail",
-            "fail_to_pass",
-            "p_value",
-            "p_holm",
-        )
     )

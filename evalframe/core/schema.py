@@ -16,6 +16,8 @@ An outputs frame has ``sample_id`` and ``actual_output`` (Utf8), and may carry t
 operational columns ``latency_ms``, ``prompt_tokens``, ``completion_tokens``, ``cost_usd``
 and ``retries``.
 
+A run's provider usage (``Run.usage``) has one row per provider call, in ``USAGE_SCHEMA``.
+
 Columns that evalframe generates use a double underscore (``actual_output__embedding``)
 so they never collide with users' columns.
 """
@@ -44,6 +46,7 @@ __all__ = [
     "SCORES_SCHEMA",
     "SYSTEM_ERROR",
     "TAGS",
+    "USAGE_SCHEMA",
     "ExpectedType",
     "expected_text",
     "metadata_field",
@@ -100,6 +103,29 @@ SCORES_SCHEMA: Final = pl.Schema(
         "details": pl.String(),
     }
 )
+
+USAGE_SCHEMA: Final = pl.Schema(
+    {
+        "kind": pl.String(),
+        "provider": pl.String(),
+        "model": pl.String(),
+        "prompt_tokens": pl.Int64(),
+        "completion_tokens": pl.Int64(),
+        "total_tokens": pl.Int64(),
+        "cost_usd": pl.Float64(),
+        "cost_source": pl.String(),
+        "latency_ms": pl.Float64(),
+        "attempts": pl.Int64(),
+        "items": pl.Int64(),
+        "error": pl.String(),
+        "derived": pl.List(pl.String()),
+    }
+)
+"""Provider usage, one row per call. ``kind`` is ``embeddings`` or ``judge``; ``cost_source``
+is ``reported``, ``derived``, ``free`` or ``unpriced``. ``derived`` names the figures
+evalframe computed itself rather than read from the provider's reply: ``cost_usd`` priced
+from the price table (or zero for a local model), and ``latency_ms``, which evalframe always
+measures."""
 
 
 def expected_text() -> pl.Expr:

@@ -48,7 +48,7 @@ import polars as pl
 
 from evalframe.metrics._njit import njit, numba_object
 
-__all__ = ["TOKEN_PATTERN", "intern", "intern_texts", "tokens"]
+__all__ = ["TOKEN_PATTERN", "intern", "intern_texts", "tokens", "utf8_buffers"]
 
 TOKEN_PATTERN = r"[\p{L}\p{N}]+"
 """Regex (Rust syntax) of one token: a maximal run of Unicode letters and numbers."""
@@ -146,8 +146,9 @@ _EMPTY_CLASSES = np.zeros(0, dtype=np.uint8)
 # Planes 0-3 hold every letter and number of Unicode 16 (the last, CJK extension H, ends at
 # U+323AF); lowercasing maps a code point below this to code points below it.
 _CHAR_TABLE_SIZE = 0x40000
-# Read-only like the buffers np.frombuffer gives, so the kernels compile one specialisation.
-_EMPTY_BYTES = np.frombuffer(b"", dtype=np.uint8)
+# The buffer of a column without any bytes: one zero byte, so a kernel may read ``buf[0]``, and
+# read-only like the buffers np.frombuffer gives, so the kernels compile one specialisation.
+_NO_BYTES = np.frombuffer(b"\0", dtype=np.uint8)
 
 
 @njit
@@ -662,7 +663,7 @@ class _TextColumn:
 
     @classmethod
     def from_series(cls, text: pl.Series) -> _TextColumn:
-        raw, off, valid = _string_buffers(text)
+        raw, off, valid = utf8_buffers(text)
         row_start = off[:-1].copy()
         row_end = off[1:].copy()
         parts = [raw]
@@ -678,7 +679,7 @@ class _TextColumn:
                 rows = np.flatnonzero(kinds == kind)
                 if len(rows):
                     picked = text.gather(rows).to_frame("t").select(expr).to_series()
-                    part, part_off, _ = _string_buffers(picked)
+                    part, part_off, _ = utf8_buffers(picked)
                     row_start[rows] = part_off[:-1] + (size - part_off[0])
                     row_end[rows] = part_off[1:] + (size - part_off[0])
                     parts.append(part[part_off[0] : part_off[-1]])
@@ -688,18 +689,20 @@ class _TextColumn:
         return cls(buf, words, row_start, row_end, kinds, char_class, longest)
 
 
-def _string_buffers(
+def utf8_buffers(
     s: pl.Series,
 ) -> tuple[npt.NDArray[np.uint8], OffsetArray, npt.NDArray[np.bool_]]:
-    """Byte buffer, Arrow offsets (``len(s) + 1``) and validity of a String Series."""
-    arr = s.to_arrow()
+    """Byte buffer, Arrow offsets (``len(s) + 1``) and validity of a String Series.
+
+    Row ``i`` is ``buf[off[i]:off[i + 1]]``; both arrays are read-only views of Arrow memory.
+    """
+    arr = s.cast(pl.String).to_arrow()
     if str(arr.type) != "large_string":
         arr = arr.cast("large_string")
     _validity, off_buf, data_buf = arr.buffers()
     off = np.frombuffer(off_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else _EMPTY_BYTES
-    valid = s.is_not_null().to_numpy()
-    return data, off, valid
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else _NO_BYTES
+    return data, off, s.is_not_null().to_numpy()
 
 
 def _check_dtype(s: pl.Series, expected: pl.DataType, what: str) -> None:
@@ -741,7 +744,7 @@ def intern(*token_lists: pl.Series) -> tuple[tuple[IdArray, OffsetArray], ...]:
         offsets = np.zeros(len(lists) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         flat = lists.cast(pl.List(pl.String)).explode(empty_as_null=False, keep_nulls=False)
-        data, tok_off, _ = _string_buffers(flat)
+        data, tok_off, _ = utf8_buffers(flat)
         out.append((interner.intern_flat(data, tok_off), offsets))
     return tuple(out)
 

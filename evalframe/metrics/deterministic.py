@@ -15,9 +15,9 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.metrics._batched import batched, sample_error
+from evalframe.metrics._json_scan import json_leaves
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Range, Scored
-from evalframe.metrics.structural import json_leaves
 
 __all__ = ["NUMBER_PATTERN", "list_contains", "numeric_diff"]
 

@@ -31,6 +31,7 @@ from evalframe.metrics._batched import batched, sample_error, type_error
 from evalframe.metrics._njit import njit
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Range, Scored
+from evalframe.metrics._text import utf8_buffers
 
 __all__ = ["bleu", "bleu_scores", "bleu_statistics", "levenshtein"]
 
@@ -50,23 +51,6 @@ _PARALLEL_ROWS = 8192  # below this, one thread: the pool costs more than it sav
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
-def utf8_buffers(
-    s: pl.Series,
-) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-    """Byte buffer, Arrow offsets (``len(s) + 1``) and validity of a String Series."""
-    arr = s.cast(pl.String).to_arrow()
-    if str(arr.type) != "large_string":
-        arr = arr.cast("large_string")
-    _, off_buf, data_buf = arr.buffers()
-    off = np.frombuffer(off_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
-    data = (
-        np.frombuffer(data_buf, dtype=np.uint8)
-        if data_buf is not None
-        else np.zeros(1, dtype=np.uint8)
-    )
-    return data, off, s.is_not_null().to_numpy()
 
 
 def _threaded(kernel: Callable[..., tuple[Any, ...]], n_rows: int, *arrays: Any) -> tuple[Any, ...]:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import polars as pl
 
+from evalframe.core import schema as C
 from evalframe.core._errors import BudgetExhaustedError, DeadlineExceededError, StopCallsError
 from evalframe.providers._config import Secret, redact
 
@@ -40,27 +41,6 @@ CostSource = Literal["reported", "derived", "free", "unpriced"]
 Prices = Mapping[str, Mapping[str, float]]
 
 UNNAMED_MODEL = "(unnamed model)"
-
-USAGE_SCHEMA = pl.Schema(
-    {  # type: ignore[arg-type]  # a nested List dtype widens the dict literal's value type
-        "kind": pl.String,
-        "provider": pl.String,
-        "model": pl.String,
-        "prompt_tokens": pl.Int64,
-        "completion_tokens": pl.Int64,
-        "total_tokens": pl.Int64,
-        "cost_usd": pl.Float64,
-        "cost_source": pl.String,
-        "latency_ms": pl.Float64,
-        "attempts": pl.Int64,
-        "items": pl.Int64,
-        "error": pl.String,
-        "derived": pl.List(pl.String),
-    }
-)
-"""One row per call. ``derived`` names the figures evalframe computed itself rather than
-read from the provider's reply: ``cost_usd`` priced from the price table (or zero for a
-local model), and ``latency_ms``, which evalframe always measures."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +92,20 @@ def _money(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return x if math.isfinite(x) and x >= 0 else None
+
+
+def _positive(value: object, requirement: str) -> float | None:
+    """``value`` as a float (None stays None); ValueError unless a finite number > 0."""
+    if value is None:
+        return None
+    if not (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    ):
+        raise ValueError(f"{requirement}; got {value!r}.")
+    return float(value)
 
 
 def usage_from_body(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -192,25 +186,12 @@ class Ledger:
         deadline: float | None = None,
         secrets: Sequence[Secret | None] = (),
     ) -> None:
-        if deadline is not None and not (
-            isinstance(deadline, int | float)
-            and not isinstance(deadline, bool)
-            and math.isfinite(deadline)
-            and deadline > 0
-        ):
-            raise ValueError(f"deadline must be a number of seconds > 0; got {deadline!r}.")
-        self.deadline = float(deadline) if deadline is not None else None
+        self.deadline = _positive(deadline, "deadline must be a number of seconds > 0")
         self.secrets: tuple[Secret | None, ...] = tuple(secrets)
         self._started = time.monotonic()
-        if budget_usd is not None and not (
-            isinstance(budget_usd, int | float)
-            and not isinstance(budget_usd, bool)
-            and math.isfinite(budget_usd)
-            and budget_usd > 0
-        ):
-            raise ValueError(f"budget_usd must be a number > 0; got {budget_usd!r}.")
+        budget = _positive(budget_usd, "budget_usd must be a number > 0")
         self.prices = _check_prices(prices)
-        self.budget_usd = float(budget_usd) if budget_usd is not None else None
+        self.budget_usd = budget
         self._lock = threading.Lock()
         self._rows: list[dict[str, Any]] = []
         self._spent = 0.0
@@ -324,13 +305,13 @@ class Ledger:
         return self._halted
 
     def frame(self) -> pl.DataFrame:
-        """One row per call, in the order the calls finished (``USAGE_SCHEMA``)."""
+        """One row per call, in the order the calls finished (``ef.schema.USAGE_SCHEMA``)."""
         with self._lock:
             rows = list(self._rows)
         return (
-            pl.DataFrame(rows, schema=USAGE_SCHEMA, orient="row")
+            pl.DataFrame(rows, schema=C.USAGE_SCHEMA, orient="row")
             if rows
-            else pl.DataFrame(schema=USAGE_SCHEMA)
+            else pl.DataFrame(schema=C.USAGE_SCHEMA)
         )
 
     def cost_summary(self) -> dict[str, Any]:

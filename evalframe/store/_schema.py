@@ -38,6 +38,15 @@ __all__ = [
 SCHEMA_VERSION: Final = 1
 """The schema version this evalframe writes; files of older versions are migrated on open."""
 
+# The aggregates both stats tables materialize (from metric_summary and cohort_summary).
+_AGGREGATE_COLUMNS: Final = """n BIGINT NOT NULL,
+            n_scored BIGINT NOT NULL,
+            n_errors BIGINT NOT NULL,
+            mean DOUBLE,
+            p50 DOUBLE,
+            p95 DOUBLE,
+            pass_rate DOUBLE NOT NULL"""
+
 TABLES: Final[dict[str, str]] = {
     "meta": """
         CREATE TABLE IF NOT EXISTS meta (
@@ -151,7 +160,7 @@ TABLES: Final[dict[str, str]] = {
             latency_ms DOUBLE,
             extra VARCHAR
         )""",
-    "run_metric_stats": """
+    "run_metric_stats": f"""
         CREATE TABLE IF NOT EXISTS run_metric_stats (
             run_id VARCHAR NOT NULL,
             ordinal INTEGER NOT NULL,
@@ -159,15 +168,9 @@ TABLES: Final[dict[str, str]] = {
             threshold DOUBLE,
             family VARCHAR,
             dimension VARCHAR,
-            n BIGINT NOT NULL,
-            n_scored BIGINT NOT NULL,
-            n_errors BIGINT NOT NULL,
-            mean DOUBLE,
-            p50 DOUBLE,
-            p95 DOUBLE,
-            pass_rate DOUBLE NOT NULL
+            {_AGGREGATE_COLUMNS}
         )""",
-    "run_cohort_stats": """
+    "run_cohort_stats": f"""
         CREATE TABLE IF NOT EXISTS run_cohort_stats (
             run_id VARCHAR NOT NULL,
             cohort VARCHAR,
@@ -176,13 +179,7 @@ TABLES: Final[dict[str, str]] = {
             sample_count BIGINT NOT NULL,
             ordinal INTEGER NOT NULL,
             metric VARCHAR NOT NULL,
-            n BIGINT NOT NULL,
-            n_scored BIGINT NOT NULL,
-            n_errors BIGINT NOT NULL,
-            mean DOUBLE,
-            p50 DOUBLE,
-            p95 DOUBLE,
-            pass_rate DOUBLE NOT NULL
+            {_AGGREGATE_COLUMNS}
         )""",
     "baselines": """
         CREATE TABLE IF NOT EXISTS baselines (

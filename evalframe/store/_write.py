@@ -36,15 +36,20 @@ __all__ = [
 ]
 
 OUTPUT_COLUMNS: Final = (C.ACTUAL_OUTPUT, C.SYSTEM_ERROR, *C.OPERATIONAL_COLUMNS.names())
+# The usage fields the usage table holds as typed columns; usage_frame puts the rest in its
+# ``extra`` JSON.
 USAGE_COLUMNS: Final = pl.Schema(
     {
-        "provider": pl.String,
-        "model": pl.String,
-        "prompt_tokens": pl.Int64,
-        "completion_tokens": pl.Int64,
-        "total_tokens": pl.Int64,
-        "cost_usd": pl.Float64,
-        "latency_ms": pl.Float64,
+        name: C.USAGE_SCHEMA[name]
+        for name in (
+            "provider",
+            "model",
+            "prompt_tokens",
+            "completion_tokens",
+            "total_tokens",
+            "cost_usd",
+            "latency_ms",
+        )
     }
 )
 _HASH_CHUNK: Final = 100_000
