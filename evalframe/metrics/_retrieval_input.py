@@ -23,7 +23,7 @@ import polars as pl
 from evalframe.core._errors import MetricError
 from evalframe.metrics._njit import njit
 from evalframe.metrics._ranking import dedupe_lists, flat
-from evalframe.metrics._text import _string_buffers
+from evalframe.metrics._text import utf8_buffers
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -688,7 +688,7 @@ def parse_retrieval(actual: pl.Series) -> pl.DataFrame:
     import pyarrow as pa
 
     text = actual.cast(pl.String)
-    chunks = _scan_in_threads(*_string_buffers(text))
+    chunks = _scan_in_threads(*utf8_buffers(text))
     status = np.concatenate([c[0] for c in chunks])
     ids, texts = [], []
     for chunk_status, has_text, row_off, id_bytes, id_end, text_bytes, text_end in chunks:
