@@ -11,16 +11,17 @@ Examples:
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
 from evalframe import metrics, providers
 from evalframe._version import __version__
 from evalframe.core import _seam, aggregate, schema
-from evalframe.core._compare import Comparison, ComparisonError, compare
 from evalframe.core._dataset import Dataset, read_dataset
 from evalframe.core._errors import (
     BudgetExhaustedError,
+    ComparisonError,
     DatasetError,
     EvalframeError,
     MetricError,
@@ -28,20 +29,21 @@ from evalframe.core._errors import (
     StoreBusyError,
     StoreError,
 )
-from evalframe.core._gate import GateResult, gate
 from evalframe.core._outputs import read_outputs
 from evalframe.core._run import Run
-from evalframe.engine import evaluate
-from evalframe.enrich import score
-from evalframe.providers import (
-    HashingEmbedder,
-    OnnxEmbedder,
-    OpenAIEmbeddings,
-    OpenAIJudge,
-    Providers,
-)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # these load on first use (see __getattr__), not at import
+    from evalframe.core._compare import Comparison, compare
+    from evalframe.core._gate import GateResult, gate
+    from evalframe.engine import evaluate
+    from evalframe.enrich import score
+    from evalframe.providers import (
+        HashingEmbedder,
+        OnnxEmbedder,
+        OpenAIEmbeddings,
+        OpenAIJudge,
+        Providers,
+    )
     from evalframe.store import Store
     from evalframe.views import plot
     from evalframe.views._report import Report
@@ -81,21 +83,33 @@ __all__ = [
 ]
 
 
+_LAZY: dict[str, str] = {
+    "Comparison": "evalframe.core._compare",
+    "compare": "evalframe.core._compare",
+    "GateResult": "evalframe.core._gate",
+    "gate": "evalframe.core._gate",
+    "evaluate": "evalframe.engine",
+    "score": "evalframe.enrich",
+    "HashingEmbedder": "evalframe.providers",
+    "OnnxEmbedder": "evalframe.providers",
+    "OpenAIEmbeddings": "evalframe.providers",
+    "OpenAIJudge": "evalframe.providers",
+    "Providers": "evalframe.providers",
+    "Store": "evalframe.store",
+    "plot": "evalframe.views",
+    "Report": "evalframe.views._report",
+}
+
+
 def __getattr__(name: str) -> Any:
-    # The store (DuckDB) and the views (HTML, charts) load on first use, not at import.
-    if name == "Store":
-        from evalframe.store import Store
-
-        return Store
-    if name == "plot":
-        from evalframe.views import plot
-
-        return plot
-    if name == "Report":
-        from evalframe.views._report import Report
-
-        return Report
-    raise AttributeError(f"module 'evalframe' has no attribute {name!r}")
+    # NumPy, DuckDB, the providers, the engine and the views load on first use, so
+    # ``import evalframe`` costs little more than ``import polars``.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evalframe' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 def _load_views() -> None:

@@ -168,7 +168,7 @@ def test_import_loads_no_compiler_store_or_view_and_the_seam_loads_them_on_use()
         import evalframe as ef
         from evalframe.core import _seam
 
-        heavy = ("numba", "duckdb", "pyarrow", "evalframe.views", "evalframe.store")
+        heavy = ("numpy", "numba", "duckdb", "pyarrow", "evalframe.views", "evalframe.store")
         print(sorted(m for m in heavy if m in sys.modules))
         ds = ef.Dataset.from_records([{"id": "a", "input": {}, "expected_output": "b"}], name="d")
         run = ef.evaluate(ds, outputs={"a": "b"}, metrics=["exact-match"])

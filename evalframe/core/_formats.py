@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import numpy as np
 import polars as pl
 import yaml
 
@@ -297,6 +296,8 @@ def check_json_depth(text: str, where: str, subject: str, *, lines: bool = True)
     data = text.encode("utf-8", "surrogatepass")
     if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
         return
+    import numpy as np  # only for texts with enough brackets to nest too deep
+
     raw = np.frombuffer(data, np.uint8)
     quotes = np.flatnonzero(raw == ord('"'))
     slashes = np.flatnonzero(raw == ord("\\"))

@@ -4,45 +4,53 @@ Every metric is a value with a canonical id (``rouge-l(beta=2.0)``) whose comput
 set of Polars expressions over whole columns. A metric may read *derived* columns (pure,
 computed once per frame) and declare *needs*: provider-filled columns, as plain values
 (``TextEmbeddings()``, ``TokenEmbeddings(...)``, ``JudgeReplies(...)``) that the enrich layer
-fills before scoring. Resolve spec strings with ``get``; build from
-Python with the snake_case factories (``rouge_l(beta=2.0)``).
+fills before scoring. Resolve spec strings with ``get``; build from Python with the
+snake_case factories (``rouge_l(beta=2.0)``). The built-in families load on first use of the
+registry or of a factory, not at ``import evalframe``.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from evalframe.metrics._registry import (
+    BUILTIN_FAMILIES,
     MetricFactory,
     available,
     definition,
     get,
+    load_builtins,
     metric,
     register,
     resolve,
 )
 from evalframe.metrics._rowwise import MetricScore, Sample, from_object, rowwise
 from evalframe.metrics._spec import Derived, Metric, MetricDef, Need, Range, Scored, parse_spec
-from evalframe.metrics.citation import citation_groundedness
-from evalframe.metrics.deterministic import list_contains, numeric_diff
-from evalframe.metrics.judge import JudgeReplies, llm_as_judge, refusal_quality
-from evalframe.metrics.lexical import contains, exact_match, regex, rouge_l
-from evalframe.metrics.operational import cost, latency, retry_count, token_cost
-from evalframe.metrics.ordinal import ordinal_distance
-from evalframe.metrics.reliability import outcome_consistency, score_consistency
-from evalframe.metrics.retrieval import (
-    answer_containment_at_k,
-    retrieval_hit_at_k,
-    retrieval_mrr,
-    retrieval_ndcg_at_k,
-    retrieval_recall_at_k,
-)
-from evalframe.metrics.semantic import (
-    TextEmbeddings,
-    TokenEmbeddings,
-    bertscore_like,
-    cosine_embedding,
-)
-from evalframe.metrics.similarity import bleu, levenshtein
-from evalframe.metrics.structural import json_diff, json_schema, json_valid
+
+if TYPE_CHECKING:  # the families load with the registry, not at import
+    from evalframe.metrics.citation import citation_groundedness
+    from evalframe.metrics.deterministic import list_contains, numeric_diff
+    from evalframe.metrics.judge import JudgeReplies, llm_as_judge, refusal_quality
+    from evalframe.metrics.lexical import contains, exact_match, regex, rouge_l
+    from evalframe.metrics.operational import cost, latency, retry_count, token_cost
+    from evalframe.metrics.ordinal import ordinal_distance
+    from evalframe.metrics.reliability import outcome_consistency, score_consistency
+    from evalframe.metrics.retrieval import (
+        answer_containment_at_k,
+        retrieval_hit_at_k,
+        retrieval_mrr,
+        retrieval_ndcg_at_k,
+        retrieval_recall_at_k,
+    )
+    from evalframe.metrics.semantic import (
+        TextEmbeddings,
+        TokenEmbeddings,
+        bertscore_like,
+        cosine_embedding,
+    )
+    from evalframe.metrics.similarity import bleu, levenshtein
+    from evalframe.metrics.structural import json_diff, json_schema, json_valid
 
 __all__ = [
     "Derived",
@@ -95,3 +103,17 @@ __all__ = [
     "score_consistency",
     "token_cost",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # A built-in factory or need type: load the families (in their fixed order), then look
+    # the name up in the family that defines it.
+    if not name.startswith("_"):
+        load_builtins()
+        for family in BUILTIN_FAMILIES:
+            module = importlib.import_module(f"evalframe.metrics.{family}")
+            if name in getattr(module, "__all__", ()):
+                value = getattr(module, name)
+                globals()[name] = value
+                return value
+    raise AttributeError(f"module 'evalframe.metrics' has no attribute {name!r}")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import importlib
 import inspect
 from collections.abc import Callable, Iterable, Sequence
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Final
 
 from evalframe.core._errors import MetricError
 from evalframe.metrics._spec import (
@@ -28,6 +29,38 @@ ENTRY_POINT_GROUP = "evalframe.metrics"
 
 _REGISTRY: dict[str, MetricDef] = {}
 _plugins_loaded = False
+
+BUILTIN_FAMILIES: Final = (
+    "citation",
+    "deterministic",
+    "judge",
+    "lexical",
+    "operational",
+    "ordinal",
+    "reliability",
+    "retrieval",
+    "semantic",
+    "similarity",
+    "structural",
+)
+"""The modules of ``evalframe.metrics`` whose ``@metric`` registrations are the built-ins."""
+
+_builtins = "absent"
+
+
+def load_builtins() -> None:
+    """Import the built-in families once, in a fixed order, on first use of the registry.
+
+    ``import evalframe`` leaves them (and NumPy with them) unloaded; any lookup, listing or
+    registration loads them first, so built-ins keep their order ahead of user metrics.
+    """
+    global _builtins  # noqa: PLW0603 - a once-only latch, like the plugins'
+    if _builtins != "absent":
+        return
+    _builtins = "loading"
+    for family in BUILTIN_FAMILIES:
+        importlib.import_module(f"evalframe.metrics.{family}")
+    _builtins = "loaded"
 
 
 class MetricFactory:
@@ -145,6 +178,7 @@ def register(item: Metric | MetricDef | MetricFactory, *, replace: bool = False)
 
 
 def _add(definition: MetricDef, *, replace: bool) -> None:
+    load_builtins()
     existing = _REGISTRY.get(definition.name)
     if existing is not None and not replace and existing.build is not definition.build:
         raise MetricError(
@@ -174,12 +208,14 @@ def _load_plugins() -> None:
 
 def available() -> list[MetricDef]:
     """Every registered definition, built-ins first, in registration order."""
+    load_builtins()
     _load_plugins()
     return list(_REGISTRY.values())
 
 
 def definition(name: str) -> MetricDef:
     """The registered definition for an alias; raises with close matches when unknown."""
+    load_builtins()
     found = _REGISTRY.get(name)
     if found is None:
         _load_plugins()

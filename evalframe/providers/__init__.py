@@ -13,25 +13,30 @@ Configuration comes from arguments, CLI options or the environment: ``OPENAI_API
 ``EVALFRAME_EMBEDDINGS_MODEL``, ``EVALFRAME_EMBEDDINGS_API_KEY``, ``EVALFRAME_JUDGE_BASE_URL``,
 ``EVALFRAME_JUDGE_MODEL`` and ``EVALFRAME_JUDGE_API_KEY`` per role. See docs/providers.md.
 
-Nothing heavy is imported here: onnxruntime, tokenizers, httpx and duckdb load on first use.
+Nothing heavy is imported here: each client module (and NumPy, onnxruntime, tokenizers,
+httpx, duckdb) loads when one of its names is first used.
 """
 
 from __future__ import annotations
 
-from evalframe.providers._base import (
-    Embedded,
-    EmbeddingClient,
-    JudgeClient,
-    Reply,
-    TokenEmbeddingClient,
-)
-from evalframe.providers._cache import ResponseCache, default_cache_path
-from evalframe.providers._config import ENV, RetryPolicy, Secret
-from evalframe.providers._hashing import HashingEmbedder
-from evalframe.providers._ledger import BudgetExhaustedError, Call, Ledger
-from evalframe.providers._onnx import OnnxEmbedder
-from evalframe.providers._openai import OpenAIEmbeddings, OpenAIJudge
-from evalframe.providers._providers import Providers
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # each client module loads when its name is first used
+    from evalframe.providers._base import (
+        Embedded,
+        EmbeddingClient,
+        JudgeClient,
+        Reply,
+        TokenEmbeddingClient,
+    )
+    from evalframe.providers._cache import ResponseCache, default_cache_path
+    from evalframe.providers._config import ENV, RetryPolicy, Secret
+    from evalframe.providers._hashing import HashingEmbedder
+    from evalframe.providers._ledger import BudgetExhaustedError, Call, Ledger
+    from evalframe.providers._onnx import OnnxEmbedder
+    from evalframe.providers._openai import OpenAIEmbeddings, OpenAIJudge
+    from evalframe.providers._providers import Providers
 
 __all__ = [
     "ENV",
@@ -53,3 +58,33 @@ __all__ = [
     "TokenEmbeddingClient",
     "default_cache_path",
 ]
+
+_MODULES: dict[str, str] = {
+    "BudgetExhaustedError": "_ledger",
+    "Call": "_ledger",
+    "ENV": "_config",
+    "Embedded": "_base",
+    "EmbeddingClient": "_base",
+    "HashingEmbedder": "_hashing",
+    "JudgeClient": "_base",
+    "Ledger": "_ledger",
+    "OnnxEmbedder": "_onnx",
+    "OpenAIEmbeddings": "_openai",
+    "OpenAIJudge": "_openai",
+    "Providers": "_providers",
+    "Reply": "_base",
+    "ResponseCache": "_cache",
+    "RetryPolicy": "_config",
+    "Secret": "_config",
+    "TokenEmbeddingClient": "_base",
+    "default_cache_path": "_cache",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evalframe.providers' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"evalframe.providers.{module}"), name)
+    globals()[name] = value
+    return value
