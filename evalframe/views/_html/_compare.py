@@ -28,16 +28,20 @@ def _delta_td(value: Any, extra: str = "") -> str:
     return td(f"{signed(value)} {extra}".strip(), cls=sign)
 
 
-def comparison_html(comparison: Comparison, *, max_rows: int = MAX_FAILURES) -> str:
-    """A comparison of two runs as an HTML fragment (``Comparison._repr_html_``).
+_COUNTS = (
+    ("regressed", "regressed"),
+    ("regressed_confident", "beyond noise"),
+    ("newly_failing", "newly failing"),
+    ("improved", "improved"),
+    ("stable", "stable"),
+    ("added", "added"),
+    ("removed", "removed"),
+)
 
-    Row verdict counts, macro-F1 before and after with its paired interval, per-metric
-    deltas with bootstrap intervals and Holm-adjusted p-values, the cohorts that moved and
-    the worst regressed rows.
-    """
-    c = comparison
-    counts = c.counts
-    mf = c.macro_f1
+
+def _heading(c: Comparison) -> list[str]:
+    """The title, then the macro-F1 move and the row verdict counts as chips."""
+    counts, mf = c.counts, c.macro_f1
     title = (
         f"Comparison — {escape(c.after.dataset.name)}: <code>{escape(c.before.run_id)}</code> "
         f"({escape(c.label)}) → <code>{escape(c.after.run_id)}</code>"
@@ -48,18 +52,17 @@ def comparison_html(comparison: Comparison, *, max_rows: int = MAX_FAILURES) -> 
         f"{f4(mf['before'])} → {f4(mf['after'])} {_ci(mf.get('ci_low'), mf.get('ci_high'))}"
         "</span>"
     ]
-    for key, label in (
-        ("regressed", "regressed"),
-        ("regressed_confident", "beyond noise"),
-        ("newly_failing", "newly failing"),
-        ("improved", "improved"),
-        ("stable", "stable"),
-        ("added", "added"),
-        ("removed", "removed"),
-    ):
+    for key, label in _COUNTS:
         cls = ' class="ef-down"' if key.startswith(("regressed", "newly")) and counts[key] else ""
         chips.append(f"<span{cls}><b>{counts[key]}</b> {label}</span>")
-    metric_rows = [
+    return [
+        f'<div class="ef-report"><style>{CSS}</style><h2>{title}</h2>',
+        f'<div class="ef-kpis">{"".join(chips)}</div>',
+    ]
+
+
+def _metrics(c: Comparison) -> list[str]:
+    rows = [
         [
             td(f"<code>{escape(r['metric'])}</code>"),
             td(f4(r["before_mean"])),
@@ -73,62 +76,64 @@ def comparison_html(comparison: Comparison, *, max_rows: int = MAX_FAILURES) -> 
         ]
         for r in c.metrics.iter_rows(named=True)
     ]
-    parts = [
-        f'<div class="ef-report"><style>{CSS}</style><h2>{title}</h2>',
-        f'<div class="ef-kpis">{"".join(chips)}</div>',
-        "<h3>Metrics</h3>",
-        table(
-            [
-                "metric", "mean before", "mean after", "Δ mean", "pass-rate before",
-                "pass-rate after", "Δ pass-rate", "pass→fail / fail→pass", "p (Holm)",
-            ],
-            metric_rows,
-        ),
+    headers = [
+        "metric", "mean before", "mean after", "Δ mean", "pass-rate before", "pass-rate after",
+        "Δ pass-rate", "pass→fail / fail→pass", "p (Holm)",
     ]  # fmt: skip
+    return ["<h3>Metrics</h3>", table(headers, rows)]
+
+
+def _cohorts(c: Comparison) -> list[str]:
     moved = c.cohorts.filter(
         (pl.col("mean_delta").fill_null(0) != 0) | (pl.col("pass_rate_delta").fill_null(0) != 0)
     )
-    if moved.height:
-        parts += [
-            "<h3>Cohorts that moved</h3>",
-            table(
-                ["cohort", "metric", "Δ mean", "Δ pass-rate", "p (Holm)"],
-                [
-                    [
-                        td(escape(r["label"]), cls="ef-text"),
-                        td(f"<code>{escape(r['metric'])}</code>", cls="ef-text"),
-                        _delta_td(r["mean_delta"]),
-                        _delta_td(r["pass_rate_delta"]),
-                        td(f4(r["p_holm"])),
-                    ]
-                    for r in moved.iter_rows(named=True)
-                ],
-            ),
+    if not moved.height:
+        return []
+    rows = [
+        [
+            td(escape(r["label"]), cls="ef-text"),
+            td(f"<code>{escape(r['metric'])}</code>", cls="ef-text"),
+            _delta_td(r["mean_delta"]),
+            _delta_td(r["pass_rate_delta"]),
+            td(f4(r["p_holm"])),
         ]
+        for r in moved.iter_rows(named=True)
+    ]
+    headers = ["cohort", "metric", "Δ mean", "Δ pass-rate", "p (Holm)"]
+    return ["<h3>Cohorts that moved</h3>", table(headers, rows)]
+
+
+def _regressed_rows(c: Comparison, max_rows: int) -> list[str]:
     worst = c.regressions()
-    parts.append("<h3>Regressed rows</h3>")
-    if worst.height:
-        parts.append(
-            table(
-                ["sample", "confident", "Δ pass-rate", "Δ score", "pass-rate", "score"],
-                [
-                    [
-                        td(f"<code>{escape(r['sample_id'])}</code>"),
-                        td("yes" if r["confident"] else "no"),
-                        _delta_td(r["pass_rate_delta"]),
-                        _delta_td(r["score_delta"]),
-                        td(f"{f4(r['before_pass_rate'])} → {f4(r['after_pass_rate'])}"),
-                        td(f"{f4(r['before_score_mean'])} → {f4(r['after_score_mean'])}"),
-                    ]
-                    for r in worst.head(max_rows).iter_rows(named=True)
-                ],
-            )
-        )
-        if worst.height > max_rows:
-            parts.append(f'<p class="ef-muted">… and {worst.height - max_rows} more.</p>')
-    else:
-        parts.append('<p class="ef-muted">None.</p>')
-    parts.append("</div>")
+    if not worst.height:
+        return ["<h3>Regressed rows</h3>", '<p class="ef-muted">None.</p>']
+    rows = [
+        [
+            td(f"<code>{escape(r['sample_id'])}</code>"),
+            td("yes" if r["confident"] else "no"),
+            _delta_td(r["pass_rate_delta"]),
+            _delta_td(r["score_delta"]),
+            td(f"{f4(r['before_pass_rate'])} → {f4(r['after_pass_rate'])}"),
+            td(f"{f4(r['before_score_mean'])} → {f4(r['after_score_mean'])}"),
+        ]
+        for r in worst.head(max_rows).iter_rows(named=True)
+    ]
+    headers = ["sample", "confident", "Δ pass-rate", "Δ score", "pass-rate", "score"]
+    out = ["<h3>Regressed rows</h3>", table(headers, rows)]
+    if worst.height > max_rows:
+        out.append(f'<p class="ef-muted">… and {worst.height - max_rows} more.</p>')
+    return out
+
+
+def comparison_html(comparison: Comparison, *, max_rows: int = MAX_FAILURES) -> str:
+    """A comparison of two runs as an HTML fragment (``Comparison._repr_html_``).
+
+    Row verdict counts, macro-F1 before and after with its paired interval, per-metric
+    deltas with bootstrap intervals and Holm-adjusted p-values, the cohorts that moved and
+    the worst regressed rows.
+    """
+    c = comparison
+    parts = [*_heading(c), *_metrics(c), *_cohorts(c), *_regressed_rows(c, max_rows), "</div>"]
     return "\n".join(parts)
 
 
