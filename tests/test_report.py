@@ -142,3 +142,29 @@ def test_a_report_without_samples_renders_the_same_markdown() -> None:
     assert {k: v for k, v in lean.items() if k != "samples"} == {
         k: v for k, v in run.report().items() if k != "samples"
     }
+
+
+def test_report_markdown_html_escapes_cells_and_the_shared_table_does_so_on_request() -> None:
+    from evalframe.views._format import md_table
+
+    ds = ef.Dataset.from_records(
+        [{"id": "a", "input": {}, "expected_output": "x", "metadata": {"tags": ["<b>&`"]}}],
+        name="esc",
+    )
+    md = ef.evaluate(ds, outputs={"a": "x"}, metrics=["exact-match"]).report().to_markdown()
+    assert "| &lt;b&gt;&amp;\\` | 1 | exact-match |" in md
+    rows = [["<b>&`", "a\n  b|c"]]
+    assert md_table(["h", "i"], rows) == ["| h | i |", "|---|---|", "| <b>&\\` | a b\\|c |"]
+    assert md_table(["h", "i"], rows, escape_html=True)[2] == "| &lt;b&gt;&amp;\\` | a b\\|c |"
+
+
+def test_shared_number_formats() -> None:
+    from evalframe.views._format import f4, fmt, has_counts, points, signed
+
+    assert [f4(None), f4(1), f4(0.12345)] == ["n/a", "1.0000", "0.1235"]
+    assert [signed(None), signed(0.5), signed(-0.25)] == ["n/a", "+0.5000", "-0.2500"]
+    assert fmt(0.5, ".1f") == "0.5"
+    assert [points(0.05), points(0.125), points(0.1)] == ["5 pts", "12.5 pts", "10 pts"]
+    doc = {"metrics": {"m": {"n_scored": 1, "n_errors": 0}}}
+    assert has_counts(doc)
+    assert not has_counts(doc, ("threshold", "n_scored", "n_errors"))

@@ -2,35 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from evalframe.core import schema as C
+
+# ``fmt`` and ``table`` stay importable from here for the CLI. Unlike the report's Markdown,
+# comparison cells are not HTML-escaped: the text has always gone out as it is.
+from evalframe.views._format import fmt, signed
+from evalframe.views._format import md_table as table
 
 if TYPE_CHECKING:
     from evalframe.core._compare import Comparison
     from evalframe.core._gate import GateResult
 
 __all__ = ["fmt", "gate_text", "render", "row_table", "table"]
-
-
-def _cell(value: Any) -> str:
-    text = " ".join(str(value).split())
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    """A Markdown table, cells on one line with ``|`` and backticks escaped."""
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return lines
-
-
-def fmt(x: float | None, spec: str = ".4f") -> str:
-    """A number with ``spec``, or ``n/a``."""
-    return "n/a" if x is None else format(x, spec)
 
 
 def _interval(low: float | None, high: float | None) -> str:
@@ -49,7 +36,7 @@ def row_table(rows: pl.DataFrame) -> list[str]:
         (
             r["sample_id"],
             f"{fmt(r['before_pass_rate'])} → {fmt(r['after_pass_rate'])}",
-            fmt(r["score_delta"], "+.4f"),
+            signed(r["score_delta"]),
             "yes" if r["confident"] else "no",
             "yes" if r["newly_failing"] else "no",
         )
@@ -107,11 +94,11 @@ def render(c: Comparison, *, max_rows: int = 20) -> str:
             r["metric"],
             fmt(r["before_mean"]),
             fmt(r["after_mean"]),
-            fmt(r["mean_delta"], "+.4f"),
+            signed(r["mean_delta"]),
             _interval(r["mean_ci_low"], r["mean_ci_high"]),
             fmt(r["before_pass_rate"]),
             fmt(r["after_pass_rate"]),
-            fmt(r["pass_rate_delta"], "+.4f"),
+            signed(r["pass_rate_delta"]),
             _interval(r["pass_rate_ci_low"], r["pass_rate_ci_high"]),
             _p(r["p_value"]),
             _p(r["p_holm"]),
@@ -137,7 +124,7 @@ def render(c: Comparison, *, max_rows: int = 20) -> str:
     m = c.macro_f1
     out += [
         "",
-        f"## Macro-F1: {fmt(m['before'])} → {fmt(m['after'])} ({fmt(m['delta'], '+.4f')}, "
+        f"## Macro-F1: {fmt(m['before'])} → {fmt(m['after'])} ({signed(m['delta'])}, "
         f"paired CI {_interval(m['ci_low'], m['ci_high'])})",
         "",
     ]
@@ -152,8 +139,8 @@ def render(c: Comparison, *, max_rows: int = 20) -> str:
                 (
                     r["label"],
                     r["metric"],
-                    fmt(r["mean_delta"], "+.4f"),
-                    fmt(r["pass_rate_delta"], "+.4f"),
+                    signed(r["mean_delta"]),
+                    signed(r["pass_rate_delta"]),
                     _p(r["p_value"]),
                     _p(r["p_holm"]),
                 )

@@ -1,355 +1,312 @@
-"""Render a report dict as Markdown (eval-harness 1.6's layout) or HTML."""
+"""Render a report dict as Markdown (eval-harness 1.6's layout) or HTML.
+
+``render`` joins one function per report section, in the report's order. Each section
+returns its lines; the sections that are optional return none when the report lacks them.
+"""
 
 from __future__ import annotations
 
-import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
+
+from evalframe.views._format import f4, has_counts, md_table, one_line, points, stat_cells
 
 __all__ = ["render", "render_html"]
 
+Report = Mapping[str, Any]
 
-def _text(value: Any) -> str:
-    """One line, whitespace collapsed, HTML-escaped."""
-    return html.escape(" ".join(str(value).split()), quote=False)
+# The report's Markdown has always HTML-escaped its text and cells (the failures list uses
+# <code>); the comparison's Markdown does not, so the escape is chosen here.
+_text = partial(one_line, escape_html=True)
+_table = partial(md_table, escape_html=True)
 
-
-def _cell(value: Any) -> str:
-    return _text(value).replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
-
-
-def _f4(x: Any) -> str:
-    return "n/a" if x is None else f"{float(x):.4f}"
+# evalframe's per-metric counts and thresholds are additions: an eval-harness report lacks
+# them and renders in eval-harness's own columns (pass-rate means >= 0.5 there).
+_COUNTS = ("threshold", "n_scored", "n_errors")
 
 
-def _stat_cells(m: Mapping[str, Any]) -> list[str]:
-    """A metric block's mean, p50, p95 and pass-rate cells."""
-    return [_f4(m[k]) for k in ("mean", "p50", "p95", "pass_rate")]
+def _passing(r: Report) -> str:
+    return "pass-rate (>= threshold)" if has_counts(r, _COUNTS) else "pass-rate (>= 0.5)"
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return lines
-
-
-def _points(x: float) -> str:
-    return f"{x * 100:.1f}".rstrip("0").rstrip(".") + " pts"
-
-
-def _dimension_sections(r: Mapping[str, Any]) -> list[str]:
-    """Per-dimension roll-ups (when the metrics span 2+ dimensions) and safety failures.
-
-    With a single dimension the roll-up repeats the macro-F1, so it is left out. The safety
-    section appears whenever a safety-dimension metric ran, and lists every failure.
-    """
-    dims: Mapping[str, Any] = r.get("dimensions") or {}
-    out: list[str] = []
-    if len(dims) > 1:
-        out += ["## Per-dimension aggregates", ""]
-        out += _table(
-            [
-                "dimension",
-                "metrics",
-                "mean",
-                "p50",
-                "p95",
-                "pass-rate",
-                "macro mean",
-                "macro pass-rate",
-            ],
-            [
-                [
-                    name,
-                    ", ".join(d["metrics"]),
-                    _f4(d["mean"]),
-                    _f4(d["p50"]),
-                    _f4(d["p95"]),
-                    _f4(d["pass_rate"]),
-                    _f4(d["macro_mean"]),
-                    _f4(d["macro_pass_rate"]),
-                ]
-                for name, d in dims.items()
-            ],
-        )
-        out.append("")
-    if "safety" in dims:
-        failures = r.get("safety_failures") or []
-        out += ["## Safety failures", ""]
-        if failures:
-            out += [
-                f"_{len(failures)} failing execution(s) of safety metrics; safety metrics are "
-                "hard constraints, so every one is listed._",
-                "",
-            ]
-            out += _table(
-                ["sample", "repetition", "metric", "score", "error"],
-                [
-                    [
-                        f["sample_id"],
-                        f["repetition"],
-                        f["metric"],
-                        _f4(f["score"]),
-                        f["error"] or "",
-                    ]
-                    for f in failures
-                ],
-            )
-        else:
-            out.append("_None._")
-        out.append("")
-    return out
-
-
-def _has_counts(r: Mapping[str, Any]) -> bool:
-    """Whether every metric block carries evalframe's threshold and scored/error counts."""
-    keys = ("threshold", "n_scored", "n_errors")
-    return all(all(k in m for k in keys) for m in r["metrics"].values())
-
-
-def render(r: Mapping[str, Any]) -> str:
-    """The report as Markdown, ending in a single newline.
-
-    Only eval-harness.report.v1 keys are required; evalframe's additions (per-metric
-    thresholds and counts, dimensions, safety failures) add their columns and sections when
-    present, so an eval-harness report renders in eval-harness's layout.
-    """
-    out: list[str] = [f"# Eval report — {_text(r['dataset'])}", ""]
-    out += [
+def _summary(r: Report) -> list[str]:
+    out = [
+        f"# Eval report — {_text(r['dataset'])}",
+        "",
         f"_Run completed in {r['duration_seconds']:.2f}s over {r['total_samples']} samples in "
         f"{r['total_executions']} executions ({r['total_failures']} failures captured)._",
         "",
         "## Summary",
         "",
     ]
-    out += _table(
-        [
-            "total samples",
-            "executions",
-            "repetitions",
-            "pass rate",
-            "total failures",
-            "duration seconds",
-        ],
-        [
-            [
-                r["total_samples"],
-                r["total_executions"],
-                r["repetitions"],
-                _f4(r["pass_rate"]),
-                r["total_failures"],
-                f"{r['duration_seconds']:.2f}",
-            ]
-        ],
-    )
+    headers = [
+        "total samples", "executions", "repetitions", "pass rate", "total failures",
+        "duration seconds",
+    ]  # fmt: skip
+    row = [
+        r["total_samples"], r["total_executions"], r["repetitions"], f4(r["pass_rate"]),
+        r["total_failures"], f"{r['duration_seconds']:.2f}",
+    ]  # fmt: skip
+    return out + _table(headers, [row])
+
+
+def _sampling(r: Report) -> list[str]:
     p = r["precision"]
     needs = "yes" if p["target_resolvable"] else f"no — needs {p['required_repetitions']}"
-    out += ["", "## Sampling", ""]
+    out = ["", "## Sampling", ""]
     out += _table(
         [
             "repetitions",
             "pass rate",
             "detectable difference",
-            f"resolves {_points(p['target_delta'])}",
+            f"resolves {points(p['target_delta'])}",
         ],
-        [[p["repetitions"], _f4(p["pass_rate"]), _points(p["resolution"]), needs]],
+        [[p["repetitions"], f4(p["pass_rate"]), points(p["resolution"]), needs]],
     )
-    out += ["", f"_{_text(p['summary'])}_"]
+    return [*out, "", f"_{_text(p['summary'])}_"]
+
+
+def _unstable_rows(r: Report) -> list[str]:
     unstable = [s for s in r["sample_aggregates"] if s["unstable"]]
-    if unstable:
-        out += [
-            "",
-            "### Unstable rows",
-            "",
-            "_These rows passed on some repetitions and failed on others._",
-            "",
+    if not unstable:
+        return []
+    note = "_These rows passed on some repetitions and failed on others._"
+    out = ["", "### Unstable rows", "", note, ""]
+    headers = [
+        "sample", "passed", "repetitions", "pass rate", "95% CI", "score mean", "score stddev",
+    ]  # fmt: skip
+    rows = [
+        [
+            s["id"],
+            s["passed"],
+            s["repetitions"],
+            f4(s["pass_rate"]),
+            f"{s['pass_rate_ci']['low']:.3f} \N{EN DASH} {s['pass_rate_ci']['high']:.3f}",
+            f4(s["score_mean"]),
+            f4(s["score_stddev"]),
         ]
+        for s in unstable
+    ]
+    return out + _table(headers, rows)
+
+
+def _metrics(r: Report) -> list[str]:
+    out = ["", "## Per-metric aggregates", ""]
+    metrics = r["metrics"].items()
+    if has_counts(r, _COUNTS):
         out += _table(
+            ["metric", "mean", "p50", "p95", _passing(r), "threshold", "scored", "errors"],
             [
-                "sample",
-                "passed",
-                "repetitions",
-                "pass rate",
-                "95% CI",
-                "score mean",
-                "score stddev",
-            ],
-            [
-                [
-                    s["id"],
-                    s["passed"],
-                    s["repetitions"],
-                    _f4(s["pass_rate"]),
-                    f"{s['pass_rate_ci']['low']:.3f} \N{EN DASH} {s['pass_rate_ci']['high']:.3f}",
-                    _f4(s["score_mean"]),
-                    _f4(s["score_stddev"]),
-                ]
-                for s in unstable
-            ],
-        )
-    # evalframe's per-metric counts and thresholds are additions: an eval-harness report
-    # lacks them and renders in eval-harness's own columns (pass-rate means >= 0.5 there).
-    extended = _has_counts(r)
-    passing = "pass-rate (>= threshold)" if extended else "pass-rate (>= 0.5)"
-    out += ["", "## Per-metric aggregates", ""]
-    if extended:
-        out += _table(
-            ["metric", "mean", "p50", "p95", passing, "threshold", "scored", "errors"],
-            [
-                [name, *_stat_cells(m), f"{m['threshold']:g}", m["n_scored"], m["n_errors"]]
-                for name, m in r["metrics"].items()
+                [name, *stat_cells(m), f"{m['threshold']:g}", m["n_scored"], m["n_errors"]]
+                for name, m in metrics
             ],
         )
     else:
         out += _table(
-            ["metric", "mean", "p50", "p95", passing],
-            [[name, *_stat_cells(m)] for name, m in r["metrics"].items()],
+            ["metric", "mean", "p50", "p95", _passing(r)],
+            [[name, *stat_cells(m)] for name, m in metrics],
         )
-    out += ["", f"## Macro-F1 (avg pass-rate across all metrics): {r['macro_f1']:.4f}", ""]
-    out += _dimension_sections(r)
-    u = r["usage"]
-    if u["observations"] > 0:
-        rep, derived = u["reported"], u.get("derived", {})
-        lat = u["latency_ms"]
+    return [*out, "", f"## Macro-F1 (avg pass-rate across all metrics): {r['macro_f1']:.4f}", ""]
 
-        def field(name: str, text: str) -> str:
-            return text if rep.get(name, 0) or derived.get(name, 0) else "n/a"
 
-        out += ["## Usage summary", ""]
-        out += _table(
-            [
-                "observations",
-                "prompt tokens",
-                "completion tokens",
-                "total tokens",
-                "cost USD",
-                "mean latency ms",
-                "max latency ms",
-            ],
-            [
-                [
-                    u["observations"],
-                    field("prompt_tokens", str(u["prompt_tokens"])),
-                    field("completion_tokens", str(u["completion_tokens"])),
-                    field("total_tokens", str(u["total_tokens"])),
-                    field("cost_usd", f"{u['cost_usd']:.6f}"),
-                    field("latency_ms", f"{lat['mean']:.2f}"),
-                    field("latency_ms", f"{lat['max']:.2f}"),
-                ]
-            ],
-        )
-        out.append("")
-    cost = r.get("cost")
-    if cost and cost.get("calls", 0) > 0:
+def _dimensions(r: Report) -> list[str]:
+    """Per-dimension roll-ups, when the metrics span 2+ dimensions.
+
+    With a single dimension the roll-up repeats the macro-F1, so it is left out.
+    """
+    dims: Mapping[str, Any] = r.get("dimensions") or {}
+    if len(dims) <= 1:
+        return []
+    keys = ("mean", "p50", "p95", "pass_rate", "macro_mean", "macro_pass_rate")
+    headers = [
+        "dimension", "metrics", "mean", "p50", "p95", "pass-rate", "macro mean",
+        "macro pass-rate",
+    ]  # fmt: skip
+    rows = [[name, ", ".join(d["metrics"]), *(f4(d[k]) for k in keys)] for name, d in dims.items()]
+    return ["## Per-dimension aggregates", "", *_table(headers, rows), ""]
+
+
+def _safety_failures(r: Report) -> list[str]:
+    """Every failure of a safety metric, whenever a safety-dimension metric ran."""
+    if "safety" not in (r.get("dimensions") or {}):
+        return []
+    failures = r.get("safety_failures") or []
+    out = ["## Safety failures", ""]
+    if failures:
         out += [
-            "## Cost",
-            "",
-            f"Total ${cost['total_usd']:.4f} over {cost['calls']} calls "
-            f"({cost['total_tokens']} tokens).",
+            f"_{len(failures)} failing execution(s) of safety metrics; safety metrics are "
+            "hard constraints, so every one is listed._",
             "",
         ]
-        if not cost.get("complete", True):
-            out += ["_Some calls had no price: this total is a floor, not a figure._", ""]
         out += _table(
-            ["model", "calls", "prompt tokens", "completion tokens", "cost USD"],
+            ["sample", "repetition", "metric", "score", "error"],
             [
-                [
-                    m["model"],
-                    m["calls"],
-                    m["prompt_tokens"],
-                    m["completion_tokens"],
-                    f"{m['cost_usd']:.6f}" if m["priced"] else "unpriced",
-                ]
-                for m in cost["models"]
+                [f["sample_id"], f["repetition"], f["metric"], f4(f["score"]), f["error"] or ""]
+                for f in failures
             ],
         )
-        budget = r.get("budget")
-        if budget:
-            line = (
-                f"**Budget halted:** {_text(budget['reason'])}"
-                if budget["halted"]
-                else f"Budget: ${budget['spent_usd']:.4f} of ${budget['limit_usd']:.4f} spent."
-            )
-            out += ["", line]
-        out.append("")
-    out += ["## Cohorts by metadata.tags", ""]
-    out += _table(
-        ["cohort", "samples", "metric", "mean", "p50", "p95", passing],
-        [
-            [
-                c["label"],
-                c["sample_count"],
-                name,
-                *_stat_cells(m),
-            ]
-            for c in r["cohorts"]
-            for name, m in c["metrics"].items()
-        ],
-    )
-    adv = r["adversarial"]
-    if adv["total_samples"] > 0:
-        out += ["", "## Adversarial coverage", ""]
-        out += _table(
-            [
-                "category",
-                "label",
-                "severity",
-                "samples",
-                "frameworks",
-                "metric",
-                "mean",
-                "p50",
-                "p95",
-                "pass-rate",
-            ],
-            [
-                [
-                    c["category"],
-                    c["label"],
-                    c["severity"] or "n/a",
-                    c["sample_count"],
-                    ", ".join(c["compliance_frameworks"]) or "n/a",
-                    name,
-                    *_stat_cells(m),
-                ]
-                for c in adv["categories"]
-                for name, m in c["metrics"].items()
-            ],
-        )
-        out += ["", "### Compliance frameworks", ""]
-        out += _table(
-            ["framework", "samples", "categories"],
-            [
-                [f["framework"], f["sample_count"], ", ".join(f["categories"])]
-                for f in adv["compliance_frameworks"]
-            ],
-        )
-    out += ["", "## Score histograms"]
-    for name, buckets in r["metric_distributions"].items():
-        out += ["", f"### {_text(name)}", ""]
-        out += _table(
-            ["score range", "count"],
-            [
-                [
-                    f"{b['min']:.1f}-{b['max']:.1f}" + (" inclusive" if b["max"] >= 1.0 else ""),
-                    b["count"],
-                ]
-                for b in buckets
-            ],
-        )
-    out += ["", "## Failures", ""]
-    if r["failures"]:
-        out += [
-            f"- **sample <code>{_text(f['sample_id'])}</code> / metric "
-            f"<code>{_text(f['metric'])}</code>** - {_text(f['error'])}"
-            for f in r["failures"]
-        ]
     else:
         out.append("_None._")
+    return [*out, ""]
+
+
+def _usage(r: Report) -> list[str]:
+    u = r["usage"]
+    if u["observations"] <= 0:
+        return []
+    rep, derived = u["reported"], u.get("derived", {})
+    lat = u["latency_ms"]
+
+    def field(name: str, text: str) -> str:
+        return text if rep.get(name, 0) or derived.get(name, 0) else "n/a"
+
+    headers = [
+        "observations", "prompt tokens", "completion tokens", "total tokens", "cost USD",
+        "mean latency ms", "max latency ms",
+    ]  # fmt: skip
+    row = [
+        u["observations"],
+        field("prompt_tokens", str(u["prompt_tokens"])),
+        field("completion_tokens", str(u["completion_tokens"])),
+        field("total_tokens", str(u["total_tokens"])),
+        field("cost_usd", f"{u['cost_usd']:.6f}"),
+        field("latency_ms", f"{lat['mean']:.2f}"),
+        field("latency_ms", f"{lat['max']:.2f}"),
+    ]
+    return ["## Usage summary", "", *_table(headers, [row]), ""]
+
+
+def _cost(r: Report) -> list[str]:
+    cost = r.get("cost")
+    if not cost or cost.get("calls", 0) <= 0:
+        return []
+    out = [
+        "## Cost",
+        "",
+        f"Total ${cost['total_usd']:.4f} over {cost['calls']} calls "
+        f"({cost['total_tokens']} tokens).",
+        "",
+    ]
+    if not cost.get("complete", True):
+        out += ["_Some calls had no price: this total is a floor, not a figure._", ""]
+    out += _table(
+        ["model", "calls", "prompt tokens", "completion tokens", "cost USD"],
+        [
+            [
+                m["model"],
+                m["calls"],
+                m["prompt_tokens"],
+                m["completion_tokens"],
+                f"{m['cost_usd']:.6f}" if m["priced"] else "unpriced",
+            ]
+            for m in cost["models"]
+        ],
+    )
+    budget = r.get("budget")
+    if budget:
+        line = (
+            f"**Budget halted:** {_text(budget['reason'])}"
+            if budget["halted"]
+            else f"Budget: ${budget['spent_usd']:.4f} of ${budget['limit_usd']:.4f} spent."
+        )
+        out += ["", line]
+    return [*out, ""]
+
+
+def _cohorts(r: Report) -> list[str]:
+    rows = [
+        [c["label"], c["sample_count"], name, *stat_cells(m)]
+        for c in r["cohorts"]
+        for name, m in c["metrics"].items()
+    ]
+    headers = ["cohort", "samples", "metric", "mean", "p50", "p95", _passing(r)]
+    return ["## Cohorts by metadata.tags", "", *_table(headers, rows)]
+
+
+def _adversarial(r: Report) -> list[str]:
+    adv = r["adversarial"]
+    if adv["total_samples"] <= 0:
+        return []
+    headers = [
+        "category", "label", "severity", "samples", "frameworks", "metric", "mean", "p50",
+        "p95", "pass-rate",
+    ]  # fmt: skip
+    rows = [
+        [
+            c["category"],
+            c["label"],
+            c["severity"] or "n/a",
+            c["sample_count"],
+            ", ".join(c["compliance_frameworks"]) or "n/a",
+            name,
+            *stat_cells(m),
+        ]
+        for c in adv["categories"]
+        for name, m in c["metrics"].items()
+    ]
+    frameworks = [
+        [f["framework"], f["sample_count"], ", ".join(f["categories"])]
+        for f in adv["compliance_frameworks"]
+    ]
+    return [
+        *["", "## Adversarial coverage", "", *_table(headers, rows)],
+        *["", "### Compliance frameworks", ""],
+        *_table(["framework", "samples", "categories"], frameworks),
+    ]
+
+
+def _bucket_range(b: Mapping[str, Any]) -> str:
+    return f"{b['min']:.1f}-{b['max']:.1f}" + (" inclusive" if b["max"] >= 1.0 else "")
+
+
+def _histograms(r: Report) -> list[str]:
+    out = ["", "## Score histograms"]
+    for name, buckets in r["metric_distributions"].items():
+        out += ["", f"### {_text(name)}", ""]
+        out += _table(["score range", "count"], [[_bucket_range(b), b["count"]] for b in buckets])
+    return out
+
+
+def _failures(r: Report) -> list[str]:
+    out = ["", "## Failures", ""]
+    if not r["failures"]:
+        return [*out, "_None._"]
+    return out + [
+        f"- **sample <code>{_text(f['sample_id'])}</code> / metric "
+        f"<code>{_text(f['metric'])}</code>** - {_text(f['error'])}"
+        for f in r["failures"]
+    ]
+
+
+_SECTIONS: tuple[Callable[[Report], list[str]], ...] = (
+    _summary,
+    _sampling,
+    _unstable_rows,
+    _metrics,
+    _dimensions,
+    _safety_failures,
+    _usage,
+    _cost,
+    _cohorts,
+    _adversarial,
+    _histograms,
+    _failures,
+)
+
+
+def render(r: Report) -> str:
+    """The report as Markdown, ending in a single newline.
+
+    Only eval-harness.report.v1 keys are required; evalframe's additions (per-metric
+    thresholds and counts, dimensions, safety failures) add their columns and sections when
+    present, so an eval-harness report renders in eval-harness's layout.
+    """
+    out = [line for section in _SECTIONS for line in section(r)]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def render_html(r: Mapping[str, Any]) -> str:
+def render_html(r: Report) -> str:
     """The rich HTML fragment for Jupyter (``evalframe.views._html.report_html``)."""
     from evalframe.views._html import report_html
 

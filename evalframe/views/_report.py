@@ -291,11 +291,11 @@ def _parse_many(texts: pl.Series) -> list[Any]:
     return parsed
 
 
-def _samples(run: Run) -> list[dict[str, Any]]:
-    """One object per execution, in repetition order, its scores in the run's metric order.
+def _executions(run: Run) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The executions in repetition order (``_pos`` numbers them), and their scored rows.
 
-    Built column-wise: a Python object per execution is what the report holds, but nothing
-    is read back from Polars one row at a time.
+    The scored rows carry each execution's ``_pos`` and come in that order; missing details
+    read as ``{}``.
     """
     rows = (
         run.frame.select(C.SAMPLE_ID, C.ROW_HASH, C.REPETITION, C.TAGS, C.ACTUAL_OUTPUT, C.METADATA)
@@ -313,6 +313,16 @@ def _samples(run: Run) -> list[dict[str, Any]]:
         )
         .sort("_pos", maintain_order=True)
     )
+    return rows, scored
+
+
+def _samples(run: Run) -> list[dict[str, Any]]:
+    """One object per execution, in repetition order, its scores in the run's metric order.
+
+    Built column-wise: a Python object per execution is what the report holds, but nothing
+    is read back from Polars one row at a time.
+    """
+    rows, scored = _executions(run)
     scores: list[dict[str, Any]] = [{} for _ in range(rows.height)]
     details = _parse_many(scored.get_column("details"))
     for pos, name, value, detail in zip(
@@ -366,9 +376,10 @@ def _columns(frame: pl.DataFrame) -> list[list[Any]]:
     return [frame.get_column(c).to_list() for c in frame.columns]
 
 
-def _sample_aggregates(run: Run, rows: pl.DataFrame) -> list[dict[str, Any]]:
+def _sample_metric_stats(run: Run) -> pl.DataFrame:
+    """Per sample and metric: the scores' mean, stddev, min, max and count, where scored."""
     score = pl.col(C.SCORE)
-    per_metric = (
+    return (
         run.scores.group_by(C.SAMPLE_ID, C.METRIC)
         .agg(
             _r6(score.mean()).alias("mean"),
@@ -378,8 +389,11 @@ def _sample_aggregates(run: Run, rows: pl.DataFrame) -> list[dict[str, Any]]:
             score.count().alias("observations"),
         )
         .filter(pl.col("observations") > 0)
-        .sort(C.METRIC)
     )
+
+
+def _sample_aggregates(run: Run, rows: pl.DataFrame) -> list[dict[str, Any]]:
+    per_metric = _sample_metric_stats(run).sort(C.METRIC)
     metrics: dict[str, dict[str, Any]] = {}
     for sid, name, mean, stddev, low, high, count in zip(*_columns(per_metric), strict=True):
         metrics.setdefault(sid, {})[name] = {

@@ -19,7 +19,14 @@ import orjson
 import polars as pl
 
 from evalframe.core import schema as C
-from evalframe.views._report import _build_report, _no_gc_pauses, _python_floats, _r6
+from evalframe.views._report import (
+    _build_report,
+    _executions,
+    _no_gc_pauses,
+    _python_floats,
+    _r6,
+    _sample_metric_stats,
+)
 
 if TYPE_CHECKING:
     from evalframe.core._run import Run
@@ -151,24 +158,9 @@ def _pretty(documents: pl.Series, indent: int) -> pl.Series:
 
 
 def _samples_text(run: Run) -> str:
-    rows = (
-        run.frame.select(C.SAMPLE_ID, C.ROW_HASH, C.REPETITION, C.TAGS, C.ACTUAL_OUTPUT, C.METADATA)
-        .sort(C.REPETITION, maintain_order=True)
-        .with_row_index("_pos")
-    )
+    rows, scored = _executions(run)
     if rows.height == 0:
         return "[]"
-    scored = (
-        run.scores.filter(pl.col(C.ERROR).is_null())
-        .select(C.SAMPLE_ID, C.REPETITION, C.METRIC, C.SCORE, pl.col("details").fill_null("{}"))
-        .join(
-            rows.select(C.SAMPLE_ID, C.REPETITION, "_pos"),
-            on=[C.SAMPLE_ID, C.REPETITION],
-            how="inner",
-            maintain_order="left",
-        )
-        .sort("_pos", maintain_order=True)
-    )
     scored = _spelled(scored, [C.SCORE]).with_columns(
         _pretty(scored.get_column("details"), 10).alias("details")
     )
@@ -233,18 +225,7 @@ def _aggregates_text(run: Run) -> str:
         rows.with_columns(_r6(pl.col(f)) for f in floats),
         [*floats, "repetitions", "passed", "errored"],
     )
-    score = pl.col(C.SCORE)
-    per_metric = (
-        run.scores.group_by(C.SAMPLE_ID, C.METRIC)
-        .agg(
-            _r6(score.mean()).alias("mean"),
-            _r6(score.std(ddof=0).fill_null(0.0)).alias("stddev"),
-            _r6(score.min()).alias("min"),
-            _r6(score.max()).alias("max"),
-            score.count().alias("observations"),
-        )
-        .filter(pl.col("observations") > 0)
-    )
+    per_metric = _sample_metric_stats(run)
     stats = ["mean", "stddev", "min", "max", "observations"]
     per_metric = _spelled(per_metric, stats).with_columns(
         pl.concat_str(

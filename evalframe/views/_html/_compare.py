@@ -1,0 +1,165 @@
+"""A comparison of two runs as an HTML fragment or as plain text."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from evalframe.views._format import f4, signed, text_table
+from evalframe.views._html._parts import CSS, MAX_FAILURES, escape, table, td
+
+if TYPE_CHECKING:
+    from evalframe.core._compare import Comparison
+
+__all__ = ["comparison_html", "comparison_text"]
+
+
+def _ci(low: Any, high: Any) -> str:
+    if low is None or high is None:
+        return ""
+    return f'<span class="ef-muted">[{float(low):+.4f}, {float(high):+.4f}]</span>'
+
+
+def _delta_td(value: Any, extra: str = "") -> str:
+    sign = None
+    if isinstance(value, float):
+        sign = "ef-up" if value > 0 else ("ef-down" if value < 0 else None)
+    return td(f"{signed(value)} {extra}".strip(), cls=sign)
+
+
+_COUNTS = (
+    ("regressed", "regressed"),
+    ("regressed_confident", "beyond noise"),
+    ("newly_failing", "newly failing"),
+    ("improved", "improved"),
+    ("stable", "stable"),
+    ("added", "added"),
+    ("removed", "removed"),
+)
+
+
+def _heading(c: Comparison) -> list[str]:
+    """The title, then the macro-F1 move and the row verdict counts as chips."""
+    counts, mf = c.counts, c.macro_f1
+    title = (
+        f"Comparison — {escape(c.after.dataset.name)}: <code>{escape(c.before.run_id)}</code> "
+        f"({escape(c.label)}) → <code>{escape(c.after.run_id)}</code>"
+    )
+    chips = [
+        f'<span class="ef-headline">{signed(mf["delta"])}</span>'
+        '<span class="ef-muted" style="align-self:flex-end">macro-F1 '
+        f"{f4(mf['before'])} → {f4(mf['after'])} {_ci(mf.get('ci_low'), mf.get('ci_high'))}"
+        "</span>"
+    ]
+    for key, label in _COUNTS:
+        cls = ' class="ef-down"' if key.startswith(("regressed", "newly")) and counts[key] else ""
+        chips.append(f"<span{cls}><b>{counts[key]}</b> {label}</span>")
+    return [
+        f'<div class="ef-report"><style>{CSS}</style><h2>{title}</h2>',
+        f'<div class="ef-kpis">{"".join(chips)}</div>',
+    ]
+
+
+def _metrics(c: Comparison) -> list[str]:
+    rows = [
+        [
+            td(f"<code>{escape(r['metric'])}</code>"),
+            td(f4(r["before_mean"])),
+            td(f4(r["after_mean"])),
+            _delta_td(r["mean_delta"], _ci(r["mean_ci_low"], r["mean_ci_high"])),
+            td(f4(r["before_pass_rate"])),
+            td(f4(r["after_pass_rate"])),
+            _delta_td(r["pass_rate_delta"], _ci(r["pass_rate_ci_low"], r["pass_rate_ci_high"])),
+            td(f"{r['pass_to_fail']} / {r['fail_to_pass']}"),
+            td(f4(r["p_holm"])),
+        ]
+        for r in c.metrics.iter_rows(named=True)
+    ]
+    headers = [
+        "metric", "mean before", "mean after", "Δ mean", "pass-rate before", "pass-rate after",
+        "Δ pass-rate", "pass→fail / fail→pass", "p (Holm)",
+    ]  # fmt: skip
+    return ["<h3>Metrics</h3>", table(headers, rows)]
+
+
+def _cohorts(c: Comparison) -> list[str]:
+    moved = c.cohorts.filter(
+        (pl.col("mean_delta").fill_null(0) != 0) | (pl.col("pass_rate_delta").fill_null(0) != 0)
+    )
+    if not moved.height:
+        return []
+    rows = [
+        [
+            td(escape(r["label"]), cls="ef-text"),
+            td(f"<code>{escape(r['metric'])}</code>", cls="ef-text"),
+            _delta_td(r["mean_delta"]),
+            _delta_td(r["pass_rate_delta"]),
+            td(f4(r["p_holm"])),
+        ]
+        for r in moved.iter_rows(named=True)
+    ]
+    headers = ["cohort", "metric", "Δ mean", "Δ pass-rate", "p (Holm)"]
+    return ["<h3>Cohorts that moved</h3>", table(headers, rows)]
+
+
+def _regressed_rows(c: Comparison, max_rows: int) -> list[str]:
+    worst = c.regressions()
+    if not worst.height:
+        return ["<h3>Regressed rows</h3>", '<p class="ef-muted">None.</p>']
+    rows = [
+        [
+            td(f"<code>{escape(r['sample_id'])}</code>"),
+            td("yes" if r["confident"] else "no"),
+            _delta_td(r["pass_rate_delta"]),
+            _delta_td(r["score_delta"]),
+            td(f"{f4(r['before_pass_rate'])} → {f4(r['after_pass_rate'])}"),
+            td(f"{f4(r['before_score_mean'])} → {f4(r['after_score_mean'])}"),
+        ]
+        for r in worst.head(max_rows).iter_rows(named=True)
+    ]
+    headers = ["sample", "confident", "Δ pass-rate", "Δ score", "pass-rate", "score"]
+    out = ["<h3>Regressed rows</h3>", table(headers, rows)]
+    if worst.height > max_rows:
+        out.append(f'<p class="ef-muted">… and {worst.height - max_rows} more.</p>')
+    return out
+
+
+def comparison_html(comparison: Comparison, *, max_rows: int = MAX_FAILURES) -> str:
+    """A comparison of two runs as an HTML fragment (``Comparison._repr_html_``).
+
+    Row verdict counts, macro-F1 before and after with its paired interval, per-metric
+    deltas with bootstrap intervals and Holm-adjusted p-values, the cohorts that moved and
+    the worst regressed rows.
+    """
+    c = comparison
+    parts = [*_heading(c), *_metrics(c), *_cohorts(c), *_regressed_rows(c, max_rows), "</div>"]
+    return "\n".join(parts)
+
+
+def comparison_text(comparison: Comparison) -> str:
+    """A comparison as plain text: counts, macro-F1 and per-metric deltas."""
+    c = comparison
+    counts = c.counts
+    lines = [
+        f"comparison {c.before.run_id} ({c.label}) -> {c.after.run_id} — {c.after.dataset.name}",
+        f"macro-F1 {f4(c.macro_f1['before'])} -> {f4(c.macro_f1['after'])} "
+        f"({signed(c.macro_f1['delta'])}) · {counts['regressed']} regressed · "
+        f"{counts['improved']} improved · {counts['stable']} stable",
+        "",
+    ]
+    lines += text_table(
+        ["metric", "mean before", "mean after", "delta mean", "pass-rate delta", "p (Holm)"],
+        [
+            [
+                r["metric"],
+                f4(r["before_mean"]),
+                f4(r["after_mean"]),
+                signed(r["mean_delta"]),
+                signed(r["pass_rate_delta"]),
+                f4(r["p_holm"]),
+            ]
+            for r in c.metrics.iter_rows(named=True)
+        ],
+    )
+    return "\n".join(lines)
