@@ -11,7 +11,6 @@ Examples:
 
 from __future__ import annotations
 
-import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +28,7 @@ from evalframe.core._errors import (
     StoreBusyError,
     StoreError,
 )
+from evalframe.core._lazy import load_attribute
 from evalframe.core._outputs import read_outputs
 from evalframe.core._run import Run
 
@@ -104,12 +104,7 @@ _LAZY: dict[str, str] = {
 def __getattr__(name: str) -> Any:
     # NumPy, DuckDB, the providers, the engine and the views load on first use, so
     # ``import evalframe`` costs little more than ``import polars``.
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evalframe' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_attribute(globals(), _LAZY, __name__, name)
 
 
 def _load_views() -> None:

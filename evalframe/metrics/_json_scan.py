@@ -20,7 +20,7 @@ import polars as pl
 from evalframe.metrics._njit import njit
 from evalframe.metrics._text import utf8_buffers
 
-__all__ = ["JSON_ERRORS", "KINDS", "json_leaves"]
+__all__ = ["JSON_ERRORS", "KINDS", "hex4", "json_leaves", "put_utf8"]
 
 KINDS = ("null", "false", "true", "number", "string", "empty object", "empty array")
 """Leaf kinds, indexed by the ``kind`` code :func:`json_leaves` returns."""
@@ -61,7 +61,8 @@ def _room(arr: Any, used: int, extra: int) -> Any:
 
 
 @njit
-def _put_utf8(out: Any, n: int, cp: int) -> int:
+def put_utf8(out: Any, n: int, cp: int) -> int:
+    """Write code point ``cp`` as UTF-8 at ``out[n]``; the position after it."""
     if cp < 0x80:
         out[n] = cp
         return n + 1
@@ -82,7 +83,7 @@ def _put_utf8(out: Any, n: int, cp: int) -> int:
 
 
 @njit
-def _hex4(buf: Any, pos: int, end: int) -> int:
+def hex4(buf: Any, pos: int, end: int) -> int:
     """The value of four hex digits at ``pos``, or -1."""
     if pos + 4 > end:
         return -1
@@ -138,14 +139,14 @@ def _string(buf: Any, pos: int, end: int, out: Any, n: int) -> tuple[int, int, i
         elif e == 0x74:
             out[n] = 0x09
         elif e == 0x75:
-            cp = _hex4(buf, pos, end)
+            cp = hex4(buf, pos, end)
             if cp < 0:
                 return pos, n, _E_ESCAPE
             pos += 4
             if 0xD800 <= cp <= 0xDBFF:
                 low = -1
                 if pos + 1 < end and buf[pos] == 0x5C and buf[pos + 1] == 0x75:
-                    low = _hex4(buf, pos + 2, end)
+                    low = hex4(buf, pos + 2, end)
                 if 0xDC00 <= low <= 0xDFFF:
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
                     pos += 6
@@ -153,7 +154,7 @@ def _string(buf: Any, pos: int, end: int, out: Any, n: int) -> tuple[int, int, i
                     cp = 0xFFFD
             elif 0xDC00 <= cp <= 0xDFFF:
                 cp = 0xFFFD
-            n = _put_utf8(out, n, cp)
+            n = put_utf8(out, n, cp)
             continue
         else:
             return pos - 1, n, _E_ESCAPE

@@ -21,6 +21,7 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.core._errors import MetricError
+from evalframe.metrics._json_scan import hex4, put_utf8
 from evalframe.metrics._njit import njit
 from evalframe.metrics._ranking import dedupe_lists, flat
 from evalframe.metrics._text import utf8_buffers
@@ -221,48 +222,6 @@ def _skip_ws(data: Any, p: int, end: int) -> int:
 
 
 @njit
-def _hex4(data: Any, p: int, end: int) -> int:
-    """The value of the 4 hex digits at ``p``, or -1."""
-    if p + 4 > end:
-        return -1
-    value = 0
-    for q in range(p, p + 4):
-        c = data[q]
-        if 48 <= c <= 57:
-            d = c - 48
-        elif 97 <= c <= 102:
-            d = c - 87
-        elif 65 <= c <= 70:
-            d = c - 55
-        else:
-            return -1
-        value = value * 16 + d
-    return value
-
-
-@njit
-def _put_utf8(out: Any, o: int, cp: int) -> int:
-    """Write code point ``cp`` as UTF-8 at ``out[o]``; the position after it."""
-    if cp < 0x80:
-        out[o] = cp
-        return o + 1
-    if cp < 0x800:
-        out[o] = 0xC0 | (cp >> 6)
-        out[o + 1] = 0x80 | (cp & 0x3F)
-        return o + 2
-    if cp < 0x10000:
-        out[o] = 0xE0 | (cp >> 12)
-        out[o + 1] = 0x80 | ((cp >> 6) & 0x3F)
-        out[o + 2] = 0x80 | (cp & 0x3F)
-        return o + 3
-    out[o] = 0xF0 | (cp >> 18)
-    out[o + 1] = 0x80 | ((cp >> 12) & 0x3F)
-    out[o + 2] = 0x80 | ((cp >> 6) & 0x3F)
-    out[o + 3] = 0x80 | (cp & 0x3F)
-    return o + 4
-
-
-@njit
 def _string(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, int]:
     """Decode the JSON string opening at ``p`` into ``out[o:]``.
 
@@ -298,19 +257,19 @@ def _string(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, int]:
         elif e == 116:
             out[o] = 9
         elif e == 117:
-            cp = _hex4(data, p, end)
+            cp = hex4(data, p, end)
             if cp < 0 or 0xDC00 <= cp <= 0xDFFF:
                 return -1, -1
             p += 4
             if 0xD800 <= cp <= 0xDBFF:
                 if p + 1 >= end or data[p] != _BACKSLASH or data[p + 1] != 117:
                     return -1, -1
-                low = _hex4(data, p + 2, end)
+                low = hex4(data, p + 2, end)
                 if not 0xDC00 <= low <= 0xDFFF:
                     return -1, -1
                 p += 6
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
-            o = _put_utf8(out, o, cp)
+            o = put_utf8(out, o, cp)
             continue
         else:
             return -1, -1

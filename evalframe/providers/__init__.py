@@ -19,8 +19,9 @@ httpx, duckdb) loads when one of its names is first used.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from evalframe.core._lazy import load_attribute
 
 if TYPE_CHECKING:  # each client module loads when its name is first used
     from evalframe.providers._base import (
@@ -60,31 +61,26 @@ __all__ = [
 ]
 
 _MODULES: dict[str, str] = {
-    "BudgetExhaustedError": "_ledger",
-    "Call": "_ledger",
-    "ENV": "_config",
-    "Embedded": "_base",
-    "EmbeddingClient": "_base",
-    "HashingEmbedder": "_hashing",
-    "JudgeClient": "_base",
-    "Ledger": "_ledger",
-    "OnnxEmbedder": "_onnx",
-    "OpenAIEmbeddings": "_openai",
-    "OpenAIJudge": "_openai",
-    "Providers": "_providers",
-    "Reply": "_base",
-    "ResponseCache": "_cache",
-    "RetryPolicy": "_config",
-    "Secret": "_config",
-    "TokenEmbeddingClient": "_base",
-    "default_cache_path": "_cache",
+    "BudgetExhaustedError": "evalframe.providers._ledger",
+    "Call": "evalframe.providers._ledger",
+    "ENV": "evalframe.providers._config",
+    "Embedded": "evalframe.providers._base",
+    "EmbeddingClient": "evalframe.providers._base",
+    "HashingEmbedder": "evalframe.providers._hashing",
+    "JudgeClient": "evalframe.providers._base",
+    "Ledger": "evalframe.providers._ledger",
+    "OnnxEmbedder": "evalframe.providers._onnx",
+    "OpenAIEmbeddings": "evalframe.providers._openai",
+    "OpenAIJudge": "evalframe.providers._openai",
+    "Providers": "evalframe.providers._providers",
+    "Reply": "evalframe.providers._base",
+    "ResponseCache": "evalframe.providers._cache",
+    "RetryPolicy": "evalframe.providers._config",
+    "Secret": "evalframe.providers._config",
+    "TokenEmbeddingClient": "evalframe.providers._base",
+    "default_cache_path": "evalframe.providers._cache",
 }
 
 
 def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evalframe.providers' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"evalframe.providers.{module}"), name)
-    globals()[name] = value
-    return value
+    return load_attribute(globals(), _MODULES, __name__, name)
