@@ -47,11 +47,9 @@ from evalframe.core._dataset_columns import dataset_columns, first_surrogate_sam
 from evalframe.core._errors import DatasetError
 from evalframe.core._formats import (
     COLUMNAR_FIELDS,
-    MAX_DEPTH,
     READERS,
     Document,
     Source,
-    check_json_depth,
     columnar_source,
     load_json,
     records_from_columns,
@@ -614,10 +612,10 @@ def _type_name(value: object) -> str:
 
 def _json_text(text: str, field: str, at: str, source: Source) -> object:
     subject = f"{at} field '{field}'"
-    if text.count("[") + text.count("{") > MAX_DEPTH:  # only then can it nest too deeply
-        check_json_depth(text, source.where, subject, lines=False)
     try:
-        return load_json(text, source.where, subject)
+        return load_json(text, source.where, subject, lines=False)
+    except DatasetError:  # the nesting limit: already its own message
+        raise
     except ValueError as exc:
         raise source.error(f"{at} field '{field}' is not valid JSON: {exc}.") from exc
 

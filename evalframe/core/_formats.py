@@ -113,9 +113,10 @@ def _read_json(file: Path, where: str, name: str | None) -> Document | Records:
     text = read_text(file, where, "Dataset JSON")
     if not text.strip():
         raise DatasetError(f"{where}: Dataset JSON file is empty.")
-    check_json_depth(text, where, "Dataset JSON")
     try:
         document = load_json(text, where, "Dataset JSON")
+    except DatasetError:  # the nesting limit: already its own message
+        raise
     except ValueError as exc:
         raise DatasetError(f"{where}: Dataset JSON is not valid JSON: {exc}.") from exc
     if isinstance(document, dict):
@@ -134,7 +135,6 @@ def _read_jsonl(file: Path, where: str, name: str | None) -> Records:
     text = read_text(file, where, "Dataset JSONL")
     if not text.strip():
         raise source.error("Dataset JSONL file is empty.")
-    check_json_depth(text, where, "Dataset JSONL")
     return Records(_jsonl_values(text, source), source, name or file.stem)
 
 
@@ -143,7 +143,9 @@ def _jsonl_values(text: str, source: Source) -> Iterator[object]:
     for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             try:
-                yield load_json(line, source.where, f"Dataset JSONL line {number}")
+                yield load_json(line, source.where, "Dataset JSONL", rescan=text)
+            except DatasetError:  # the nesting limit: already its own message
+                raise
             except ValueError as exc:
                 raise source.error(
                     f"Dataset JSONL line {number} is not valid JSON: {exc}."
@@ -261,17 +263,61 @@ def yaml_limit_error(exc: YamlLimitError, where: str, subject: str) -> DatasetEr
     )
 
 
-def load_json(text: str, where: str, subject: str, **options: Any) -> Any:
-    """``json.loads``, with a value nested past the parser's recursion limit a ``DatasetError``.
+def load_json(
+    text: str,
+    where: str,
+    subject: str,
+    *,
+    rescan: str | None = None,
+    lines: bool = True,
+    **options: Any,
+) -> Any:
+    """``json.loads`` of a value that may nest at most ``MAX_DEPTH`` levels.
+
+    The text is parsed first and the parsed value's depth checked with a walk over its
+    lists and maps; only a value that nests too deeply (or past the parser's recursion
+    limit) is scanned again as bytes, to name the line where it crosses the limit. So the
+    common case costs one parse and one walk, whatever the strings hold.
+
+    Args:
+        text: the JSON text.
+        where: the file, for messages.
+        subject: what the text is, for messages.
+        rescan: the whole file's text when ``text`` is one of its JSONL lines, so the message
+            names the file's line.
+        lines: name the line in the message.
+        options: passed to ``json.loads``.
 
     Raises:
         ValueError: the text is not valid JSON.
-        DatasetError: it nests deeper than Python's recursion limit allows.
+        DatasetError: it nests more than ``MAX_DEPTH`` levels deep.
     """
     try:
-        return json.loads(text, **options)
-    except RecursionError as exc:
-        raise depth_error(where, subject) from exc
+        value = json.loads(text, **options)
+    except RecursionError:
+        value = _TOO_DEEP
+    if value is _TOO_DEEP or _deeper_than(value, MAX_DEPTH):
+        check_json_depth(text if rescan is None else rescan, where, subject, lines=lines)
+        raise depth_error(where, subject)
+    return value
+
+
+_TOO_DEEP: Final = object()
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether ``value``'s lists and maps nest more than ``limit`` levels (no recursion)."""
+    if not isinstance(value, dict | list):
+        return False
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        for child in node.values() if isinstance(node, dict) else node:  # type: ignore[attr-defined]
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+    return False
 
 
 _LIST_OPEN, _LIST_CLOSE, _MAP_OPEN, _MAP_CLOSE = (ord(c) for c in "[]{}")

@@ -29,7 +29,6 @@ from evalframe.core import schema as C
 from evalframe.core._dataset import Dataset
 from evalframe.core._errors import DatasetError
 from evalframe.core._formats import (
-    check_json_depth,
     decode_utf8,
     load_json,
     yaml_limit_error,
@@ -87,7 +86,6 @@ def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
     if not text.strip():
         raise DatasetError(f"{where}: {_SUBJECT} must not be empty.")
     if suffix == ".jsonl":
-        check_json_depth(text, where, _SUBJECT)
         return _from_entries(_jsonl_values(text, where), where)
     if suffix == ".csv":
         return _from_csv(text, where)
@@ -189,9 +187,10 @@ def _repeated(keys: Iterable[str]) -> list[str]:
 
 def _parse_document(text: str, suffix: str, where: str) -> object:
     if suffix == ".json":
-        check_json_depth(text, where, _SUBJECT)
         try:
             return _parse_json(text, where)
+        except DatasetError:  # the nesting limit: already its own message
+            raise
         except ValueError as exc:
             raise DatasetError(f"{where}: {_SUBJECT} contains invalid JSON: {exc}.") from exc
     if suffix in {".yaml", ".yml"}:
@@ -203,6 +202,8 @@ def _parse_document(text: str, suffix: str, where: str) -> object:
             ) from exc
     try:
         document = _parse_json(text, where)
+    except DatasetError:  # the nesting limit: already its own message
+        raise
     except ValueError as json_exc:
         try:
             return _parse_yaml_outputs(text, where)
@@ -211,8 +212,6 @@ def _parse_document(text: str, suffix: str, where: str) -> object:
                 f"{where}: {_SUBJECT} could not be parsed as JSON or YAML. "
                 f"JSON error: {json_exc}. YAML error: {yaml_problem(yaml_exc)}."
             ) from yaml_exc
-    # Checked once the text is known to be JSON: brackets mean something else in YAML.
-    check_json_depth(text, where, _SUBJECT)
     return document
 
 
@@ -382,7 +381,9 @@ def _jsonl_values(text: str, where: str) -> Iterator[object]:
     for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             try:
-                yield load_json(line, where, f"Saved outputs line {number}")
+                yield load_json(line, where, _SUBJECT, rescan=text)
+            except DatasetError:  # the nesting limit: already its own message
+                raise
             except ValueError as exc:
                 raise DatasetError(
                     f"{where}: Saved outputs line {number} is not valid JSON: {exc}."
