@@ -101,6 +101,9 @@ def _isolated_metric_registry() -> Iterator[None]:
     """Metrics a test registers (``@metric``, ``rowwise``, ``register``) vanish after it."""
     from evalframe.metrics import _registry
 
+    # The built-ins load on first use: load them before the snapshot, so a test that triggers
+    # the loading does not leave the next test an empty registry.
+    _registry.load_builtins()
     saved = dict(_registry._REGISTRY)
     loaded = _registry._plugins_loaded
     yield
