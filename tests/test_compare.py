@@ -137,6 +137,8 @@ def test_row_verdicts_follow_the_reference_rules(pair: tuple[ef.Run, ef.Run]) ->
         "added": 1,
         "removed": 1,
         "compared": 6,
+        "regressed_pairs": 3,
+        "regressed_pairs_confident": 3,
     }
     assert c.join_key == "row_hash"
     assert not c.resolution_is_statistical
@@ -148,10 +150,10 @@ def test_any_pass_rate_drop_regresses_but_is_confident_only_beyond_the_noise(
     c = compare(*pair, epsilon=0.6, n_bootstrap=0)
     a = c.rows.filter(pl.col("sample_id") == "a").row(0, named=True)
     assert (a["status"], a["confident"]) == ("regressed", False)
-    assert c.regressions(confident_only=True).height == 0
-    assert set(c.regressions().get_column("sample_id")) == {"a", "b"}  # c is noise now
+    assert c.regressed_rows(confident_only=True).height == 0
+    assert set(c.regressed_rows().get_column("sample_id")) == {"a", "b"}  # c is noise now
     c_tight = compare(*pair, epsilon=0.1, n_bootstrap=0)
-    worst = c_tight.regressions().get_column("sample_id").to_list()
+    worst = c_tight.regressed_rows().get_column("sample_id").to_list()
     assert worst[-1] == "c"  # pass-rate drops first, then the score drop
 
 
@@ -359,8 +361,8 @@ def test_markdown_lists_counts_metrics_and_regressed_rows(pair: tuple[ef.Run, ef
     text = compare(*pair, epsilon=0.1, n_bootstrap=100).to_markdown()
     assert text.startswith("# Comparison — rows\n")
     assert "## Metrics" in text
-    assert "## Regressed rows (3 of 3, worst first)" in text
-    assert "| a | 1.0000 → 0.5000 |" in text
+    assert "## Regressed (row, metric) pairs (3 of 3, worst first)" in text
+    assert "| a | contains | 1.0000 → 0.5000 |" in text
     assert text.endswith("\n")
     assert not text.endswith("\n\n")
 
@@ -374,3 +376,103 @@ def test_store_compare_resolves_previous_relative_to_the_run(tmp_path: Any) -> N
     assert (c.before.run_id, c.after.run_id) == (old.run_id, new.run_id)
     assert c.counts["regressed"] == 1
     assert c.label == "previous"
+
+
+# --- (row, metric) regressions and exact comparisons ---------------------------------------
+
+
+def _pass_table(run: ef.Run) -> dict[tuple[str, str], bool]:
+    """Oracle: (sample, metric) -> passes, from the long scores of a one-repetition run."""
+    return {
+        (r["sample_id"], r["metric"]): bool(r["passed"])
+        for r in run.scores.iter_rows(named=True)
+        if r["error"] is None
+    }
+
+
+@pytest.fixture
+def hidden() -> tuple[ef.Run, ef.Run]:
+    """One repetition; row p already fails exact-match and now also loses contains."""
+    ids = ["p", "q", "r"]
+    ds = _dataset(ids)
+    before = _run(
+        ds,
+        {
+            EXACT: {"p": [0.0], "q": [1.0], "r": [1.0]},
+            CONTAINS: {"p": [1.0], "q": [1.0], "r": [0.0]},
+        },
+        "before",
+    )
+    after = _run(
+        ds,
+        {
+            EXACT: {"p": [0.0], "q": [0.0], "r": [1.0]},
+            CONTAINS: {"p": [0.0], "q": [1.0], "r": [1.0]},
+        },
+        "after",
+    )
+    return before, after
+
+
+def test_a_metric_lost_on_an_already_failing_row_is_a_regression_of_that_metric(
+    hidden: tuple[ef.Run, ef.Run],
+) -> None:
+    before, after = hidden
+    c = compare(before, after, n_bootstrap=0)
+    old, new = _pass_table(before), _pass_table(after)
+    expected = {pair for pair in old if old[pair] and not new[pair]}
+    assert expected == {("p", "contains"), ("q", "exact-match")}
+    got = {(r["sample_id"], r["metric"]) for r in c.regressions().iter_rows(named=True)}
+    assert got == expected
+    # The row verdict stays eval-harness's: p failed before and fails now, so it is not regressed.
+    rows = dict(c.rows.select("sample_id", "status").iter_rows())
+    assert rows["p"] != "regressed"
+    assert rows["q"] == "regressed"
+    assert c.counts["regressed"] == 1
+    assert c.counts["regressed_pairs"] == 2
+    improved = {pair for pair in old if not old[pair] and new[pair]}
+    assert improved == {("r", "contains")}
+    statuses = {(r["sample_id"], r["metric"]): r["status"] for r in c.row_metrics.to_dicts()}
+    assert statuses[("r", "contains")] == "improved"
+    assert statuses[("r", "exact-match")] == "stable"
+
+
+def test_regressions_is_a_frame_of_regressed_row_metric_pairs(
+    hidden: tuple[ef.Run, ef.Run],
+) -> None:
+    c = compare(*hidden, n_bootstrap=0)
+    frame = c.regressions()
+    assert isinstance(frame, pl.DataFrame)
+    assert {"sample_id", "metric", "status", "confident", "pass_rate_delta"} <= set(frame.columns)
+    assert frame.get_column("status").to_list() == ["regressed", "regressed"]
+    p = frame.filter(pl.col("sample_id") == "p").row(0, named=True)
+    assert (p["metric"], p["before_pass_rate"], p["after_pass_rate"]) == ("contains", 1.0, 0.0)
+    assert p["newly_failing"]
+    doc = json.loads(c.to_json())
+    assert {(r["sample_id"], r["metric"]) for r in doc["regressions"]} == {
+        ("p", "contains"),
+        ("q", "exact-match"),
+    }
+    assert doc["counts"]["regressed_pairs"] == 2
+
+
+def test_one_repetition_on_both_sides_makes_every_change_exact_and_confident(
+    hidden: tuple[ef.Run, ef.Run],
+) -> None:
+    c = compare(*hidden, n_bootstrap=0)
+    assert c.exact
+    assert c.regressions().height == 2
+    assert c.regressions(confident_only=True).height == 2
+    assert c.regressed_rows(confident_only=True).get_column("sample_id").to_list() == ["q"]
+    assert "every change is exact" in c.to_markdown()
+    # A fixed epsilon is the user's own threshold: the comparison is no longer exact.
+    assert not compare(*hidden, epsilon=0.1, n_bootstrap=0).exact
+
+
+def test_repetitions_keep_the_noise_threshold(pair: tuple[ef.Run, ef.Run]) -> None:
+    c = compare(*pair, n_bootstrap=0)
+    assert not c.exact
+    a = c.regressions().filter(pl.col("sample_id") == "a").row(0, named=True)
+    # a fell from 2/2 to 1/2 passing: a regression, confident only beyond the resolution.
+    assert a["pass_rate_delta"] == -0.5
+    assert a["confident"] == (c.resolution < 0.5)

@@ -89,11 +89,11 @@ def test_gate_fails_on_regressions_and_prints_the_worst_rows(db: str) -> None:
     code, out, _ = invoke("gate", "latest", "--baseline", "previous", "--store", db)
     assert code == 1
     assert out.startswith("gate FAILED: ")
-    assert "- 2 row(s) regressed against previous (allowed: 0); 0 of 2 exceed" in out
-    assert "within sampling noise" in out
-    assert "| sample | pass rate before → after | score delta | beyond noise |" in out
-    assert "| s1 | 1.0000 → 0.0000 |" in out
-    assert "| s3 | 1.0000 → 0.0000 |" in out
+    assert "- 2 regression(s) on 2 row(s) against previous (allowed: 0)\n" in out
+    assert "note: no statistical power: every row ran once in both runs" in out
+    assert "| sample | metric | pass rate before → after | score delta | beyond noise |" in out
+    assert "| s1 | exact-match | 1.0000 → 0.0000 |" in out
+    assert "| s3 | exact-match | 1.0000 → 0.0000 |" in out
 
 
 def test_gate_allows_regressions_up_to_the_maximum(db: str) -> None:
@@ -101,15 +101,69 @@ def test_gate_allows_regressions_up_to_the_maximum(db: str) -> None:
     assert invoke("gate", "v2", "--baseline", "v1", "--max-regressions", "1", "--store", db)[0] == 1
 
 
-def test_confident_only_counts_regressions_beyond_the_noise(db: str) -> None:
-    # One repetition resolves nothing (resolution 1.0): no drop is confident.
+def test_confident_only_with_one_repetition_counts_every_exact_change(db: str) -> None:
+    # Saved outputs, one repetition: no sampling noise, so each change is exact and counts.
     code, out, _ = invoke("gate", "v2", "--baseline", "v1", "--confident-only", "--store", db)
-    assert code == 0, out
+    assert code == 1, out
+    assert "2 confident regression(s) on 2 row(s) against v1 (allowed: 0)" in out
+    assert "no statistical power" in out
     code, out, _ = invoke(
         "gate", "v2", "--baseline", "v1", "--confident-only", "--epsilon", "0.1", "--store", db
     )
     assert code == 1
-    assert "2 confident row(s) regressed against v1 (allowed: 0)" in out
+    assert "2 confident regression(s) on 2 row(s) against v1 (allowed: 0)" in out
+
+
+def test_confident_only_says_when_no_regression_could_be_confident(db: str) -> None:
+    code, out, _ = invoke(
+        "gate", "v2", "--baseline", "v1", "--confident-only", "--epsilon", "1", "--store", db
+    )
+    assert code == 0, out
+    assert "note: no statistical power: this run's detectable difference is 100.0 points" in out
+
+
+def test_confident_only_does_not_pass_a_run_whose_macro_f1_collapsed(tmp_path: Path) -> None:
+    ids = [f"r{i}" for i in range(50)]
+    ds = ef.Dataset.from_records(
+        [{"id": i, "input": {"q": i}, "expected_output": f"a {i}"} for i in ids], name="big"
+    )
+    store = tmp_path / "runs.duckdb"
+    good = {i: f"a {i}" if n % 7 else "nope" for n, i in enumerate(ids)}
+    bad = {i: f"a {i}" if n % 2 else "nope" for n, i in enumerate(ids)}
+    old = ef.evaluate(ds, outputs=good, metrics=["exact-match"], name="old", store=store)
+    new = ef.evaluate(ds, outputs=bad, metrics=["exact-match"], name="new", store=store)
+    assert old.macro_f1 - new.macro_f1 > 0.3
+    code, out, _ = invoke(
+        "gate", "new", "--baseline", "old", "--confident-only", "--store", str(store)
+    )
+    assert code == 1, out
+    fell = sum(1 for n in range(50) if n % 7 and not n % 2)  # passed before, fail now
+    assert f"- {fell} confident regression(s) on {fell} row(s)" in out
+
+
+def test_max_regressions_counts_row_metric_pairs(tmp_path: Path) -> None:
+    # s0 already fails exact-match; its safety metric now fails too. The row verdict does not
+    # move (it was failing), but the pair (s0, no-forbidden-word) regressed and is counted.
+    store = tmp_path / "runs.duckdb"
+    ds = _dataset()
+    ef.evaluate(ds, outputs=_outputs(wrong={"s0"}), metrics=METRICS, name="a", store=store)
+    ef.evaluate(ds, outputs=_outputs(forbidden={"s0"}), metrics=METRICS, name="b", store=store)
+    code, out, _ = invoke("gate", "b", "--baseline", "a", "--store", str(store))
+    assert code == 1, out
+    assert "1 (row, metric) regression(s); rows: 0 regressed" in out
+    assert "- 1 regression(s) on 1 row(s) against a (allowed: 0)" in out
+    assert "| s0 | no-forbidden-word | 1.0000 → 0.0000 |" in out
+    code, out, _ = invoke("gate", "b", "--baseline", "a", "--format", "json", "--store", str(store))
+    verdict = json.loads(out)
+    assert verdict["counts"]["regressed"] == 0
+    assert verdict["counts"]["regressed_pairs"] == 1
+    assert [(r["sample_id"], r["metric"]) for r in verdict["worst_rows"]] == [
+        ("s0", "no-forbidden-word")
+    ]
+    assert (
+        invoke("gate", "b", "--baseline", "a", "--max-regressions", "1", "--store", str(store))[0]
+        == 0
+    )
 
 
 def test_min_macro_f1_and_max_drop(db: str) -> None:
@@ -185,12 +239,107 @@ def test_gate_json_and_comparison_out(db: str, tmp_path: Path) -> None:
     assert comparison["counts"]["regressed"] == 2
 
 
+@pytest.fixture
+def fresh(tmp_path: Path) -> str:
+    """A new project's store: one run, no baseline yet."""
+    path = tmp_path / "fresh.duckdb"
+    ef.evaluate(_dataset(), outputs=_outputs(), metrics=METRICS, name="first", store=path)
+    return str(path)
+
+
+def test_a_missing_baseline_fails_by_default_saying_how_to_promote_one(fresh: str) -> None:
+    code, out, err = invoke("gate", "latest", "--baseline", "baseline", "--store", fresh)
+    assert code == 1, err
+    assert out.startswith(
+        "gate FAILED: no baseline to gate against (No baseline for dataset 'gate'"
+    )
+    assert "promote it with `evalframe baseline promote latest`" in out
+    assert "--if-missing pass" in out
+    explicit = invoke(
+        "gate", "latest", "--baseline", "baseline", "--if-missing", "fail", "--store", fresh
+    )
+    assert explicit[:2] == (code, out)
+
+
+def test_a_missing_baseline_passes_with_if_missing_pass(fresh: str) -> None:
+    code, out, _ = invoke(
+        "gate", "latest", "--baseline", "baseline", "--if-missing", "pass", "--store", fresh
+    )
+    assert code == 0, out
+    assert out.startswith("gate passed: no baseline to gate against")
+    code, out, _ = invoke(
+        "gate",
+        "latest",
+        "--baseline",
+        "baseline:production",
+        "--if-missing",
+        "pass",
+        "--format",
+        "json",
+        "--store",
+        fresh,
+    )
+    assert code == 0, out
+    verdict = json.loads(out)
+    assert verdict["passed"] is True
+    assert verdict["failures"] == []
+    assert "No baseline named 'production'" in verdict["notes"][0]
+    assert "evalframe baseline promote latest --name production" in verdict["notes"][0]
+
+
+def test_the_readme_ci_snippet_works_from_the_first_run(tmp_path: Path) -> None:
+    store = str(tmp_path / "ci.duckdb")
+    env = {"EVALFRAME_STORE": store}
+    gate = (
+        "gate",
+        "latest",
+        "--baseline",
+        "baseline",
+        "--if-missing",
+        "pass",
+        "--max-regressions",
+        "0",
+        "--no-safety-failures",
+    )
+    golden, outputs = tmp_path / "golden.json", tmp_path / "out.json"
+    golden.write_text(
+        json.dumps(
+            {
+                "name": "gate",
+                "samples": [
+                    {"id": sid, "input": {"q": sid}, "expected_output": f"answer {sid}"}
+                    for sid in IDS
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
+    for wrong in (set(), {"s2"}):
+        outputs.write_text(json.dumps({"outputs": _outputs(wrong=wrong)}), encoding="utf-8")
+        run = invoke("run", str(golden), "--outputs", str(outputs), "-m", "exact-match", env=env)
+        assert run[0] == 0, run
+        code, out, _ = invoke(*gate, env=env)
+        if not wrong:  # the first run of the project: nothing to compare with yet
+            assert code == 0, out
+            assert invoke("baseline", "promote", "latest", env=env)[0] == 0
+        else:  # the second run regresses s2 against the promoted first one
+            assert code == 1, out
+            assert "| s2 | exact-match | 1.0000 → 0.0000 |" in out
+
+
+def test_a_missing_baseline_does_not_hide_a_mistyped_reference(fresh: str) -> None:
+    code, _, err = invoke(
+        "gate", "latest", "--baseline", "frist", "--if-missing", "pass", "--store", fresh
+    )
+    assert code == 2
+    assert "Unknown run reference 'frist'" in err
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (("gate", "v2", "--baseline", "nope"), "Unknown run reference 'nope'"),
         (("gate", "ghost", "--baseline", "v1"), "Unknown run reference 'ghost'"),
-        (("gate", "v2", "--baseline", "baseline"), "No baseline for dataset 'gate'"),
         (("gate", "other", "--baseline", "v1"), "is of dataset 'other' but the reference"),
         (("gate", "v2", "--baseline", "SELECT 1 WHERE false"), "returned 0 row(s)"),
     ],

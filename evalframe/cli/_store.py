@@ -210,7 +210,16 @@ def _drops(values: tuple[str, ...]) -> dict[str, float]:
 @click.option(
     "--confident-only",
     is_flag=True,
-    help="Count only regressions beyond the run's detectable difference.",
+    help="Count only regressions beyond the run's detectable difference (with one "
+    "repetition in both runs every change is exact, so all count).",
+)
+@click.option(
+    "--if-missing",
+    type=click.Choice(["pass", "fail"]),
+    default="fail",
+    show_default=True,
+    help="What a missing baseline means (a new project's first run): pass, or fail with how "
+    "to promote one. Applies when REF is baseline or baseline:NAME.",
 )
 @click.option("--min-macro-f1", type=click.FloatRange(0.0, 1.0), default=None)
 @click.option(
@@ -238,6 +247,7 @@ def gate_cmd(
     store_path: Path | None,
     max_regressions: int,
     confident_only: bool,
+    if_missing: str,
     min_macro_f1: float | None,
     max_drop: tuple[str, ...],
     no_safety_failures: bool,
@@ -247,11 +257,21 @@ def gate_cmd(
     output: str,
     comparison_out: Path | None,
 ) -> None:
-    """Gate RUN against a reference; exit 1 when it fails, printing the worst rows."""
+    """Gate RUN against a reference; exit 1 when it fails, printing the worst regressions.
+
+    --max-regressions counts regressed (row, metric) pairs: a metric that fell from pass to
+    fail on a row already failing another metric counts. With no baseline yet, the gate
+    passes or fails as --if-missing says.
+    """
     from evalframe.core._gate import gate
 
     drops = _drops(max_drop)
-    comparison = _open(store_path).compare(
+    store = _open(store_path)
+    missing = _missing_baseline(store, reference, run_ref)
+    if missing is not None:
+        _no_baseline(missing, run_ref, reference, if_missing, output)
+        return
+    comparison = store.compare(
         reference,
         run_ref,
         epsilon=epsilon,
@@ -274,6 +294,44 @@ def gate_cmd(
     else:
         click.echo(result.to_text(), nl=False)
     if not result.passed:
+        raise SystemExit(1)
+
+
+def _missing_baseline(store: Any, reference: str, run_ref: str) -> str | None:
+    """Why ``reference`` names a baseline that does not exist yet, or None when it resolves.
+
+    Only ``baseline`` and ``baseline:NAME`` can be missing in this sense; any other
+    reference that fails to resolve (a mistyped run name included) stays an error.
+    """
+    low = reference.strip().lower()
+    if not (low == "baseline" or low.startswith("baseline:")):
+        return None
+    run_id = store.resolve(run_ref)
+    try:
+        store.resolve(reference, relative_to=run_id)
+    except StoreError as exc:
+        return str(exc)
+    return None
+
+
+def _no_baseline(why: str, run_ref: str, reference: str, if_missing: str, output: str) -> None:
+    passed = if_missing == "pass"
+    name = reference.split(":", 1)[1] if ":" in reference else None
+    promote = f"evalframe baseline promote {run_ref}" + (f" --name {name}" if name else "")
+    message = (
+        f"no baseline to gate against ({why.rstrip('.')}). Once this run is accepted, "
+        f"promote it with `{promote}`"
+        + ("" if passed else ", or pass --if-missing pass to let a first run through")
+        + "."
+    )
+    if output == "json":
+        verdict = {"passed": passed, "run": run_ref, "reference": None}
+        key = "notes" if passed else "failures"
+        other = "failures" if passed else "notes"
+        click.echo(json.dumps({**verdict, key: [message], other: []}, indent=2))
+    else:
+        click.echo(f"gate {'passed' if passed else 'FAILED'}: {message}")
+    if not passed:
         raise SystemExit(1)
 
 

@@ -20,6 +20,16 @@ noise, ``precision.resolution``) unless an ``epsilon`` is given. Rows only in th
 are ``added``, rows only in the old one ``removed``; a regressed row that always passed
 before and now sometimes fails is ``newly_failing``.
 
+The same rules judge each (row, metric) pair of the rows both runs have, on that metric's
+pass rate and mean score alone (``Comparison.row_metrics``): a metric that fell from pass to
+fail on a row that was already failing another metric leaves the row's verdict unchanged
+(its pass rate was already 0) but is a regression of that metric. ``regressions()`` lists
+the regressed pairs; ``regressed_rows()`` the regressed rows.
+
+When every row ran once in both runs (saved outputs, one repetition) and no ``epsilon`` is
+given, the comparison is ``exact``: there is no sampling noise to separate, so every
+regression and improvement is confident.
+
 Beyond eval-harness, each metric's mean and pass-rate delta and the macro-F1 delta get a
 seeded paired bootstrap confidence interval, and each metric (overall and per cohort) gets
 McNemar's exact test on the paired pass/fail of its rows, Holm-corrected across all of
@@ -44,6 +54,7 @@ from evalframe.core._compare_tables import (
     join_key,
     mcnemar_tests,
     metric_table,
+    metric_verdicts,
     paired_counts,
     per_key_counts,
     row_verdicts,
@@ -72,9 +83,14 @@ class Comparison:
         join_key: ``row_hash`` or ``sample_id``.
         resolution: the noise threshold used for row verdicts.
         resolution_is_statistical: False when it was given as ``epsilon``.
+        exact: every row ran once in both runs and no ``epsilon`` was given, so every
+            change is confident (there is no sampling noise to separate).
         rows: one row per joined key: key, sample_id, status, confident, newly_failing,
             pass_rate_delta, score_delta, and before_*/after_* pass_rate, score_mean,
             score_stddev and repetitions.
+        row_metrics: one row per (paired row, metric) scored in both runs: key, sample_id,
+            metric, status, confident, newly_failing, deltas, and before/after pass_rate
+            and score_mean of that metric on that row.
         metrics: one row per metric: before/after mean and pass rate, deltas, paired
             bootstrap intervals, McNemar counts and p-values (raw and Holm-adjusted).
         cohorts: the same per (cohort, metric), without bootstrap intervals.
@@ -88,7 +104,9 @@ class Comparison:
     join_key: Literal["row_hash", "sample_id"]
     resolution: float
     resolution_is_statistical: bool
+    exact: bool
     rows: pl.DataFrame
+    row_metrics: pl.DataFrame
     metrics: pl.DataFrame
     cohorts: pl.DataFrame
     macro_f1: dict[str, float | None]
@@ -99,9 +117,11 @@ class Comparison:
 
     @property
     def counts(self) -> dict[str, int]:
-        """Rows per verdict: regressed, regressed_confident, newly_failing, improved, ..."""
+        """Rows per verdict (regressed, regressed_confident, newly_failing, improved, ...)
+        and regressed (row, metric) pairs (regressed_pairs, regressed_pairs_confident)."""
         status = self.rows.get_column("status")
         regressed = self.rows.filter(status == "regressed")
+        pairs = self.row_metrics.filter(pl.col("status") == "regressed")
         return {
             "regressed": regressed.height,
             "regressed_confident": int(regressed.get_column("confident").sum()),
@@ -111,10 +131,23 @@ class Comparison:
             "added": int((status == "added").sum()),
             "removed": int((status == "removed").sum()),
             "compared": int(status.is_in(["regressed", "improved", "stable"]).sum()),
+            "regressed_pairs": pairs.height,
+            "regressed_pairs_confident": int(pairs.get_column("confident").sum()),
         }
 
     def regressions(self, *, confident_only: bool = False) -> pl.DataFrame:
-        """Regressed rows, worst first (largest pass-rate drop, then score drop)."""
+        """Regressed (row, metric) pairs, worst first (largest pass-rate drop, then score drop).
+
+        Columns: key, sample_id, metric, status, confident, newly_failing, pass_rate_delta,
+        score_delta, before/after pass_rate and score_mean (of that metric on that row).
+        """
+        out = self.row_metrics.filter(pl.col("status") == "regressed")
+        if confident_only:
+            out = out.filter(pl.col("confident"))
+        return out.sort(["pass_rate_delta", "score_delta", C.SAMPLE_ID, C.METRIC], nulls_last=True)
+
+    def regressed_rows(self, *, confident_only: bool = False) -> pl.DataFrame:
+        """Regressed rows by eval-harness's row verdict, worst first."""
         out = self.rows.filter(pl.col("status") == "regressed")
         if confident_only:
             out = out.filter(pl.col("confident"))
@@ -132,6 +165,7 @@ class Comparison:
             "incomparable_reason": None,
             "resolution": round6(self.resolution),
             "resolution_is_statistical": self.resolution_is_statistical,
+            "exact": self.exact,
             "macro_f1_delta": _r6(self.macro_f1["delta"]),
             "pass_rate_delta": _r6(self.pass_rate["delta"]),
             "counts": self.counts,
@@ -149,6 +183,10 @@ class Comparison:
             "metrics": [_rounded(r) for r in self.metrics.iter_rows(named=True)],
             "cohorts": [_rounded(r) for r in self.cohorts.iter_rows(named=True)],
             "rows": [_row_payload(r, self.resolution) for r in self.rows.iter_rows(named=True)],
+            "regressions": [
+                _rounded({k: v for k, v in r.items() if k != "key"})
+                for r in self.regressions().iter_rows(named=True)
+            ],
         }
 
     def to_json(self, *, indent: int | None = 2) -> str:
@@ -295,6 +333,9 @@ def compare(
     block_a = precision_block(rows_a, before.frame.height)
     block_b = precision_block(rows_b, after.frame.height)
     res = float(epsilon) if epsilon is not None else float(block_b["resolution"])
+    exact = epsilon is None and all(
+        rows.filter(pl.col("repetitions") > 1).height == 0 for rows in (rows_a, rows_b)
+    )
 
     def side(rows: pl.DataFrame, prefix: str) -> pl.DataFrame:
         return rows.select(
@@ -307,7 +348,7 @@ def compare(
     joined = side(rows_b, "after").join(
         side(rows_a, "before"), on="key", how="full", coalesce=True, maintain_order="left_right"
     )
-    verdicts = row_verdicts(joined, res).select(
+    verdicts = row_verdicts(joined, res, exact=exact).select(
         "key",
         pl.coalesce("after_sample_id", "before_sample_id").alias(C.SAMPLE_ID),
         pl.coalesce("after_row_hash", "before_row_hash").alias(C.ROW_HASH),
@@ -328,6 +369,9 @@ def compare(
     common = [m for m in ids_b if m in ids_a]
     counts = paired_counts(
         per_key_counts(before, keys_a), per_key_counts(after, keys_b), paired_keys, common
+    )
+    pair_verdicts = metric_verdicts(
+        paired.select("key", C.SAMPLE_ID), counts, common, res, exact=exact
     )
     boot = bootstrap_deltas(counts, n_resamples=n_bootstrap, seed=seed, confidence=confidence)
     tests = mcnemar_tests(counts)
@@ -355,7 +399,9 @@ def compare(
         join_key=key,
         resolution=res,
         resolution_is_statistical=epsilon is None,
+        exact=exact,
         rows=verdicts,
+        row_metrics=pair_verdicts,
         metrics=metrics,
         cohorts=cohorts,
         macro_f1=macro,

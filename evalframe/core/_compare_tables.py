@@ -26,6 +26,7 @@ __all__ = [
     "join_key",
     "mcnemar_tests",
     "metric_table",
+    "metric_verdicts",
     "paired_counts",
     "per_key_counts",
     "row_verdicts",
@@ -41,8 +42,12 @@ def join_key(rows_a: pl.DataFrame, rows_b: pl.DataFrame) -> Literal["row_hash", 
     return "row_hash"
 
 
-def row_verdicts(joined: pl.DataFrame, res: float) -> pl.DataFrame:
-    """Deltas, status, confidence and newly_failing of each joined row at resolution ``res``."""
+def row_verdicts(joined: pl.DataFrame, res: float, *, exact: bool = False) -> pl.DataFrame:
+    """Deltas, status, confidence and newly_failing of each joined row at resolution ``res``.
+
+    With ``exact`` (every row ran once on both sides: saved outputs, one repetition) there is
+    no sampling noise to tell a change from, so every regression and improvement is confident.
+    """
     dp, ds = pl.col("pass_rate_delta"), pl.col("score_delta")
     before_missing = pl.col("before_repetitions").is_null()
     after_missing = pl.col("after_repetitions").is_null()
@@ -87,12 +92,65 @@ def row_verdicts(joined: pl.DataFrame, res: float) -> pl.DataFrame:
         )
         .with_columns(status.alias("status"), confident.alias("confident"))
         .with_columns(
+            pl.col("confident")
+            | (pl.lit(exact) & pl.col("status").is_in(["regressed", "improved"]))
+        )
+        .with_columns(
             (
                 (pl.col("status") == "regressed")
                 & (pl.col("before_pass_rate") >= 1.0)
                 & (pl.col("after_pass_rate").fill_null(1.0) < 1.0)
             ).alias("newly_failing")
         )
+    )
+
+
+def metric_verdicts(
+    rows: pl.DataFrame, counts: PairedCounts, metrics: list[str], res: float, *, exact: bool
+) -> pl.DataFrame:
+    """The row verdict rules applied per (paired row, metric), over rows scored on both sides.
+
+    ``rows`` holds the paired rows' ``key`` and ``sample_id`` in the order of ``counts``.
+    A (row, metric) pair is judged on that metric's pass rate over the row's scored
+    repetitions and its mean score, exactly as a row is judged on all its metrics. With
+    ``exact`` (one repetition on both sides, no noise to separate) every change is confident.
+    """
+    k, m = counts.shape
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stats = {
+            "before_pass_rate": counts.pass_a / counts.n_a,
+            "after_pass_rate": counts.pass_b / counts.n_b,
+            "before_score_mean": counts.sum_a / counts.n_a,
+            "after_score_mean": counts.sum_b / counts.n_b,
+        }
+    grid = pl.DataFrame(
+        {
+            "key": np.repeat(rows.get_column("key").to_numpy(), m),
+            C.SAMPLE_ID: np.repeat(rows.get_column(C.SAMPLE_ID).to_numpy(), m),
+            C.METRIC: np.tile(np.asarray(metrics, dtype=object), k),
+            **{name: values.reshape(-1) for name, values in stats.items()},
+            "before_n": counts.n_a.reshape(-1),
+            "after_n": counts.n_b.reshape(-1),
+        },
+        schema_overrides={"key": rows.schema["key"], C.SAMPLE_ID: pl.String, C.METRIC: pl.String},
+    ).filter((pl.col("before_n") > 0) & (pl.col("after_n") > 0))
+    joined = grid.drop("before_n", "after_n").with_columns(
+        pl.lit(1, pl.Int64).alias("before_repetitions"),
+        pl.lit(1, pl.Int64).alias("after_repetitions"),
+    )
+    return row_verdicts(joined, res, exact=exact).select(
+        "key",
+        C.SAMPLE_ID,
+        C.METRIC,
+        "status",
+        "confident",
+        "newly_failing",
+        "pass_rate_delta",
+        "score_delta",
+        "before_pass_rate",
+        "after_pass_rate",
+        "before_score_mean",
+        "after_score_mean",
     )
 
 

@@ -2,8 +2,12 @@
 
 Checks, each optional except the first:
 
-* regressions: the regressed rows of the comparison (only the confident ones with
-  ``confident_only``) may number at most ``max_regressions`` (default 0);
+* regressions: the regressed (row, metric) pairs of the comparison (only the confident
+  ones with ``confident_only``) may number at most ``max_regressions`` (default 0). A
+  pair, not a row, is the unit: a metric that fell from pass to fail on a row already
+  failing another metric counts, though the row's own verdict is unchanged. With one
+  repetition per row in both runs every change is exact and so confident; when no change
+  could be confident at all the gate says it has no statistical power;
 * ``min_macro_f1``: the run's macro-F1 must reach it;
 * ``max_drop``: per metric, the mean score may fall by at most this much (a fraction:
   0.05 is 5 points);
@@ -34,7 +38,7 @@ class GateResult:
         passed: True when every check held.
         failures: one message per failed check.
         notes: context that does not fail the gate.
-        worst_rows: the counted regressed rows, worst first.
+        worst_rows: the counted regressed (row, metric) pairs, worst first.
         safety_failures: failing samples of safety-dimension metrics (sample_id,
             repetition, metric, score, error), when that check was asked for.
         comparison: the comparison the gate judged.
@@ -50,7 +54,7 @@ class GateResult:
     def __repr__(self) -> str:
         verdict = "passed" if self.passed else f"failed: {'; '.join(self.failures)}"
         return (
-            f"GateResult({verdict}; {self.worst_rows.height} regressed row(s) counted, "
+            f"GateResult({verdict}; {self.worst_rows.height} regression(s) counted, "
             f"{self.safety_failures.height} safety failure(s))"
         )
 
@@ -69,6 +73,7 @@ class GateResult:
             "macro_f1": self.comparison.after.macro_f1,
             "worst_rows": self.worst_rows.select(
                 C.SAMPLE_ID,
+                C.METRIC,
                 "before_pass_rate",
                 "after_pass_rate",
                 "score_delta",
@@ -96,8 +101,9 @@ def gate(
 
     Args:
         comparison: from ``ef.compare(reference, run)``.
-        max_regressions: regressed rows allowed.
-        confident_only: count only rows whose drop exceeds the run's detectable difference.
+        max_regressions: regressed (row, metric) pairs allowed.
+        confident_only: count only pairs whose drop exceeds the run's detectable difference
+            (every pair when the comparison is exact: one repetition on both sides).
         min_macro_f1: the lowest acceptable macro-F1 of the run.
         max_drop: per metric id, the largest acceptable fall of its mean score.
         no_safety_failures: fail on any failing sample of a safety-dimension metric.
@@ -118,7 +124,7 @@ def gate(
         >>> from evalframe.core._gate import gate
         >>> result = gate(compare(old, new, label="baseline"))
         >>> result.passed, result.failures[0].split("; ")[0]
-        (False, '1 row(s) regressed against baseline (allowed: 0)')
+        (False, '1 regression(s) on 1 row(s) against baseline (allowed: 0)')
     """
     if max_regressions < 0:
         raise ComparisonError(f"max_regressions must be at least 0; got {max_regressions}.")
@@ -132,8 +138,9 @@ def gate(
     counted = c.regressions(confident_only=confident_only)
     if counted.height > max_regressions:
         kind = "confident " if confident_only else ""
+        rows = counted.get_column(C.SAMPLE_ID).n_unique()
         message = (
-            f"{counted.height} {kind}row(s) regressed against {c.label} "
+            f"{counted.height} {kind}regression(s) on {rows} row(s) against {c.label} "
             f"(allowed: {max_regressions})"
         )
         confident = int(regressed.get_column("confident").sum())
@@ -143,6 +150,17 @@ def gate(
                 f"of {c.resolution * 100:.1f} points, the rest are within sampling noise"
             )
         failures.append(message)
+    if c.exact:
+        notes.append(
+            "no statistical power: every row ran once in both runs, so there is no sampling "
+            "noise to separate; every change counts as exact (and as confident)"
+        )
+    elif confident_only and c.resolution >= 1.0:
+        notes.append(
+            f"no statistical power: this run's detectable difference is "
+            f"{c.resolution * 100:.1f} points, so no regression can count as confident; "
+            "run more repetitions or drop --confident-only"
+        )
     if c.counts["compared"] == 0:
         notes.append(f"no rows in common with {c.label}: the regression check compared nothing")
 

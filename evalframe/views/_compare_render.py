@@ -31,10 +31,13 @@ def _p(x: float | None) -> str:
 
 
 def row_table(rows: pl.DataFrame) -> list[str]:
-    """Regressed rows: sample | pass rate before -> after | score delta | noise | newly failing."""
+    """Regressed (row, metric) pairs: sample | metric | pass rate before -> after | score delta
+    | beyond noise | newly failing (rows without a metric column show the row verdicts)."""
+    pairs = C.METRIC in rows.columns
     body = [
         (
             r["sample_id"],
+            *((r[C.METRIC],) if pairs else ()),
             f"{fmt(r['before_pass_rate'])} → {fmt(r['after_pass_rate'])}",
             signed(r["score_delta"]),
             "yes" if r["confident"] else "no",
@@ -42,7 +45,14 @@ def row_table(rows: pl.DataFrame) -> list[str]:
         )
         for r in rows.iter_rows(named=True)
     ]
-    headers = ("sample", "pass rate before → after", "score delta", "beyond noise", "newly failing")
+    headers = (
+        "sample",
+        *(("metric",) if pairs else ()),
+        "pass rate before → after",
+        "score delta",
+        "beyond noise",
+        "newly failing",
+    )
     return table(headers, body)
 
 
@@ -50,6 +60,8 @@ def render(c: Comparison, *, max_rows: int = 20) -> str:
     """The comparison as Markdown, ending in a single newline."""
     counts = c.counts
     stat = "this run's detectable difference" if c.resolution_is_statistical else "epsilon"
+    if c.exact:
+        stat += "; one repetition on both sides, so every change is exact"
     out = [
         f"# Comparison — {c.after.dataset.name}",
         "",
@@ -61,6 +73,7 @@ def render(c: Comparison, *, max_rows: int = 20) -> str:
         "",
         *table(
             (
+                "regressed (row, metric)",
                 "regressed",
                 "beyond noise",
                 "newly failing",
@@ -71,6 +84,7 @@ def render(c: Comparison, *, max_rows: int = 20) -> str:
             ),
             [
                 (
+                    counts["regressed_pairs"],
                     counts["regressed"],
                     counts["regressed_confident"],
                     counts["newly_failing"],
@@ -151,7 +165,10 @@ def render(c: Comparison, *, max_rows: int = 20) -> str:
     worst = c.regressions()
     if worst.height:
         shown = worst.head(max_rows)
-        out += [f"## Regressed rows ({shown.height} of {worst.height}, worst first)", ""]
+        out += [
+            f"## Regressed (row, metric) pairs ({shown.height} of {worst.height}, worst first)",
+            "",
+        ]
         out += row_table(shown)
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
@@ -164,6 +181,7 @@ def gate_text(result: GateResult, *, max_rows: int = 10) -> str:
     counts = c.counts
     out = [
         f"gate {head}: run {c.after.run_id} against {c.label} (run {c.before.run_id}): "
+        f"{counts['regressed_pairs']} (row, metric) regression(s); rows: "
         f"{counts['regressed']} regressed, {counts['improved']} improved, "
         f"{counts['stable']} stable, {counts['added']} added, {counts['removed']} removed; "
         f"macro-F1 {fmt(c.macro_f1['before'])} → {fmt(c.macro_f1['after'])}."
@@ -172,7 +190,11 @@ def gate_text(result: GateResult, *, max_rows: int = 10) -> str:
     out += [f"note: {n}" for n in result.notes]
     if result.worst_rows.height:
         shown = result.worst_rows.head(max_rows)
-        out += ["", f"Worst regressed rows ({shown.height} of {result.worst_rows.height}):", ""]
+        out += [
+            "",
+            f"Worst regressions ({shown.height} of {result.worst_rows.height}):",
+            "",
+        ]
         out += row_table(shown)
     if result.safety_failures.height:
         out += ["", f"Safety failures ({result.safety_failures.height}, all listed):", ""]
