@@ -152,6 +152,14 @@ def _safety_failures(r: Report) -> list[str]:
     return [*out, ""]
 
 
+# Usage and cost come from the providers' ledger: the evaluator's own calls. A system under
+# test is called by the user's function, whose calls evalframe never sees.
+_EVALUATOR_CALLS = (
+    "_The evaluator's provider calls (embeddings, judge) made to score the outputs; "
+    "the system under test's own calls are not counted._"
+)
+
+
 def _usage(r: Report) -> list[str]:
     u = r["usage"]
     if u["observations"] <= 0:
@@ -175,7 +183,7 @@ def _usage(r: Report) -> list[str]:
         field("latency_ms", f"{lat['mean']:.2f}"),
         field("latency_ms", f"{lat['max']:.2f}"),
     ]
-    return ["## Usage summary", "", *_table(headers, [row]), ""]
+    return ["## Usage summary", "", _EVALUATOR_CALLS, "", *_table(headers, [row]), ""]
 
 
 def _cost(r: Report) -> list[str]:
@@ -184,6 +192,8 @@ def _cost(r: Report) -> list[str]:
         return []
     out = [
         "## Cost",
+        "",
+        _EVALUATOR_CALLS,
         "",
         f"Total ${cost['total_usd']:.4f} over {cost['calls']} calls "
         f"({cost['total_tokens']} tokens).",
