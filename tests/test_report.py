@@ -285,3 +285,21 @@ def test_a_report_read_back_from_json_lists_the_same_failing_samples() -> None:
     without_aggregates = ef.Report({**json.loads(report.to_json()), "sample_aggregates": []})
     section = without_aggregates.to_markdown().split("## Failing samples", 1)[1].split("\n## ")[0]
     assert section == report.to_markdown().split("## Failing samples", 1)[1].split("\n## ")[0]
+
+
+def test_sampling_advice_only_for_a_system_under_test() -> None:
+    ds = ef.Dataset.from_records(
+        [{"id": "a", "input": {"q": "x"}, "expected_output": "x"}], name="tiny"
+    )
+    saved = ef.evaluate(ds, outputs={"a": "x"}, metrics=["exact-match"], repetitions=2)
+    system = ef.evaluate(ds, system=lambda _: "x", metrics=["exact-match"], repetitions=2)
+    assert saved.report()["outputs"] == "saved"
+    assert system.report()["outputs"] == "system"
+    assert "## Sampling" not in saved.report().to_markdown()
+    assert "## Sampling" in system.report().to_markdown()
+    # Read back from JSON, and with the field absent (an eval-harness report), as before.
+    assert ef.Report(json.loads(saved.report().to_json())).to_markdown() == (
+        saved.report().to_markdown()
+    )
+    unrecorded = ef.Report({**saved.report(), "outputs": None})
+    assert "## Sampling" in unrecorded.to_markdown()

@@ -53,6 +53,9 @@ def _summary(r: Report) -> list[str]:
 
 
 def _sampling(r: Report) -> list[str]:
+    """Repetitions and what they resolve; left out for saved outputs, which never vary."""
+    if r.get("outputs") == "saved":
+        return []
     p = r["precision"]
     needs = "yes" if p["target_resolvable"] else f"no — needs {p['required_repetitions']}"
     out = ["", "## Sampling", ""]

@@ -4,8 +4,10 @@
 HTML representation for Jupyter. Keys keep eval-harness's names, order and meaning; the
 additions are ``run_id``, ``run_name``, ``evalframe_version``, ``metric_ids`` and, per
 metric, ``n``, ``n_scored``, ``n_errors``, ``threshold``, ``family`` and ``dimension``; and,
-last, ``dimensions`` (per-dimension roll-ups) and ``safety_failures`` (every failing or
-errored execution of a safety-dimension metric).
+last, ``dimensions`` (per-dimension roll-ups), ``safety_failures`` (every failing or
+errored execution of a safety-dimension metric) and ``outputs``: ``"saved"`` when the
+outputs were read from a file or a mapping, ``"system"`` when a system under test produced
+them (so repetitions can differ), null when not recorded.
 Citation evidence text and API keys never reach a report: metrics keep them out of their
 details and providers never record keys.
 """
@@ -549,6 +551,7 @@ def _build_report(run: Run, *, samples: bool, aggregates: bool = True) -> Report
         "failures": failures.select(C.SAMPLE_ID, C.METRIC, C.ERROR, C.REPETITION).to_dicts(),
         "dimensions": _dimensions_block(run),
         "safety_failures": _safety_failures(run),
+        "outputs": run.extra.get("outputs"),
     }
     return Report(report)
 
