@@ -120,7 +120,10 @@ def test_fragment_is_balanced_and_escapes_user_text(run: ef.Run) -> None:
 
 def test_fragment_has_every_section(run: ef.Run) -> None:
     text = run._repr_html_()
-    for heading in ("Per-metric aggregates", "Cohorts by tag", "Failures"):
+    headings = (
+        "Per-metric aggregates", "Cohorts by tag", "Failing samples", "Execution errors",
+    )  # fmt: skip
+    for heading in headings:
         assert heading in text
     assert text.count('<svg class="ef-hist"') == 3  # one inline histogram per metric
     assert "macro-F1" in text

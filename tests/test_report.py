@@ -6,6 +6,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 from snapshot import check_snapshot
 
@@ -168,3 +169,137 @@ def test_shared_number_formats() -> None:
     doc = {"metrics": {"m": {"n_scored": 1, "n_errors": 0}}}
     assert has_counts(doc)
     assert not has_counts(doc, ("threshold", "n_scored", "n_errors"))
+
+
+def _example_run(metrics: list[str]) -> ef.Run:
+    return ef.evaluate(
+        EXAMPLE / "support.yaml", outputs=EXAMPLE / "support.outputs.json", metrics=metrics
+    )
+
+
+def _failing_by_hand(run: ef.Run) -> list[tuple[str, int, str, float | None, float, str | None]]:
+    """The oracle: every scored row below its metric's threshold, and every error, by a loop."""
+    threshold = {m.id: float(m.threshold) for m in run.metrics}
+    order = {m: i for i, m in enumerate(run.metric_ids)}
+    rows = [
+        (
+            r["sample_id"],
+            r["repetition"],
+            r["metric"],
+            r["score"],
+            threshold[r["metric"]],
+            r["error"],
+        )
+        for r in run.scores.to_dicts()
+        if r["error"] is not None or r["score"] < threshold[r["metric"]]
+    ]
+    return sorted(
+        rows,
+        key=lambda r: (
+            r[3] is not None,
+            r[3] - r[4] if r[3] is not None else 0.0,
+            r[0],
+            r[1],
+            order[r[2]],
+        ),
+    )
+
+
+def test_run_failing_lists_rows_below_threshold_and_errors_worst_first() -> None:
+    run = fixed_run()
+    failing = run.failing()
+    assert failing.columns == ["sample_id", "repetition", "metric", "score", "threshold", "error"]
+    assert failing.rows() == _failing_by_hand(run)
+    # Errors come first, then the largest shortfall: exact-match's 0.0 against 0.5.
+    assert failing.row(0)[5] is not None
+    scored = failing.filter(failing["error"].is_null())
+    assert scored.row(0)[3] == 0.0
+
+
+def test_markdown_of_the_bundled_example_names_every_failing_sample() -> None:
+    from click.testing import CliRunner
+
+    from evalframe.cli import cli
+
+    run = _example_run(["exact-match", "rouge-l"])
+    failing_ids = {r[0] for r in _failing_by_hand(run) if r[5] is None}
+    assert len(failing_ids) > 3
+    args = [
+        "run",
+        str(EXAMPLE / "support.yaml"),
+        "--outputs",
+        str(EXAMPLE / "support.outputs.json"),
+    ]
+    args += ["-m", "exact-match", "-m", "rouge-l"]
+    full = CliRunner().invoke(cli, [*args, "--max-rows", "100"])
+    assert full.exit_code == 0, full.output
+    section = full.output.split("## Failing samples", 1)[1].split("\n## ", 1)[0]
+    listed = {line.split("|")[1].strip() for line in section.splitlines() if line.startswith("| ")}
+    assert listed - {"sample", "---"} == failing_ids
+    assert f"_{len(failing_ids)} of {len(failing_ids)} failing samples shown" in section
+
+    cut = CliRunner().invoke(cli, [*args, "--max-rows", "3"])
+    assert cut.exit_code == 0, cut.output
+    section = cut.output.split("## Failing samples", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "sample" not in line]
+    assert len(rows) == 3
+    assert f"_3 of {len(failing_ids)} failing samples shown" in section
+    # Worst first: the three listed fall furthest below a threshold.
+    worst = sorted(
+        {
+            (min(r[3] - r[4] for r in _failing_by_hand(run) if r[0] == sid), sid)
+            for sid in failing_ids
+        }
+    )
+    assert worst[2][0] <= min(
+        s for s, sid in worst if sid in {row.split("|")[1].strip() for row in rows}
+    )
+
+
+def test_max_rows_bounds_the_list_and_zero_keeps_the_note() -> None:
+    report = fixed_run().report()
+    assert "_0 of 2 failing samples shown" in report.to_markdown(max_rows=0)
+    assert "_1 of 2 failing samples shown" in report.to_markdown(max_rows=1)
+    assert "## Failures" not in report.to_markdown()
+    assert "## Execution errors" in report.to_markdown()
+    assert "<code>" not in report.to_markdown()
+
+
+def test_markdown_histogram_of_a_zero_one_metric_has_two_rows() -> None:
+    run = _example_run(["exact-match", "rouge-l"])
+    md = run.report(samples=False).to_markdown()
+    exact = md.split("### exact-match", 1)[1].split("###", 1)[0]
+    wrong = run.scores.filter(pl.col("metric") == "exact-match").get_column("score")
+    zeros, ones = int((wrong == 0.0).sum()), int((wrong == 1.0).sum())
+    assert f"| 0 | {zeros} |" in exact
+    assert f"| 1 | {ones} |" in exact
+    assert "0.1-0.2" not in exact
+    rouge = md.split("### rouge-l", 1)[1].split("##", 1)[0]
+    assert "0.4-0.5" in rouge  # a graded metric keeps its ten ranges
+
+
+def test_a_report_read_back_from_json_lists_the_same_failing_samples() -> None:
+    report = fixed_run().report()
+    again = ef.Report(json.loads(report.to_json()))
+    assert again.to_markdown() == report.to_markdown()
+    without_aggregates = ef.Report({**json.loads(report.to_json()), "sample_aggregates": []})
+    section = without_aggregates.to_markdown().split("## Failing samples", 1)[1].split("\n## ")[0]
+    assert section == report.to_markdown().split("## Failing samples", 1)[1].split("\n## ")[0]
+
+
+def test_sampling_advice_only_for_a_system_under_test() -> None:
+    ds = ef.Dataset.from_records(
+        [{"id": "a", "input": {"q": "x"}, "expected_output": "x"}], name="tiny"
+    )
+    saved = ef.evaluate(ds, outputs={"a": "x"}, metrics=["exact-match"], repetitions=2)
+    system = ef.evaluate(ds, system=lambda _: "x", metrics=["exact-match"], repetitions=2)
+    assert saved.report()["outputs"] == "saved"
+    assert system.report()["outputs"] == "system"
+    assert "## Sampling" not in saved.report().to_markdown()
+    assert "## Sampling" in system.report().to_markdown()
+    # Read back from JSON, and with the field absent (an eval-harness report), as before.
+    assert ef.Report(json.loads(saved.report().to_json())).to_markdown() == (
+        saved.report().to_markdown()
+    )
+    unrecorded = ef.Report({**saved.report(), "outputs": None})
+    assert "## Sampling" in unrecorded.to_markdown()

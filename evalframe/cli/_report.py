@@ -59,8 +59,17 @@ def _load(ref: str, store: Path | None) -> Report:
     help="HTML charts: interactive (vega), static SVG, none; auto = vega when the viz "
     "extra is installed.",
 )
+@click.option(
+    "--max-rows",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="Failing samples listed in the Markdown and HTML reports, worst first.",
+)
 @out_option()
-def report(run: str, store_path: Path | None, fmt: str, charts: str, out: Path | None) -> None:
+def report(
+    run: str, store_path: Path | None, fmt: str, charts: str, max_rows: int, out: Path | None
+) -> None:
     """Render RUN's report: one self-contained HTML file (no network), Markdown or JSON.
 
     RUN is a report JSON file (from `evalframe run --format json`) or a stored run: an id,
@@ -70,7 +79,7 @@ def report(run: str, store_path: Path | None, fmt: str, charts: str, out: Path |
     if fmt == "html":
         text = doc.to_html(charts=charts)  # type: ignore[arg-type]  # click.Choice checked it
     elif fmt == "markdown":
-        text = doc.to_markdown()
+        text = doc.to_markdown(max_rows=max_rows)
     else:
         text = doc.to_json()
     emit(text, out, note=f" (run {doc.get('run_id') or doc.get('dataset')})")

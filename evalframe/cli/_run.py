@@ -63,6 +63,13 @@ if TYPE_CHECKING:
     help=f"Score each row N times (at most {MAX_REPETITIONS}).",
 )
 @format_option("fmt", "markdown", "json")
+@click.option(
+    "--max-rows",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="Failing samples listed in the Markdown and HTML reports, worst first.",
+)
 @out_option()
 @store_option(help="Save the run to this DuckDB run store (default: $EVALFRAME_STORE).")
 @provider_options
@@ -74,6 +81,7 @@ def run(
     metrics: tuple[str, ...],
     repetitions: int | None,
     fmt: str,
+    max_rows: int,
     out: Path | None,
     store_path: Path | None,
     provider_settings: ProviderSettings,
@@ -105,7 +113,9 @@ def run(
 
         text: str | bytes = report_json(result)  # written from the frames: fast at any size
     else:
-        text = result.report(samples=False).to_markdown()  # Markdown never shows the samples
+        text = result.report(samples=False).to_markdown(
+            max_rows=max_rows
+        )  # Markdown never shows the samples
     # The report comes first and the store second: a store that cannot be written must not
     # cost the (possibly long and paid-for) scoring.
     emit(text, out, note=f" (run {result.run_id})")

@@ -98,6 +98,36 @@ class Run:
             C.SAMPLE_ID, C.REPETITION, C.METRIC, C.ERROR
         )
 
+    def failing(self) -> pl.DataFrame:
+        """The rows that did not pass: scored below their metric's threshold, or not scored.
+
+        Returns:
+            sample_id, repetition, metric, score (null when not scored), threshold, error
+            (null when scored); worst first: errors, then by how far the score falls below
+            the threshold, then sample id, repetition and the run's metric order.
+        """
+        order = {m: i for i, m in enumerate(self.metric_ids)}
+        thresholds = pl.DataFrame(
+            {
+                C.METRIC: [m.id for m in self.metrics],
+                "threshold": [float(m.threshold) for m in self.metrics],
+                "_order": [order[m.id] for m in self.metrics],
+            },
+            schema={C.METRIC: pl.String, "threshold": pl.Float64, "_order": pl.Int64},
+        )
+        return (
+            self.scores.join(thresholds, on=C.METRIC, how="inner")
+            .filter(pl.col(C.ERROR).is_not_null() | (pl.col(C.SCORE) < pl.col("threshold")))
+            .sort(
+                pl.col(C.SCORE).is_not_null(),
+                pl.col(C.SCORE) - pl.col("threshold"),
+                C.SAMPLE_ID,
+                C.REPETITION,
+                "_order",
+            )
+            .select(C.SAMPLE_ID, C.REPETITION, C.METRIC, C.SCORE, "threshold", C.ERROR)
+        )
+
     def wide(self) -> pl.DataFrame:
         """One row per (sample, repetition), one score column per metric."""
         return self.scores.pivot(

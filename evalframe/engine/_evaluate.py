@@ -145,7 +145,8 @@ def evaluate(
         context.begin_run()  # usage, cost, budget and deadline are per run
     scores = score(frame, resolved, run_id=run_id, context=context)
     finished = time.time()
-    extra: dict[str, Any] = {}
+    # Whether repetitions can differ: a system under test is called again for each one.
+    extra: dict[str, Any] = {"outputs": "system" if system is not None else "saved"}
     if context is not None:
         extra["cost"] = context.cost_summary()
         extra["budget"] = context.budget_summary(scores)

@@ -6,18 +6,19 @@ returns its lines; the sections that are optional return none when the report la
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
 from evalframe.views._format import f4, has_counts, md_table, one_line, points, stat_cells
+from evalframe.views._report import failing_samples, per_sample_metrics
 
-__all__ = ["render", "render_html"]
+__all__ = ["DEFAULT_MAX_ROWS", "render", "render_html"]
 
 Report = Mapping[str, Any]
 
-# The report's Markdown has always HTML-escaped its text and cells (the failures list uses
-# <code>); the comparison's Markdown does not, so the escape is chosen here.
+# The report's Markdown HTML-escapes its text and cells (ids and errors are users' text);
+# the comparison's Markdown does not, so the escape is chosen here.
 _text = partial(one_line, escape_html=True)
 _table = partial(md_table, escape_html=True)
 
@@ -52,6 +53,9 @@ def _summary(r: Report) -> list[str]:
 
 
 def _sampling(r: Report) -> list[str]:
+    """Repetitions and what they resolve; left out for saved outputs, which never vary."""
+    if r.get("outputs") == "saved":
+        return []
     p = r["precision"]
     needs = "yes" if p["target_resolvable"] else f"no — needs {p['required_repetitions']}"
     out = ["", "## Sampling", ""]
@@ -151,6 +155,14 @@ def _safety_failures(r: Report) -> list[str]:
     return [*out, ""]
 
 
+# Usage and cost come from the providers' ledger: the evaluator's own calls. A system under
+# test is called by the user's function, whose calls evalframe never sees.
+_EVALUATOR_CALLS = (
+    "_The evaluator's provider calls (embeddings, judge) made to score the outputs; "
+    "the system under test's own calls are not counted._"
+)
+
+
 def _usage(r: Report) -> list[str]:
     u = r["usage"]
     if u["observations"] <= 0:
@@ -174,7 +186,7 @@ def _usage(r: Report) -> list[str]:
         field("latency_ms", f"{lat['mean']:.2f}"),
         field("latency_ms", f"{lat['max']:.2f}"),
     ]
-    return ["## Usage summary", "", *_table(headers, [row]), ""]
+    return ["## Usage summary", "", _EVALUATOR_CALLS, "", *_table(headers, [row]), ""]
 
 
 def _cost(r: Report) -> list[str]:
@@ -183,6 +195,8 @@ def _cost(r: Report) -> list[str]:
         return []
     out = [
         "## Cost",
+        "",
+        _EVALUATOR_CALLS,
         "",
         f"Total ${cost['total_usd']:.4f} over {cost['calls']} calls "
         f"({cost['total_tokens']} tokens).",
@@ -256,25 +270,67 @@ def _adversarial(r: Report) -> list[str]:
     ]
 
 
+def _binary(stats: Sequence[Mapping[str, float]]) -> bool:
+    """Every scored value is 0 or 1: each row's scores lie in [0, 1] with E[x^2] = E[x]."""
+    return bool(stats) and all(
+        m["min"] in (0.0, 1.0)
+        and m["max"] in (0.0, 1.0)
+        and abs(m["stddev"] ** 2 + m["mean"] ** 2 - m["mean"]) < 1e-4
+        for m in stats
+    )
+
+
 def _bucket_range(b: Mapping[str, Any]) -> str:
     return f"{b['min']:.1f}-{b['max']:.1f}" + (" inclusive" if b["max"] >= 1.0 else "")
 
 
 def _histograms(r: Report) -> list[str]:
+    """Ten score ranges per metric; a metric that only scores 0 or 1 gets two rows."""
+    per_sample = per_sample_metrics(r)
     out = ["", "## Score histograms"]
     for name, buckets in r["metric_distributions"].items():
         out += ["", f"### {_text(name)}", ""]
-        out += _table(["score range", "count"], [[_bucket_range(b), b["count"]] for b in buckets])
+        stats = [m[name] for m in per_sample.values() if name in m]
+        if buckets and _binary(stats):
+            rows = [["0", buckets[0]["count"]], ["1", buckets[-1]["count"]]]
+            out += _table(["score", "count"], rows)
+        else:
+            rows = [[_bucket_range(b), b["count"]] for b in buckets]
+            out += _table(["score range", "count"], rows)
     return out
 
 
-def _failures(r: Report) -> list[str]:
-    out = ["", "## Failures", ""]
+def _failing(r: Report, *, max_rows: int) -> list[str]:
+    """Samples scored below a metric's threshold, worst first, at most ``max_rows``."""
+    found = failing_samples(r)
+    out = ["## Failing samples", ""]
+    if not found:
+        return [*out, "_None: every scored sample reached each metric's threshold._", ""]
+    shown = found[: max(0, max_rows)]
+    worst = "lowest over repetitions" if r.get("repetitions", 1) > 1 else "score"
+    out += [
+        f"_{len(shown)} of {len(found)} failing samples shown, worst first (a sample's "
+        f"{worst} against each metric's threshold)._",
+        "",
+    ]
+    rows = [
+        [
+            sid,
+            len(failed),
+            "; ".join(f"{name} {score:.4f} (threshold {t:g})" for name, score, t in failed),
+        ]
+        for sid, failed in shown
+    ]
+    return [*out, *_table(["sample", "metrics failed", "scores below threshold"], rows), ""]
+
+
+def _execution_errors(r: Report) -> list[str]:
+    out = ["", "## Execution errors", "", "_Rows a metric could not score._", ""]
     if not r["failures"]:
         return [*out, "_None._"]
     return out + [
-        f"- **sample <code>{_text(f['sample_id'])}</code> / metric "
-        f"<code>{_text(f['metric'])}</code>** - {_text(f['error'])}"
+        f"- **sample `{_text(f['sample_id'])}` / metric `{_text(f['metric'])}`** - "
+        f"{_text(f['error'])}"
         for f in r["failures"]
     ]
 
@@ -291,18 +347,24 @@ _SECTIONS: tuple[Callable[[Report], list[str]], ...] = (
     _cohorts,
     _adversarial,
     _histograms,
-    _failures,
+    _execution_errors,
 )
 
 
-def render(r: Report) -> str:
+DEFAULT_MAX_ROWS = 20
+
+
+def render(r: Report, *, max_rows: int = DEFAULT_MAX_ROWS) -> str:
     """The report as Markdown, ending in a single newline.
 
     Only eval-harness.report.v1 keys are required; evalframe's additions (per-metric
     thresholds and counts, dimensions, safety failures) add their columns and sections when
-    present, so an eval-harness report renders in eval-harness's layout.
+    present, so an eval-harness report renders in eval-harness's layout (its thresholds are
+    0.5). ``max_rows`` bounds the failing samples listed.
     """
-    out = [line for section in _SECTIONS for line in section(r)]
+    sections = list(_SECTIONS)
+    sections.insert(sections.index(_usage), partial(_failing, max_rows=max_rows))
+    out = [line for section in sections for line in section(r)]
     return "\n".join(out).rstrip("\n") + "\n"
 
 

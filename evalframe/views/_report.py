@@ -4,8 +4,10 @@
 HTML representation for Jupyter. Keys keep eval-harness's names, order and meaning; the
 additions are ``run_id``, ``run_name``, ``evalframe_version``, ``metric_ids`` and, per
 metric, ``n``, ``n_scored``, ``n_errors``, ``threshold``, ``family`` and ``dimension``; and,
-last, ``dimensions`` (per-dimension roll-ups) and ``safety_failures`` (every failing or
-errored execution of a safety-dimension metric).
+last, ``dimensions`` (per-dimension roll-ups), ``safety_failures`` (every failing or
+errored execution of a safety-dimension metric) and ``outputs``: ``"saved"`` when the
+outputs were read from a file or a mapping, ``"system"`` when a system under test produced
+them (so repetitions can differ), null when not recorded.
 Citation evidence text and API keys never reach a report: metrics keep them out of their
 details and providers never record keys.
 """
@@ -16,7 +18,7 @@ import gc
 import json
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -30,7 +32,16 @@ from evalframe.core._precision import precision_block
 if TYPE_CHECKING:
     from evalframe.core._run import Run
 
-__all__ = ["REPORT_SCHEMA_VERSION", "Report", "build_report"]
+__all__ = [
+    "REPORT_SCHEMA_VERSION",
+    "Report",
+    "build_report",
+    "failing_samples",
+    "per_sample_metrics",
+]
+
+ReportDoc = Mapping[str, Any]
+Failed = list[tuple[str, float, float]]
 
 REPORT_SCHEMA_VERSION = "evalframe.report.v1"
 
@@ -58,11 +69,11 @@ class Report(dict[str, Any]):
         data = orjson.dumps(self, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
         return _python_floats(data)
 
-    def to_markdown(self) -> str:
-        """Markdown in eval-harness's 1.6 layout."""
+    def to_markdown(self, *, max_rows: int = 20) -> str:
+        """Markdown in eval-harness's 1.6 layout, listing at most ``max_rows`` failing samples."""
         from evalframe.views._markdown import render
 
-        return render(self)
+        return render(self, max_rows=max_rows)
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
@@ -540,6 +551,7 @@ def _build_report(run: Run, *, samples: bool, aggregates: bool = True) -> Report
         "failures": failures.select(C.SAMPLE_ID, C.METRIC, C.ERROR, C.REPETITION).to_dicts(),
         "dimensions": _dimensions_block(run),
         "safety_failures": _safety_failures(run),
+        "outputs": run.extra.get("outputs"),
     }
     return Report(report)
 
@@ -576,3 +588,59 @@ def _safety_failures(run: Run) -> list[dict[str, Any]]:
         }
         for r in rows.iter_rows(named=True)
     ]
+
+
+def per_sample_metrics(r: ReportDoc) -> dict[str, dict[str, dict[str, float]]]:
+    """Per sample id and metric: the lowest and highest score and their mean and stddev.
+
+    Read from ``sample_aggregates`` when the report has them, else from ``samples``.
+    """
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for s in r.get("sample_aggregates") or []:
+        for name, m in (s.get("metrics") or {}).items():
+            if m.get("min") is not None:
+                out.setdefault(s["id"], {})[name] = m
+    if out or not r.get("samples"):
+        return out
+    seen: dict[str, dict[str, list[float]]] = {}
+    for e in r["samples"]:
+        for name, v in (e.get("scores") or {}).items():
+            if v.get("score") is not None:
+                seen.setdefault(e["id"], {}).setdefault(name, []).append(float(v["score"]))
+    for sid, metrics in seen.items():
+        for name, xs in metrics.items():
+            mean = sum(xs) / len(xs)
+            var = sum((x - mean) ** 2 for x in xs) / len(xs)
+            out.setdefault(sid, {})[name] = {
+                "min": min(xs), "max": max(xs), "mean": mean, "stddev": var**0.5,
+            }  # fmt: skip
+    return out
+
+
+def failing_samples(r: ReportDoc) -> list[tuple[str, Failed]]:
+    """The samples scored below a metric's threshold, worst first, from a report document.
+
+    Each is ``(sample_id, [(metric, score, threshold), ...])``: a sample's score on a metric
+    is its lowest over the repetitions; a report without thresholds (eval-harness) uses 0.5.
+    Worst first: the largest shortfall below a threshold, then the most metrics failed,
+    then sample id. Read from ``sample_aggregates`` (or ``samples``), so a report read back
+    from JSON gives the same list; a run document may carry the list as ``failing_samples``.
+    """
+    if "failing_samples" in r:
+        return list(r["failing_samples"])
+    thresholds = {
+        name: float(m["threshold"]) if m.get("threshold") is not None else 0.5
+        for name, m in r["metrics"].items()
+    }
+    found: list[tuple[float, int, str, Failed]] = []
+    for sid, metrics in per_sample_metrics(r).items():
+        failed = [
+            (name, float(m["min"]), thresholds[name])
+            for name, m in metrics.items()
+            if name in thresholds and float(m["min"]) < thresholds[name]
+        ]
+        if failed:
+            failed.sort(key=lambda f: f[1] - f[2])
+            found.append((failed[0][1] - failed[0][2], -len(failed), str(sid), failed))
+    found.sort(key=lambda f: f[:3])
+    return [(sid, failed) for _, _, sid, failed in found]

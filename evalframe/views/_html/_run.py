@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
+
 from evalframe.core import schema as C
 from evalframe.views._format import f4, has_counts, stat_cells, text_table
 from evalframe.views._html._parts import CSS, MAX_FAILURES, bar, colour, escape, spark, table, td
-from evalframe.views._report import metric_sections
+from evalframe.views._report import failing_samples, metric_sections
 
 if TYPE_CHECKING:
     from evalframe.core._run import Run
@@ -42,7 +44,24 @@ def run_document(run: Run, *, buckets: int = 10) -> dict[str, Any]:
         "metric_distributions": distributions,
         "cohorts": cohorts,
         "failures": failures.head(MAX_FAILURES).to_dicts(),
+        "failing_samples": _failing_of(run),
     }
+
+
+def _failing_of(run: Run) -> list[tuple[str, list[tuple[str, float, float]]]]:
+    """``failing_samples`` from ``Run.failing()``: each sample's lowest score per metric."""
+    below = (
+        run.failing()
+        .filter(pl.col(C.ERROR).is_null())
+        .group_by(C.SAMPLE_ID, C.METRIC)
+        .agg(pl.col(C.SCORE).min(), pl.col("threshold").first())
+        .with_columns((pl.col(C.SCORE) - pl.col("threshold")).alias("_short"))
+        .sort("_short", C.SAMPLE_ID, C.METRIC)
+    )
+    per: dict[str, list[tuple[str, float, float]]] = {}
+    for sid, metric, score, threshold, _ in below.iter_rows():  # failing pairs only
+        per.setdefault(sid, []).append((metric, score, threshold))
+    return sorted(per.items(), key=lambda p: (p[1][0][1] - p[1][0][2], -len(p[1]), p[0]))
 
 
 def _header(doc: Mapping[str, Any]) -> str:
@@ -141,12 +160,40 @@ def _failures_list(doc: Mapping[str, Any]) -> str:
     return table(["sample", "repetition", "metric", "error"], rows) + tail
 
 
-def report_html(doc: Mapping[str, Any], *, charts: str = "") -> str:
-    """An HTML fragment for a report document: header, metrics, cohorts, failures.
+def _failing_table(doc: Mapping[str, Any], max_rows: int) -> str:
+    found = failing_samples(doc)
+    if not found:
+        return '<p class="ef-muted">None: every scored sample reached each metric\'s threshold.</p>'
+    shown = found[: max(0, max_rows)]
+    rows = [
+        [
+            td(f"<code>{escape(sid)}</code>"),
+            td(str(len(failed))),
+            td(
+                "; ".join(
+                    f"<code>{escape(name)}</code> {score:.4f} (threshold {t:g})"
+                    for name, score, t in failed
+                ),
+                cls="ef-wrap",
+            ),
+        ]
+        for sid, failed in shown
+    ]
+    note = (
+        f'<p class="ef-muted">{len(shown)} of {len(found)} failing samples shown, worst '
+        "first (each sample's lowest score against each metric's threshold).</p>"
+    )
+    return note + table(["sample", "metrics failed", "scores below threshold"], rows)
+
+
+def report_html(doc: Mapping[str, Any], *, charts: str = "", max_rows: int = 20) -> str:
+    """An HTML fragment for a report document: header, metrics, cohorts, failing samples,
+    execution errors.
 
     Args:
         doc: a report (``Run.report()``, a report JSON read back) or ``run_document(run)``.
         charts: extra HTML placed after the cohort table (the page's Vega-Lite charts).
+        max_rows: the failing samples listed, worst first.
 
     Returns:
         A ``<div class="ef-report">`` with its own ``<style>``.
@@ -161,7 +208,8 @@ def report_html(doc: Mapping[str, Any], *, charts: str = "") -> str:
         parts += ["<h3>Cohorts by tag (pass-rate)</h3>", _cohort_table(doc)]
     if charts:
         parts += [charts]
-    parts += ["<h3>Failures</h3>", _failures_list(doc), "</div>"]
+    parts += ["<h3>Failing samples</h3>", _failing_table(doc, max_rows)]
+    parts += ["<h3>Execution errors</h3>", _failures_list(doc), "</div>"]
     return "\n".join(parts)
 
 
