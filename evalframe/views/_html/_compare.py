@@ -106,10 +106,11 @@ def _cohorts(c: Comparison) -> list[str]:
 def _regressed_rows(c: Comparison, max_rows: int) -> list[str]:
     worst = c.regressions()
     if not worst.height:
-        return ["<h3>Regressed rows</h3>", '<p class="ef-muted">None.</p>']
+        return ["<h3>Regressions (row, metric)</h3>", '<p class="ef-muted">None.</p>']
     rows = [
         [
             td(f"<code>{escape(r['sample_id'])}</code>"),
+            td(f"<code>{escape(r['metric'])}</code>"),
             td("yes" if r["confident"] else "no"),
             _delta_td(r["pass_rate_delta"]),
             _delta_td(r["score_delta"]),
@@ -118,8 +119,8 @@ def _regressed_rows(c: Comparison, max_rows: int) -> list[str]:
         ]
         for r in worst.head(max_rows).iter_rows(named=True)
     ]
-    headers = ["sample", "confident", "Δ pass-rate", "Δ score", "pass-rate", "score"]
-    out = ["<h3>Regressed rows</h3>", table(headers, rows)]
+    headers = ["sample", "metric", "confident", "Δ pass-rate", "Δ score", "pass-rate", "score"]
+    out = ["<h3>Regressions (row, metric)</h3>", table(headers, rows)]
     if worst.height > max_rows:
         out.append(f'<p class="ef-muted">… and {worst.height - max_rows} more.</p>')
     return out
