@@ -225,3 +225,45 @@ def emit(text: str | bytes, out: Path | None, *, note: str = "") -> None:
         else:
             out.write_text(text, encoding="utf-8")
         click.echo(f"wrote {out}{note}", err=True)
+
+
+def _parse_labels(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for value in values:
+        key, sep, val = value.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected KEY=VALUE, got {value!r}", ctx, param)
+        labels[key.strip()] = val
+    return labels
+
+
+def label_option(f: F) -> F:
+    """``--label KEY=VALUE`` (repeatable; the ``labels`` argument, a dict); a value without
+    ``=`` or with an empty key is a usage error (exit 2) naming the option."""
+    return click.option(
+        "--label",
+        "labels",
+        multiple=True,
+        metavar="KEY=VALUE",
+        callback=_parse_labels,
+        help="A label kept with the run, e.g. --label model=gpt-4o. Repeatable.",
+    )(f)
+
+
+def table_format_option(f: F) -> F:
+    """``--format table|csv|json|parquet`` (the ``output`` argument) and ``--out PATH``;
+    parquet needs ``--out``."""
+    f = click.option(
+        "--out",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Write the result here instead of stdout (required with --format parquet).",
+    )(f)
+    return click.option(
+        "--format",
+        "output",
+        type=click.Choice(("table", "csv", "json", "parquet")),
+        default="table",
+        show_default=True,
+    )(f)

@@ -15,6 +15,7 @@ from evalframe.cli._options import (
     ProviderSettings,
     emit,
     format_option,
+    label_option,
     out_option,
     provider_options,
     store_option,
@@ -62,6 +63,8 @@ if TYPE_CHECKING:
     default=None,
     help=f"Score each row N times (at most {MAX_REPETITIONS}).",
 )
+@click.option("--name", default=None, help="The run's name (default: the dataset name).")
+@label_option
 @format_option("fmt", "markdown", "json")
 @click.option(
     "--max-rows",
@@ -80,6 +83,8 @@ def run(
     concurrency: int,
     metrics: tuple[str, ...],
     repetitions: int | None,
+    name: str | None,
+    labels: dict[str, str],
     fmt: str,
     max_rows: int,
     out: Path | None,
@@ -107,6 +112,8 @@ def run(
         metrics=list(metrics) or None,
         repetitions=repetitions,
         providers=providers,
+        name=name,
+        labels=labels or None,
     )
     if fmt == "json":
         from evalframe.views._report_json import report_json

@@ -24,7 +24,9 @@ from evalframe.cli._options import (
     out_option,
     provider_options,
     store_option,
+    table_format_option,
 )
+from evalframe.cli._table import render, write_frame
 from evalframe.core._errors import StoreError
 from evalframe.views._compare_render import fmt, table
 
@@ -54,33 +56,12 @@ def _open(store_path: Path | None, *, create: bool = False) -> Any:
     return Store(store_path)
 
 
-def _echo_frame(frame: pl.DataFrame, output: str, max_rows: int) -> None:
-    if output == "csv":
-        click.echo(frame.write_csv(), nl=False)
-    elif output == "json":
-        click.echo(json.dumps(frame.to_dicts(), default=str, ensure_ascii=False, indent=2))
-    elif output == "ndjson":
-        for row in frame.iter_rows(named=True):  # CLI output: one JSON line per result row
-            click.echo(json.dumps(row, default=str, ensure_ascii=False))
-    else:
-        with pl.Config(
-            tbl_rows=max_rows,
-            tbl_cols=-1,
-            fmt_str_lengths=60,
-            tbl_width_chars=200,
-            tbl_hide_dataframe_shape=True,
-        ):
-            click.echo(str(frame))
-        if frame.height > max_rows:
-            click.echo(f"({frame.height} rows; showing {max_rows}: use --max-rows)", err=True)
-
-
 @click.command()
 @click.argument("query")
 @store_option()
-@format_option("output", "table", "csv", "json", "ndjson")
+@table_format_option
 @click.option("--max-rows", type=click.IntRange(min=1), default=100, show_default=True)
-def sql(query: str, store_path: Path | None, output: str, max_rows: int) -> None:
+def sql(query: str, store_path: Path | None, output: str, out: Path | None, max_rows: int) -> None:
     """Run a SQL QUERY on the store (read-only) and print the result.
 
     QUERY is one SELECT (WITH, FROM-first, VALUES, DESCRIBE, SUMMARIZE and SHOW included);
@@ -90,29 +71,38 @@ def sql(query: str, store_path: Path | None, output: str, max_rows: int) -> None
     Tables and views: runs, run_metrics, samples, outputs, scores, sample_stats, usage,
     baselines, failures, metric_summary, cohort_summary, dimension_summary, score_histogram,
     unstable_samples (docs/store-schema.md).
+
+    --format table fits the terminal width (cut cells end in an ellipsis) and shows at most
+    --max-rows rows; csv, json and parquet (which needs --out) carry every row.
     """
-    _echo_frame(_open(store_path).sql(query), output, max_rows)
+    frame = _open(store_path).sql(query)
+    write_frame(frame, output, out, max_rows if output == "table" else None)
 
 
 @click.command()
 @store_option()
-@format_option("output", "table", "json")
+@table_format_option
 @click.option("--dataset", help="Only runs of this dataset.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N runs.")
-def runs(store_path: Path | None, output: str, dataset: str | None, limit: int | None) -> None:
-    """List stored runs, newest first: id, name, dataset, created_at, macro_f1, n samples."""
+def runs(
+    store_path: Path | None, output: str, out: Path | None, dataset: str | None, limit: int | None
+) -> None:
+    """List stored runs, newest first: id, name, labels, dataset, created_at, macro_f1, n
+    samples (csv, json and parquet carry every column of the run list)."""
     frame = _open(store_path).runs(dataset=dataset, limit=limit)
-    if output == "json":
-        rows = frame.with_columns(pl.col("created_at").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
-        click.echo(json.dumps(rows.to_dicts(), ensure_ascii=False, indent=2))
+    if output != "table":
+        if output != "parquet":
+            frame = frame.with_columns(pl.col("created_at").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
+        write_frame(frame, output, out, None)
         return
     if frame.height == 0:
-        click.echo("(no runs)")
+        emit("(no runs)\n", out)
         return
     body = [
         (
             r["run_id"],
             r["name"],
+            _labels_text(r["labels"]),
             r["dataset"],
             r["created_at"].strftime("%Y-%m-%d %H:%M:%S"),
             fmt(r["macro_f1"]),
@@ -121,8 +111,23 @@ def runs(store_path: Path | None, output: str, dataset: str | None, limit: int |
         )
         for r in frame.iter_rows(named=True)
     ]
-    headers = ("id", "name", "dataset", "created_at (UTC)", "macro_f1", "samples", "rescored from")
-    click.echo("\n".join(table(headers, body)))
+    headers = (
+        "id",
+        "name",
+        "labels",
+        "dataset",
+        "created_at (UTC)",
+        "macro_f1",
+        "samples",
+        "rescored from",
+    )
+    emit(render(headers, body) + "\n", out)
+
+
+def _labels_text(raw: str | None) -> str:
+    """``k=v, k2=v2`` from the stored JSON labels."""
+    labels = json.loads(raw) if raw else {}
+    return ", ".join(f"{k}={v}" for k, v in labels.items())
 
 
 def _stats_options(f: F) -> F:

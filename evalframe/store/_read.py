@@ -33,6 +33,7 @@ RUN_LIST_COLUMNS: Final = (
     "source_run_id",
     "git_commit",
     "git_branch",
+    "labels",
 )
 _NEWEST_FIRST: Final = "ORDER BY created_at DESC, seq DESC"
 _SQL_START: Final = re.compile(r"^\s*(select|with|from|values|\()", re.IGNORECASE)
