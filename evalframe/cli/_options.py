@@ -19,6 +19,7 @@ __all__ = [
     "ProviderSettings",
     "emit",
     "format_option",
+    "max_rows_option",
     "out_option",
     "provider_limit_options",
     "provider_options",
@@ -52,6 +53,17 @@ def format_option(dest: str, *choices: str) -> Callable[[F], F]:
     """``--format`` (the ``dest`` argument): one of ``choices``, the first by default."""
     return click.option(
         "--format", dest, type=click.Choice(choices), default=choices[0], show_default=True
+    )
+
+
+def max_rows_option() -> Callable[[F], F]:
+    """``--max-rows``: how many failing samples the Markdown and HTML reports list."""
+    return click.option(
+        "--max-rows",
+        type=click.IntRange(min=0),
+        default=20,
+        show_default=True,
+        help="Failing samples listed in the Markdown and HTML reports, worst first.",
     )
 
 

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import click
 
-from evalframe.cli._options import EXIT_CODES, emit, format_option, out_option, store_option
+from evalframe.cli._options import (
+    EXIT_CODES,
+    emit,
+    format_option,
+    max_rows_option,
+    out_option,
+    store_option,
+)
 from evalframe.core._errors import EvalframeError
 from evalframe.views._report import Report
 
@@ -59,13 +66,7 @@ def _load(ref: str, store: Path | None) -> Report:
     help="HTML charts: interactive (vega), static SVG, none; auto = vega when the viz "
     "extra is installed.",
 )
-@click.option(
-    "--max-rows",
-    type=click.IntRange(min=0),
-    default=20,
-    show_default=True,
-    help="Failing samples listed in the Markdown and HTML reports, worst first.",
-)
+@max_rows_option()
 @out_option()
 def report(
     run: str, store_path: Path | None, fmt: str, charts: str, max_rows: int, out: Path | None

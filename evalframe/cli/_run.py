@@ -16,6 +16,7 @@ from evalframe.cli._options import (
     emit,
     format_option,
     label_option,
+    max_rows_option,
     out_option,
     provider_options,
     store_option,
@@ -66,13 +67,7 @@ if TYPE_CHECKING:
 @click.option("--name", default=None, help="The run's name (default: the dataset name).")
 @label_option
 @format_option("fmt", "markdown", "json")
-@click.option(
-    "--max-rows",
-    type=click.IntRange(min=0),
-    default=20,
-    show_default=True,
-    help="Failing samples listed in the Markdown and HTML reports, worst first.",
-)
+@max_rows_option()
 @out_option()
 @store_option(help="Save the run to this DuckDB run store (default: $EVALFRAME_STORE).")
 @provider_options

@@ -24,11 +24,9 @@ does: ``yes``, ``no``, ``on`` and ``off`` stay strings, and a repeated key is an
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import io
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -54,6 +52,7 @@ from evalframe.core._formats import (
     load_json,
     records_from_columns,
 )
+from evalframe.core._gc import gc_paused
 
 __all__ = ["SCHEMA_VERSION", "Dataset", "read_dataset"]
 
@@ -206,7 +205,7 @@ class Dataset(pl.DataFrame):
     ) -> Dataset:
         if not isinstance(name, str) or not name.strip():
             raise DatasetError(f"Dataset name must be a non-empty string; got {name!r}.")
-        with _gc_paused():
+        with gc_paused():
             frame = _samples_frame(records, source)
         return cls._wrap(
             frame,
@@ -284,7 +283,7 @@ def read_dataset(path: str | os.PathLike[str], *, name: str | None = None) -> Da
             f"{where}: unsupported dataset file extension {file.suffix!r}; expected one of "
             ".yaml, .yml, .json, .jsonl, .csv or .parquet."
         )
-    with _gc_paused():
+    with gc_paused():
         found = reader(file, where, name)
         if isinstance(found, Document):
             return _from_document(found.value, found.source, name, file)
@@ -376,22 +375,6 @@ def _check_unicode(
         raise source.error(
             f"{safe_at} holds a lone surrogate {bad}; text must be valid Unicode."
         ) from exc
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a file becomes millions of small objects.
-
-    None of them is garbage until the load ends, yet the collector's repeated full scans
-    made loading 100,000 YAML samples three to four times slower.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _plain_sample(

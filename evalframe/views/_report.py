@@ -14,12 +14,10 @@ details and providers never record keys.
 
 from __future__ import annotations
 
-import gc
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
@@ -27,6 +25,7 @@ import polars as pl
 from evalframe._version import __version__
 from evalframe.core import aggregate
 from evalframe.core import schema as C
+from evalframe.core._gc import gc_paused
 from evalframe.core._precision import precision_block
 
 if TYPE_CHECKING:
@@ -485,29 +484,13 @@ def metric_sections(
     return metrics, distributions, cohorts
 
 
-@contextmanager
-def _no_gc_pauses() -> Iterator[None]:
-    """Hold the cyclic garbage collector while building millions of small containers.
-
-    A report is a tree (no cycles to collect), but each allocation burst triggers full
-    collections that rescan everything built so far: most of a large report's build time.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def build_report(run: Run, *, samples: bool = True) -> Report:
     """Assemble the ``evalframe.report.v1`` document for a run.
 
     ``samples=False`` leaves the per-execution ``samples`` list empty: the costly part of a
     large run's report, and one that the Markdown and HTML renderings never show.
     """
-    with _no_gc_pauses():
+    with gc_paused():
         return _build_report(run, samples=samples)
 
 

@@ -19,10 +19,10 @@ import orjson
 import polars as pl
 
 from evalframe.core import schema as C
+from evalframe.core._gc import gc_paused
 from evalframe.views._report import (
     _build_report,
     _executions,
-    _no_gc_pauses,
     _python_floats,
     _r6,
     _sample_metric_stats,
@@ -277,7 +277,7 @@ def report_json(run: Run) -> bytes:
     The per-row sections are written from the frames, so a run of 100,000 samples takes
     about as long to report as to score instead of many times longer.
     """
-    with _no_gc_pauses():
+    with gc_paused():
         doc = _build_report(run, samples=False, aggregates=False)
         # Markers stand in for the large sections while the rest is written and its floats
         # are respelled; the sections' numbers are spelled right already.
