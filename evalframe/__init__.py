@@ -33,9 +33,11 @@ from evalframe.core._outputs import read_outputs
 from evalframe.core._run import Run
 
 if TYPE_CHECKING:  # these load on first use (see __getattr__), not at import
+    from evalframe.core._calibration import Calibration
     from evalframe.core._compare import Comparison, compare
+    from evalframe.core._estimate import Estimate, estimate
     from evalframe.core._gate import GateResult, gate
-    from evalframe.engine import evaluate
+    from evalframe.engine import calibrate, evaluate
     from evalframe.enrich import score
     from evalframe.providers import (
         HashingEmbedder,
@@ -50,10 +52,12 @@ if TYPE_CHECKING:  # these load on first use (see __getattr__), not at import
 
 __all__ = [
     "BudgetExhaustedError",
+    "Calibration",
     "Comparison",
     "ComparisonError",
     "Dataset",
     "DatasetError",
+    "Estimate",
     "EvalframeError",
     "GateResult",
     "HashingEmbedder",
@@ -70,7 +74,9 @@ __all__ = [
     "StoreError",
     "__version__",
     "aggregate",
+    "calibrate",
     "compare",
+    "estimate",
     "evaluate",
     "gate",
     "metrics",
@@ -84,6 +90,10 @@ __all__ = [
 
 
 _LAZY: dict[str, str] = {
+    "Calibration": "evalframe.core._calibration",
+    "Estimate": "evalframe.core._estimate",
+    "estimate": "evalframe.core._estimate",
+    "calibrate": "evalframe.engine",
     "Comparison": "evalframe.core._compare",
     "compare": "evalframe.core._compare",
     "GateResult": "evalframe.core._gate",

@@ -106,12 +106,12 @@ def test_no_function_shadows_a_module() -> None:
 
 def test_public_names_are_pinned() -> None:
     assert ef.__all__ == [
-        "BudgetExhaustedError", "Comparison", "ComparisonError", "Dataset", "DatasetError",
-        "EvalframeError", "GateResult", "HashingEmbedder", "MetricError", "OnnxEmbedder",
-        "OpenAIEmbeddings", "OpenAIJudge", "ProviderError", "Providers", "Report", "Run",
-        "Store", "StoreBusyError", "StoreError", "__version__", "aggregate", "compare",
-        "evaluate", "gate", "metrics", "plot", "providers", "read_dataset", "read_outputs",
-        "schema", "score",
+        "BudgetExhaustedError", "Calibration", "Comparison", "ComparisonError", "Dataset",
+        "DatasetError", "Estimate", "EvalframeError", "GateResult", "HashingEmbedder",
+        "MetricError", "OnnxEmbedder", "OpenAIEmbeddings", "OpenAIJudge", "ProviderError",
+        "Providers", "Report", "Run", "Store", "StoreBusyError", "StoreError", "__version__",
+        "aggregate", "calibrate", "compare", "estimate", "evaluate", "gate", "metrics", "plot",
+        "providers", "read_dataset", "read_outputs", "schema", "score",
     ]  # fmt: skip
     assert ef.metrics.__all__ == [
         "Derived", "JudgeReplies", "Metric", "MetricDef", "MetricFactory", "MetricScore", "Need",

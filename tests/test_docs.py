@@ -46,6 +46,7 @@ MUST_HAVE_EXAMPLES = (
     "evalframe.core.aggregate",
     "evalframe.core._compare",
     "evalframe.core._dataset",
+    "evalframe.core._estimate",
     "evalframe.core._gate",
     "evalframe.core._outputs",
     "evalframe.engine._evaluate",

@@ -98,7 +98,7 @@ def runs(
     if frame.height == 0:
         emit("(no runs)\n", out)
         return
-    body = [
+    body: list[tuple[Any, ...]] = [
         (
             r["run_id"],
             r["name"],
@@ -111,7 +111,7 @@ def runs(
         )
         for r in frame.iter_rows(named=True)
     ]
-    headers = (
+    headers: tuple[str, ...] = (
         "id",
         "name",
         "labels",
@@ -121,6 +121,12 @@ def runs(
         "samples",
         "rescored from",
     )
+    agreement = frame.get_column("judge_agreement")
+    if agreement.null_count() < frame.height:  # a calibration vouches for some run's judge
+        headers = (*headers, "judge agreement")
+        body = [
+            (*row, fmt(a) if a is not None else "") for row, a in zip(body, agreement, strict=True)
+        ]
     emit(render(headers, body) + "\n", out)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from evalframe.engine._calibrate import calibrate
 from evalframe.engine._evaluate import evaluate
 
-__all__ = ["evaluate"]
+__all__ = ["calibrate", "evaluate"]

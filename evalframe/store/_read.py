@@ -49,15 +49,25 @@ def list_runs(
     con: duckdb.DuckDBPyConnection, *, dataset: str | None = None, limit: int | None = None
 ) -> pl.DataFrame:
     """Runs newest first: id, name, dataset, created_at, macro_f1, n samples and more."""
-    cols = ", ".join(RUN_LIST_COLUMNS)
-    where = "WHERE dataset = $dataset" if dataset is not None else ""
+    cols = ", ".join(f"r.{c}" for c in RUN_LIST_COLUMNS)
+    where = "WHERE r.dataset = $dataset" if dataset is not None else ""
     tail = "LIMIT $limit" if limit is not None else ""
     params: dict[str, Any] = {}
     if dataset is not None:
         params["dataset"] = dataset
     if limit is not None:
         params["limit"] = limit
-    return query(con, f"SELECT {cols} FROM runs {where} {_NEWEST_FIRST} {tail}", params or None)
+    # The lowest agreement among the run's judged metrics' calibrations, where one exists.
+    calibrated = (
+        "LEFT JOIN (SELECT run_id, min(agreement_rate) AS judge_agreement "
+        "FROM run_calibration GROUP BY run_id) AS c ON c.run_id = r.run_id"
+    )
+    order = "ORDER BY r.created_at DESC, r.seq DESC"
+    return query(
+        con,
+        f"SELECT {cols}, c.judge_agreement FROM runs AS r {calibrated} {where} {order} {tail}",
+        params or None,
+    )
 
 
 def _known_runs(con: duckdb.DuckDBPyConnection) -> str:

@@ -35,7 +35,7 @@ __all__ = [
     "histogram_edges",
 ]
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 """The schema version this evalframe writes; files of older versions are migrated on open."""
 
 # The aggregates both stats tables materialize (from metric_summary and cohort_summary).
@@ -188,6 +188,23 @@ TABLES: Final[dict[str, str]] = {
             dataset VARCHAR NOT NULL,
             promoted_at TIMESTAMP NOT NULL
         )""",
+    "calibrations": """
+        CREATE TABLE IF NOT EXISTS calibrations (
+            calibration_id VARCHAR PRIMARY KEY,
+            created_at TIMESTAMP NOT NULL,
+            name VARCHAR NOT NULL,
+            metric VARCHAR NOT NULL,
+            judge_model VARCHAR,
+            model_under_test VARCHAR,
+            case_count BIGINT NOT NULL,
+            agreement_rate DOUBLE NOT NULL,
+            kappa DOUBLE,
+            kappa_low DOUBLE,
+            kappa_high DOUBLE,
+            weighted_kappa DOUBLE,
+            passed BOOLEAN NOT NULL,
+            report JSON NOT NULL
+        )""",
 }
 
 HISTOGRAM_BUCKETS: Final = 10
@@ -305,6 +322,22 @@ VIEWS: Final[dict[str, str]] = {
             ON a.run_id = c.run_id AND a.metric = m.metric
             AND a.cohort IS NOT DISTINCT FROM c.cohort""",
     "score_histogram": _histogram_view(),
+    "run_calibration": """
+        CREATE OR REPLACE VIEW run_calibration AS
+        SELECT run_id, metric, calibration_id, judge_model, agreement_rate, kappa,
+               calibrated_at
+        FROM (
+            SELECT m.run_id, m.metric, c.calibration_id, c.judge_model, c.agreement_rate,
+                   c.kappa, c.created_at AS calibrated_at,
+                   row_number() OVER (
+                       PARTITION BY m.run_id, m.metric ORDER BY c.created_at DESC
+                   ) AS newest
+            FROM run_metrics AS m
+            JOIN runs AS r ON r.run_id = m.run_id
+            JOIN calibrations AS c
+                ON c.metric = m.metric AND list_contains(r.models, c.judge_model)
+        )
+        WHERE newest = 1""",
     "unstable_samples": """
         CREATE OR REPLACE VIEW unstable_samples AS
         SELECT * FROM sample_stats WHERE unstable""",
@@ -371,6 +404,12 @@ V0_TABLES: Final[dict[str, str]] = {
 """Version 0 had no ``run_metric_stats`` and ``run_cohort_stats`` either."""
 
 
+def _add_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Versions that only add tables: create the ones the file lacks."""
+    for ddl in TABLES.values():
+        con.execute(ddl)
+
+
 def _v0_to_v1(con: duckdb.DuckDBPyConnection) -> None:
     """Thresholds and rescoring: ``run_metrics.threshold``, ``scores.passed``, ``source_run_id``
     and ``outputs_run_id``.
@@ -386,11 +425,13 @@ def _v0_to_v1(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("UPDATE run_metrics SET threshold = 0.5 WHERE threshold IS NULL")
     con.execute("ALTER TABLE scores ADD COLUMN IF NOT EXISTS passed BOOLEAN")
     con.execute("UPDATE scores SET passed = score >= 0.5 WHERE score IS NOT NULL")
-    for table in ("run_metric_stats", "run_cohort_stats"):
-        con.execute(TABLES[table])
+    _add_tables(con)  # the stats tables, and those of later versions the views read
     create_views(con)
     fill_stats(con, None)
 
 
-MIGRATIONS: Final[dict[int, Callable[[duckdb.DuckDBPyConnection], None]]] = {0: _v0_to_v1}
+MIGRATIONS: Final[dict[int, Callable[[duckdb.DuckDBPyConnection], None]]] = {
+    0: _v0_to_v1,
+    1: _add_tables,  # 2: calibrations
+}
 """``MIGRATIONS[v]`` upgrades a file from version ``v`` to ``v + 1``."""

@@ -14,12 +14,13 @@ import polars as pl
 
 from evalframe.core import _seam
 from evalframe.core._errors import StoreError
-from evalframe.store import _read, _schema
+from evalframe.store import _calibrations, _read, _schema
 from evalframe.store._connect import MEMORY, Connector, execute, fetch
 from evalframe.store._sandbox import user_query
 from evalframe.store._write import transaction, write_run
 
 if TYPE_CHECKING:
+    from evalframe.core._calibration import Calibration
     from evalframe.core._compare import Comparison
     from evalframe.core._run import Run
     from evalframe.metrics._registry import MetricFactory
@@ -127,6 +128,17 @@ class Store:
         with self._connector.connect(write=True) as con, transaction(con):
             write_run(con, run)
         return run.run_id
+
+    def save_calibration(self, calibration: Calibration) -> str:
+        """Keep a judge calibration; ``runs()`` shows its agreement next to runs of the same
+        metric and judge model. Returns its id."""
+        with self._connector.connect(write=True) as con, transaction(con):
+            return _calibrations.save_calibration(con, calibration)
+
+    def calibrations(self) -> pl.DataFrame:
+        """Stored judge calibrations, newest first."""
+        with self._connector.connect(write=False) as con:
+            return _calibrations.list_calibrations(con)
 
     # --- reading ---------------------------------------------------------------------------
 

@@ -1,0 +1,115 @@
+"""``calibrate``: score human-labelled cases with a judge-backed metric and measure agreement."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from evalframe.core import schema as C
+from evalframe.core._calibration import Calibration, CalibrationCases, agreement, read_cases
+from evalframe.core._dataset import Dataset
+from evalframe.core._errors import MetricError
+from evalframe.engine._evaluate import evaluate
+from evalframe.metrics.semantic import TextEmbeddings, TokenEmbeddings
+from evalframe.providers import JudgeClient, Providers
+
+if TYPE_CHECKING:
+    from evalframe.store import Store
+
+__all__ = ["calibrate"]
+
+
+def calibrate(
+    cases: CalibrationCases | str | os.PathLike[str],
+    *,
+    providers: Providers | JudgeClient | None = None,
+    threshold: float = 0.5,
+    min_agreement: float = 0.8,
+    model_under_test: str | None = None,
+    length_bias_warn: float = 0.4,
+    require_distinct_models: bool = True,
+    store: Store | str | os.PathLike[str] | None = None,
+) -> Calibration:
+    """Judge human-labelled cases and measure how far the judge agrees with the humans.
+
+    Each case is scored with the file's ``metric`` (default ``llm-as-judge``, with its
+    prompt and strict reply checks) through the providers, so calls are cached, counted and
+    budgeted as in a run. The judge's verdict is pass when its score reaches ``threshold``.
+
+    Args:
+        cases: a case file path or ``read_cases(...)``'s value.
+        providers: the judge (default: from the environment).
+        threshold: the verdict threshold (eval-harness's ``verdict_pass_threshold``).
+        min_agreement: the gate's floor on percent agreement.
+        model_under_test: the model that wrote the answers; the same model as the judge is
+            a self-preference violation (unless ``require_distinct_models`` is off).
+        length_bias_warn: warn when |Spearman(answer length, judge score)| reaches this.
+        store: save the calibration there, where ``evalframe runs`` shows it next to runs
+            of the same metric and judge model.
+
+    Returns:
+        A ``Calibration``; ``passed`` is the gate's verdict.
+
+    Raises:
+        DatasetError: the case file is malformed.
+        MetricError: the metric is not judge-backed.
+        ProviderError: no judge is configured.
+    """
+    if not isinstance(cases, CalibrationCases):
+        cases = read_cases(Path(cases))
+    context = Providers.coerce(providers)
+    dataset = Dataset.from_records(
+        [
+            {
+                "id": c.id,
+                "input": c.input,
+                "expected_output": c.expected,
+                "metadata": {**c.metadata, "tags": list(c.tags)},
+            }
+            for c in cases.cases  # the case file's records, once
+        ],
+        name=cases.name,
+        path=Path(cases.path) if cases.path else None,
+    )
+    run = evaluate(
+        dataset,
+        outputs={c.id: c.actual for c in cases.cases},
+        metrics=[cases.metric],
+        providers=context,
+        progress=False,
+    )
+    metric = run.metrics[0]
+    if all(isinstance(n, TextEmbeddings | TokenEmbeddings) for n in metric.needs()):
+        raise MetricError(
+            f"{cases.path or cases.name}: metric {metric.id!r} is not judge-backed; "
+            "calibration measures a judge model against human labels."
+        )
+    judge = context.require_judge(f"Calibrating {metric.id}")
+    order = pl.DataFrame({C.SAMPLE_ID: [c.id for c in cases.cases]})
+    scored = order.join(
+        run.scores.filter(pl.col(C.REPETITION) == 0).select(C.SAMPLE_ID, C.SCORE, C.ERROR),
+        on=C.SAMPLE_ID,
+        how="left",
+        maintain_order="left",
+    )
+    result = agreement(
+        cases,
+        scored.get_column(C.SCORE).to_list(),
+        scored.get_column(C.ERROR).to_list(),
+        threshold=threshold,
+        min_agreement=min_agreement,
+        length_bias_warn=length_bias_warn,
+        judge_model=judge.model,
+        model_under_test=model_under_test,
+        require_distinct_models=require_distinct_models,
+    )
+    result = dataclasses.replace(result, metric=metric.id)
+    if store is not None:
+        from evalframe.store import as_store
+
+        as_store(store).save_calibration(result)
+    return result
