@@ -35,7 +35,7 @@ def cli() -> None:
 
 
 def _register_commands() -> None:
-    from evalframe.cli import _calibrate, _metrics, _report, _run, _store
+    from evalframe.cli import _brief, _calibrate, _metrics, _report, _run, _store
 
     cli.add_command(_run.run)
     cli.add_command(_metrics.metrics)
@@ -43,6 +43,7 @@ def _register_commands() -> None:
     _store.register(cli)
     cli.add_command(_calibrate.calibrate)
     cli.add_command(_calibrate.estimate)
+    cli.add_command(_brief.brief)
 
 
 _register_commands()
