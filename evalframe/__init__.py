@@ -33,6 +33,7 @@ from evalframe.core._outputs import read_outputs
 from evalframe.core._run import Run
 
 if TYPE_CHECKING:  # these load on first use (see __getattr__), not at import
+    from evalframe import online
     from evalframe.core._calibration import Calibration
     from evalframe.core._compare import Comparison, compare
     from evalframe.core._estimate import Estimate, estimate
@@ -80,6 +81,7 @@ __all__ = [
     "evaluate",
     "gate",
     "metrics",
+    "online",
     "plot",
     "providers",
     "read_dataset",
@@ -106,6 +108,7 @@ _LAZY: dict[str, str] = {
     "OpenAIJudge": "evalframe.providers",
     "Providers": "evalframe.providers",
     "Store": "evalframe.store",
+    "online": "evalframe.online",
     "plot": "evalframe.views",
     "Report": "evalframe.views._report",
 }

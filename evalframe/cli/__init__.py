@@ -35,7 +35,7 @@ def cli() -> None:
 
 
 def _register_commands() -> None:
-    from evalframe.cli import _brief, _calibrate, _metrics, _report, _run, _store
+    from evalframe.cli import _brief, _calibrate, _metrics, _online, _report, _run, _store
 
     cli.add_command(_run.run)
     cli.add_command(_metrics.metrics)
@@ -44,6 +44,8 @@ def _register_commands() -> None:
     cli.add_command(_calibrate.calibrate)
     cli.add_command(_calibrate.estimate)
     cli.add_command(_brief.brief)
+    cli.add_command(_online.online)
+    cli.add_command(_online.promote_online)
 
 
 _register_commands()

@@ -205,6 +205,34 @@ TABLES: Final[dict[str, str]] = {
             passed BOOLEAN NOT NULL,
             report JSON NOT NULL
         )""",
+    "online_captures": """
+        CREATE TABLE IF NOT EXISTS online_captures (
+            capture_id VARCHAR PRIMARY KEY,
+            dataset VARCHAR NOT NULL,
+            sample_id VARCHAR NOT NULL,
+            row_hash VARCHAR NOT NULL,
+            captured_at TIMESTAMP NOT NULL,
+            input JSON,
+            expected_output JSON,
+            actual_output VARCHAR,
+            retained BOOLEAN NOT NULL,
+            redactor VARCHAR,
+            scored BOOLEAN NOT NULL
+        )""",
+    "online_scores": """
+        CREATE TABLE IF NOT EXISTS online_scores (
+            capture_id VARCHAR NOT NULL,
+            dataset VARCHAR NOT NULL,
+            sample_id VARCHAR NOT NULL,
+            metric VARCHAR NOT NULL,
+            score DOUBLE,
+            passed BOOLEAN,
+            threshold DOUBLE NOT NULL,
+            error VARCHAR,
+            judge_model VARCHAR,
+            details JSON,
+            judged_at TIMESTAMP NOT NULL
+        )""",
 }
 
 HISTOGRAM_BUCKETS: Final = 10
@@ -432,6 +460,6 @@ def _v0_to_v1(con: duckdb.DuckDBPyConnection) -> None:
 
 MIGRATIONS: Final[dict[int, Callable[[duckdb.DuckDBPyConnection], None]]] = {
     0: _v0_to_v1,
-    1: _add_tables,  # 2: calibrations
+    1: _add_tables,  # 2: calibrations, online_captures, online_scores
 }
 """``MIGRATIONS[v]`` upgrades a file from version ``v`` to ``v + 1``."""

@@ -1,0 +1,517 @@
+"""Production capture, scoring, drift and promotion (``ef.online``).
+
+The serving path calls ``capture(...)``: a sampling check and a put on a bounded queue, so
+it costs microseconds and never raises into the caller (a full queue drops the capture and
+counts it). A background thread redacts, hashes and writes the captures to the store in
+batches. ``score_pending`` (``evalframe online score``) scores them later with the judge,
+``status`` checks the latest window's pass rate for a drop, ``trend`` gives it per day, and
+``promote`` (``evalframe promote-online``) turns failing captures into dataset samples.
+"""
+
+from __future__ import annotations
+
+import atexit
+import datetime as dt
+import hashlib
+import json
+import math
+import os
+import queue
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import polars as pl
+
+from evalframe.core import schema as C
+from evalframe.core._canon import row_hash, to_json_value
+from evalframe.core._dataset import Dataset
+from evalframe.core._errors import DatasetError, EvalframeError
+from evalframe.core._online import DEFAULTS, OnlineStatus
+from evalframe.engine._evaluate import evaluate
+from evalframe.store import Store, as_store
+from evalframe.store import _online as table
+
+if TYPE_CHECKING:
+    from evalframe.providers import JudgeClient, Providers
+
+__all__ = [
+    "DEFAULTS",
+    "OnlineStatus",
+    "capture",
+    "close",
+    "configure",
+    "flush",
+    "promote",
+    "score_pending",
+    "stats",
+    "status",
+    "trend",
+]
+
+STORE_ENV: Final = "EVALFRAME_ONLINE_STORE"
+RATE_ENV: Final = "EVALFRAME_ONLINE_SAMPLING_RATE"
+MAX_QUEUE: Final = 1_000_000
+PROMOTED_TAG: Final = "promoted-from-production"
+
+Redactor = Callable[[str], str]
+
+
+@dataclass
+class _Capturer:
+    """The queue and its writer thread (one per process)."""
+
+    store: str
+    sampling_rate: float
+    retention: bool
+    redactor: Redactor | None
+    redactor_name: str | None
+    queue_size: int
+    flush_seconds: float
+    batch_size: int = 500
+    counts: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(
+            (
+                "captured",
+                "sampled_out",
+                "dropped",
+                "written",
+                "redaction_failed",
+                "invalid",
+                "write_failed",
+            ),
+            0,
+        )
+    )
+
+    def __post_init__(self) -> None:
+        self.queue: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=self.queue_size)
+        self.lock = threading.Condition()  # guards counts and pending
+        self.pending = 0  # offered and not yet written (or dropped by the writer)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="evalframe-online", daemon=True)
+        self.thread.start()
+
+    # --- the serving path -----------------------------------------------------------------
+
+    def count(self, key: str, n: int = 1) -> None:
+        with self.lock:
+            self.counts[key] += n
+
+    def offer(self, item: tuple[Any, ...]) -> bool:
+        if self.sampling_rate < 1.0 and random.random() >= self.sampling_rate:
+            self.count("sampled_out")
+            return False
+        with self.lock:
+            try:
+                self.queue.put_nowait(item)
+            except queue.Full:
+                self.counts["dropped"] += 1
+                return False
+            self.pending += 1
+            self.counts["captured"] += 1
+        return True
+
+    def wait(self, timeout: float | None) -> bool:
+        with self.lock:
+            return self.lock.wait_for(lambda: self.pending == 0, timeout)
+
+    # --- the writer thread ----------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self.stop.is_set() or not self.queue.empty():
+            batch = []
+            try:
+                batch.append(self.queue.get(timeout=self.flush_seconds))
+                while len(batch) < self.batch_size:
+                    batch.append(self.queue.get_nowait())
+            except queue.Empty:
+                pass
+            if batch:
+                try:
+                    self._write(batch)
+                except Exception:  # the writer thread must outlive any one bad batch
+                    self.count("write_failed", len(batch))
+                with self.lock:
+                    self.pending -= len(batch)
+                    self.lock.notify_all()
+
+    def _redact(self, value: Any) -> Any:
+        if self.redactor is None:
+            return value
+        if isinstance(value, str):
+            return self.redactor(value)
+        if isinstance(value, Mapping):
+            return {self._redact(str(k)): self._redact(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self._redact(v) for v in value]
+        return value
+
+    def _row(self, item: tuple[Any, ...]) -> dict[str, Any] | None:
+        dataset, sample_id, input_, actual, expected, at = item
+        try:
+            input_value = to_json_value(input_, "input")
+            expected_value = to_json_value(expected, "expected") if expected is not None else None
+        except (DatasetError, ValueError, TypeError):
+            self.count("invalid")
+            return None
+        try:  # every string, map keys included; a failing redactor drops the row
+            input_value = self._redact(input_value)
+            expected_value = self._redact(expected_value)
+            actual = self._redact(str(actual))
+        except Exception:
+            self.count("redaction_failed")
+            return None
+        return {
+            "capture_id": uuid.uuid4().hex[:16],
+            "dataset": str(dataset),
+            "sample_id": str(sample_id),
+            "row_hash": row_hash(input_value, expected_value),
+            "captured_at": dt.datetime.fromtimestamp(at, dt.UTC).replace(tzinfo=None),
+            "input": json.dumps(input_value, ensure_ascii=False),
+            "expected_output": json.dumps(expected_value, ensure_ascii=False),
+            "actual_output": actual,
+            "retained": self.retention,
+            "redactor": self.redactor_name,
+            "scored": False,
+        }
+
+    def _write(self, batch: list[tuple[Any, ...]]) -> None:
+        rows = [r for r in map(self._row, batch) if r is not None]  # a batch, off the hot path
+        if not rows:
+            return
+        frame = pl.DataFrame(rows, schema=table.CAPTURE_SCHEMA)
+        for attempt in range(3):
+            try:
+                with Store(self.store) as store:
+                    table.insert_captures(store, frame)
+                self.count("written", len(rows))
+                return
+            except Exception:  # the store is busy or gone: try again, then count the loss
+                time.sleep(0.1 * (attempt + 1))
+        self.count("write_failed", len(rows))
+
+    def close(self, timeout: float | None) -> None:
+        self.stop.set()
+        self.thread.join(timeout)
+
+
+_LOCK = threading.Lock()
+
+
+class _Current:
+    capturer: _Capturer | None = None
+
+
+_CURRENT = _Current()  # the process's capturer, replaced under _LOCK
+
+
+def configure(
+    *,
+    store: str | os.PathLike[str] | None = None,
+    sampling_rate: float | None = None,
+    retention: bool = False,
+    redactor: Redactor | None = None,
+    require_redactor: bool = True,
+    queue_size: int = 10_000,
+    flush_seconds: float = 1.0,
+) -> None:
+    """Turn capture on (it is off until configured, or until ``EVALFRAME_ONLINE_STORE`` is set).
+
+    Args:
+        store: the run store captures go to (default ``$EVALFRAME_ONLINE_STORE``).
+        sampling_rate: the share of calls captured, uniform at random (default
+            ``$EVALFRAME_ONLINE_SAMPLING_RATE``, else 0.0; 1.0 or more captures all).
+        retention: keep the text after scoring (needed by ``promote``). Without it, text is
+            kept only until the capture is scored.
+        redactor: text -> text, applied to every string (map keys included) before anything
+            is written; a capture whose redaction raises is dropped.
+        require_redactor: with retention on, refuse to start without a redactor.
+        queue_size: captures waiting to be written, at most (1 to 1,000,000); more are
+            dropped and counted in ``stats()``.
+        flush_seconds: how long the writer waits to fill a batch.
+
+    Raises:
+        EvalframeError: no store, retention without a redactor, or a bad limit.
+    """
+    target = store if store is not None else os.environ.get(STORE_ENV)
+    if not target:
+        raise EvalframeError(f"Online capture needs a store: configure(store=...) or ${STORE_ENV}.")
+    rate = sampling_rate
+    if rate is None:
+        rate = float(os.environ.get(RATE_ENV, "0") or 0)
+    if not rate >= 0.0 or math.isnan(rate):
+        raise EvalframeError(f"sampling_rate must be a number >= 0; got {rate!r}.")
+    if retention and redactor is None and require_redactor:
+        raise EvalframeError(
+            "Retention keeps production text: bind a redactor (configure(redactor=...)), or "
+            "pass require_redactor=False to keep it unredacted."
+        )
+    if not 1 <= queue_size <= MAX_QUEUE:
+        raise EvalframeError(f"queue_size must be between 1 and {MAX_QUEUE:,}; got {queue_size}.")
+    Store(target).close()  # create or migrate the file now, not on the first write
+    with _LOCK:
+        if _CURRENT.capturer is not None:
+            _CURRENT.capturer.close(timeout=None)
+        _CURRENT.capturer = _Capturer(
+            store=str(target),
+            sampling_rate=rate,
+            retention=retention,
+            redactor=redactor,
+            redactor_name=getattr(redactor, "__name__", type(redactor).__name__)
+            if redactor is not None
+            else None,
+            queue_size=queue_size,
+            flush_seconds=flush_seconds,
+        )
+
+
+def capture(dataset: str, sample_id: str, input: Any, actual: str, expected: Any = None) -> bool:
+    """Offer one production interaction for scoring later; never raises, never blocks.
+
+    Returns whether it was queued (False when capture is off, sampled out or the queue is
+    full). Validation, redaction and the write happen on a background thread.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ef.online.capture("faq", "req-1", {"question": "hi"}, "hello")  # off by default
+        False
+    """
+    try:
+        capturer = _CURRENT.capturer
+        if capturer is None:
+            if not os.environ.get(STORE_ENV):
+                return False
+            configure()
+            capturer = _CURRENT.capturer
+        assert capturer is not None
+        return capturer.offer((dataset, sample_id, input, actual, expected, time.time()))
+    except Exception:  # the serving path must never fail because of evaluation
+        return False
+
+
+def flush(timeout: float | None = 30.0) -> bool:
+    """Wait until every queued capture is written (or ``timeout`` seconds pass)."""
+    capturer = _CURRENT.capturer
+    return True if capturer is None else capturer.wait(timeout)
+
+
+def stats() -> dict[str, int]:
+    """Counters since ``configure``: captured, sampled_out, dropped, written,
+    redaction_failed, invalid, write_failed."""
+    capturer = _CURRENT.capturer
+    if capturer is None:
+        return {}
+    with capturer.lock:
+        return dict(capturer.counts)
+
+
+def close(timeout: float | None = 30.0) -> None:
+    """Write what is queued and stop capturing."""
+    with _LOCK:
+        if _CURRENT.capturer is not None:
+            _CURRENT.capturer.close(timeout)
+            _CURRENT.capturer = None
+
+
+atexit.register(close, 10.0)
+
+
+# --- scoring, drift and trend ----------------------------------------------------------------
+
+
+def score_pending(
+    store: Store | str | os.PathLike[str],
+    *,
+    dataset: str | None = None,
+    metric: str = DEFAULTS["metric"],  # type: ignore[assignment]
+    pass_threshold: float = DEFAULTS["pass_threshold"],  # type: ignore[assignment]
+    limit: int | None = None,
+    providers: Providers | JudgeClient | None = None,
+) -> pl.DataFrame:
+    """Score the captures not scored yet, with ``metric``; returns the scores stored.
+
+    Each capture is scored as a sample without metadata (so metrics that need metadata,
+    such as refusal-quality, report an error). ``passed`` is ``score >= pass_threshold``
+    (0.7 by default, as eval-harness's online monitor), null where scoring failed.
+    """
+    target = as_store(store)
+    waiting = table.pending(target, dataset, limit)
+    if waiting.height == 0:
+        return pl.DataFrame(schema=table.SCORE_SCHEMA)
+    from evalframe.providers import Providers
+
+    context = Providers.coerce(providers)
+    records = [
+        {
+            "id": r["capture_id"],
+            "input": json.loads(r["input"]),
+            "expected_output": json.loads(r["expected_output"]),
+        }
+        for r in waiting.select("capture_id", "input", "expected_output").iter_rows(named=True)
+    ]  # the pending captures, once each
+    run = evaluate(
+        Dataset.from_records(records, name="online"),
+        outputs=dict(zip(waiting["capture_id"], waiting["actual_output"], strict=True)),
+        metrics=[metric],
+        providers=context,
+        progress=False,
+    )
+    try:
+        model: str | None = context.require_judge().model
+    except EvalframeError:  # a metric scored without a judge
+        model = None
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    scored = (
+        run.scores.select(
+            pl.col(C.SAMPLE_ID).alias("capture_id"), C.METRIC, C.SCORE, C.ERROR, "details"
+        )
+        .join(waiting.select("capture_id", "dataset", "sample_id"), on="capture_id")
+        .with_columns(
+            pl.when(pl.col(C.SCORE).is_not_null())
+            .then(pl.col(C.SCORE) >= pass_threshold)
+            .alias("passed"),
+            pl.lit(pass_threshold, pl.Float64).alias("threshold"),
+            pl.lit(model, pl.String).alias("judge_model"),
+            pl.lit(now, pl.Datetime("us")).alias("judged_at"),
+        )
+    )
+    table.record_scores(target, scored)
+    return scored.select(list(table.SCORE_SCHEMA))
+
+
+def status(
+    store: Store | str | os.PathLike[str],
+    dataset: str,
+    *,
+    window: int = DEFAULTS["window"],  # type: ignore[assignment]
+    min_samples: int = DEFAULTS["min_samples"],  # type: ignore[assignment]
+    threshold: float = DEFAULTS["alert_threshold"],  # type: ignore[assignment]
+) -> OnlineStatus:
+    """The pass rate over the latest ``window`` scored captures of ``dataset``."""
+    latest = table.scores(as_store(store), dataset).filter(pl.col("passed").is_not_null())
+    latest = latest.head(window)
+    rate = float(latest.get_column("passed").mean()) if latest.height else None  # type: ignore[arg-type]
+    return OnlineStatus(dataset, window, min_samples, threshold, latest.height, rate)
+
+
+def trend(store: Store | str | os.PathLike[str], dataset: str, *, days: int = 30) -> pl.DataFrame:
+    """Per calendar day (UTC) of judging, oldest first: date, pass_rate, total, passed."""
+    if not 1 <= days <= 365:
+        raise EvalframeError(f"days must be between 1 and 365; got {days}.")
+    since = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(days=days)
+    rows = table.scores(as_store(store), dataset).filter(
+        pl.col("passed").is_not_null() & (pl.col("judged_at") >= since)
+    )
+    return (
+        rows.group_by(pl.col("judged_at").dt.date().alias("date"))
+        .agg(
+            pl.col("passed").mean().alias("pass_rate"),
+            pl.len().cast(pl.Int64).alias("total"),
+            pl.col("passed").sum().cast(pl.Int64).alias("passed"),
+        )
+        .sort("date")
+    )
+
+
+# --- promotion ------------------------------------------------------------------------------
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def promote(
+    store: Store | str | os.PathLike[str],
+    dataset: str,
+    *,
+    all_rows: bool = False,
+    max_score: float | None = None,
+    since_days: int | None = None,
+    limit: int = DEFAULTS["limit"],  # type: ignore[assignment]
+    merge: str | os.PathLike[str] | None = None,
+    name: str | None = None,
+    metrics: list[str] | None = None,
+    allow_unredacted: bool = False,
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """Production captures as dataset samples: failing ones worst first, then newest.
+
+    Only retained captures can be promoted, and only redacted ones unless
+    ``allow_unredacted``; a capture whose row hash is already in the merge target (or earlier
+    in the batch) is skipped. Each promoted sample has id ``online-<hash>`` and a metadata
+    block naming where it came from.
+
+    Returns:
+        The dataset document (the merge target's samples first, unchanged, then the promoted
+        ones) and counts of what was promoted and skipped, by reason.
+
+    Raises:
+        DatasetError: the merge target is not a readable dataset.
+    """
+    existing: list[dict[str, Any]] = []
+    document: dict[str, Any] = {"name": name or f"{dataset}.online"}
+    known: set[str] = set()
+    if merge is not None and Path(merge).exists():
+        from evalframe.core._dataset import read_dataset
+
+        target = read_dataset(merge)  # a corrupt target stops here, with its own message
+        import yaml
+
+        raw = yaml.safe_load(Path(merge).read_text(encoding="utf-8"))
+        existing = list(raw.get("samples", [])) if isinstance(raw, dict) else []
+        document["name"] = name or raw.get("name", document["name"])
+        if isinstance(raw, dict) and raw.get("metrics"):
+            document["metrics"] = raw["metrics"]
+        known = set(target.get_column(C.ROW_HASH).to_list())
+    if metrics:
+        document["metrics"] = metrics
+    rows = table.scores(as_store(store), dataset)
+    if not all_rows:
+        rows = rows.filter(pl.col("passed").not_())
+    if max_score is not None:
+        rows = rows.filter(pl.col(C.SCORE) <= max_score)
+    if since_days is not None:
+        since = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(days=since_days)
+        rows = rows.filter(pl.col("judged_at") >= since)
+    rows = rows.sort([C.SCORE, "judged_at"], descending=[False, True], nulls_last=True)
+    counts = {"promoted": 0, "not_retained": 0, "unredacted": 0, "duplicate": 0}
+    promoted: list[dict[str, Any]] = []
+    for r in rows.iter_rows(named=True):  # at most a few hundred candidates
+        if len(promoted) >= limit:
+            break
+        if not r["retained"] or r["input"] is None:
+            counts["not_retained"] += 1
+            continue
+        if r["redactor"] is None and not allow_unredacted:
+            counts["unredacted"] += 1
+            continue
+        if r["row_hash"] in known:
+            counts["duplicate"] += 1
+            continue
+        known.add(r["row_hash"])
+        meta = {
+            "tags": [PROMOTED_TAG],
+            "source": "online",
+            "online_sample_id": r["sample_id"],
+            "online_score": None if r["score"] is None else round(r["score"], 4),
+            "online_metric": r["metric"],
+            "judge_model": r["judge_model"],
+            "judged_at": r["judged_at"].replace(tzinfo=dt.UTC).isoformat().replace("+00:00", "Z"),
+            "redactor": r["redactor"],
+        }
+        promoted.append(
+            {
+                "id": f"online-{_short_hash(r['row_hash'])}",
+                "input": json.loads(r["input"]),
+                "expected_output": json.loads(r["expected_output"]),
+                "metadata": {k: v for k, v in meta.items() if v is not None},
+            }
+        )
+    counts["promoted"] = len(promoted)
+    document["samples"] = existing + promoted
+    return document, counts
