@@ -21,6 +21,7 @@ from evalframe.cli._options import (
     provider_options,
     store_option,
 )
+from evalframe.core._errors import StoreError
 from evalframe.engine._evaluate import MAX_REPETITIONS
 
 if TYPE_CHECKING:
@@ -65,6 +66,22 @@ if TYPE_CHECKING:
     help=f"Score each row N times (at most {MAX_REPETITIONS}).",
 )
 @click.option("--name", default=None, help="The run's name (default: the dataset name).")
+@click.option(
+    "--checkpoint-every",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="With --system and --store: write every N completed executions to the store as the "
+    "run goes, so an interrupted run can be resumed (the run id is printed at the start).",
+)
+@click.option(
+    "--resume",
+    "resume",
+    metavar="RUN_ID",
+    default=None,
+    help="Resume an interrupted checkpointed run: call the system only for the executions "
+    "its checkpoints lack (same dataset, --repetitions and --store).",
+)
 @label_option
 @format_option("fmt", "markdown", "json")
 @max_rows_option()
@@ -79,6 +96,8 @@ def run(
     metrics: tuple[str, ...],
     repetitions: int | None,
     name: str | None,
+    checkpoint_every: int | None,
+    resume: str | None,
     labels: dict[str, str],
     fmt: str,
     max_rows: int,
@@ -99,17 +118,31 @@ def run(
         )
     system = _load_system(system_ref) if system_ref is not None else None
     providers = provider_settings.build()
-    result = ef.evaluate(
-        dataset,
-        outputs=outputs,
-        system=system,
-        concurrency=concurrency,
-        metrics=list(metrics) or None,
-        repetitions=repetitions,
-        providers=providers,
-        name=name,
-        labels=labels or None,
-    )
+    checkpointed = checkpoint_every is not None or resume is not None
+    if checkpointed and (system is None or store_path is None):
+        raise click.UsageError("--checkpoint-every and --resume need --system and --store.")
+    saved = False
+    try:
+        result = ef.evaluate(
+            dataset,
+            outputs=outputs,
+            system=system,
+            concurrency=concurrency,
+            metrics=list(metrics) or None,
+            repetitions=repetitions,
+            providers=providers,
+            name=name,
+            labels=labels or None,
+            # Checkpointed runs are saved by the engine, which then drops their checkpoints.
+            store=store_path if checkpointed else None,
+            checkpoint_every=checkpoint_every if checkpointed else None,
+            resume=resume,
+        )
+        saved = checkpointed
+    except StoreError as exc:
+        if exc.run is None:
+            raise
+        result = exc.run  # scored, not saved: reported below, then kept by _save
     if fmt == "json":
         from evalframe.views._report_json import report_json
 
@@ -121,8 +154,10 @@ def run(
     # The report comes first and the store second: a store that cannot be written must not
     # cost the (possibly long and paid-for) scoring.
     emit(text, out, note=f" (run {result.run_id})")
-    if store_path is not None:
+    if store_path is not None and not saved:
         _save(result, store_path, out)
+    elif saved:
+        click.echo(f"saved run {result.run_id} to {store_path}", err=True)
     budget = result.extra.get("budget")
     if budget and budget.get("halted"):
         click.echo(f"budget exhausted: {budget['reason']}", err=True)

@@ -75,6 +75,8 @@ def evaluate(
     providers: Providers | EmbeddingClient | JudgeClient | None = None,
     run_id: str | None = None,
     store: Store | str | os.PathLike[str] | None = None,
+    checkpoint_every: int | None = None,
+    resume: str | None = None,
 ) -> Run:
     """Score a dataset's outputs, or a system under test, with metrics.
 
@@ -96,6 +98,10 @@ def evaluate(
         store: a ``Store`` or DuckDB file path to save the run to (in one transaction).
             If saving fails, the ``StoreError`` carries the run as ``error.run``, so it
             can be saved again (``error.run.save(store)``).
+        checkpoint_every: with a system and a store, write every N completed executions
+            to the store as they finish, so an interrupted run can be resumed.
+        resume: the id of an interrupted checkpointed run: call the system only for the
+            executions its checkpoints lack, and save the run under that id.
 
     Returns:
         The ``Run``. A metric that cannot score a row records that row's error; a system
@@ -130,7 +136,29 @@ def evaluate(
     context = providers_for(resolved, providers)  # a missing judge fails before any work
     started = time.time()
     base = ds.select(C.DATASET_SCHEMA.names())
-    if system is not None:
+    checkpointed = checkpoint_every is not None or resume is not None
+    if checkpointed and (system is None or store is None):
+        raise ValueError("checkpoint_every= and resume= need system= and store=.")
+    if checkpoint_every is not None and checkpoint_every < 1:
+        raise ValueError(f"checkpoint_every must be at least 1; got {checkpoint_every}.")
+    run_id = resume or run_id or uuid.uuid4().hex[:16]
+    if system is not None and checkpointed:
+        from evalframe.engine._checkpoint import call_with_checkpoints
+        from evalframe.store import as_store
+
+        produced = call_with_checkpoints(
+            base,
+            system,
+            store=as_store(store),  # type: ignore[arg-type]
+            run_id=run_id,
+            dataset=ds.name,
+            repetitions=reps,
+            every=checkpoint_every or 100,
+            resume=resume is not None,
+            concurrency=concurrency,
+            progress=progress,
+        )
+    elif system is not None:
         produced = call_system(
             base, system, repetitions=reps, concurrency=concurrency, progress=progress
         )
@@ -140,7 +168,6 @@ def evaluate(
             [aligned.with_columns(pl.lit(r, pl.Int64).alias(C.REPETITION)) for r in range(reps)]
         )
     frame = produced.join(base, on=C.SAMPLE_ID, how="left", maintain_order="left")
-    run_id = run_id or uuid.uuid4().hex[:16]
     if context is not None:
         context.begin_run()  # usage, cost, budget and deadline are per run
     scores = score(frame, resolved, run_id=run_id, context=context)
@@ -166,10 +193,15 @@ def evaluate(
     if store is not None:
         from evalframe.store import as_store  # DuckDB loads when a run is first saved
 
+        target = as_store(store)
         try:
-            as_store(store).save(result)
+            target.save(result)
         except StoreError as exc:
             # Keep the (possibly expensive) evaluation: the caller can save it again.
             exc.run = result
             raise
+        if checkpointed:
+            from evalframe.store._checkpoints import drop_checkpoints
+
+            drop_checkpoints(target, run_id)
     return result

@@ -219,6 +219,16 @@ TABLES: Final[dict[str, str]] = {
             redactor VARCHAR,
             scored BOOLEAN NOT NULL
         )""",
+    "checkpoints": """
+        CREATE TABLE IF NOT EXISTS checkpoints (
+            run_id VARCHAR NOT NULL,
+            seq INTEGER NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            dataset VARCHAR NOT NULL,
+            dataset_hash VARCHAR NOT NULL,
+            repetitions INTEGER NOT NULL,
+            executions BLOB NOT NULL
+        )""",
     "online_scores": """
         CREATE TABLE IF NOT EXISTS online_scores (
             capture_id VARCHAR NOT NULL,
@@ -460,6 +470,6 @@ def _v0_to_v1(con: duckdb.DuckDBPyConnection) -> None:
 
 MIGRATIONS: Final[dict[int, Callable[[duckdb.DuckDBPyConnection], None]]] = {
     0: _v0_to_v1,
-    1: _add_tables,  # 2: calibrations, online_captures, online_scores
+    1: _add_tables,  # 2: calibrations, checkpoints, online_captures, online_scores
 }
 """``MIGRATIONS[v]`` upgrades a file from version ``v`` to ``v + 1``."""
