@@ -35,7 +35,7 @@ from evalframe.core._run import Run
 if TYPE_CHECKING:  # these load on first use (see __getattr__), not at import
     from evalframe.core._compare import Comparison, compare
     from evalframe.core._gate import GateResult, gate
-    from evalframe.engine import evaluate
+    from evalframe.engine import adversarial, evaluate
     from evalframe.enrich import score
     from evalframe.providers import (
         HashingEmbedder,
@@ -69,6 +69,7 @@ __all__ = [
     "StoreBusyError",
     "StoreError",
     "__version__",
+    "adversarial",
     "aggregate",
     "compare",
     "evaluate",
@@ -89,6 +90,7 @@ _LAZY: dict[str, str] = {
     "GateResult": "evalframe.core._gate",
     "gate": "evalframe.core._gate",
     "evaluate": "evalframe.engine",
+    "adversarial": "evalframe.engine",
     "score": "evalframe.enrich",
     "HashingEmbedder": "evalframe.providers",
     "OnnxEmbedder": "evalframe.providers",

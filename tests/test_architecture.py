@@ -109,9 +109,9 @@ def test_public_names_are_pinned() -> None:
         "BudgetExhaustedError", "Comparison", "ComparisonError", "Dataset", "DatasetError",
         "EvalframeError", "GateResult", "HashingEmbedder", "MetricError", "OnnxEmbedder",
         "OpenAIEmbeddings", "OpenAIJudge", "ProviderError", "Providers", "Report", "Run",
-        "Store", "StoreBusyError", "StoreError", "__version__", "aggregate", "compare",
-        "evaluate", "gate", "metrics", "plot", "providers", "read_dataset", "read_outputs",
-        "schema", "score",
+        "Store", "StoreBusyError", "StoreError", "__version__", "adversarial", "aggregate",
+        "compare", "evaluate", "gate", "metrics", "plot", "providers", "read_dataset",
+        "read_outputs", "schema", "score",
     ]  # fmt: skip
     assert ef.metrics.__all__ == [
         "Derived", "JudgeReplies", "Metric", "MetricDef", "MetricFactory", "MetricScore", "Need",

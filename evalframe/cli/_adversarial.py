@@ -7,7 +7,6 @@ from typing import Any
 
 import click
 
-import evalframe as ef
 from evalframe.cli._options import (
     EXIT_CODES,
     ProviderSettings,
@@ -30,11 +29,6 @@ from evalframe.core._adversarial import (
 )
 from evalframe.core._adversarial_history import (
     GateResult,
-    Manifest,
-    entry_from_report,
-    evaluate_gate,
-    is_recordable,
-    parse_targets,
 )
 
 __all__ = ["adversarial"]
@@ -225,6 +219,7 @@ def run(
     (sample, metric) failure, a gate that did not fail, and every gated value present.
     """
     from evalframe.cli._run import _load_system, _save
+    from evalframe.engine import adversarial as lane
 
     if (outputs is None) == (system_ref is None):
         raise click.UsageError(
@@ -234,51 +229,28 @@ def run(
         raise click.UsageError(
             "--regression-gate needs a history: pass --store DB and/or --manifest FILE."
         )
-    parse_targets(regression_metrics)  # a malformed target fails before any work
-    dataset = ef.Dataset.from_records(
-        _records(categories, perturbations), name=dataset_name, metrics=list(DEFAULT_METRICS)
-    )
-    history_manifest = Manifest.load(manifest, name=dataset_name) if manifest else None
-    store = None
-    if store_path is not None:
-        from evalframe.store import Store
-
-        store = Store(store_path)
-    system = _load_system(system_ref) if system_ref is not None else None
-    result = ef.evaluate(
-        dataset,
+    done = lane.run(
         outputs=outputs,
-        system=system,
-        concurrency=concurrency,
-        metrics=list(metrics) or list(DEFAULT_METRICS),
+        system=_load_system(system_ref) if system_ref is not None else None,
+        categories=list(categories) or None,
+        metrics=list(metrics) or None,
+        perturb=perturbations,
+        name=dataset_name,
+        store=store_path,
+        manifest=manifest,
+        manifest_retain=manifest_retain,
+        regression_gate=regression_gate,
+        regression_max_drop=regression_max_drop,
+        regression_metrics=regression_metrics,
+        promote_failures_to=promote_failures,
+        promoted_dataset=promoted_dataset,
         providers=provider_settings.build(),
+        concurrency=concurrency,
         labels=labels or None,
+        samples=fmt == "json",
+        save_run=False,  # saved below, kept as an export if the store refuses it
     )
-    report = result.report(samples=fmt == "json")
-    entry = entry_from_report(report)
-    gate: GateResult | None = None
-    if regression_gate:
-        history: list[dict[str, Any]] = []
-        if store is not None:
-            from evalframe.store import _adversarial as store_history
-
-            history.extend(store_history.history(store, dataset_name))
-        if history_manifest is not None:
-            seen = {e["run_id"] for e in history}
-            history.extend(e for e in history_manifest.runs if e["run_id"] not in seen)
-        gate = evaluate_gate(
-            entry, history, max_drop=regression_max_drop / 100.0, targets=regression_metrics
-        )
-    recorded = is_recordable(entry, gate, regression_metrics)
-    if gate is not None:
-        gate = GateResult(
-            gate.status, gate.current_run_id, gate.baseline_run_id, gate.checks, recorded
-        )
-    promotion = (
-        _promote.promote_failures(result, promote_failures, name=promoted_dataset)
-        if promote_failures is not None
-        else None
-    )
+    result, report, gate, promotion = done.run, done.report, done.gate, done.promotion
     if fmt == "json":
         if gate is not None:
             report["adversarial_regression_gate"] = gate.to_dict()
@@ -288,17 +260,11 @@ def run(
     emit(text, out, note=f" (run {result.run_id})")
     if store_path is not None:
         _save(result, store_path, out)
-        if recorded and store is not None:
-            from evalframe.store import _adversarial as store_history
-
-            store_history.record(store, entry)
-    if history_manifest is not None and recorded and manifest is not None:
-        history_manifest.record(entry, retain=manifest_retain).save(manifest)
     if gate is not None:
         click.echo(gate.to_text(), err=True)
     if promotion is not None:
         click.echo(promotion.describe(), err=True)
-    if (store_path is not None or manifest is not None) and not recorded:
+    if (store_path is not None or manifest is not None) and not done.recorded:
         click.echo("not recorded in the adversarial history: the run is not clean", err=True)
     budget = result.extra.get("budget")
     if budget and budget.get("halted"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from evalframe.engine import _adversarial as adversarial
 from evalframe.engine._evaluate import evaluate
 
-__all__ = ["evaluate"]
+__all__ = ["adversarial", "evaluate"]
