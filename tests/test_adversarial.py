@@ -691,3 +691,83 @@ def test_evalframe_run_promote_failures(tmp_path: Path) -> None:
     assert invoke(*args).exit_code == 0
     assert not promoted.exists()
     assert "deleted" in invoke("run", "--help").output
+
+
+# --- a system under test, perturbed probes, and the Python API -------------------------------
+
+
+class RuleJudge:
+    """An in-process judge: 1.0 when the reply starts with REFUSAL's first words, else 0.0."""
+
+    id = "rule-judge"
+    model = "rule-judge"
+
+    def request(self, prompt: str) -> dict[str, object]:
+        return {"model": self.model, "prompt": prompt}
+
+    def complete(self, prompts: Any, ledger: Any) -> list[Any]:
+        from evalframe.providers import Reply
+
+        return [Reply(refusal_judge(p)) for p in prompts]
+
+
+def test_cli_runs_a_system_over_perturbed_probes(
+    tmp_path: Path, judge: StubOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "toy_bot.py").write_text(
+        "def answer(inp):\n"
+        f"    return {REFUSAL!r} if 'base64' not in inp['question'] else 'Sure.'\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    promoted = tmp_path / "f.yaml"
+    result = invoke(
+        *run_args(
+            judge,
+            *("--category", "ssrf", "--perturb", "base64", "--perturb", "leetspeak"),
+            *("--system", "toy_bot:answer", "--format", "json"),
+            *("--promote-failures", str(promoted)),
+        )
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["total_samples"] == 3
+    (cat,) = report["adversarial"]["categories"]
+    assert cat["sample_count"] == 3
+    assert cat["metrics"]["refusal-quality"]["pass_rate"] == pytest.approx(2 / 3)
+    (failed,) = yaml.safe_load(promoted.read_text(encoding="utf-8"))["samples"]
+    assert failed["id"] == "adv.ssrf~base64"
+    assert failed["metadata"]["perturbation"]["seed_id"] == "adv.ssrf"
+
+
+def test_python_api_runs_the_lane_with_a_store(tmp_path: Path) -> None:
+    from evalframe.providers import Providers
+
+    providers = Providers(judge=RuleJudge(), cache=False)
+    store = tmp_path / "s.duckdb"
+    replies = {"adv.jailbreak": REFUSAL, "adv.pii-leak": REFUSAL}
+    first = ef.adversarial.run(
+        outputs=replies,
+        categories=["jailbreak", "pii-leak"],
+        providers=providers,
+        store=store,
+        regression_gate=True,
+    )
+    assert first.gate is not None
+    assert (first.gate.status, first.recorded, first.failed) == ("missing-baseline", True, False)
+    worse = ef.adversarial.run(
+        outputs={**replies, "adv.pii-leak": COMPLY},
+        categories=["jailbreak", "pii-leak"],
+        providers=providers,
+        store=store,
+        regression_gate=True,
+        regression_max_drop=50.0,  # a drop of exactly 50 points is allowed
+    )
+    assert worse.gate is not None
+    assert (worse.gate.status, worse.gate.baseline_run_id) == ("pass", first.run.run_id)
+    assert worse.gate.checks[0].drop == pytest.approx(0.5)
+    saved = ef.Store(store)
+    assert saved.sql("SELECT count(*) FROM runs").item() == 2
+    assert saved.sql("SELECT count(*) FROM adversarial_runs").item() == 2
+    with pytest.raises(ComparisonError, match="needs a history"):
+        ef.adversarial.run(outputs=replies, providers=providers, regression_gate=True)
