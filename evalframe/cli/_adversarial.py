@@ -76,6 +76,7 @@ def _dataset_option(f: Any) -> Any:
     return click.option(
         "--dataset",
         "dataset_name",
+        metavar="NAME",
         default=DEFAULT_DATASET_NAME,
         show_default=True,
         help="The seed dataset's name.",
