@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # these load on first use (see __getattr__), not at import
     from evalframe.core._compare import Comparison, compare
     from evalframe.core._estimate import Estimate, estimate
     from evalframe.core._gate import GateResult, gate
-    from evalframe.engine import calibrate, evaluate
+    from evalframe.engine import adversarial, calibrate, evaluate
     from evalframe.enrich import score
     from evalframe.providers import (
         HashingEmbedder,
@@ -74,6 +74,7 @@ __all__ = [
     "StoreBusyError",
     "StoreError",
     "__version__",
+    "adversarial",
     "aggregate",
     "calibrate",
     "compare",
@@ -101,6 +102,7 @@ _LAZY: dict[str, str] = {
     "GateResult": "evalframe.core._gate",
     "gate": "evalframe.core._gate",
     "evaluate": "evalframe.engine",
+    "adversarial": "evalframe.engine",
     "score": "evalframe.enrich",
     "HashingEmbedder": "evalframe.providers",
     "OnnxEmbedder": "evalframe.providers",

@@ -110,8 +110,9 @@ def test_public_names_are_pinned() -> None:
         "DatasetError", "Estimate", "EvalframeError", "GateResult", "HashingEmbedder",
         "MetricError", "OnnxEmbedder", "OpenAIEmbeddings", "OpenAIJudge", "ProviderError",
         "Providers", "Report", "Run", "Store", "StoreBusyError", "StoreError", "__version__",
-        "aggregate", "calibrate", "compare", "estimate", "evaluate", "gate", "metrics", "online",
-        "plot", "providers", "read_dataset", "read_outputs", "schema", "score",
+        "adversarial", "aggregate", "calibrate", "compare", "estimate", "evaluate", "gate",
+        "metrics", "online", "plot", "providers", "read_dataset", "read_outputs", "schema",
+        "score",
     ]  # fmt: skip
     assert ef.metrics.__all__ == [
         "Derived", "JudgeReplies", "Metric", "MetricDef", "MetricFactory", "MetricScore", "Need",

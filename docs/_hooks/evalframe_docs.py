@@ -164,6 +164,14 @@ def cli_reference() -> str:
             continue
         ctx = click.Context(command, info_name=f"evalframe {name}", parent=root)
         out += [f"## evalframe {name}", "", "```text", command.get_help(ctx), "```", ""]
+        if isinstance(command, click.Group):  # a group's subcommands each get a section
+            for sub in sorted(command.list_commands(ctx)):
+                child = command.get_command(ctx, sub)
+                if child is None or child.hidden:
+                    continue
+                sub_ctx = click.Context(child, info_name=f"evalframe {name} {sub}", parent=ctx)
+                out += [f"## evalframe {name} {sub}", "", "```text", child.get_help(sub_ctx)]
+                out += ["```", ""]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -87,6 +87,16 @@ if TYPE_CHECKING:
 @max_rows_option()
 @out_option()
 @store_option(help="Save the run to this DuckDB run store (default: $EVALFRAME_STORE).")
+@click.option(
+    "--promote-failures",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the failing rows (a score below the metric's threshold, or an error) to this "
+    "dataset YAML, without outputs or error text. When no row fails, an existing file at "
+    "this path is deleted.",
+)
+@click.option(
+    "--promoted-dataset", metavar="NAME", help="Its dataset name (default: <dataset>.failures)."
+)
 @provider_options
 def run(
     dataset: Path,
@@ -103,6 +113,8 @@ def run(
     max_rows: int,
     out: Path | None,
     store_path: Path | None,
+    promote_failures: Path | None,
+    promoted_dataset: str | None,
     provider_settings: ProviderSettings,
 ) -> None:
     """Score DATASET, print (or --out) the report, then save the run to --store.
@@ -158,6 +170,10 @@ def run(
         _save(result, store_path, out)
     elif saved:
         click.echo(f"saved run {result.run_id} to {store_path}", err=True)
+    if promote_failures is not None:
+        from evalframe.core._promote import promote_failures as promote
+
+        click.echo(promote(result, promote_failures, name=promoted_dataset).describe(), err=True)
     budget = result.extra.get("budget")
     if budget and budget.get("halted"):
         click.echo(f"budget exhausted: {budget['reason']}", err=True)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
+from evalframe.engine import _adversarial as adversarial
 from evalframe.engine._calibrate import calibrate
 from evalframe.engine._evaluate import evaluate
 
-__all__ = ["calibrate", "evaluate"]
+__all__ = ["adversarial", "calibrate", "evaluate"]
