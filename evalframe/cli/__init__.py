@@ -35,7 +35,7 @@ def cli() -> None:
 
 
 def _register_commands() -> None:
-    from evalframe.cli import _brief, _calibrate, _metrics, _online, _report, _run, _store
+    from evalframe.cli import _brief, _calibrate, _metrics, _online, _report, _run, _run_set, _store
 
     cli.add_command(_run.run)
     cli.add_command(_metrics.metrics)
@@ -46,6 +46,7 @@ def _register_commands() -> None:
     cli.add_command(_brief.brief)
     cli.add_command(_online.online)
     cli.add_command(_online.promote_online)
+    cli.add_command(_run_set.run_set)
 
 
 _register_commands()
