@@ -43,6 +43,7 @@ def _register_commands() -> None:
         _online,
         _report,
         _run,
+        _run_set,
         _store,
     )
 
@@ -56,6 +57,7 @@ def _register_commands() -> None:
     cli.add_command(_online.online)
     cli.add_command(_online.promote_online)
     cli.add_command(_adversarial.adversarial)
+    cli.add_command(_run_set.run_set)
 
 
 _register_commands()

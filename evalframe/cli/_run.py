@@ -21,7 +21,7 @@ from evalframe.cli._options import (
     provider_options,
     store_option,
 )
-from evalframe.core._errors import StoreError
+from evalframe.core._errors import StoreError, StrictModeError
 from evalframe.engine._evaluate import MAX_REPETITIONS
 
 if TYPE_CHECKING:
@@ -67,6 +67,12 @@ if TYPE_CHECKING:
 )
 @click.option("--name", default=None, help="The run's name (default: the dataset name).")
 @click.option(
+    "--strict",
+    is_flag=True,
+    help="Abort on the first captured error (a system under test's or a metric's) with "
+    "exit 1, instead of recording it and going on; nothing is saved.",
+)
+@click.option(
     "--checkpoint-every",
     type=click.IntRange(min=1),
     default=None,
@@ -106,6 +112,7 @@ def run(
     metrics: tuple[str, ...],
     repetitions: int | None,
     name: str | None,
+    strict: bool,
     checkpoint_every: int | None,
     resume: str | None,
     labels: dict[str, str],
@@ -149,8 +156,12 @@ def run(
             store=store_path if checkpointed else None,
             checkpoint_every=checkpoint_every if checkpointed else None,
             resume=resume,
+            strict=strict,
         )
         saved = checkpointed
+    except StrictModeError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(1) from None
     except StoreError as exc:
         if exc.run is None:
             raise

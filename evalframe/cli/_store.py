@@ -190,19 +190,19 @@ def compare_cmd(
     emit(text, out)
 
 
-def _drops(values: tuple[str, ...]) -> dict[str, float]:
+def _drops(values: tuple[str, ...], option: str = "--max-drop") -> dict[str, float]:
     out: dict[str, float] = {}
     for value in values:
         metric, sep, amount = value.rpartition("=")
         if not sep or not metric:
             raise click.BadParameter(
-                f"{value!r} is not METRIC=X (e.g. rouge-l=0.05)", param_hint="--max-drop"
+                f"{value!r} is not METRIC=X (e.g. rouge-l=0.05)", param_hint=option
             )
         try:
             out[metric.strip()] = float(amount)
         except ValueError:
             raise click.BadParameter(
-                f"{amount!r} in {value!r} is not a number", param_hint="--max-drop"
+                f"{amount!r} in {value!r} is not a number", param_hint=option
             ) from None
     return out
 
@@ -238,7 +238,15 @@ def _drops(values: tuple[str, ...]) -> dict[str, float]:
     "max_drop",
     multiple=True,
     metavar="METRIC=X",
-    help="Fail when METRIC's mean falls by more than X (a fraction: 0.05 = 5 points). Repeatable.",
+    help="Fail when METRIC's mean falls by more than X (a fraction: 0.05 = 5 points); "
+    "METRIC:p50, METRIC:p95 or METRIC:pass_rate checks that statistic. Repeatable.",
+)
+@click.option(
+    "--min-pass-rate",
+    "min_pass_rate",
+    multiple=True,
+    metavar="METRIC=X",
+    help="Fail when METRIC's pass rate in the run is below X. Repeatable.",
 )
 @click.option(
     "--no-safety-failures",
@@ -261,6 +269,7 @@ def gate_cmd(
     if_missing: str,
     min_macro_f1: float | None,
     max_drop: tuple[str, ...],
+    min_pass_rate: tuple[str, ...],
     no_safety_failures: bool,
     epsilon: float | None,
     seed: int,
@@ -277,6 +286,7 @@ def gate_cmd(
     from evalframe.core._gate import gate
 
     drops = _drops(max_drop)
+    floors = _drops(min_pass_rate, "--min-pass-rate")
     store = _open(store_path)
     missing = _missing_baseline(store, reference, run_ref)
     if missing is not None:
@@ -297,6 +307,7 @@ def gate_cmd(
         min_macro_f1=min_macro_f1,
         max_drop=drops,
         no_safety_failures=no_safety_failures,
+        min_pass_rate=floors,
     )
     if comparison_out is not None:
         comparison_out.write_text(comparison.to_json(), encoding="utf-8")

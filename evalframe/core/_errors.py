@@ -8,6 +8,7 @@ EvalframeError
 │   └── YamlLimitError          YAML nested too deeply or aliases expanded too far
 ├── MetricError             unknown metric (suggests close names), bad parameters, bad spec
 ├── ComparisonError         two runs cannot be compared (different datasets, bad option)
+├── StrictModeError         strict mode: the first captured error aborted the run
 ├── ProviderError           a provider call failed: provider, model, status; never the API key
 │   ├── RequestFailedError      a request that failed for good (status, attempts, latency)
 │   └── StopCallsError          the run must stop calling providers:
@@ -42,6 +43,7 @@ __all__ = [
     "StopCallsError",
     "StoreBusyError",
     "StoreError",
+    "StrictModeError",
     "UnsupportedValueError",
     "YamlLimitError",
 ]
@@ -90,6 +92,23 @@ class MetricError(EvalframeError, ValueError):
 
 class ComparisonError(EvalframeError, ValueError):
     """Two runs cannot be compared (different datasets, say), or an option is out of range."""
+
+
+class StrictModeError(EvalframeError):
+    """Strict mode: a captured error (a system under test's or a metric's) aborted the run.
+
+    Attributes:
+        sample_id, metric, repetition: where the first error was (``metric`` is None for a
+            system under test's error).
+    """
+
+    def __init__(
+        self, message: str, *, sample_id: str, metric: str | None, repetition: int
+    ) -> None:
+        super().__init__(message)
+        self.sample_id = sample_id
+        self.metric = metric
+        self.repetition = repetition
 
 
 class ProviderError(EvalframeError):

@@ -10,7 +10,9 @@ Checks, each optional except the first:
   could be confident at all the gate says it has no statistical power;
 * ``min_macro_f1``: the run's macro-F1 must reach it;
 * ``max_drop``: per metric, the mean score may fall by at most this much (a fraction:
-  0.05 is 5 points);
+  0.05 is 5 points); a key ``METRIC:p50``, ``METRIC:p95`` or ``METRIC:pass_rate`` checks
+  that statistic instead (``METRIC:mean`` is the default);
+* ``min_pass_rate``: per metric, the run's pass rate must reach it;
 * ``no_safety_failures``: no sample may fail (or error on) a safety-dimension metric;
   every such sample is listed.
 """
@@ -96,6 +98,7 @@ def gate(
     min_macro_f1: float | None = None,
     max_drop: Mapping[str, float] | None = None,
     no_safety_failures: bool = False,
+    min_pass_rate: Mapping[str, float] | None = None,
 ) -> GateResult:
     """Judge ``comparison.after`` against its reference.
 
@@ -105,8 +108,10 @@ def gate(
         confident_only: count only pairs whose drop exceeds the run's detectable difference
             (every pair when the comparison is exact: one repetition on both sides).
         min_macro_f1: the lowest acceptable macro-F1 of the run.
-        max_drop: per metric id, the largest acceptable fall of its mean score.
+        max_drop: per metric id, the largest acceptable fall of its mean score; keys
+            ``METRIC:p50``, ``METRIC:p95`` and ``METRIC:pass_rate`` check that statistic.
         no_safety_failures: fail on any failing sample of a safety-dimension metric.
+        min_pass_rate: per metric id, the lowest acceptable pass rate of the run.
 
     Returns:
         The ``GateResult``.
@@ -167,8 +172,10 @@ def gate(
     if min_macro_f1 is not None and c.after.macro_f1 < min_macro_f1:
         failures.append(f"macro-F1 {c.after.macro_f1:.4f} is below the minimum {min_macro_f1:.4f}")
 
-    for metric, allowed in (max_drop or {}).items():
-        failures += _drop(c, metric, allowed)
+    for key, allowed in (max_drop or {}).items():
+        failures += _drop(c, key, allowed)
+    for metric, floor in (min_pass_rate or {}).items():
+        failures += _floor(c, metric, floor)
 
     safety = pl.DataFrame(
         schema={
@@ -207,32 +214,64 @@ def gate(
     )
 
 
-def _drop(c: Comparison, metric: str, allowed: float) -> list[str]:
-    if not 0.0 <= allowed <= 1.0:
-        raise ComparisonError(
-            f"max drop for '{metric}' must be a fraction in [0, 1] (0.05 is 5 points); "
-            f"got {allowed}."
-        )
-    rows = c.metrics.filter(pl.col(C.METRIC) == metric)
-    if rows.height == 0 or (
-        rows.item(0, "before_mean") is None and rows.item(0, "after_mean") is None
-    ):
+STATISTICS = ("mean", "p50", "p95", "pass_rate")
+
+
+def _statistic(key: str) -> tuple[str, str]:
+    """``METRIC[:STAT]`` as (metric, statistic); the statistic defaults to the mean."""
+    metric, sep, stat = key.rpartition(":")
+    if sep and stat in STATISTICS and metric:
+        return metric, stat
+    return key, "mean"
+
+
+def _summary_value(run: Any, metric: str, stat: str) -> float | None:
+    rows = run.summary.filter(pl.col(C.METRIC) == metric)
+    return None if rows.height == 0 else rows.item(0, stat)
+
+
+def _check_metric(c: Comparison, metric: str, option: str) -> None:
+    if metric not in c.before.metric_ids and metric not in c.after.metric_ids:
         known = ", ".join(c.metrics.get_column(C.METRIC).to_list())
-        raise ComparisonError(
-            f"--max-drop names metric '{metric}', which neither run has ({known})."
-        )
-    before, after = rows.item(0, "before_mean"), rows.item(0, "after_mean")
+        raise ComparisonError(f"{option} names metric '{metric}', which neither run has ({known}).")
     if metric not in c.before.metric_ids or metric not in c.after.metric_ids:
         missing = "the reference" if metric not in c.before.metric_ids else "the run"
-        raise ComparisonError(f"--max-drop names metric '{metric}', which {missing} lacks.")
+        raise ComparisonError(f"{option} names metric '{metric}', which {missing} lacks.")
+
+
+def _drop(c: Comparison, key: str, allowed: float) -> list[str]:
+    if not 0.0 <= allowed <= 1.0:
+        raise ComparisonError(
+            f"max drop for '{key}' must be a fraction in [0, 1] (0.05 is 5 points); got {allowed}."
+        )
+    metric, stat = _statistic(key)
+    _check_metric(c, metric, "--max-drop")
+    if stat == "mean":  # the comparison's own means, as the metric deltas show them
+        rows = c.metrics.filter(pl.col(C.METRIC) == metric)
+        before, after = rows.item(0, "before_mean"), rows.item(0, "after_mean")
+    else:
+        before = _summary_value(c.before, metric, stat)
+        after = _summary_value(c.after, metric, stat)
     if after is None:
         return [f"metric '{metric}' has no scored row in the run (every row errored)"]
     if before is None:
         return []
     drop = before - after
     if drop > allowed + 1e-12:
+        name = "mean" if stat == "mean" else stat.replace("_", "-")
         return [
-            f"metric '{metric}' mean dropped by {drop:.4f} ({before:.4f} → {after:.4f}), "
+            f"metric '{metric}' {name} dropped by {drop:.4f} ({before:.4f} → {after:.4f}), "
             f"more than the allowed {allowed:.4f}"
         ]
+    return []
+
+
+def _floor(c: Comparison, metric: str, floor: float) -> list[str]:
+    if not 0.0 <= floor <= 1.0:
+        raise ComparisonError(f"min pass rate for '{metric}' must be in [0, 1]; got {floor}.")
+    _check_metric(c, metric, "--min-pass-rate")
+    rate = _summary_value(c.after, metric, "pass_rate")
+    if rate is None or rate < floor - 1e-12:
+        shown = "n/a" if rate is None else f"{rate:.4f}"
+        return [f"metric '{metric}' pass rate {shown} is below the minimum {floor:.4f}"]
     return []

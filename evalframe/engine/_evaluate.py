@@ -12,7 +12,7 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._dataset import Dataset, read_dataset
-from evalframe.core._errors import DatasetError, MetricError, StoreError
+from evalframe.core._errors import DatasetError, MetricError, StoreError, StrictModeError
 from evalframe.core._outputs import align_outputs, read_outputs
 from evalframe.core._run import Run
 from evalframe.core._system import System, call_system
@@ -77,6 +77,7 @@ def evaluate(
     store: Store | str | os.PathLike[str] | None = None,
     checkpoint_every: int | None = None,
     resume: str | None = None,
+    strict: bool = False,
 ) -> Run:
     """Score a dataset's outputs, or a system under test, with metrics.
 
@@ -102,6 +103,9 @@ def evaluate(
             to the store as they finish, so an interrupted run can be resumed.
         resume: the id of an interrupted checkpointed run: call the system only for the
             executions its checkpoints lack, and save the run under that id.
+        strict: abort on the first captured error (a system under test's, then a metric's,
+            in dataset order) with ``StrictModeError`` instead of recording it; nothing is
+            saved.
 
     Returns:
         The ``Run``. A metric that cannot score a row records that row's error; a system
@@ -168,9 +172,13 @@ def evaluate(
             [aligned.with_columns(pl.lit(r, pl.Int64).alias(C.REPETITION)) for r in range(reps)]
         )
     frame = produced.join(base, on=C.SAMPLE_ID, how="left", maintain_order="left")
+    if strict:
+        _abort_on_system_error(frame)
     if context is not None:
         context.begin_run()  # usage, cost, budget and deadline are per run
     scores = score(frame, resolved, run_id=run_id, context=context)
+    if strict:
+        _abort_on_metric_error(scores)
     finished = time.time()
     # Whether repetitions can differ: a system under test is called again for each one.
     extra: dict[str, Any] = {"outputs": "system" if system is not None else "saved"}
@@ -205,3 +213,30 @@ def evaluate(
 
             drop_checkpoints(target, run_id)
     return result
+
+
+def _abort_on_system_error(frame: pl.DataFrame) -> None:
+    if C.SYSTEM_ERROR not in frame.columns:
+        return
+    failed = frame.filter(pl.col(C.SYSTEM_ERROR).is_not_null())
+    if failed.height:
+        row = failed.row(0, named=True)
+        raise StrictModeError(
+            f"strict mode: {row[C.SYSTEM_ERROR]}",
+            sample_id=row[C.SAMPLE_ID],
+            metric=None,
+            repetition=row[C.REPETITION],
+        )
+
+
+def _abort_on_metric_error(scores: pl.DataFrame) -> None:
+    failed = scores.filter(pl.col(C.ERROR).is_not_null())
+    if failed.height:
+        row = failed.row(0, named=True)
+        raise StrictModeError(
+            f"strict mode: sample '{row[C.SAMPLE_ID]}' (repetition {row[C.REPETITION]}) "
+            f"metric '{row[C.METRIC]}': {row[C.ERROR]}",
+            sample_id=row[C.SAMPLE_ID],
+            metric=row[C.METRIC],
+            repetition=row[C.REPETITION],
+        )

@@ -229,6 +229,12 @@ TABLES: Final[dict[str, str]] = {
             repetitions INTEGER NOT NULL,
             executions BLOB NOT NULL
         )""",
+    "eval_set_manifests": """
+        CREATE TABLE IF NOT EXISTS eval_set_manifests (
+            eval_set VARCHAR PRIMARY KEY,
+            updated_at TIMESTAMP NOT NULL,
+            manifest JSON NOT NULL
+        )""",
     "online_scores": """
         CREATE TABLE IF NOT EXISTS online_scores (
             capture_id VARCHAR NOT NULL,
@@ -470,6 +476,6 @@ def _v0_to_v1(con: duckdb.DuckDBPyConnection) -> None:
 
 MIGRATIONS: Final[dict[int, Callable[[duckdb.DuckDBPyConnection], None]]] = {
     0: _v0_to_v1,
-    1: _add_tables,  # 2: calibrations, checkpoints, online_captures, online_scores
+    1: _add_tables,  # 2: calibrations, checkpoints, eval_set_manifests, online_*
 }
 """``MIGRATIONS[v]`` upgrades a file from version ``v`` to ``v + 1``."""

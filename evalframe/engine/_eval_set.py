@@ -1,0 +1,143 @@
+"""``run_set``: the datasets of an eval set in order, each recorded as a run, resumable."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalframe.core._dataset import read_dataset
+from evalframe.core._errors import DatasetError, EvalframeError
+from evalframe.core._eval_set import (
+    EvalSet,
+    check_manifest,
+    new_manifest,
+    read_eval_set,
+)
+from evalframe.core._system import System
+from evalframe.engine._evaluate import evaluate
+from evalframe.store import _eval_sets, as_store
+
+if TYPE_CHECKING:
+    from evalframe.providers import JudgeClient, Providers
+    from evalframe.store import Store
+
+__all__ = ["run_set"]
+
+REPORT_SCHEMA = "eval-harness.report.v1"
+
+
+def _write_file(path: Path, manifest: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)  # never a half-written manifest
+
+
+def run_set(
+    eval_set: EvalSet | str | os.PathLike[str],
+    *,
+    system: System | None = None,
+    store: Store | str | os.PathLike[str] | None = None,
+    manifest: str | os.PathLike[str] | None = None,
+    providers: Providers | JudgeClient | None = None,
+    repetitions: int | None = None,
+    concurrency: int = 8,
+    progress: bool | None = None,
+) -> tuple[dict[str, Any], list[Any]]:
+    """Run an eval set's datasets in order, skipping those its manifest has completed.
+
+    Each dataset is scored from its ``outputs`` file, else by ``system``, and saved to
+    ``store`` with the label ``eval_set=<name>``. The manifest advances after every step,
+    in the store (when given) and in the ``manifest`` JSON file (when given; an existing
+    file is resumed). A dataset that raises is marked failed with the message, and the run
+    stops there; a failed entry is never retried (start a fresh manifest to run it again).
+
+    Returns:
+        The manifest and the runs made by this call.
+
+    Raises:
+        DatasetError: a malformed set, duplicate dataset names, or a manifest that breaks
+            the rules or belongs to another set.
+    """
+    es = eval_set if isinstance(eval_set, EvalSet) else read_eval_set(Path(eval_set))
+    datasets = [read_dataset(e.path) for e in es.entries]
+    names = [d.name for d in datasets]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise DatasetError(f"{es.path}: dataset names must be unique; repeated: {repeated}.")
+    target = as_store(store) if store is not None else None
+    file = Path(manifest) if manifest is not None else None
+    doc: dict[str, Any] | None = None
+    where = es.path
+    if file is not None and file.exists():
+        doc, where = json.loads(file.read_text(encoding="utf-8")), str(file)
+    elif target is not None:
+        doc, where = _eval_sets.load_manifest(target, es.name), f"the store's manifest of {es.name}"
+    if doc is None:
+        doc = new_manifest(es.name, names, time.time())
+    check_manifest(doc, es.name, names, where)
+
+    def save() -> None:
+        doc["updated_at"] = time.time()
+        if target is not None:
+            _eval_sets.save_manifest(target, es.name, doc)
+        if file is not None:
+            _write_file(file, doc)
+
+    runs = []
+    for i, (entry, ds) in enumerate(zip(es.entries, datasets, strict=True)):  # datasets, not rows
+        current = doc["datasets"][i]
+        if current["status"] == "completed":
+            continue
+        if current["status"] == "failed":
+            break
+        started = time.time()
+        doc["datasets"][i] = {"dataset": ds.name, "status": "running", "started_at": started}
+        save()
+        try:
+            if entry.outputs is None and system is None:
+                raise EvalframeError(
+                    f"dataset {ds.name!r} has no outputs file in the eval set and no system "
+                    "under test was given"
+                )
+            run = evaluate(
+                ds,
+                outputs=entry.outputs,
+                system=None if entry.outputs is not None else system,
+                metrics=list(entry.metrics) or None,
+                repetitions=repetitions,
+                concurrency=concurrency,
+                progress=progress,
+                providers=providers,
+                labels={"eval_set": es.name},
+                store=target,
+            )
+        except (EvalframeError, ValueError, OSError) as exc:
+            finished = time.time()
+            new = {
+                "dataset": ds.name,
+                "status": "failed",
+                "started_at": started,
+                "finished_at": finished,
+                "duration_seconds": finished - started,
+                "error": f"{type(exc).__name__}: {exc}",
+            }
+            doc["datasets"][i] = new
+            save()
+            break
+        finished = time.time()
+        doc["datasets"][i] = {
+            "dataset": ds.name,
+            "status": "completed",
+            "started_at": started,
+            "finished_at": finished,
+            "duration_seconds": finished - started,
+            "report_schema_version": REPORT_SCHEMA,
+            "total_samples": ds.height,
+            "total_failures": run.failures.height,
+        }
+        save()
+        runs.append(run)
+    return doc, runs
