@@ -342,18 +342,36 @@ class Providers:
                 )
         return Embedded(vectors, self._redacted(errors))
 
-    def complete(self, prompts: Sequence[str]) -> list[Reply]:
-        """One judge reply per prompt (pass unique prompts): from the cache, else the judge."""
+    def complete(
+        self,
+        prompts: Sequence[str],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        tag: str | None = None,
+    ) -> list[Reply]:
+        """One judge reply per prompt (pass unique prompts): from the cache, else the judge.
+
+        Args:
+            prompts: the prompts, distinct.
+            schema: the reply's JSON schema (``{"name", "strict", "schema"}``), sent as a
+                structured response format to judges that take one (``structured``).
+            tag: a prompt's key (``id@vN``), added to the cache namespace so replies to
+                another version of a prompt are never reused.
+        """
         judge = self.require_judge()
         self._guard()
-        namespace = f"judge|{judge.id}"
-        requests = [judge.request(p) for p in prompts]
+        namespace = f"judge|{judge.id}" + (f"|{tag}" if tag else "")
+        structured = schema is not None and bool(getattr(judge, "structured", False))
+        requests = [judge.request(p, schema) if structured else judge.request(p) for p in prompts]  # type: ignore[call-arg]
         cached = self.cache.get_replies(namespace, requests) if self.cache is not None else None
         replies = [Reply(c) if c is not None else None for c in (cached or [None] * len(prompts))]
         missing = [i for i, r in enumerate(replies) if r is None]
         if missing:
-            fresh: list[Reply] = self._guarded(
-                judge.complete, [prompts[i] for i in missing], self.ledger
+            asked = [prompts[i] for i in missing]
+            fresh: list[Reply] = (
+                self._guarded(judge.complete, asked, self.ledger, schema)
+                if structured
+                else self._guarded(judge.complete, asked, self.ledger)
             )
             for j, i in enumerate(missing):
                 replies[i] = fresh[j]
