@@ -9,14 +9,20 @@ whose required replies failed send nothing and carry that error.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import polars as pl
 
 from evalframe.metrics._judge_engine import JudgeNeed, render, upstream_error
-from evalframe.providers import Providers
+from evalframe.providers import Providers, Reply
 
 __all__ = ["fill_judge_need", "judge_prompts"]
+
+
+def _logprobs(r: Reply) -> str | None:
+    found = getattr(r, "logprobs", None)
+    return None if found is None else json.dumps(found)
 
 
 def _with_optional(frame: pl.DataFrame, need: JudgeNeed) -> pl.DataFrame:
@@ -61,6 +67,7 @@ def fill_judge_need(frame: pl.DataFrame, need: JudgeNeed, context: Any) -> pl.Da
                 "schema": need.prompt.json_schema(),
             },
             tag=need.prompt.key,
+            top_logprobs=need.top_logprobs,
         )
         if distinct.len()
         else []
@@ -70,25 +77,40 @@ def fill_judge_need(frame: pl.DataFrame, need: JudgeNeed, context: Any) -> pl.Da
             "prompt": distinct,
             "content": pl.Series([r.content for r in replies], dtype=pl.String),
             "error": pl.Series([r.error for r in replies], dtype=pl.String),
+            "logprobs": pl.Series([_logprobs(r) for r in replies], dtype=pl.String),
         },
-        schema={"prompt": pl.String, "content": pl.String, "error": pl.String},
+        schema={
+            "prompt": pl.String,
+            "content": pl.String,
+            "error": pl.String,
+            "logprobs": pl.String,
+        },
     )
+    extra = [need.logprobs_column] if need.top_logprobs else []
     got = asked.join(table, on="prompt", how="left", maintain_order="left").with_columns(
         error=pl.coalesce("upstream", "error")
     )
     if need.each is None:
         return got.select(
-            pl.col("content").alias(need.column), pl.col("error").alias(need.error_column)
+            pl.col("content").alias(need.column),
+            pl.col("error").alias(need.error_column),
+            *(pl.col("logprobs").alias(c) for c in extra),
         )
     lists = _with_optional(frame, need).select(n=need.inputs[need.each].list.len())
     grouped = got.group_by("row", maintain_order=True).agg(
-        pl.col("content"), pl.col("error").drop_nulls().first()
+        pl.col("content"), pl.col("logprobs"), pl.col("error").drop_nulls().first()
     )
+
+    def per_row(name: str) -> pl.Expr:
+        return (
+            pl.when(pl.col("n") > 0)
+            .then(pl.col(name))
+            .when(pl.col("n") == 0)
+            .then(pl.lit([], pl.List(pl.String)))
+        )
+
     return grouped.with_columns(n=lists.get_column("n")).select(
-        pl.when(pl.col("n") > 0)
-        .then(pl.col("content"))
-        .when(pl.col("n") == 0)
-        .then(pl.lit([], pl.List(pl.String)))
-        .alias(need.column),
+        per_row("content").alias(need.column),
         pl.col("error").alias(need.error_column),
+        *(per_row("logprobs").alias(c) for c in extra),
     )

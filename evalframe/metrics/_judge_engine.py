@@ -185,6 +185,9 @@ class JudgeNeed:
             required reply failed sends no prompt and gets that error.
         optional: columns ``inputs`` read that a frame may lack (``contexts``), with their
             dtypes: absent, they are read as nulls.
+        top_logprobs: ask the judge for this many top token log-probabilities per token;
+            they land, as JSON text, in ``<column>__logprobs`` (null where the judge gave
+            none).
 
     The filled column is the raw reply text (String, or List(String) with ``each``), and
     ``<column>__error`` the row's error (a failed call, or a failed required reply).
@@ -196,6 +199,7 @@ class JudgeNeed:
     each: str | None = None
     requires: tuple[JudgeNeed, ...] = field(default=())
     optional: Mapping[str, pl.DataType] = field(default_factory=dict)
+    top_logprobs: int | None = None
 
     def __post_init__(self) -> None:
         missing = set(self.prompt.placeholders) - set(self.inputs)
@@ -214,6 +218,10 @@ class JudgeNeed:
     @property
     def error_column(self) -> str:
         return f"{self.column}__error"
+
+    @property
+    def logprobs_column(self) -> str:
+        return f"{self.column}__logprobs"
 
 
 # --- rendering -----------------------------------------------------------------------------------
