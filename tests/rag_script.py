@@ -1,7 +1,8 @@
 """A scripted RAG judge for tests and benchmarks: deterministic rules on the prompt's own
 text, so every expected score can be worked out by hand.
 
-* claims: the text split on ``". "`` (a trailing period dropped); ``"nothing"`` has none.
+* claims: the text split on ``". "`` (a trailing period dropped); ``"nothing"`` has none;
+  ``"garbled"`` gets a reply that is not JSON.
 * grounding: a passage supports a statement that it contains word for word (case-
   insensitive), contradicts one it contains after ``"not "``, is relevant when it contains
   ``"relevant"`` or supports a statement; a statement addresses the question when it shares a
@@ -82,7 +83,9 @@ def _correctness(f: dict[str, str]) -> Any:
 
 VERDICT = script(
     {
-        CLAIMS: lambda f: {"claims": claims_of(f["text"])},
+        CLAIMS: lambda f: (
+            "not json {" if f["text"] == "garbled" else {"claims": claims_of(f["text"])}
+        ),
         GROUNDING: _grounding,
         CORRECTNESS: _correctness,
         ENTITIES: lambda f: {"entities": re.findall(r"\b[A-Z][a-z]+\b", f["text"])},

@@ -103,7 +103,7 @@ def _cap(items: pl.Expr, max_tokens: int) -> pl.Expr:
 
 def _contexts() -> pl.Expr:
     """The contexts, as the judge needs read them (absent: null)."""
-    return pl.col(CONTEXTS)
+    return pl.col(CONTEXTS).cast(pl.List(pl.String))
 
 
 _DERIVED: Final = "rag__contexts"
