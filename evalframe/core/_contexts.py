@@ -34,7 +34,6 @@ __all__ = [
     "CONTEXT_IDS",
     "REFERENCE_CONTEXTS",
     "REFERENCE_CONTEXT_IDS",
-    "ContextsShapeError",
     "Parsed",
     "contexts_columns",
     "parse_contexts",
@@ -51,7 +50,7 @@ REFERENCE_CONTEXT_IDS: Final = "reference_context_ids"
 Parsed = tuple[list[str], list[str | None]]
 
 
-class ContextsShapeError(ValueError):
+class _BadContexts(ValueError):  # noqa: N818 - never escapes: callers raise DatasetError
     """A contexts value of the wrong shape; the caller adds the file, sample and field."""
 
 
@@ -75,7 +74,7 @@ def parse_contexts(value: object, *, from_text: bool = False) -> Parsed | None:
             JSON text of one (a CSV cell), where an empty cell is absent.
 
     Raises:
-        ContextsShapeError: anything else, naming the offending item.
+        _BadContexts: anything else, naming the offending item.
 
     Examples:
         >>> parse_contexts(["a", {"id": 7, "text": "b"}])
@@ -91,9 +90,9 @@ def parse_contexts(value: object, *, from_text: bool = False) -> Parsed | None:
         try:
             value = json.loads(value)
         except ValueError as exc:
-            raise ContextsShapeError(f"is not a JSON list: {exc}") from exc
+            raise _BadContexts(f"is not a JSON list: {exc}") from exc
     if not isinstance(value, list | tuple):
-        raise ContextsShapeError(
+        raise _BadContexts(
             f"must be a list of strings or of {{id, text}} objects; got {_kind(value)}"
         )
     texts: list[str] = []
@@ -104,15 +103,13 @@ def parse_contexts(value: object, *, from_text: bool = False) -> Parsed | None:
             ids.append(None)
             continue
         if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
-            raise ContextsShapeError(
+            raise _BadContexts(
                 f"item {i} must be a string or an object with a string 'text'; "
                 f"got {_kind(item if not isinstance(item, Mapping) else item.get('text'))}"
             )
         given = item.get("id")
         if given is not None and (isinstance(given, bool) or not isinstance(given, str | int)):
-            raise ContextsShapeError(
-                f"item {i} 'id' must be a string or an integer; got {_kind(given)}"
-            )
+            raise _BadContexts(f"item {i} 'id' must be a string or an integer; got {_kind(given)}")
         texts.append(item["text"])
         ids.append(None if given is None else str(given))
     return texts, ids
@@ -137,26 +134,26 @@ def system_reply(result: Any) -> tuple[Any, Parsed | None]:
     its output and parsed ``contexts``; anything else is the output itself.
 
     Raises:
-        ContextsShapeError: a mapping without ``output``, or with malformed ``contexts``.
+        _BadContexts: a mapping without ``output``, or with malformed ``contexts``.
     """
     if not isinstance(result, Mapping):
         return result, None
     if "output" not in result:
-        raise ContextsShapeError(
+        raise _BadContexts(
             "returned a mapping without 'output'; return a string, or "
             "{'output': <string>, 'contexts': [...]}"
         )
     try:
         return result["output"], parse_contexts(result.get("contexts"))
-    except ContextsShapeError as exc:
-        raise ContextsShapeError(f"returned 'contexts' that {exc}") from exc
+    except _BadContexts as exc:
+        raise _BadContexts(f"returned 'contexts' that {exc}") from exc
 
 
 def with_reference_contexts(record: Mapping[Any, Any], metadata: dict[str, Any]) -> dict[str, Any]:
     """``metadata`` with the record's ``reference_contexts`` field (texts and ids) added.
 
     Raises:
-        ContextsShapeError: a malformed field, or metadata that already holds different
+        _BadContexts: a malformed field, or metadata that already holds different
             reference contexts.
     """
     parsed = parse_contexts(record.get(REFERENCE_CONTEXTS), from_text=True)
@@ -164,7 +161,7 @@ def with_reference_contexts(record: Mapping[Any, Any], metadata: dict[str, Any])
         return metadata
     texts, ids = parsed
     if REFERENCE_CONTEXTS in metadata and metadata[REFERENCE_CONTEXTS] != texts:
-        raise ContextsShapeError("disagrees with metadata.reference_contexts; give them once")
+        raise _BadContexts("disagrees with metadata.reference_contexts; give them once")
     out = {**metadata, REFERENCE_CONTEXTS: texts}
     if any(i is not None for i in ids):
         out[REFERENCE_CONTEXT_IDS] = ids

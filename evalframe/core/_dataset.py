@@ -43,7 +43,7 @@ from evalframe.core._canon import (
 )
 from evalframe.core._contexts import (
     REFERENCE_CONTEXTS,
-    ContextsShapeError,
+    _BadContexts,
     with_reference_contexts,
 )
 from evalframe.core._dataset_columns import dataset_columns, first_surrogate_sample
@@ -463,7 +463,7 @@ def _sample(record: object, index: int, source: Source) -> _Sample:
     tags, metadata = _tags(record.get("tags") if source.tags_field else None, metadata, at, source)
     try:
         metadata = with_reference_contexts(record, metadata)
-    except ContextsShapeError as exc:
+    except _BadContexts as exc:
         raise source.error(f"{at} field '{REFERENCE_CONTEXTS}' {exc}.") from exc
     return sample_id, input_map, expected, metadata, tags
 

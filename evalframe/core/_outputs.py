@@ -29,7 +29,7 @@ import polars as pl
 import yaml
 
 from evalframe.core import schema as C
-from evalframe.core._contexts import CONTEXTS, ContextsShapeError, contexts_columns, parse_contexts
+from evalframe.core._contexts import CONTEXTS, _BadContexts, contexts_columns, parse_contexts
 from evalframe.core._dataset import Dataset
 from evalframe.core._errors import DatasetError
 from evalframe.core._formats import (
@@ -343,7 +343,7 @@ def _from_entries(
             raise DatasetError(f"{where}: {at} must contain a string actual_output.")
         try:
             contexts.append(parse_contexts(entry.get(CONTEXTS), from_text=from_text))
-        except ContextsShapeError as exc:
+        except _BadContexts as exc:
             raise DatasetError(f"{where}: {at} field '{CONTEXTS}' {exc}.") from exc
         ids.append(sample_id)
         texts.append(text)

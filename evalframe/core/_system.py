@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 
 from evalframe.core import schema as C
-from evalframe.core._contexts import ContextsShapeError, Parsed, contexts_columns, system_reply
+from evalframe.core._contexts import Parsed, _BadContexts, contexts_columns, system_reply
 
 __all__ = ["System", "call_system"]
 
@@ -80,7 +80,7 @@ def _call_one(
     elapsed = (time.perf_counter() - start) * 1000
     try:
         result, contexts = system_reply(result)
-    except ContextsShapeError as exc:
+    except _BadContexts as exc:
         return None, f"System-under-test for sample '{sample_id}' {exc}.", elapsed, None
     if not isinstance(result, str):
         return (
