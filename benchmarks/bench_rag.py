@@ -154,7 +154,7 @@ def main() -> None:
         assert (
             second.scores.sort(key).select("score").equals(first.scores.sort(key).select("score"))
         )
-        peer_wall, peer_calls = peer_run(stub, PEER_SAMPLES)
+        peer_wall, _ = peer_run(stub, PEER_SAMPLES)
     per_sample = sum(PEER_CALLS.values())
     peer_total = per_sample * N
     peer_scaled = peer_wall * N / PEER_SAMPLES
