@@ -24,11 +24,12 @@ recomputed from its details alone.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Final, Literal
 
 import polars as pl
 
 from evalframe.core import schema as C
+from evalframe.core._contexts import reference_contexts
 from evalframe.metrics._batched import batched, sample_error
 from evalframe.metrics._judge_engine import JudgeNeed, Prompt, reply
 from evalframe.metrics._rag_prompts import CLAIMS, CORRECTNESS, ENTITIES, GROUNDING
@@ -305,21 +306,66 @@ def answer_relevancy(
     return _scored(score, error, details, prepare)
 
 
+def _recall_needs(
+    *,
+    against: str = "claims",
+    max_context_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS,
+    claims_template: str | None = None,
+) -> list[Need]:
+    if against == "reference_contexts":
+        return []
+    return _grounding_needs(max_context_tokens=max_context_tokens, claims_template=claims_template)
+
+
+def _normalised_texts(items: pl.Expr) -> pl.Expr:
+    return items.list.eval(pl.element().str.strip_chars().str.replace_all(r"\s+", " "))
+
+
+def _reference_context_recall() -> Scored:
+    """Share of the reference contexts found, as text, among the retrieved ones."""
+    wanted = _normalised_texts(reference_contexts()).list.unique(maintain_order=True)
+    got = _normalised_texts(_scored_contexts().fill_null(pl.lit([], pl.List(pl.String))))
+    found = wanted.list.set_intersection(got)
+    error = pl.when(wanted.list.len().fill_null(0) == 0).then(
+        sample_error(
+            "has no metadata.reference_contexts; "
+            "context-recall(against=reference_contexts) needs some."
+        )
+    )
+    score = found.list.len().cast(pl.Float64) / wanted.list.len().cast(pl.Float64)
+    details = pl.struct(
+        n_reference_contexts=wanted.list.len(),
+        n_found=found.list.len(),
+        n_contexts=_scored_contexts().list.len().fill_null(0),
+    )
+    return _scored(score, error, details, {})
+
+
 @metric(
     "context-recall",
     family="rag",
     dimension="groundedness",
     derived=_derived,
-    needs=_grounding_needs,
+    needs=_recall_needs,
 )
 def context_recall(
-    *, max_context_tokens: Tokens = DEFAULT_MAX_CONTEXT_TOKENS, claims_template: str | None = None
+    *,
+    against: Literal["claims", "reference_contexts"] = "claims",
+    max_context_tokens: Tokens = DEFAULT_MAX_CONTEXT_TOKENS,
+    claims_template: str | None = None,
 ) -> Scored:
     """Share of the expected output's claims that the contexts support (are attributable to).
 
     ``attributed / reference claims``; 0.0 with no contexts. Null (an error) when the
     expected output is not a string or states no claims, or a judge call fails.
+
+    With ``against="reference_contexts"`` no judge is asked: the score is the share of the
+    sample's reference contexts (``metadata.reference_contexts``) that were retrieved, texts
+    compared after trimming and collapsing whitespace; null (an error) when the sample has
+    none.
     """
+    if against == "reference_contexts":
+        return _reference_context_recall()
     prepare, g, _, r, n_ctx, error = _grounded(
         max_context_tokens=max_context_tokens, claims_template=claims_template
     )
