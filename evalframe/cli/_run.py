@@ -14,6 +14,7 @@ from evalframe.cli._options import (
     EXIT_CODES,
     ProviderSettings,
     emit,
+    evidence_option,
     format_option,
     label_option,
     max_rows_option,
@@ -103,6 +104,7 @@ if TYPE_CHECKING:
 @click.option(
     "--promoted-dataset", metavar="NAME", help="Its dataset name (default: <dataset>.failures)."
 )
+@evidence_option
 @provider_options
 def run(
     dataset: Path,
@@ -122,6 +124,7 @@ def run(
     store_path: Path | None,
     promote_failures: Path | None,
     promoted_dataset: str | None,
+    include_evidence: bool,
     provider_settings: ProviderSettings,
 ) -> None:
     """Score DATASET, print (or --out) the report, then save the run to --store.
@@ -169,7 +172,8 @@ def run(
     if fmt == "json":
         from evalframe.views._report_json import report_json
 
-        text: str | bytes = report_json(result)  # written from the frames: fast at any size
+        # written from the frames: fast at any size
+        text: str | bytes = report_json(result, include_evidence=include_evidence)
     else:
         text = result.report(samples=False).to_markdown(
             max_rows=max_rows
