@@ -43,6 +43,12 @@ if TYPE_CHECKING:  # the families load with the registry, not at import
         retrieval_ndcg_at_k,
         retrieval_recall_at_k,
     )
+    from evalframe.metrics.safety import (
+        ascii_smuggling,
+        pii_leak,
+        prompt_injection,
+        response_disclosure,
+    )
     from evalframe.metrics.semantic import (
         TextEmbeddings,
         TokenEmbeddings,
@@ -66,6 +72,7 @@ __all__ = [
     "TextEmbeddings",
     "TokenEmbeddings",
     "answer_containment_at_k",
+    "ascii_smuggling",
     "available",
     "bertscore_like",
     "bleu",
@@ -89,10 +96,13 @@ __all__ = [
     "ordinal_distance",
     "outcome_consistency",
     "parse_spec",
+    "pii_leak",
+    "prompt_injection",
     "refusal_quality",
     "regex",
     "register",
     "resolve",
+    "response_disclosure",
     "retrieval_hit_at_k",
     "retrieval_mrr",
     "retrieval_ndcg_at_k",

@@ -39,6 +39,7 @@ BUILTIN_FAMILIES: Final = (
     "ordinal",
     "reliability",
     "retrieval",
+    "safety",
     "semantic",
     "similarity",
     "structural",
