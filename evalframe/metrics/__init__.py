@@ -35,7 +35,17 @@ if TYPE_CHECKING:  # the families load with the registry, not at import
     from evalframe.metrics.lexical import contains, exact_match, regex, rouge_l
     from evalframe.metrics.operational import cost, latency, retry_count, token_cost
     from evalframe.metrics.ordinal import ordinal_distance
-    from evalframe.metrics.reliability import outcome_consistency, score_consistency
+    from evalframe.metrics.reliability import (
+        brier_score,
+        calibration_error,
+        discrimination,
+        outcome_consistency,
+        output_consistency,
+        prompt_robustness,
+        resource_consistency,
+        score_consistency,
+        trajectory_consistency,
+    )
     from evalframe.metrics.retrieval import (
         answer_containment_at_k,
         retrieval_hit_at_k,
@@ -76,11 +86,14 @@ __all__ = [
     "available",
     "bertscore_like",
     "bleu",
+    "brier_score",
+    "calibration_error",
     "citation_groundedness",
     "contains",
     "cosine_embedding",
     "cost",
     "definition",
+    "discrimination",
     "exact_match",
     "from_object",
     "get",
@@ -95,13 +108,16 @@ __all__ = [
     "numeric_diff",
     "ordinal_distance",
     "outcome_consistency",
+    "output_consistency",
     "parse_spec",
     "pii_leak",
     "prompt_injection",
+    "prompt_robustness",
     "refusal_quality",
     "regex",
     "register",
     "resolve",
+    "resource_consistency",
     "response_disclosure",
     "retrieval_hit_at_k",
     "retrieval_mrr",
@@ -112,6 +128,7 @@ __all__ = [
     "rowwise",
     "score_consistency",
     "token_cost",
+    "trajectory_consistency",
 ]
 
 

@@ -29,7 +29,7 @@ from typing import Final
 
 import polars as pl
 
-__all__ = ["ENTITY_TYPES", "ENTITY_SCHEMA", "detect"]
+__all__ = ["ENTITY_SCHEMA", "ENTITY_TYPES", "detect"]
 
 _SENTINEL: Final = "\x00"
 _SENTINEL_STANDIN: Final = "\x01"
@@ -37,7 +37,9 @@ _SENTINEL_STANDIN: Final = "\x01"
 # Candidate patterns (Rust regex syntax), highest priority first. At a given start the first
 # alternative that matches wins, so specific shapes come before looser ones.
 _PATTERNS: Final[dict[str, str]] = {
-    "PRIVATE_KEY": r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?PRIVATE KEY(?: BLOCK)?-----",
+    "PRIVATE_KEY": (
+        r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?PRIVATE KEY(?: BLOCK)?-----"
+    ),
     "API_KEY": (
         r"\b(?:"
         r"(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key id
@@ -159,9 +161,7 @@ def _dni_ok(expr: pl.Expr) -> pl.Expr:
         .cast(pl.Int64)
     )
     letter = compact.str.slice(-1)
-    expected = (number % 23).replace_strict(
-        dict(enumerate(_DNI_LETTERS)), return_dtype=pl.String
-    )
+    expected = (number % 23).replace_strict(dict(enumerate(_DNI_LETTERS)), return_dtype=pl.String)
     return letter == expected
 
 
@@ -217,9 +217,7 @@ def _card_ok(expr: pl.Expr) -> pl.Expr:
 def _secret_ok(expr: pl.Expr, min_entropy: float) -> pl.Expr:
     """Letters and digits mixed, not hexadecimal only, Shannon entropy >= ``min_entropy``."""
     entropy = (
-        expr.str.split("")
-        .list.eval(pl.element().unique_counts().entropy(base=2.0))
-        .list.first()
+        expr.str.split("").list.eval(pl.element().unique_counts().entropy(base=2.0)).list.first()
     )
     return (
         expr.str.contains("[A-Za-z]")
@@ -250,7 +248,11 @@ def _valid(type_: pl.Expr, value: pl.Expr, min_entropy: float) -> pl.Expr:
 def _classify(value: pl.Expr) -> pl.Expr:
     out = pl.lit(None, pl.String)
     for name in reversed(ENTITY_TYPES):
-        out = pl.when(value.str.contains(f"^(?:{_PATTERNS[name]})$")).then(pl.lit(name)).otherwise(out)
+        out = (
+            pl.when(value.str.contains(f"^(?:{_PATTERNS[name]})$"))
+            .then(pl.lit(name))
+            .otherwise(out)
+        )
     return out
 
 
@@ -305,9 +307,7 @@ def detect(
         length=pl.col("found").str.len_chars().cast(pl.Int64)
     )
     spans = flat.with_columns(
-        start=(pl.col("gap").cum_sum() + pl.col("length").cum_sum() - pl.col("length")).over(
-            "row"
-        ),
+        start=(pl.col("gap").cum_sum() + pl.col("length").cum_sum() - pl.col("length")).over("row"),
     ).with_columns(end=pl.col("start") + pl.col("length"), type=_classify(pl.col("found")))
     kept = spans.filter(
         pl.col("type").is_in(list(entities)) & _valid(pl.col("type"), pl.col("found"), min_entropy)
