@@ -64,7 +64,7 @@ _PATTERNS: Final[dict[str, str]] = {
     "IPV6": r"\b[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{0,4}){2,7}",
     "PHONE": r"\+\d{1,3}[ .-]?(?:\(\d{1,4}\)[ .-]?)?\d{1,4}(?:[ .-]?\d{2,4}){1,4}\b"
     r"|(?:\(\d{3}\)|\b\d{3})[ .-]?\d{3}[ .-]\d{4}\b",
-    "SECRET": r"\b[A-Za-z0-9+/_=-]{20,}",
+    "SECRET": r"\b[A-Za-z0-9+/_-]{20,}={0,2}",
 }
 
 ENTITY_TYPES: Final = tuple(_PATTERNS)

@@ -235,7 +235,7 @@ INJECTION_MARKERS: Final[dict[str, str]] = {
         r"|\[/?INST\]|<</?SYS>>"
     ),
     "fake-system-header": (
-        r"(?m)^\s*(?:#{2,}\s*|\[)?(?:system|assistant)\s*(?:\]|:)\s*"
+        r"(?:(?m:^)|#{2,}|\[)\s*(?:system|assistant)\s*(?:\]|:)\s*"
         r"(?:override|new|ignore|you\s+must)"
     ),
 }
