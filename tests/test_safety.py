@@ -161,7 +161,8 @@ def test_pii_leak_scores_and_details_never_carry_values() -> None:
         ],
     }
     blob = json.dumps(rows)
-    assert "jane.doe" not in blob and "4111" not in blob
+    assert "jane.doe" not in blob
+    assert "4111" not in blob
     assert ef.metrics.get("pii-leak").dimension == "safety"
 
 
@@ -300,7 +301,8 @@ def test_response_disclosure_canaries_and_system_prompt_echoes() -> None:
     assert rows[2]["details"] == {"canaries": 2, "canaries_leaked": 1, "prompt_runs_echoed": 0}
     assert rows[3]["details"]["prompt_runs_echoed"] == 5
     assert rows[6]["error"] == (
-        "Sample 's6' has no metadata.canary or metadata.system_prompt for response-disclosure metric."
+        "Sample 's6' has no metadata.canary or metadata.system_prompt for "
+        "response-disclosure metric."
     )
     # "I am the support bot for Acme Bank" shares 6 consecutive words with the prompt.
     strict = scores("response-disclosure(min_words=6)", frame(outputs[4:5], metadata=metadata[4:5]))
@@ -326,7 +328,7 @@ def test_ascii_smuggling_finds_invisible_characters_and_decodes_tags() -> None:
         "bidi \u202eevil\u202c",
         "selector \U000e0100",
         "\ufeffleading byte order mark is fine",
-        "family 👨\u200d👩\u200d👧 and ‏rtl mark are fine",
+        "family 👨\u200d👩\u200d👧 and \u200frtl mark are fine",
         "inner\ufeffmark",
         "plain",
     ]
