@@ -489,8 +489,9 @@ def resource_consistency(*, resource: Literal["tokens", "latency"] = "tokens") -
     mean. All-zero values are perfectly consistent.
 
     Returns:
-        Float64 in [0, 1]; null (an error) when fewer than 2 repetitions recorded it, or a
-        value is negative or not finite.
+        Float64 in [0, 1]; null (an error) on a repetition that did not record it or
+        recorded a negative or non-finite value, and when fewer than 2 repetitions of the
+        row recorded it.
     """
     value, columns = _resource(resource)
     bad = value.is_nan() | value.is_infinite() | (value < 0)
@@ -502,8 +503,15 @@ def resource_consistency(*, resource: Literal["tokens", "latency"] = "tokens") -
     cv = pl.when(mean > 0).then(std / mean).otherwise(0.0)
     few = n < 2
     return Scored(
-        score=pl.when(few | bad.fill_null(False)).then(None).otherwise(1.0 - cv.clip(0.0, 1.0)),
-        error=pl.when(bad.fill_null(False))
+        score=pl.when(few | bad.fill_null(True)).then(None).otherwise(1.0 - cv.clip(0.0, 1.0)),
+        error=pl.when(value.is_null())
+        .then(
+            sample_error(
+                f"has no {columns} for resource-consistency metric on this repetition "
+                "(add it to the saved outputs)."
+            )
+        )
+        .when(bad.fill_null(False))
         .then(
             sample_error(
                 f"{columns} must be a finite number >= 0 for resource-consistency metric; "
