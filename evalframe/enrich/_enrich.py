@@ -27,6 +27,8 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._errors import MetricError, ProviderError
+from evalframe.enrich._judge_engine import fill_judge_need
+from evalframe.metrics._judge_engine import JudgeNeed
 from evalframe.metrics._spec import Metric, Need
 from evalframe.metrics._text import TOKEN_PATTERN
 from evalframe.metrics.judge import JudgeKind, JudgeReplies, judge_columns, prompts
@@ -65,10 +67,27 @@ def check_providers(
     needs = [
         m.id
         for m in metrics
-        if any(isinstance(n, JudgeReplies) and n.column not in columns for n in m.needs())
+        if any(
+            isinstance(n, JudgeReplies | JudgeNeed) and n.column not in columns
+            for n in _with_requirements(m.needs())
+        )
     ]
     if needs:
         Providers.coerce(context).require_judge(f"The metric(s) {', '.join(needs)}")
+
+
+def _with_requirements(needs: Sequence[Need]) -> list[Need]:
+    """The needs and, before each, the needs it requires (judge stages), once each."""
+    out: dict[str, Need] = {}
+
+    def add(need: Need) -> None:
+        for required in getattr(need, "requires", ()):
+            add(required)
+        out.setdefault(need.column, need)
+
+    for need in needs:
+        add(need)
+    return list(out.values())
 
 
 def _servable(frame: pl.DataFrame) -> pl.Expr:
@@ -368,7 +387,17 @@ class _JudgeFiller:
         return pl.DataFrame([struct, row_error.alias(cols.error)])
 
 
-_Filler = _TextFiller | _TokenFiller | _JudgeFiller
+@dataclass(frozen=True, slots=True)
+class _StagedFiller:
+    """Fills a ``JudgeNeed`` (its required needs are filled before it)."""
+
+    need: JudgeNeed
+
+    def apply(self, frame: pl.DataFrame, context: Any) -> pl.DataFrame:
+        return fill_judge_need(frame, self.need, context)
+
+
+_Filler = _TextFiller | _TokenFiller | _JudgeFiller | _StagedFiller
 
 
 def _filler(need: Need) -> _Filler:
@@ -379,9 +408,12 @@ def _filler(need: Need) -> _Filler:
             return _TokenFiller(need)
         case JudgeReplies():
             return _JudgeFiller(need)
+        case JudgeNeed():
+            return _StagedFiller(need)
     raise MetricError(
         f"No provider fills the column {need.column!r} ({type(need).__name__}); "
-        "a metric's needs must be one of TextEmbeddings, TokenEmbeddings or JudgeReplies."
+        "a metric's needs must be one of TextEmbeddings, TokenEmbeddings, JudgeReplies or "
+        "JudgeNeed."
     )
 
 
@@ -404,7 +436,7 @@ def fill(
     done: dict[str, str | None] = {}
     providers: Providers | None = None
     for m in metrics:
-        for need in m.needs():
+        for need in _with_requirements(m.needs()):
             column = need.column
             if column not in done:
                 done[column] = None

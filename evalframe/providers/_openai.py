@@ -13,7 +13,7 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
@@ -412,6 +412,9 @@ class OpenAIJudge(_HTTPClient):
         temperature: sampling temperature (default 0).
         seed: the request's ``seed`` (default 42; ``None`` leaves it out).
         json_mode: send ``response_format={"type": "json_object"}`` (default true).
+        structured: when a prompt comes with a reply schema, send it as
+            ``response_format={"type": "json_schema", ...}`` (strict) instead; turn it off for
+            endpoints that accept only ``json_object`` (default true).
         max_tokens: cap the reply length, when given.
         transport: an ``httpx`` transport, e.g. ``httpx.MockTransport`` in tests.
         max_response_bytes: the largest reply body read (default 32 MiB).
@@ -438,6 +441,7 @@ class OpenAIJudge(_HTTPClient):
         max_tokens: int | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        structured: bool = True,
     ) -> None:
         super().__init__(
             model,
@@ -458,22 +462,27 @@ class OpenAIJudge(_HTTPClient):
         self.temperature = float(temperature)
         self.seed = seed
         self.json_mode = json_mode
+        self.structured = structured
         self.max_tokens = max_tokens
 
-    def request(self, prompt: str) -> dict[str, object]:
+    def request(self, prompt: str, schema: Mapping[str, Any] | None = None) -> dict[str, object]:
         body: dict[str, object] = {"model": self.model, "temperature": self.temperature}
         if self.seed is not None:
             body["seed"] = self.seed
-        if self.json_mode:
+        if self.json_mode and schema is not None and self.structured:
+            body["response_format"] = {"type": "json_schema", "json_schema": dict(schema)}
+        elif self.json_mode:
             body["response_format"] = {"type": "json_object"}
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
         body["messages"] = [{"role": "user", "content": prompt}]
         return body
 
-    def complete(self, prompts: Sequence[str], ledger: Ledger) -> list[Reply]:
+    def complete(
+        self, prompts: Sequence[str], ledger: Ledger, schema: Mapping[str, Any] | None = None
+    ) -> list[Reply]:
         """One reply per prompt; a failed request gives that prompt's error."""
-        requests = [(dict(self.request(prompt)), 1) for prompt in prompts]
+        requests = [(dict(self.request(prompt, schema)), 1) for prompt in prompts]
         return [Reply(c, problem) for c, problem in self._exchange(requests, _reply, ledger)]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -70,6 +71,31 @@ def _cache(value: bool | str | os.PathLike[str] | ResponseCache | None) -> Respo
     if isinstance(value, ResponseCache):
         return value
     return ResponseCache(value)
+
+
+def _reply(content: str | None, error: str | None, logprobs: Any = None) -> Reply:
+    if logprobs is None:
+        return Reply(content, error)
+    return Reply(content, error, logprobs=logprobs)  # type: ignore[call-arg]
+
+
+def _with_error(r: Reply, error: str | None) -> Reply:
+    return _reply(r.content, error, getattr(r, "logprobs", None))
+
+
+def _to_cache(r: Reply, top_logprobs: int | None) -> str:
+    """What the cache keeps of a reply: its content, with its logprobs when asked."""
+    content = r.content or ""
+    if not top_logprobs:
+        return content
+    return json.dumps({"content": content, "logprobs": getattr(r, "logprobs", None)})
+
+
+def _from_cache(stored: str, top_logprobs: int | None) -> Reply:
+    if not top_logprobs:
+        return Reply(stored)
+    value = json.loads(stored)
+    return _reply(value["content"], None, value.get("logprobs"))
 
 
 class Providers:
@@ -342,24 +368,51 @@ class Providers:
                 )
         return Embedded(vectors, self._redacted(errors))
 
-    def complete(self, prompts: Sequence[str]) -> list[Reply]:
-        """One judge reply per prompt (pass unique prompts): from the cache, else the judge."""
+    def complete(
+        self,
+        prompts: Sequence[str],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        tag: str | None = None,
+        top_logprobs: int | None = None,
+    ) -> list[Reply]:
+        """One judge reply per prompt (pass unique prompts): from the cache, else the judge.
+
+        Args:
+            prompts: the prompts, distinct.
+            schema: the reply's JSON schema (``{"name", "strict", "schema"}``), sent as a
+                structured response format to judges that take one (``structured``).
+            tag: a prompt's key (``id@vN``), added to the cache namespace so replies to
+                another version of a prompt are never reused.
+            top_logprobs: ask for the top token log-probabilities (judges that give them
+                put them on ``Reply.logprobs``); cached with the reply.
+        """
         judge = self.require_judge()
         self._guard()
-        namespace = f"judge|{judge.id}"
-        requests = [judge.request(p) for p in prompts]
+        namespace = f"judge|{judge.id}" + (f"|{tag}" if tag else "")
+        options: dict[str, Any] = {}
+        if schema is not None and getattr(judge, "structured", False):
+            options["schema"] = schema
+        if top_logprobs:
+            options["top_logprobs"] = top_logprobs
+            namespace += "|logprobs"
+        requests = [judge.request(p, **options) for p in prompts]
         cached = self.cache.get_replies(namespace, requests) if self.cache is not None else None
-        replies = [Reply(c) if c is not None else None for c in (cached or [None] * len(prompts))]
+        replies = [
+            _from_cache(c, top_logprobs) if c is not None else None
+            for c in (cached or [None] * len(prompts))
+        ]
         missing = [i for i, r in enumerate(replies) if r is None]
         if missing:
+            asked = [prompts[i] for i in missing]
             fresh: list[Reply] = self._guarded(
-                judge.complete, [prompts[i] for i in missing], self.ledger
+                lambda: judge.complete(asked, self.ledger, **options)
             )
             for j, i in enumerate(missing):
                 replies[i] = fresh[j]
             if self.cache is not None:
                 ok = [
-                    (requests[i], r.content)
+                    (requests[i], _to_cache(r, top_logprobs))
                     for i, r in zip(missing, fresh, strict=True)
                     if r.content is not None
                 ]
@@ -368,7 +421,7 @@ class Providers:
                 )
         done = [r if r is not None else Reply(None, "not computed") for r in replies]
         errors = self._redacted([r.error for r in done])
-        return [Reply(r.content, e) for r, e in zip(done, errors, strict=True)]
+        return [_with_error(r, e) for r, e in zip(done, errors, strict=True)]
 
     # -- the run's accounts ---------------------------------------------------------------
 

@@ -7,9 +7,10 @@ metric, ``n``, ``n_scored``, ``n_errors``, ``threshold``, ``family`` and ``dimen
 last, ``dimensions`` (per-dimension roll-ups), ``safety_failures`` (every failing or
 errored execution of a safety-dimension metric) and ``outputs``: ``"saved"`` when the
 outputs were read from a file or a mapping, ``"system"`` when a system under test produced
-them (so repetitions can differ), null when not recorded.
-Citation evidence text and API keys never reach a report: metrics keep them out of their
-details and providers never record keys.
+them (so repetitions can differ), null when not recorded. Asked for, ``evidence`` comes
+last: the retrieved contexts of each execution (``views/_evidence.py``).
+Citation evidence text, retrieved context text (unless asked for) and API keys never reach
+a report: metrics keep them out of their details and providers never record keys.
 """
 
 from __future__ import annotations
@@ -484,17 +485,20 @@ def metric_sections(
     return metrics, distributions, cohorts
 
 
-def build_report(run: Run, *, samples: bool = True) -> Report:
+def build_report(run: Run, *, samples: bool = True, include_evidence: bool = False) -> Report:
     """Assemble the ``evalframe.report.v1`` document for a run.
 
     ``samples=False`` leaves the per-execution ``samples`` list empty: the costly part of a
     large run's report, and one that the Markdown and HTML renderings never show.
+    ``include_evidence=True`` adds the ``evidence`` section (the retrieved contexts).
     """
     with gc_paused():
-        return _build_report(run, samples=samples)
+        return _build_report(run, samples=samples, include_evidence=include_evidence)
 
 
-def _build_report(run: Run, *, samples: bool, aggregates: bool = True) -> Report:
+def _build_report(
+    run: Run, *, samples: bool, aggregates: bool = True, include_evidence: bool = False
+) -> Report:
     ids = run.metric_ids
     metrics, distributions, cohorts = metric_sections(run, _metric_block)
     rows = run.sample_aggregates
@@ -536,6 +540,10 @@ def _build_report(run: Run, *, samples: bool, aggregates: bool = True) -> Report
         "safety_failures": _safety_failures(run),
         "outputs": run.extra.get("outputs"),
     }
+    if include_evidence:
+        from evalframe.views._evidence import evidence_block
+
+        report["evidence"] = evidence_block(run)
     return Report(report)
 
 
