@@ -548,7 +548,7 @@ def _tool_sequence(frame: pl.DataFrame) -> pl.DataFrame:
     if TOOL_SEQUENCE in frame.columns:
         names = pl.col(TOOL_SEQUENCE).list.eval(pl.element().cast(pl.String))
     elif "tool_calls" in frame.columns and isinstance(frame.schema["tool_calls"], pl.List):
-        inner = frame.schema["tool_calls"].inner  # type: ignore[attr-defined]
+        inner = frame.schema["tool_calls"].inner
         if not isinstance(inner, pl.Struct) or "name" not in [f.name for f in inner.fields]:
             return pl.DataFrame({"key": pl.Series([None] * frame.height, dtype=pl.String)})
         names = pl.col("tool_calls").list.eval(pl.element().struct.field("name").cast(pl.String))

@@ -93,9 +93,9 @@ def presidio_analyzer() -> Any:
     # list over the network; the snapshot bundled with tldextract is used instead.
     tldextract.tldextract.TLD_EXTRACTOR = tldextract.TLDExtract(suffix_list_urls=())
 
-    class _BlankEnglish(SpacyNlpEngine):  # type: ignore[misc] - Presidio is untyped
+    class _BlankEnglish(SpacyNlpEngine):
         def load(self) -> None:
-            self.nlp = {"en": spacy.blank("en")}
+            self.nlp: Any = {"en": spacy.blank("en")}
 
     engine = _BlankEnglish(models=[{"lang_code": "en", "model_name": "blank:en"}])
     engine.load()
@@ -482,8 +482,8 @@ def ascii_smuggling(*, field: Literal["output", "input"] = "output") -> Scored:
     return Scored(
         score=pl.when(total > 0).then(0.0).otherwise(1.0),
         details=pl.struct(
-            count=total,
-            **{kind.replace("-", "_"): c for kind, c in counts.items()},
-            hidden_text=pl.when(hidden.str.len_chars() > 0).then(hidden),
+            total.alias("count"),
+            *(c.alias(kind.replace("-", "_")) for kind, c in counts.items()),
+            pl.when(hidden.str.len_chars() > 0).then(hidden).alias("hidden_text"),
         ),
     )
