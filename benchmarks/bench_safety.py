@@ -37,11 +37,46 @@ from evalframe.metrics.safety import PRESIDIO_TYPES, presidio_detect
 CORPUS = json.loads(
     (Path(__file__).parents[1] / "tests" / "data" / "pii" / "corpus.json").read_text("utf-8")
 )
-WORDS = (
-    "the refund policy allows returns within thirty days of delivery please keep your "
-    "receipt and contact support if the parcel arrived damaged our team answers every "
-    "request within two business days the order total includes shipping and taxes"
-).split()
+WORDS = [
+    "the",
+    "refund",
+    "policy",
+    "allows",
+    "returns",
+    "within",
+    "thirty",
+    "days",
+    "of",
+    "delivery",
+    "please",
+    "keep",
+    "your",
+    "receipt",
+    "and",
+    "contact",
+    "support",
+    "if",
+    "the",
+    "parcel",
+    "arrived",
+    "damaged",
+    "our",
+    "team",
+    "answers",
+    "every",
+    "request",
+    "within",
+    "two",
+    "business",
+    "days",
+    "the",
+    "order",
+    "total",
+    "includes",
+    "shipping",
+    "and",
+    "taxes",
+]
 
 
 def outputs(n: int, seed: int = 14) -> tuple[list[str], list[bool]]:
@@ -143,7 +178,7 @@ def main() -> None:
     print("|---|---|---|---|---|")
     ours = precision_recall("builtin")
     theirs = {k: (tp, fp, fn) for k, tp, fp, fn in precision_recall("presidio")}
-    shared = {v for v in PRESIDIO_TYPES.values()} | {"IPV4", "IPV6"}
+    shared = set(PRESIDIO_TYPES.values()) | {"IPV4", "IPV6"}
 
     def pr(tp: int, fp: int, fn: int) -> tuple[str, str]:
         p = f"{tp / (tp + fp):.2f}" if tp + fp else "-"
