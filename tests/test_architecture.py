@@ -116,15 +116,18 @@ def test_public_names_are_pinned() -> None:
     ]  # fmt: skip
     assert ef.metrics.__all__ == [
         "Derived", "JudgeReplies", "Metric", "MetricDef", "MetricFactory", "MetricScore", "Need",
-        "Range",
-        "Sample", "Scored", "TextEmbeddings", "TokenEmbeddings", "answer_containment_at_k",
-        "available", "bertscore_like", "bleu", "citation_groundedness", "contains",
-        "cosine_embedding", "cost", "definition", "exact_match", "from_object", "get",
-        "json_diff", "json_schema", "json_valid", "latency", "levenshtein", "list_contains",
-        "llm_as_judge", "metric", "numeric_diff", "ordinal_distance", "outcome_consistency",
-        "parse_spec", "refusal_quality", "regex", "register", "resolve", "retrieval_hit_at_k",
-        "retrieval_mrr", "retrieval_ndcg_at_k", "retrieval_recall_at_k", "retry_count",
-        "rouge_l", "rowwise", "score_consistency", "token_cost",
+        "Range", "Sample", "Scored", "TextEmbeddings", "TokenEmbeddings",
+        "answer_containment_at_k", "ascii_smuggling", "available", "bertscore_like", "bias",
+        "bleu", "brier_score", "calibration_error", "citation_groundedness", "compliance",
+        "contains", "cosine_embedding", "cost", "definition", "discrimination", "exact_match",
+        "from_object", "get", "harm_severity", "harmful_advice", "json_diff", "json_schema",
+        "json_valid", "latency", "levenshtein", "list_contains", "llm_as_judge", "metric",
+        "misuse_detection", "numeric_diff", "ordinal_distance", "outcome_consistency",
+        "output_consistency", "parse_spec", "pii_leak", "prompt_injection", "prompt_robustness",
+        "refusal_quality", "regex", "register", "resolve", "resource_consistency",
+        "response_disclosure", "retrieval_hit_at_k", "retrieval_mrr", "retrieval_ndcg_at_k",
+        "retrieval_recall_at_k", "retry_count", "role_violation", "rouge_l", "rowwise",
+        "score_consistency", "token_cost", "toxicity", "trajectory_consistency",
     ]  # fmt: skip
     assert ef.providers.__all__ == [
         "ENV", "BudgetExhaustedError", "Call", "Embedded", "EmbeddingClient", "HashingEmbedder",
@@ -158,7 +161,7 @@ def test_private_modules_hold_the_implementation() -> None:
         "providers", "schema", "store", "views",
         # metric families: one module per family, documented in the catalogue
         "citation", "deterministic", "judge", "lexical", "operational", "ordinal",
-        "rag", "reliability", "retrieval", "semantic", "similarity", "structural",
+        "rag", "reliability", "retrieval", "safety", "semantic", "similarity", "structural",
     }  # fmt: skip
 
 

@@ -19,7 +19,11 @@ from conftest import STUB_API_KEY
 
 import evalframe as ef
 
-PARAMS = {"ordinal-distance": "ordinal-distance(scale=[low,medium,high])"}
+PARAMS = {
+    "ordinal-distance": "ordinal-distance(scale=[low,medium,high])",
+    "compliance": 'compliance(policy="Give no medical advice.")',
+    "role-violation": 'role-violation(role="a billing support agent")',
+}
 # Parameters that only apply alongside another one.
 CONTEXT = {("bleu", "smooth_value"): "smooth=floor"}
 

@@ -40,6 +40,7 @@ BUILTIN_FAMILIES: Final = (
     "rag",
     "reliability",
     "retrieval",
+    "safety",
     "semantic",
     "similarity",
     "structural",

@@ -14,7 +14,7 @@ runner's rule); it passes when it also reaches the inner metric's own threshold.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import polars as pl
 
@@ -22,11 +22,31 @@ from evalframe.core import schema as C
 from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import sample_error
 from evalframe.metrics._registry import get, metric
-from evalframe.metrics._spec import Derived, Metric, Need, Scored
+from evalframe.metrics._spec import Derived, Metric, Need, Range, Scored
 
-__all__ = ["outcome_consistency", "score_consistency"]
+__all__ = [
+    "brier_score",
+    "calibration_error",
+    "discrimination",
+    "outcome_consistency",
+    "output_consistency",
+    "prompt_robustness",
+    "resource_consistency",
+    "score_consistency",
+    "trajectory_consistency",
+]
 
-_RELIABILITY = ("outcome-consistency", "score-consistency")
+_RELIABILITY = (
+    "outcome-consistency",
+    "score-consistency",
+    "output-consistency",
+    "brier-score",
+    "calibration-error",
+    "discrimination",
+    "prompt-robustness",
+    "resource-consistency",
+    "trajectory-consistency",
+)
 
 
 def _inner(name: str, spec: str) -> Metric:
@@ -159,4 +179,434 @@ def score_consistency(
             metric=pl.lit(inner.id),
         ),
         prepare=scored.prepare,
+    )
+
+
+# --- outputs across repetitions ------------------------------------------------------------
+
+
+@metric("output-consistency", family="reliability", threshold=0.8)
+def output_consistency(*, strip: bool = False) -> Scored:
+    """Share of a row's repetitions whose output is identical to its most common output.
+
+    This is harness-evals' ``outcome_consistency``: with k repetitions of a row, of which m
+    gave the most frequent output (compared exactly; ``strip=true`` ignores leading and
+    trailing whitespace), the score is ``m / k``. A repetition that produced no output agrees
+    with none. evalframe's ``outcome-consistency`` is a different measure: agreement of the
+    pass/fail verdicts of another metric.
+
+    Returns:
+        Float64 in (0, 1]; null (an error) when the row ran fewer than 2 times.
+    """
+    window = pl.col(C.SAMPLE_ID)
+    out = pl.col(C.ACTUAL_OUTPUT).cast(pl.String)
+    if strip:
+        out = out.str.strip_chars()
+    # A failed repetition gets a value no other repetition shares.
+    key = pl.coalesce(out, pl.format("\x00no output {}", pl.col(C.REPETITION)))
+    runs = pl.len().over(window).cast(pl.Int64)
+    modal = pl.col("output-consistency__n").max().over(window).cast(pl.Int64)
+    few = runs < 2
+    return Scored(
+        score=pl.when(few).then(None).otherwise(modal / runs),
+        error=pl.when(few).then(_runs_error("output-consistency", runs, "run(s)")),
+        details=pl.struct(
+            runs=runs,
+            identical=modal,
+            distinct=pl.col("output-consistency__key").n_unique().over(window).cast(pl.Int64),
+        ),
+        prepare={
+            "output-consistency__key": key,
+            "output-consistency__n": pl.len().over(C.SAMPLE_ID, key),
+        },
+    )
+
+
+# --- confidence: brier-score, calibration-error, discrimination ---------------------------
+
+CONFIDENCE = "confidence"
+"""The outputs column holding the system's confidence that its output is correct, in [0, 1]."""
+
+
+def _confidence() -> pl.Expr:
+    """``confidence`` as Float64, or all null when the frame has no such column."""
+    return pl.coalesce(pl.col(f"^{CONFIDENCE}$").cast(pl.Float64), pl.lit(None, pl.Float64))
+
+
+def _confidence_results(name: str, metric: str) -> tuple[pl.Expr, pl.Expr, pl.Expr, Scored]:
+    """The usable confidence, the usable correctness (1.0 or 0.0), the row's error, the inner.
+
+    A row is usable when its confidence is a number in [0, 1] and the inner metric scored
+    it; correct means the inner metric passed.
+    """
+    inner = _inner(name, metric)
+    score, passed, scored = _inner_results(inner)
+    conf = _confidence()
+    bad_conf = conf.is_null() | conf.is_nan() | ~conf.is_between(0.0, 1.0)
+    no_score = score.is_null()
+    usable = ~bad_conf & ~no_score
+    error = (
+        pl.when(conf.is_null())
+        .then(
+            sample_error(
+                f"has no {CONFIDENCE} for {name} metric: the system must report one "
+                f"(a {CONFIDENCE} column in [0, 1] beside actual_output)."
+            )
+        )
+        .when(bad_conf)
+        .then(
+            sample_error(
+                f"{CONFIDENCE} must be a number in [0, 1] for {name} metric; got {{}}.", conf
+            )
+        )
+        .when(no_score)
+        .then(
+            sample_error(
+                f"was not scored by {inner.id}, so {name} metric cannot tell whether it is correct."
+            )
+        )
+    )
+    return (
+        pl.when(usable).then(conf),
+        pl.when(usable).then(passed.cast(pl.Float64)),
+        error,
+        scored,
+    )
+
+
+def _confidence_derived(*, metric: str, **_: object) -> list[Derived]:
+    return _inner("reliability", metric).derived()
+
+
+def _confidence_needs(*, metric: str, **_: object) -> list[Need]:
+    return _inner("reliability", metric).needs()
+
+
+@metric(
+    "brier-score",
+    family="reliability",
+    threshold=0.75,
+    derived=_confidence_derived,
+    needs=_confidence_needs,
+)
+def brier_score(*, metric: str = "exact-match") -> Scored:
+    """One minus the squared error of the system's confidence against correctness.
+
+    Per row, ``1 - (confidence - correct)**2`` where ``correct`` is 1 when the row passes
+    the inner ``metric`` and 0 otherwise; the mean over rows is ``1 - Brier score``. A
+    confident right answer scores 1.0, a confident wrong one 0.0, an unsure 0.5 either way
+    0.75 (the default threshold).
+
+    Returns:
+        Float64 in [0, 1]; null (an error) when ``confidence`` is missing or outside [0, 1],
+        or the inner metric could not score the row.
+    """
+    conf, correct, error, scored = _confidence_results("brier-score", metric)
+    squared = (conf - correct) ** 2
+    return Scored(
+        score=1.0 - squared,
+        error=error,
+        details=pl.struct(confidence=conf, correct=correct, squared_error=squared),
+        prepare=scored.prepare,
+    )
+
+
+@metric(
+    "calibration-error",
+    family="reliability",
+    threshold=0.9,
+    derived=_confidence_derived,
+    needs=_confidence_needs,
+)
+def calibration_error(
+    *, metric: str = "exact-match", bins: Annotated[int, Range(ge=1, le=1000)] = 10
+) -> Scored:
+    """One minus the expected calibration error (ECE) of the system's confidence.
+
+    Confidences fall into ``bins`` equal-width bins over [0, 1] (a confidence of exactly 1
+    joins the last bin). ECE is ``sum over bins of (n_b / N) * |accuracy_b - confidence_b|``,
+    accuracy being the share of the bin's rows that pass the inner ``metric``. ECE is a
+    property of the whole run: every usable row gets ``1 - ECE``, so the run's mean is
+    ``1 - ECE``; its details give its bin's accuracy and mean confidence.
+
+    Returns:
+        Float64 in [0, 1]; null (an error) on rows without a usable confidence or inner score.
+    """
+    conf, correct, error, scored = _confidence_results("calibration-error", metric)
+    bin_ = pl.col("calibration-error__bin")
+    accuracy = correct.mean().over(bin_)
+    mean_conf = conf.mean().over(bin_)
+    gap = (accuracy - mean_conf).abs()
+    ece = gap.sum() / conf.count()
+    return Scored(
+        score=pl.when(conf.is_not_null()).then((1.0 - ece).clip(0.0, 1.0)),
+        error=error,
+        details=pl.struct(
+            bin=bin_,
+            bin_accuracy=accuracy,
+            bin_confidence=mean_conf,
+            bin_rows=conf.count().over(bin_).cast(pl.Int64),
+            ece=ece,
+        ),
+        prepare={
+            **scored.prepare,
+            "calibration-error__bin": (conf * bins).floor().cast(pl.Int64).clip(0, bins - 1),
+        },
+    )
+
+
+@metric(
+    "discrimination",
+    family="reliability",
+    threshold=0.7,
+    derived=_confidence_derived,
+    needs=_confidence_needs,
+)
+def discrimination(*, metric: str = "exact-match") -> Scored:
+    """AUROC of the system's confidence as a predictor of correctness.
+
+    The probability that a correct row (one passing the inner ``metric``) carries a higher
+    confidence than an incorrect one, ties counting half: the Mann-Whitney statistic over
+    average ranks. 0.5 is a confidence that tells nothing, 1.0 one that separates right from
+    wrong perfectly. A property of the whole run: every usable row gets the run's AUROC.
+
+    Returns:
+        Float64 in [0, 1]; null (an error) on rows without a usable confidence or inner
+        score, and on every row when the usable rows are all correct or all incorrect.
+    """
+    conf, correct, error, scored = _confidence_results("discrimination", metric)
+    rank = conf.rank("average")
+    n_pos = correct.sum()
+    n_neg = correct.count() - n_pos
+    auc = ((rank * correct).sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+    one_class = (n_pos == 0) | (n_neg == 0)
+    return Scored(
+        score=pl.when(conf.is_not_null() & ~one_class).then(auc),
+        error=pl.when(error.is_not_null())
+        .then(error)
+        .when(one_class)
+        .then(
+            sample_error(
+                "is in a run whose usable rows are {} correct of {}; discrimination metric "
+                "needs both correct and incorrect rows.",
+                n_pos.cast(pl.Int64),
+                correct.count(),
+            )
+        ),
+        details=pl.struct(
+            confidence=conf,
+            correct=correct,
+            correct_rows=n_pos.cast(pl.Int64),
+            incorrect_rows=n_neg.cast(pl.Int64),
+        ),
+        prepare=scored.prepare,
+    )
+
+
+# --- perturbed variants ---------------------------------------------------------------------
+
+VARIANT_OF = "variant_of"
+"""The metadata key linking a perturbed variant to the ``sample_id`` of its original."""
+
+
+@metric(
+    "prompt-robustness",
+    family="reliability",
+    threshold=0.8,
+    derived=_derived,
+    needs=_needs,
+)
+def prompt_robustness(
+    *, metric: str = "exact-match", spread: Literal["stddev", "range"] = "stddev"
+) -> Scored:
+    """One minus the spread of the inner metric's scores across a sample's perturbed variants.
+
+    A variant names its original in ``metadata.variant_of`` (the original's ``sample_id``);
+    an original and its variants form a group (variants of variants are not followed). The
+    spread is over every scored repetition of every member: ``2 * stddev`` (population),
+    or ``max - min`` with ``spread="range"``. Every member of a group gets its score.
+
+    Returns:
+        Float64 in [0, 1]; null (an error) when fewer than 2 members of the group scored.
+    """
+    inner = _inner("prompt-robustness", metric)
+    score, _, scored = _inner_results(inner)
+    window = pl.col("prompt-robustness__group")
+    members = pl.col(C.SAMPLE_ID).n_unique().over(window).cast(pl.Int64)
+    n = score.count().over(window).cast(pl.Int64)
+    if spread == "range":
+        width = (score.max() - score.min()).over(window)
+    else:
+        width = 2.0 * score.std(ddof=0).over(window)
+    few = n < 2
+    return Scored(
+        score=pl.when(few).then(None).otherwise((1.0 - width).clip(0.0, 1.0)),
+        error=pl.when(few).then(
+            sample_error(
+                "has {} scored run(s) in its variant group of {} sample(s); prompt-robustness "
+                "metric needs at least 2 (link variants with metadata.variant_of).",
+                n,
+                members,
+            )
+        ),
+        details=pl.struct(
+            group=window,
+            samples=members,
+            scored=n,
+            mean=score.mean().over(window),
+            min=score.min().over(window),
+            max=score.max().over(window),
+            metric=pl.lit(inner.id),
+        ),
+        prepare={
+            **scored.prepare,
+            "prompt-robustness__group": pl.coalesce(
+                C.metadata_field(VARIANT_OF), pl.col(C.SAMPLE_ID)
+            ),
+        },
+    )
+
+
+# --- resources and trajectories across repetitions ----------------------------------------
+
+
+def _resource(resource: str) -> tuple[pl.Expr, str]:
+    def col(name: str) -> pl.Expr:
+        return pl.coalesce(pl.col(f"^{name}$").cast(pl.Float64), pl.lit(None, pl.Float64))
+
+    if resource == "latency":
+        return col("latency_ms"), "latency_ms"
+    return col("prompt_tokens") + col("completion_tokens"), "prompt_tokens + completion_tokens"
+
+
+@metric("resource-consistency", family="reliability", dimension="performance", threshold=0.8)
+def resource_consistency(*, resource: Literal["tokens", "latency"] = "tokens") -> Scored:
+    """One minus the coefficient of variation of a row's tokens or latency across repetitions.
+
+    Over the repetitions of a row that recorded the resource (``prompt_tokens +
+    completion_tokens``, or ``latency_ms``), the score is ``1 - min(1, stddev / mean)``
+    (population stddev): 1.0 when every run cost the same, 0.0 when the spread reaches the
+    mean. All-zero values are perfectly consistent.
+
+    Returns:
+        Float64 in [0, 1]; null (an error) on a repetition that did not record it or
+        recorded a negative or non-finite value, and when fewer than 2 repetitions of the
+        row recorded it.
+    """
+    value, columns = _resource(resource)
+    bad = value.is_nan() | value.is_infinite() | (value < 0)
+    usable = pl.when(~bad.fill_null(True)).then(value)
+    window = pl.col(C.SAMPLE_ID)
+    n = usable.count().over(window).cast(pl.Int64)
+    mean = usable.mean().over(window)
+    std = usable.std(ddof=0).over(window)
+    cv = pl.when(mean > 0).then(std / mean).otherwise(0.0)
+    few = n < 2
+    return Scored(
+        score=pl.when(few | bad.fill_null(True)).then(None).otherwise(1.0 - cv.clip(0.0, 1.0)),
+        error=pl.when(value.is_null())
+        .then(
+            sample_error(
+                f"has no {columns} for resource-consistency metric on this repetition "
+                "(add it to the saved outputs)."
+            )
+        )
+        .when(bad.fill_null(False))
+        .then(
+            sample_error(
+                f"{columns} must be a finite number >= 0 for resource-consistency metric; "
+                "got {}.",
+                value,
+            )
+        )
+        .when(few)
+        .then(
+            sample_error(
+                f"has {{}} repetition(s) with {columns}; resource-consistency metric needs at "
+                "least 2.",
+                n,
+            )
+        ),
+        details=pl.struct(
+            runs=n,
+            mean=mean,
+            stddev=std,
+            min=usable.min().over(window),
+            max=usable.max().over(window),
+        ),
+    )
+
+
+TOOL_SEQUENCE = "tool_sequence"
+"""The column of called tool names, in order (``List(String)``), trajectory-consistency reads;
+without it, the ``name`` field of a ``tool_calls`` list of structs."""
+_SEQUENCE_KEY = "trajectory-consistency__sequence"
+
+
+def _tool_sequence(frame: pl.DataFrame) -> pl.DataFrame:
+    """Each row's tool names joined by U+001F (null when the frame records no tool calls)."""
+    if TOOL_SEQUENCE in frame.columns:
+        names = pl.col(TOOL_SEQUENCE).list.eval(pl.element().cast(pl.String))
+    elif "tool_calls" in frame.columns and isinstance(frame.schema["tool_calls"], pl.List):
+        inner = frame.schema["tool_calls"].inner
+        if not isinstance(inner, pl.Struct) or "name" not in [f.name for f in inner.fields]:
+            return pl.DataFrame({"key": pl.Series([None] * frame.height, dtype=pl.String)})
+        names = pl.col("tool_calls").list.eval(pl.element().struct.field("name").cast(pl.String))
+    else:
+        return pl.DataFrame({"key": pl.Series([None] * frame.height, dtype=pl.String)})
+    return frame.select(key=names.list.join("\x1f"), steps=names.list.len().cast(pl.Int64))
+
+
+def _sequence_derived(**_: object) -> list[Derived]:
+    return [Derived(_SEQUENCE_KEY, _tool_sequence)]
+
+
+@metric(
+    "trajectory-consistency",
+    family="reliability",
+    dimension="trajectory",
+    threshold=0.8,
+    derived=_sequence_derived,
+)
+def trajectory_consistency() -> Scored:
+    """Share of a row's repetitions that called the same tools in the same order as most did.
+
+    Reads the ``tool_sequence`` column (tool names in call order) or, without it, the
+    ``name`` of each entry of a ``tool_calls`` list. With k repetitions, m of which share
+    the most common sequence, the score is ``m / k``; a repetition with no recorded
+    sequence agrees with none.
+
+    Returns:
+        Float64 in (0, 1]; null (an error) when the row ran fewer than 2 times or the frame
+        records no tool calls at all.
+    """
+    seq = pl.col(_SEQUENCE_KEY).struct.field("key")
+    window = pl.col(C.SAMPLE_ID)
+    runs = pl.len().over(window).cast(pl.Int64)
+    modal = pl.col("trajectory-consistency__n").max().over(window).cast(pl.Int64)
+    few = runs < 2
+    none = seq.is_null().all()
+    return Scored(
+        score=pl.when(few | none).then(None).otherwise(modal / runs),
+        error=pl.when(none)
+        .then(
+            sample_error(
+                "has no tool_sequence or tool_calls column for trajectory-consistency metric."
+            )
+        )
+        .when(few)
+        .then(_runs_error("trajectory-consistency", runs, "run(s)")),
+        details=pl.struct(
+            runs=runs,
+            identical=modal,
+            distinct=pl.col("trajectory-consistency__key").n_unique().over(window).cast(pl.Int64),
+        ),
+        prepare={
+            "trajectory-consistency__key": pl.coalesce(
+                seq, pl.format("\x00none {}", pl.col(C.REPETITION))
+            ),
+            "trajectory-consistency__n": pl.len().over(
+                C.SAMPLE_ID, pl.coalesce(seq, pl.format("\x00none {}", pl.col(C.REPETITION)))
+            ),
+        },
     )
