@@ -63,7 +63,11 @@ def row_table(rows: pl.DataFrame, style: _Style = _MARKDOWN) -> list[str]:
     the row verdicts)."""
     pairs = C.METRIC in rows.columns
     # Plain text shows pass rates as short as they are exact (one repetition: 1 → 0).
-    rate = fmt if style.markdown else (lambda x: fmt(x, ".4g"))
+    spec = ".4f" if style.markdown else ".4g"
+
+    def rate(x: float | None) -> str:
+        return fmt(x, spec)
+
     body = [
         (
             r["sample_id"],
