@@ -184,9 +184,8 @@ def fit_table(
     Numeric columns are right-aligned. When the table is too wide, headers wrap at word
     boundaries first; then columns narrower than their share keep their width and the wider
     ones share the rest: their cells are cut with an ellipsis, or wrapped onto continuation
-    lines for the columns named in ``wrap``. When
-    there are too many columns for each to get a readable width, every row is printed as a
-    block of ``column  value`` lines instead.
+    lines for the columns named in ``wrap``. When there are too many columns for each to get
+    a readable width, every row is printed as a block of ``column  value`` lines instead.
     """
     cells = [[plain_cell(v) for v in row] for row in rows]
     if width is not None and len(headers) * (_READABLE + len(_GAP)) > width + len(_GAP):
@@ -202,7 +201,10 @@ def fit_table(
     widths = natural if width is None else _widths(headers, natural, floor, width, wrap)
     if width is not None and sum(widths) + len(_GAP) * (len(widths) - 1) > width:
         return _records(headers, cells, width, wrap)
-    numeric = [bool(rows) and all(_numeric(r[i]) for r in rows) for i in range(len(headers))]
+    numeric = [
+        all(_numeric(r[i]) for r in rows) and any(c[i] not in ("", "n/a") for c in cells)
+        for i in range(len(headers))
+    ]
     wrapped = [h in wrap for h in headers]
 
     def lines(values: Sequence[str], head: bool = False) -> list[str]:
