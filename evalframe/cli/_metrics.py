@@ -1,4 +1,4 @@
-"""``evalframe metrics``: list the registry."""
+"""``evalframe metrics``: list the registry, or the judge prompts."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from evalframe.cli._options import format_option
+from evalframe.cli._table import render
 from evalframe.metrics import available
 from evalframe.metrics._spec import format_value
 
@@ -15,19 +16,29 @@ from evalframe.metrics._spec import format_value
 @click.command()
 @format_option("fmt", "table", "json")
 @click.option(
+    "--family",
+    "families",
+    multiple=True,
+    metavar="NAME",
+    help="Only metrics of this family (lexical, retrieval, ...). Repeatable.",
+)
+@click.option(
     "--prompts",
     "show_prompts",
     is_flag=True,
     help="List the judge prompts instead: id, version, description (--format json adds the "
     "template and the reply's JSON schema).",
 )
-def metrics(fmt: str, show_prompts: bool) -> None:
-    """List every registered metric: name, family, dimension, threshold, parameters."""
+def metrics(fmt: str, families: tuple[str, ...], show_prompts: bool) -> None:
+    """List every registered metric: name, family, dimension, threshold, parameters and a
+    one-line summary (the table fits the terminal; --format json for every field)."""
     if show_prompts:
         _prompts(fmt)
         return
     rows: list[dict[str, Any]] = []
     for d in available():
+        if families and d.family not in families:
+            continue
         params = [
             f"{p.name}" + ("" if p.required else f"={format_value(p.default)}") for p in d.params
         ]
@@ -44,20 +55,19 @@ def metrics(fmt: str, show_prompts: bool) -> None:
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table("name", "family", "dimension", "threshold", "parameters", "summary")
-    for r in rows:
-        table.add_row(
+    body = [
+        (
             r["name"],
             r["family"],
             r["dimension"],
             f"{r['threshold']:g}",
             ", ".join(r["parameters"]) or "-",
-            r["summary"],
+            r["summary"].replace("``", "`"),
         )
-    Console(width=160).print(table)
+        for r in rows
+    ]
+    headers = ("name", "family", "dimension", "threshold", "parameters", "summary")
+    click.echo(render(headers, body, wrap=("parameters", "summary")))
 
 
 def _prompts(fmt: str) -> None:
@@ -80,10 +90,5 @@ def _prompts(fmt: str) -> None:
         ]
         click.echo(json.dumps(rows, indent=2))
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table("id", "version", "key", "description")
-    for p in found:
-        table.add_row(p.id, str(p.version), p.key, p.description)
-    Console(width=160).print(table)
+    body = [(p.id, str(p.version), p.key, p.description) for p in found]
+    click.echo(render(("id", "version", "key", "description"), body, wrap=("description",)))

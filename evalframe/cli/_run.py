@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     type=click.IntRange(min=1),
     default=8,
     show_default=True,
-    help="System calls in flight at once (with --system).",
+    help="Calls to the system under test in flight at once (with --system).",
 )
 @click.option(
     "-m",
@@ -135,7 +135,7 @@ def run(
     """
     if (outputs is None) == (system_ref is None):
         raise click.UsageError(
-            "Pass either --outputs FILE (the system's saved outputs) or --system "
+            "Pass either --outputs FILE (the system under test's saved outputs) or --system "
             "MODULE:FUNCTION (a system under test to call), not both."
         )
     system = _load_system(system_ref) if system_ref is not None else None

@@ -26,9 +26,9 @@ from evalframe.cli._options import (
     store_option,
     table_format_option,
 )
-from evalframe.cli._table import render, write_frame
+from evalframe.cli._table import render, terminal_width, write_frame
 from evalframe.core._errors import StoreError
-from evalframe.views._compare_render import fmt, table
+from evalframe.views._compare_render import comparison_text, fmt, gate_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -165,8 +165,15 @@ def _stats_options(f: F) -> F:
 @click.argument("after")
 @store_option()
 @_stats_options
-@format_option("output", "markdown", "json")
+@format_option("output", "text", "markdown", "json")
 @out_option("Write it here.")
+@click.option(
+    "--max-rows",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="Regressed and improved (row, metric) pairs listed, each, worst or best first.",
+)
 def compare_cmd(
     before: str,
     after: str,
@@ -176,17 +183,24 @@ def compare_cmd(
     n_bootstrap: int,
     output: str,
     out: Path | None,
+    max_rows: int,
 ) -> None:
     """Compare run AFTER with the reference BEFORE (deltas are AFTER - BEFORE).
 
     Each may be a run id, a run name, latest, previous, baseline[:NAME] or a SQL query
     returning one run id; BEFORE is resolved relative to AFTER (previous = the run of the
-    same dataset before it).
+    same dataset before it). The text output fits the terminal; markdown is the same content
+    as a Markdown document; json is evalframe.comparison.v1.
     """
     comparison = _open(store_path).compare(
         before, after, epsilon=epsilon, seed=seed, n_bootstrap=n_bootstrap
     )
-    text = comparison.to_json() if output == "json" else comparison.to_markdown()
+    if output == "json":
+        text = comparison.to_json()
+    elif output == "markdown":
+        text = comparison.to_markdown(max_rows=max_rows)
+    else:
+        text = comparison_text(comparison, max_rows=max_rows, width=terminal_width())
     emit(text, out)
 
 
@@ -314,7 +328,7 @@ def gate_cmd(
     if output == "json":
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2, default=str))
     else:
-        click.echo(result.to_text(), nl=False)
+        click.echo(gate_text(result, width=terminal_width()), nl=False)
     if not result.passed:
         raise SystemExit(1)
 
@@ -386,7 +400,7 @@ def list_baselines(store_path: Path | None) -> None:
         (r["name"], r["run_id"], r["dataset"], r["promoted_at"].strftime("%Y-%m-%d %H:%M:%S"))
         for r in frame.iter_rows(named=True)
     ]
-    click.echo("\n".join(table(("name", "run", "dataset", "promoted_at (UTC)"), body)))
+    click.echo(render(("name", "run", "dataset", "promoted_at (UTC)"), body))
 
 
 @click.command(epilog=EXIT_CODES)

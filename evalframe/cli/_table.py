@@ -1,29 +1,30 @@
-"""The one table renderer of the CLI (``runs``, ``sql``), fitted to the terminal width.
+"""The CLI's tables (``runs``, ``sql``, ``metrics``, ``compare``, ``gate``), fitted to the
+terminal width, and the ``--format`` writers of ``runs`` and ``sql``.
 
-Columns share the width: a column narrower than its fair share keeps its full width and the
-rest is split among the wider ones, whose cells are cut with an ellipsis. When there are too
-many columns to give each a readable width (``SELECT * FROM runs``), each row is printed as a
-block of ``column  value`` lines instead. The width is ``shutil.get_terminal_size`` (which
-honours ``COLUMNS``).
+The table style itself is ``views._format.fit_table``: columns share the width; a column
+narrower than its fair share keeps its full width and the rest is split among the wider ones,
+whose cells are cut with an ellipsis (or wrapped, for the columns a command names). When
+there are too many columns to give each a readable width (``SELECT * FROM runs``), each row
+is printed as a block of ``column  value`` lines instead. The width is
+``shutil.get_terminal_size`` (which honours ``COLUMNS``).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 import polars as pl
 
+from evalframe.views._format import fit_table, plain_cell
+
 __all__ = ["render", "render_frame", "terminal_width", "write_frame"]
 
-_GAP = "  "
-_MIN_COL = 4
-_READABLE = 8  # narrower columns than this: one block per row instead of one line
+_cell = plain_cell
 
 
 def terminal_width() -> int:
@@ -31,82 +32,17 @@ def terminal_width() -> int:
     return shutil.get_terminal_size((100, 24)).columns
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
-    if isinstance(value, (list, dict)):
-        return json.dumps(value, default=str, ensure_ascii=False)
-    return " ".join(str(value).split())  # one line per row
-
-
-def _fit(widths: list[int], total: int) -> list[int]:
-    """Column widths summing (with gaps) to at most ``total``: narrow columns keep theirs."""
-    avail = max(total - len(_GAP) * (len(widths) - 1), _MIN_COL * len(widths))
-    fitted = list(widths)
-    if sum(fitted) <= avail:
-        return fitted
-    wide = set(range(len(widths)))
-    budget = avail
-    while True:
-        share = budget // len(wide)
-        narrow = {i for i in wide if widths[i] <= share}
-        if not narrow:
-            break
-        budget -= sum(widths[i] for i in narrow)
-        wide -= narrow
-        if not wide:
-            return fitted
-    share, extra = divmod(budget, len(wide))
-    for n, i in enumerate(sorted(wide)):
-        fitted[i] = max(_MIN_COL, share + (1 if n < extra else 0))
-    return fitted
-
-
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def render(headers: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None) -> str:
-    """A plain-text table no wider than ``width`` (default: the terminal's)."""
+def render(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    width: int | None = None,
+    *,
+    wrap: Collection[str] = (),
+) -> str:
+    """A plain-text table no wider than ``width`` (default: the terminal's); the cells of the
+    columns named in ``wrap`` wrap onto continuation lines instead of being cut."""
     width = terminal_width() if width is None else width
-    cells = [[_cell(v) for v in row] for row in rows]
-    if len(headers) * (_READABLE + len(_GAP)) > width + len(_GAP):
-        return _records(headers, cells, width)
-    natural = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-    widths = _fit(natural, width)
-    numeric = [
-        all(isinstance(row[i], (int, float)) or row[i] is None for row in rows) and bool(rows)
-        for i in range(len(headers))
-    ]
-
-    def line(values: Sequence[str]) -> str:
-        parts = []
-        for i, v in enumerate(values):
-            text = _clip(v, widths[i])
-            parts.append(text.rjust(widths[i]) if numeric[i] else text.ljust(widths[i]))
-        return _GAP.join(parts).rstrip()
-
-    out = [line(list(headers)), _GAP.join("-" * w for w in widths)]
-    out.extend(line(r) for r in cells)
-    return "\n".join(out)
-
-
-def _records(headers: Sequence[str], cells: list[list[str]], width: int) -> str:
-    """One block per row (``name  value`` lines) when the columns cannot fit side by side."""
-    key = max(len(h) for h in headers)
-    room = max(width - key - len(_GAP), _MIN_COL)
-    out: list[str] = []
-    for n, row in enumerate(cells, 1):
-        out.append(_clip(f"-[ row {n} ]" + "-" * width, width))
-        out.extend(
-            f"{h.ljust(key)}{_GAP}{_clip(v, room)}".rstrip()
-            for h, v in zip(headers, row, strict=True)
-        )
-    return "\n".join(out)
+    return "\n".join(fit_table(headers, rows, width, wrap=wrap))
 
 
 def render_frame(frame: pl.DataFrame, width: int | None = None) -> str:

@@ -108,8 +108,8 @@ def evaluate(
             saved.
 
     Returns:
-        The ``Run``. A metric that cannot score a row records that row's error; a system
-        failure on a row becomes that row's error for every metric.
+        The ``Run``. A metric that cannot score a row records that row's error; a failure
+        of the system under test on a row becomes that row's error for every metric.
 
     Examples:
         >>> import evalframe as ef
