@@ -975,6 +975,7 @@ def test_scanner_reads_every_row_as_json_loads_does(texts: list[str]) -> None:
         '[{"id":"a","id":7}]',
         '{"retrieved":["a"],"retrieved":["b"]}',
         '{"retrieved":5,"retrieved":["b"]}',
+        '{"retrieved":[01],"retrieved":[]}',
         '{"retrieved":["a"],"other":{"nested":[1]}}',
         '{"0":"a","1":"b"}',
         '{"1":"a"}',

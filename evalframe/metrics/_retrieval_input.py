@@ -408,8 +408,8 @@ def _wrapped(data: Any, p: int, end: int, scratch: Any) -> int:
         if p < 0:
             return -1
         if _equals(scratch, 0, k, _RETRIEVED_KEY):
-            if data[p] != _OPEN_ARRAY:
-                return -1
+            if data[p] != _OPEN_ARRAY or at >= 0:
+                return -1  # a repeated key: its earlier values are left to the full decoder
             at = p
             # skip it by bracket depth (strings may hold brackets); it is read later
             depth = 0
