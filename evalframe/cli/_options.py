@@ -67,6 +67,18 @@ def max_rows_option() -> Callable[[F], F]:
     )
 
 
+def include_evidence_option() -> Callable[[F], F]:
+    """``--include-evidence``: put sensitive sample text (citation evidence in the metadata,
+    retrieved contexts' text) in a report; left out by default."""
+    return click.option(
+        "--include-evidence",
+        is_flag=True,
+        default=False,
+        help="Include sensitive sample text (sample metadata with its citation evidence, "
+        "retrieved contexts' text) in the HTML sample explorer; left out by default.",
+    )
+
+
 def out_option(help: str = "Write the report here instead of stdout.") -> Callable[[F], F]:
     """``--out PATH``: a file to write instead of printing."""
     return click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help=help)
