@@ -273,8 +273,9 @@ def _script_json(data: Mapping[str, Any]) -> str:
     import orjson
 
     text = orjson.dumps(data).decode()
-    # Inside <script>, "</" could close the element and "<!--" open a comment.
-    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+    # Inside <script>, "</" could close the element and "<!--" open a comment: no "<" at all
+    # (JSON reads the escape back as the same character).
+    return text.replace("<", "\\u003c")
 
 
 def explorer_html(data: Mapping[str, Any]) -> str:
