@@ -156,7 +156,9 @@ def test_user_text_cannot_close_the_data_script() -> None:
     run = ef.evaluate(ds, outputs={ds.get_column("sample_id")[0]: "</script>"},
                       metrics=["exact-match"])  # fmt: skip
     html = page(run.report(), charts="none", run=run)
-    data_part = html[html.index('id="ef-x-data">') : html.index("</script>", html.index("ef-x-data"))]
+    data_part = html[
+        html.index('id="ef-x-data">') : html.index("</script>", html.index("ef-x-data"))
+    ]
     assert "<" not in data_part[len('id="ef-x-data">') :]
     assert _data_of(html)["id"] == ["x</script><script>alert(1)</script>"]
 
@@ -199,7 +201,8 @@ def _two_runs() -> tuple[ef.Run, ef.Run]:
 def test_comparison_page_shows_regressed_and_improved_rows_side_by_side() -> None:
     before, after = _two_runs()
     html = comparison_page(compare(before, after, label="baseline"))
-    assert html.startswith("<!DOCTYPE html>") and "default-src 'none'" in html
+    assert html.startswith("<!DOCTYPE html>")
+    assert "default-src 'none'" in html
     parse(html)
     cases = re.findall(r'data-status="(\w+)" data-sample="([^"]+)"', html)
     assert cases == [("regressed", "refund-window"), ("improved", "warranty")]
@@ -250,7 +253,8 @@ def test_report_compare_command_from_files_and_from_the_store(tmp_path: Path) ->
     for html in (from_files.output, stored.output):
         assert re.findall(r'data-sample="([^"]+)"', html) == ["refund-window", "warranty"]
     md = runner.invoke(cli, ["report", str(a), "--compare", str(b), "--format", "markdown"])
-    assert md.exit_code == 0 and md.output.startswith("# Comparison")
+    assert md.exit_code == 0
+    assert md.output.startswith("# Comparison")
     js = runner.invoke(cli, ["report", str(a), "--compare", str(b), "--format", "json"])
     assert json.loads(js.output)["schema_version"] == "evalframe.comparison.v1"
 
