@@ -237,6 +237,8 @@ def test_explorer_search_sort_filter_and_detail(
     for name in ("exact-match", "contains", "rouge-l"):
         assert name in detail
     assert "threshold" in detail
+    # exact-match's details name both texts; the page shows them (output pane + details).
+    assert detail.count(row["actual_output"]) >= 2
     # The URL in the output is text, never a request.
     assert visit.requests == []
 

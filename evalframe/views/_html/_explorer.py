@@ -222,6 +222,7 @@ def explorer_data(
         .to_list()
     )
     errors_codes, errors = _codes(keyed.get_column(C.ERROR))
+    keyed = _referenced(keyed, execs)
     details_codes, detail_texts = _codes(keyed.get_column("details").replace("{}", None))
     keyed = keyed.with_columns(
         pl.Series("_e", errors_codes, dtype=pl.Int64),
@@ -267,6 +268,58 @@ def explorer_data(
         else:
             data[name] = col.to_list()
     return data
+
+
+EXPECTED_REF = "\u0001expected"
+ACTUAL_REF = "\u0001actual"
+
+
+def _referenced(keyed: pl.DataFrame, execs: pl.DataFrame) -> pl.DataFrame:
+    """Details whose top-level text fields repeat the row's expected or actual output name
+    it instead (``EXPECTED_REF``, ``ACTUAL_REF``; the page puts the text back).
+
+    Metrics such as exact-match echo both texts in their details: shipped as they are, a
+    large run's page would carry every output two or three times. Done per metric (each has
+    one details shape), over whole columns.
+    """
+    texts = execs.select("_pos", "expected", "actual")
+    parts = []
+    for _, part in keyed.join(texts, on="_pos", how="left").group_by(C.METRIC, maintain_order=True):
+        parts.append(_reference_part(part))
+    if not parts:
+        return keyed
+    return pl.concat(parts).select(keyed.columns)
+
+
+def _reference_part(part: pl.DataFrame) -> pl.DataFrame:
+    try:
+        decoded = part.get_column("details").str.json_decode(infer_schema_length=None)
+    except pl.exceptions.PolarsError:  # no common shape: left as they are
+        return part
+    if not isinstance(decoded.dtype, pl.Struct):
+        return part
+    strings = [f.name for f in decoded.dtype.fields if f.dtype == pl.String]
+    if not strings:
+        return part
+    frame = part.with_columns(decoded.alias("_dec"))
+    fields = []
+    for f in decoded.dtype.fields:
+        v = pl.col("_dec").struct.field(f.name)
+        if f.name in strings:
+            v = (
+                pl.when(v == pl.col("expected"))
+                .then(pl.lit(EXPECTED_REF))
+                .when(v == pl.col("actual"))
+                .then(pl.lit(ACTUAL_REF))
+                .otherwise(v)
+            )
+        fields.append(v.alias(f.name))
+    encoded = (
+        pl.when(pl.col("details").is_null())
+        .then(None)
+        .otherwise(pl.struct(fields).struct.json_encode())
+    )
+    return frame.with_columns(encoded.alias("details")).drop("_dec")
 
 
 def _script_json(data: Mapping[str, Any]) -> str:

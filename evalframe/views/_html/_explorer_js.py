@@ -193,6 +193,14 @@ function jsonTree(v){
     ?"<details open><summary>"+efEsc(k)+"</summary>"+jsonTree(x)+"</details>"
     :"<div>"+efEsc(k)+": "+(typeof x==="string"?"<pre>"+efEsc(x)+"</pre>":jsonTree(x))+"</div>").join("");
 }
+// Details name the row's expected or actual output instead of repeating it (see _explorer.py).
+function unref(v,i){
+  if(v==="\u0001expected")return D.expected[i];
+  if(v==="\u0001actual")return D.actual[i];
+  if(v===null||typeof v!=="object")return v;
+  if(Array.isArray(v))return v.map(x=>unref(x,i));
+  const o={};for(const k in v)o[k]=unref(v[k],i);return o;
+}
 function section(title,body){return "<h4>"+efEsc(title)+"</h4>"+body;}
 function show(i){
   sel=i;paint(true);
@@ -208,7 +216,7 @@ function show(i){
   for(let k=0;k<M;k++){
     const e=E[k][i],s=S[k][i],dt=D.details[D.metrics[k]][i];
     const verdict=e>=0?'<span class="ef-x-err">error</span>':isNaN(s)?"not scored":s<T[k]?'<span class="ef-x-fail">fail</span>':"pass";
-    const det=e>=0?efEsc(D.errors[e]):dt==null?"":'<div class="ef-x-json">'+jsonTree(JSON.parse(D.detail_texts[dt]))+"</div>";
+    const det=e>=0?efEsc(D.errors[e]):dt==null?"":'<div class="ef-x-json">'+jsonTree(unref(JSON.parse(D.detail_texts[dt]),i))+"</div>";
     rows+="<tr><td><code>"+efEsc(D.metrics[k])+"</code></td><td>"+(isNaN(s)?"":s.toFixed(4))+"</td><td>"+T[k]+"</td><td>"+verdict+'</td><td class="ef-wrap">'+det+"</td></tr>";
   }
   h+=section("scores","<table><thead><tr><th>metric</th><th>score</th><th>threshold</th><th>verdict</th><th>details</th></tr></thead><tbody>"+rows+"</tbody></table>");
