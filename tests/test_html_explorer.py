@@ -291,3 +291,13 @@ def test_report_command_passes_evidence_and_max_rows(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def run() -> ef.Run:
     return fixed_run()
+
+
+def test_the_failing_samples_section_is_the_same_with_the_run_at_hand(run: ef.Run) -> None:
+    """With the run, the section is read from its frames; without, from the document."""
+
+    def section(html: str) -> str:
+        return html[html.index("<h3>Failing samples</h3>") : html.index("<h3>Execution errors")]
+
+    doc = run.report()
+    assert section(page(doc, charts="none", run=run)) == section(page(doc, charts="none"))

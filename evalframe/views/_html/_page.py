@@ -104,6 +104,11 @@ def page(
     elif charts == "vega":
         body_charts, script = _vega_charts(_chart_specs(doc))
     name = title or f"evalframe report — {doc.get('run_name') or doc.get('dataset')}"
+    if run is not None and "failing_samples" not in doc:
+        from evalframe.views._html._run import _failing_of
+
+        # The same list failing_samples() reads from the document, from the run's frames.
+        doc = {**doc, "failing_samples": _failing_of(run)}
     body = report_html(doc, charts=body_charts, max_rows=max_rows)
     if explorer:
         from evalframe.views._html._explorer import explorer_data, explorer_html
