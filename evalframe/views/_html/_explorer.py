@@ -36,22 +36,26 @@ __all__ = ["EXPLORER_LIMIT", "explorer_data", "explorer_html"]
 EXPLORER_LIMIT = 250_000
 """Executions the explorer holds; beyond it, failing and errored executions are kept first."""
 
-_EXEC = {
-    C.SAMPLE_ID: pl.String,
-    C.REPETITION: pl.Int64,
-    C.TAGS: pl.List(pl.String),
-    "input": pl.String,
-    "expected": pl.String,
-    "actual": pl.String,
-}
-_SCORES = {
-    C.SAMPLE_ID: pl.String,
-    C.REPETITION: pl.Int64,
-    C.METRIC: pl.String,
-    C.SCORE: pl.Float64,
-    C.ERROR: pl.String,
-    "details": pl.String,
-}
+_EXEC = pl.Schema(
+    {
+        C.SAMPLE_ID: pl.String(),
+        C.REPETITION: pl.Int64(),
+        C.TAGS: pl.List(pl.String()),
+        "input": pl.String(),
+        "expected": pl.String(),
+        "actual": pl.String(),
+    }
+)
+_SCORES = pl.Schema(
+    {
+        C.SAMPLE_ID: pl.String(),
+        C.REPETITION: pl.Int64(),
+        C.METRIC: pl.String(),
+        C.SCORE: pl.Float64(),
+        C.ERROR: pl.String(),
+        "details": pl.String(),
+    }
+)
 
 
 def _json_text(expr: pl.Expr) -> pl.Expr:

@@ -66,7 +66,7 @@ def run_from_report(doc: Mapping[str, Any], *, source: str = "the report") -> Ru
             pl.lit("{}").alias(C.METADATA),
         )
         .select(C.DATASET_SCHEMA.names())
-        .cast(dict(C.DATASET_SCHEMA))
+        .cast(C.DATASET_SCHEMA)
     )
     dataset = Dataset._wrap(
         dataset_rows, name=str(doc.get("dataset")), metrics=[], repetitions=None, path=None
@@ -119,7 +119,7 @@ def run_from_report(doc: Mapping[str, Any], *, source: str = "the report") -> Ru
             .alias("passed"),
         )
         .select(C.SCORES_SCHEMA.names())
-        .cast(dict(C.SCORES_SCHEMA))
+        .cast(C.SCORES_SCHEMA)
     )
     return Run(
         run_id=run_id,
