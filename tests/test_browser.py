@@ -300,3 +300,33 @@ def test_comparison_page_shows_both_outputs_side_by_side(
     improved = visit.page.locator('.ef-cmp-case[data-status="improved"]')
     assert improved.get_attribute("data-sample") == "warranty"
     assert visit.requests == []
+
+
+def test_explorer_shows_a_trajectory_and_contexts(
+    tmp_path: Path, offline_browser: OfflineBrowser
+) -> None:
+    from evalframe.views._html import page
+
+    run = _support_run()
+    contexts = pl.Series("contexts", [[f"context {i} of {s}"] for i, s in
+                                      enumerate(run.frame.get_column("sample_id"))])  # fmt: skip
+    run = dataclasses.replace(run, frame=run.frame.with_columns(contexts))
+    doc = run.report()
+    first = doc["samples"][0]["id"]
+    doc["samples"][0]["trajectory"] = {"steps": [{"tool": "lookup_policy", "args": {"q": "x"}}]}
+    for evidence in (False, True):
+        path = tmp_path / f"trajectory-{evidence}.html"
+        path.write_text(page(doc, charts="none", run=run, include_evidence=evidence), "utf-8")
+        visit = offline_browser.open(path)
+        visit.page.fill("#ef-x-search", first)
+        visit.page.wait_for_function("document.getElementById('ef-x-count').textContent === "
+                                     "'1 of 12 shown'")  # fmt: skip
+        visit.page.click(".ef-x-row")
+        assert "lookup_policy" in visit.page.inner_text(".ef-x-trajectory")
+        detail = visit.page.inner_text("#ef-x-detail")
+        if evidence:
+            assert f"context 0 of {first}" in detail
+        else:
+            assert "1 context; their text is left out" in detail
+            assert "context 0 of" not in visit.page.content()
+        assert visit.requests == []

@@ -137,9 +137,9 @@ def test_context_text_ships_only_with_evidence() -> None:
 def test_a_trajectory_in_the_report_is_carried_as_json(run: ef.Run) -> None:
     doc = json.loads(run.report().to_json())
     doc["samples"][0]["trajectory"] = {"steps": [{"tool": "search", "args": {"q": "x"}}]}
-    data = explorer_data(doc)
-    assert json.loads(data["trajectory"][0]) == doc["samples"][0]["trajectory"]
-    assert data["trajectory"][1] is None
+    for data in (explorer_data(doc), explorer_data(doc, run=run)):
+        assert json.loads(data["trajectory"][0]) == doc["samples"][0]["trajectory"]
+        assert data["trajectory"][1] is None
 
 
 def test_the_limit_keeps_failing_executions_first(run: ef.Run) -> None:

@@ -142,6 +142,25 @@ def _from_doc(doc: Mapping[str, Any]) -> tuple[pl.DataFrame, pl.DataFrame, dict[
     return execs, scores, extra
 
 
+def _doc_trajectories(doc: Mapping[str, Any], execs: pl.DataFrame) -> pl.Series | None:
+    """The report's ``samples[].trajectory``, aligned with the run's executions."""
+    samples = doc.get("samples") or []
+    if not any("trajectory" in s for s in samples):
+        return None
+    found = pl.DataFrame(
+        {
+            C.SAMPLE_ID: [s["id"] for s in samples],
+            C.REPETITION: [s.get("repetition", 0) for s in samples],
+            "trajectory": [_dumps(s.get("trajectory")) for s in samples],
+        },
+        schema={C.SAMPLE_ID: pl.String(), C.REPETITION: pl.Int64(), "trajectory": pl.String()},
+    )
+    aligned = execs.select(C.SAMPLE_ID, C.REPETITION).join(
+        found, on=[C.SAMPLE_ID, C.REPETITION], how="left", maintain_order="left"
+    )
+    return aligned.get_column("trajectory")
+
+
 def _dumps(value: Any) -> str | None:
     import orjson
 
@@ -192,6 +211,10 @@ def explorer_data(
         ``context_counts`` without evidence) and ``metadata``; ``total`` and ``shown``.
     """
     execs, scores, extra = _from_run(run) if run is not None else _from_doc(doc)
+    if run is not None and "trajectory" not in extra:
+        found = _doc_trajectories(doc, execs)
+        if found is not None:
+            extra["trajectory"] = found
     metrics, thresholds = _metric_info(doc, run)
     execs = execs.with_row_index("_pos")
     keyed = scores.filter(pl.col(C.METRIC).is_in(metrics)).join(

@@ -223,7 +223,7 @@ function show(i){
   if(D.trajectory&&D.trajectory[i]!=null)h+=section("trajectory",'<div class="ef-x-json ef-x-trajectory">'+jsonTree(JSON.parse(D.trajectory[i]))+"</div>");
   if(D.contexts&&D.contexts[i]!=null){const cx=JSON.parse(D.contexts[i]);
     h+=section("retrieved contexts","<ol>"+(Array.isArray(cx)?cx:[cx]).map(c=>"<li><pre>"+efEsc(typeof c==="string"?c:JSON.stringify(c,null,2))+"</pre></li>").join("")+"</ol>");}
-  else if(D.context_counts&&D.context_counts[i]!=null)h+=section("retrieved contexts",'<p class="ef-muted">'+D.context_counts[i]+" contexts; their text is left out (render with --include-evidence to see it).</p>");
+  else if(D.context_counts&&D.context_counts[i]!=null)h+=section("retrieved contexts",'<p class="ef-muted">'+D.context_counts[i]+(D.context_counts[i]===1?" context":" contexts")+"; their text is left out (render with --include-evidence to see it).</p>");
   if(D.metadata&&D.metadata[i]!=null)h+=section("metadata",'<div class="ef-x-json">'+jsonTree(JSON.parse(D.metadata[i]))+"</div>");
   d.innerHTML=h;
 }
