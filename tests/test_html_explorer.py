@@ -175,7 +175,8 @@ def test_user_text_cannot_close_the_data_script() -> None:
 
 
 def test_page_is_balanced_with_the_explorer(run: ef.Run) -> None:
-    parse(page(run.report(), charts="none", run=run))
+    parsed = parse(page(run.report(), charts="none", run=run))
+    assert parsed.tags.count("section") == 1  # one explorer, every element closed
 
 
 def test_explorer_section_snapshot(run: ef.Run) -> None:
