@@ -134,6 +134,19 @@ def test_context_text_ships_only_with_evidence() -> None:
                                                           ["ctx three"]]  # fmt: skip
 
 
+def test_contexts_of_a_report_written_with_evidence(run: ef.Run) -> None:
+    """A report written with --include-evidence lists contexts in its evidence section."""
+    doc = json.loads(run.report().to_json())
+    doc["evidence"] = [{"id": "q2", "repetition": 1, "contexts": ["shipping SECRET text"]}]
+    hidden = explorer_data(doc)
+    at = list(zip(hidden["id"], hidden["rep"], strict=True)).index(("q2", 1))
+    assert hidden["context_counts"][at] == 1
+    assert "SECRET" not in json.dumps(hidden)
+    shown = explorer_data(doc, include_evidence=True)
+    assert json.loads(shown["contexts"][at]) == ["shipping SECRET text"]
+    assert shown["contexts"][0] is None
+
+
 def test_a_trajectory_in_the_report_is_carried_as_json(run: ef.Run) -> None:
     doc = json.loads(run.report().to_json())
     doc["samples"][0]["trajectory"] = {"steps": [{"tool": "search", "args": {"q": "x"}}]}

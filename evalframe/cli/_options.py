@@ -18,6 +18,7 @@ __all__ = [
     "STORE_ENV",
     "ProviderSettings",
     "emit",
+    "evidence_option",
     "format_option",
     "max_rows_option",
     "out_option",
@@ -56,6 +57,16 @@ def format_option(dest: str, *choices: str) -> Callable[[F], F]:
     )
 
 
+def evidence_option(f: F) -> F:
+    """``--include-evidence``: put each execution's retrieved contexts in the JSON report."""
+    return click.option(
+        "--include-evidence",
+        is_flag=True,
+        help="Add the retrieved contexts behind judged scores to the JSON report (its "
+        "evidence section); they are left out otherwise.",
+    )(f)
+
+
 def max_rows_option() -> Callable[[F], F]:
     """``--max-rows``: how many failing samples the Markdown and HTML reports list."""
     return click.option(
@@ -64,18 +75,6 @@ def max_rows_option() -> Callable[[F], F]:
         default=20,
         show_default=True,
         help="Failing samples listed in the Markdown and HTML reports, worst first.",
-    )
-
-
-def include_evidence_option() -> Callable[[F], F]:
-    """``--include-evidence``: put sensitive sample text (citation evidence in the metadata,
-    retrieved contexts' text) in a report; left out by default."""
-    return click.option(
-        "--include-evidence",
-        is_flag=True,
-        default=False,
-        help="Include sensitive sample text (sample metadata with its citation evidence, "
-        "retrieved contexts' text) in the HTML sample explorer; left out by default.",
     )
 
 

@@ -11,8 +11,8 @@ import click
 from evalframe.cli._options import (
     EXIT_CODES,
     emit,
+    evidence_option,
     format_option,
-    include_evidence_option,
     max_rows_option,
     out_option,
     store_option,
@@ -112,7 +112,7 @@ def _run_of(ref: str, store: Path | None) -> Run:
     "extra is installed.",
 )
 @max_rows_option()
-@include_evidence_option()
+@evidence_option
 @out_option()
 def report(
     run: str,

@@ -139,6 +139,22 @@ def _from_doc(doc: Mapping[str, Any]) -> tuple[pl.DataFrame, pl.DataFrame, dict[
     for name in ("trajectory", "contexts"):
         if any(name in s for s in samples):
             extra[name] = pl.Series(name, [_dumps(s.get(name)) for s in samples], dtype=pl.String)
+    evidence = doc.get("evidence") or []
+    if evidence and "contexts" not in extra:
+        # A report written with --include-evidence: each execution's contexts, by id.
+        found = pl.DataFrame(
+            {
+                C.SAMPLE_ID: [e["id"] for e in evidence],
+                C.REPETITION: [e.get("repetition", 0) for e in evidence],
+                "contexts": [_dumps(e.get("contexts")) for e in evidence],
+            },
+            schema={C.SAMPLE_ID: pl.String(), C.REPETITION: pl.Int64(), "contexts": pl.String()},
+        )
+        extra["contexts"] = (
+            execs.select(C.SAMPLE_ID, C.REPETITION)
+            .join(found, on=[C.SAMPLE_ID, C.REPETITION], how="left", maintain_order="left")
+            .get_column("contexts")
+        )
     return execs, scores, extra
 
 
