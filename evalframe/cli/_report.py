@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,6 +19,10 @@ from evalframe.cli._options import (
 )
 from evalframe.core._errors import EvalframeError
 from evalframe.views._report import Report
+
+if TYPE_CHECKING:
+    from evalframe.core._compare import Comparison
+    from evalframe.core._run import Run
 
 _REPORT_SCHEMAS = ("evalframe.report.", "eval-harness.report.")
 
@@ -36,12 +41,23 @@ def _read_report_file(path: Path) -> Report:
     return Report(doc)
 
 
-def _load(ref: str, store: Path | None, *, include_evidence: bool = False) -> Report:
+def _load(
+    ref: str, store: Path | None, *, include_evidence: bool = False
+) -> tuple[Report, Run | None]:
+    """The report RUN names, and the run itself when it is a stored run."""
     path = Path(ref)
     if path.is_file():
-        return _read_report_file(path)
+        return _read_report_file(path), None
     if path.suffix.lower() == ".json":
         raise EvalframeError(f"No such report file: {path}")
+    from evalframe.store import Store
+
+    with Store(_store_of(ref, store)) as db:
+        loaded = db.load(ref)
+    return loaded.report(include_evidence=include_evidence), loaded
+
+
+def _store_of(ref: str, store: Path | None) -> Path:
     if not store:
         raise click.UsageError(
             f"{ref!r} is not a report JSON file, so it names a stored run: pass --store PATH "
@@ -49,16 +65,46 @@ def _load(ref: str, store: Path | None, *, include_evidence: bool = False) -> Re
         )
     if not store.is_file():
         raise EvalframeError(f"No such store file: {store}")
-    from evalframe.store import Store
+    return store
 
-    with Store(store) as db:
-        return db.load(ref).report(include_evidence=include_evidence)
+
+def _comparison(run: str, reference: str, store: Path | None) -> Comparison:
+    """RUN compared with the reference (deltas are RUN - reference)."""
+    from evalframe.core._compare import compare
+
+    files = [Path(ref).is_file() or Path(ref).suffix.lower() == ".json" for ref in (run, reference)]
+    if not any(files):  # both stored: the store resolves `previous` relative to RUN
+        from evalframe.store import Store
+
+        with Store(_store_of(run, store)) as db:
+            return db.compare(reference, run)
+    before = _run_of(reference, store)
+    after = _run_of(run, store)
+    return compare(before, after, label=reference)
+
+
+def _run_of(ref: str, store: Path | None) -> Run:
+    doc, loaded = _load(ref, store)
+    if loaded is not None:
+        return loaded
+    from evalframe.views._html._report_run import run_from_report
+
+    return run_from_report(doc, source=ref)
 
 
 @click.command(epilog=EXIT_CODES)
 @click.argument("run", metavar="RUN")
 @store_option()
 @format_option("fmt", "html", "markdown", "json")
+@click.option(
+    "--compare",
+    "reference",
+    metavar="REF",
+    default=None,
+    help="Render the comparison of RUN with the reference REF instead (a report JSON file "
+    "or a stored run, e.g. baseline or previous): metric deltas with intervals, then the "
+    "rows that regressed and improved with both outputs side by side.",
+)
 @click.option(
     "--charts",
     type=click.Choice(["auto", "vega", "svg", "none"]),
@@ -68,25 +114,49 @@ def _load(ref: str, store: Path | None, *, include_evidence: bool = False) -> Re
     "extra is installed.",
 )
 @max_rows_option()
-@out_option()
 @evidence_option
+@out_option()
 def report(
     run: str,
     store_path: Path | None,
     fmt: str,
+    reference: str | None,
     charts: str,
     max_rows: int,
-    out: Path | None,
     include_evidence: bool,
+    out: Path | None,
 ) -> None:
     """Render RUN's report: one self-contained HTML file (no network), Markdown or JSON.
 
     RUN is a report JSON file (from `evalframe run --format json`) or a stored run: an id,
-    a name, latest, previous, a baseline name or a SQL query returning one run id.
+    a name, latest, previous, a baseline name or a SQL query returning one run id. The HTML
+    page ends with a sample explorer of every execution (inputs and expected outputs shown
+    for stored runs; a report file holds neither). With --compare REF it renders the
+    comparison of RUN with REF instead.
     """
-    doc = _load(run, store_path, include_evidence=include_evidence)
+    if reference is not None:
+        comparison = _comparison(run, reference, store_path)
+        if fmt == "html":
+            from evalframe.views._html._compare import comparison_page
+
+            text = comparison_page(comparison, max_rows=max_rows)
+        elif fmt == "markdown":
+            text = comparison.to_markdown(max_rows=max_rows)
+        else:
+            text = comparison.to_json()
+        emit(text, out, note=f" (comparison with {reference})")
+        return
+    doc, loaded = _load(run, store_path, include_evidence=include_evidence)
     if fmt == "html":
-        text = doc.to_html(charts=charts)  # type: ignore[arg-type]  # click.Choice checked it
+        from evalframe.views._html import page
+
+        text = page(
+            doc,
+            charts=charts,  # type: ignore[arg-type]  # click.Choice checked it
+            run=loaded,
+            include_evidence=include_evidence,
+            max_rows=max_rows,
+        )
     elif fmt == "markdown":
         text = doc.to_markdown(max_rows=max_rows)
     else:

@@ -6,13 +6,15 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from evalframe.core import schema as C
 from evalframe.views._format import f4, signed, text_table
+from evalframe.views._html._diff import word_diff
 from evalframe.views._html._parts import CSS, MAX_FAILURES, escape, table, td
 
 if TYPE_CHECKING:
     from evalframe.core._compare import Comparison
 
-__all__ = ["comparison_html", "comparison_text"]
+__all__ = ["comparison_html", "comparison_page", "comparison_text"]
 
 
 def _ci(low: Any, high: Any) -> str:
@@ -126,16 +128,100 @@ def _regressed_rows(c: Comparison, max_rows: int) -> list[str]:
     return out
 
 
+_CASE_CSS = """
+.ef-cmp .ef-cmp-case{border:1px solid #d8dee4;border-radius:4px;padding:6px 10px;margin:6px 0}
+.ef-cmp .ef-cmp-pair{display:grid;grid-template-columns:1fr 1fr;gap:10px}
+.ef-cmp pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:6px 8px;
+  border-radius:4px;margin:2px 0;font-size:12px;max-height:240px;overflow:auto}
+.ef-cmp ins{background:#ccffd8;text-decoration:none}
+.ef-cmp del{background:#ffd7d5;text-decoration:none}
+.ef-cmp h4{margin:2px 0;font-size:12px;color:#57606a;font-weight:600}
+""".strip()
+
+
+def _outputs(run: Any, ids: list[str]) -> dict[str, str | None]:
+    """Each sample's actual output in its first repetition."""
+    rows = (
+        run.frame.filter(pl.col(C.SAMPLE_ID).is_in(ids))
+        .sort(C.REPETITION)
+        .unique(C.SAMPLE_ID, keep="first", maintain_order=True)
+    )
+    return dict(zip(rows.get_column(C.SAMPLE_ID), rows.get_column(C.ACTUAL_OUTPUT), strict=True))
+
+
+def _cases(c: Comparison, status: str, max_rows: int) -> list[str]:
+    """The rows whose metrics regressed (or improved), worst (or best) first, each with its
+    moved metrics and both outputs side by side, word-diffed."""
+    moved = c.row_metrics.filter(pl.col("status") == status)
+    title = "Regressed rows" if status == "regressed" else "Improved rows"
+    if not moved.height:
+        return [f"<h3>{title}</h3>", '<p class="ef-muted">None.</p>']
+    sign = 1 if status == "regressed" else -1
+    per_row = (
+        moved.group_by(C.SAMPLE_ID, maintain_order=True)
+        .agg(
+            pl.col(C.METRIC),
+            pl.col("pass_rate_delta"),
+            pl.col("score_delta"),
+            (sign * pl.col("pass_rate_delta")).min().alias("_p"),
+            (sign * pl.col("score_delta")).min().alias("_s"),
+        )
+        .sort(["_p", "_s", C.SAMPLE_ID], nulls_last=True)
+    )
+    shown = per_row.head(max_rows)
+    ids = shown.get_column(C.SAMPLE_ID).to_list()
+    before, after = _outputs(c.before, ids), _outputs(c.after, ids)
+    out = [
+        f"<h3>{title}</h3>",
+        f'<p class="ef-muted">{shown.height} of {per_row.height} rows shown; outputs of the '
+        "first repetition, words removed in red and added in green.</p>",
+    ]
+    for sid, metrics, dp, ds, _, _ in shown.iter_rows():  # at most max_rows cases
+        moves = "; ".join(
+            f"<code>{escape(m)}</code> pass-rate {signed(p)}, score {signed(s)}"
+            for m, p, s in zip(metrics, dp, ds, strict=True)
+        )
+        left, right = word_diff(before.get(sid), after.get(sid))
+        out.append(
+            f'<div class="ef-cmp-case" data-status="{status}" data-sample="{escape(sid)}">'
+            f"<div><code>{escape(sid)}</code> {moves}</div>"
+            f'<div class="ef-cmp-pair"><div><h4>before ({escape(c.before.run_id)})</h4>'
+            f'<pre class="ef-cmp-before">{left}</pre></div>'
+            f"<div><h4>after ({escape(c.after.run_id)})</h4>"
+            f'<pre class="ef-cmp-after">{right}</pre></div></div></div>'
+        )
+    return out
+
+
 def comparison_html(comparison: Comparison, *, max_rows: int = MAX_FAILURES) -> str:
     """A comparison of two runs as an HTML fragment (``Comparison._repr_html_``).
 
     Row verdict counts, macro-F1 before and after with its paired interval, per-metric
-    deltas with bootstrap intervals and Holm-adjusted p-values, the cohorts that moved and
-    the worst regressed rows.
+    deltas with bootstrap intervals and Holm-adjusted p-values, the cohorts that moved, the
+    worst regressed (row, metric) pairs, then the regressed and the improved rows with both
+    outputs side by side (at most ``max_rows`` of each).
     """
     c = comparison
-    parts = [*_heading(c), *_metrics(c), *_cohorts(c), *_regressed_rows(c, max_rows), "</div>"]
+    parts = [
+        *_heading(c),
+        *_metrics(c),
+        *_cohorts(c),
+        *_regressed_rows(c, max_rows),
+        f'<div class="ef-cmp"><style>{_CASE_CSS}</style>',
+        *_cases(c, "regressed", max_rows),
+        *_cases(c, "improved", max_rows),
+        "</div></div>",
+    ]
     return "\n".join(parts)
+
+
+def comparison_page(comparison: Comparison, *, max_rows: int = MAX_FAILURES) -> str:
+    """The comparison as one self-contained HTML file (no script, no network)."""
+    from evalframe.views._html._page import document
+
+    c = comparison
+    title = f"evalframe comparison — {c.before.run_id} → {c.after.run_id}"
+    return document(title, comparison_html(c, max_rows=max_rows))
 
 
 def comparison_text(comparison: Comparison) -> str:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from evalframe.views._html._parts import escape
 from evalframe.views._html._run import report_html
 
-__all__ = ["page"]
+if TYPE_CHECKING:
+    from evalframe.core._run import Run
+
+__all__ = ["document", "page"]
 
 _CSP = (
     "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; "
@@ -62,8 +65,12 @@ def page(
     *,
     charts: Literal["auto", "vega", "svg", "none"] = "auto",
     title: str | None = None,
+    run: Run | None = None,
+    include_evidence: bool = False,
+    max_rows: int = 20,
+    explorer: bool = True,
 ) -> str:
-    """One self-contained HTML file for a report: tables and charts, no network at all.
+    """One self-contained HTML file for a report: tables, charts and the sample explorer.
 
     Args:
         doc: a report document.
@@ -72,6 +79,13 @@ def page(
             histograms; ``"auto"`` is ``"vega"`` when the ``viz`` extra is installed, else
             ``"none"``.
         title: the document title (default: the run and dataset names).
+        run: the run the report was built from, when at hand: the explorer then shows
+            inputs and expected outputs too (a report JSON holds neither).
+        include_evidence: ship sample metadata (citation evidence) and retrieved contexts'
+            text in the explorer.
+        max_rows: the failing samples listed in the Failing samples section (the explorer
+            keeps every execution, up to ``EXPLORER_LIMIT``).
+        explorer: add the sample explorer.
 
     Returns:
         The HTML text, starting with ``<!DOCTYPE html>``.
@@ -90,10 +104,26 @@ def page(
     elif charts == "vega":
         body_charts, script = _vega_charts(_chart_specs(doc))
     name = title or f"evalframe report — {doc.get('run_name') or doc.get('dataset')}"
+    if run is not None and "failing_samples" not in doc:
+        from evalframe.views._html._run import _failing_of
+
+        # The same list failing_samples() reads from the document, from the run's frames.
+        doc = {**doc, "failing_samples": _failing_of(run)}
+    body = report_html(doc, charts=body_charts, max_rows=max_rows)
+    if explorer:
+        from evalframe.views._html._explorer import explorer_data, explorer_html
+
+        data = explorer_data(doc, run=run, include_evidence=include_evidence)
+        body += "\n" + explorer_html(data)
+    return document(name, f"{body}\n{script}")
+
+
+def document(title: str, body: str) -> str:
+    """A self-contained HTML file around ``body``, its Content-Security-Policy forbidding
+    every network request."""
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{escape(name)}</title>\n</head>\n<body>\n"
-        f"{report_html(doc, charts=body_charts)}\n{script}\n</body>\n</html>\n"
+        f"<title>{escape(title)}</title>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
     )
