@@ -11,6 +11,7 @@ Examples:
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +74,7 @@ __all__ = [
     "compare",
     "evaluate",
     "gate",
+    "io",
     "metrics",
     "plot",
     "providers",
@@ -80,6 +82,7 @@ __all__ = [
     "read_outputs",
     "schema",
     "score",
+    "testing",
 ]
 
 
@@ -101,9 +104,14 @@ _LAZY: dict[str, str] = {
 }
 
 
+_SUBMODULES = frozenset({"io", "testing"})  # documented namespaces, loaded on first use
+
+
 def __getattr__(name: str) -> Any:
     # NumPy, DuckDB, the providers, the engine and the views load on first use, so
     # ``import evalframe`` costs little more than ``import polars``.
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     return load_attribute(globals(), _LAZY, __name__, name)
 
 

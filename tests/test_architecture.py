@@ -110,8 +110,8 @@ def test_public_names_are_pinned() -> None:
         "EvalframeError", "GateResult", "HashingEmbedder", "MetricError", "OnnxEmbedder",
         "OpenAIEmbeddings", "OpenAIJudge", "ProviderError", "Providers", "Report", "Run",
         "Store", "StoreBusyError", "StoreError", "__version__", "aggregate", "compare",
-        "evaluate", "gate", "metrics", "plot", "providers", "read_dataset", "read_outputs",
-        "schema", "score",
+        "evaluate", "gate", "io", "metrics", "plot", "providers", "read_dataset",
+        "read_outputs", "schema", "score", "testing",
     ]  # fmt: skip
     assert ef.metrics.__all__ == [
         "Derived", "JudgeReplies", "Metric", "MetricDef", "MetricFactory", "MetricScore", "Need",
@@ -155,6 +155,8 @@ def test_private_modules_hold_the_implementation() -> None:
     assert public == {
         "aggregate", "cli", "core", "engine", "enrich", "metrics", "plot", "providers",
         "schema", "store", "views",
+        # integrations and their documented namespaces (ef.io, ef.testing)
+        "integrations", "io", "testing",
         # metric families: one module per family, documented in the catalogue
         "citation", "deterministic", "judge", "lexical", "operational", "ordinal",
         "reliability", "retrieval", "semantic", "similarity", "structural",

@@ -1,0 +1,8 @@
+"""Integrations with the tools teams already run: pytest, MLflow, OpenTelemetry.
+
+A layer above the views, beside the command line. Each integration's third-party library is
+an optional extra, imported on first use with an install hint; importing this package
+imports none of them.
+"""
+
+from __future__ import annotations
