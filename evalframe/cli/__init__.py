@@ -35,12 +35,14 @@ def cli() -> None:
 
 
 def _register_commands() -> None:
-    from evalframe.cli import _metrics, _report, _run, _store
+    from evalframe.cli import _convert, _export, _metrics, _report, _run, _store
 
     cli.add_command(_run.run)
     cli.add_command(_metrics.metrics)
     cli.add_command(_report.report)
     _store.register(cli)
+    cli.add_command(_export.export_cmd)  # replaces the store's export: adds --to mlflow
+    cli.add_command(_convert.convert)
 
 
 _register_commands()

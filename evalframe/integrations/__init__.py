@@ -6,3 +6,16 @@ imports none of them.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+from evalframe.core import _seam
+
+
+def _run_mlflow(*args: Any, **kwargs: Any) -> Any:
+    from evalframe.integrations._mlflow import to_mlflow
+
+    return to_mlflow(*args, **kwargs)
+
+
+_seam.provide("run_mlflow", _run_mlflow)
