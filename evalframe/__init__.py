@@ -116,7 +116,7 @@ def __getattr__(name: str) -> Any:
 
 
 def _load_views() -> None:
-    import evalframe.integrations  # noqa: F401  (registers run.to_mlflow)
+    import evalframe.integrations
     import evalframe.views  # noqa: F401  (registers the views the seam serves)
 
 

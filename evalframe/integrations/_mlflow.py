@@ -31,7 +31,7 @@ from evalframe.core import schema as C
 if TYPE_CHECKING:
     from evalframe.core._run import Run
 
-__all__ = ["mlflow_params", "mlflow_metrics", "to_mlflow"]
+__all__ = ["mlflow_metrics", "mlflow_params", "to_mlflow"]
 
 _KEY: Final = re.compile(r"[^\w\-. /]")
 _MAX_PARAM: Final = 6000
