@@ -116,8 +116,9 @@ def __getattr__(name: str) -> Any:
 
 
 def _load_views() -> None:
+    # Each import registers what the seam serves: the views, and run.to_mlflow.
     import evalframe.integrations
-    import evalframe.views  # noqa: F401  (registers the views the seam serves)
+    import evalframe.views  # noqa: F401
 
 
 def _save_run(run: Run, store: Store | str | os.PathLike[str]) -> str:

@@ -23,7 +23,7 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (EvalframeError, FileNotFoundError, ValueError) as exc:
+        except (EvalframeError, FileNotFoundError, ValueError, ModuleNotFoundError) as exc:
             click.echo(f"error: {exc}", err=True)
             raise SystemExit(2) from None
 

@@ -55,9 +55,5 @@ def export_cmd(
 
     for ref in run_refs:
         run = store.load(ref)
-        try:
-            mlflow_id = to_mlflow(run, tracking_uri=tracking_uri, experiment=experiment)
-        except ModuleNotFoundError as exc:
-            click.echo(f"error: {exc}", err=True)
-            raise SystemExit(2) from None
+        mlflow_id = to_mlflow(run, tracking_uri=tracking_uri, experiment=experiment)
         click.echo(f"logged run {run.run_id} to MLflow as run {mlflow_id}")

@@ -71,6 +71,13 @@ if TYPE_CHECKING:
 @out_option()
 @store_option(help="Save the run to this DuckDB run store (default: $EVALFRAME_STORE).")
 @provider_options
+@click.option(
+    "--otel",
+    is_flag=True,
+    envvar="EVALFRAME_OTEL",
+    help="Send the run's spans and evaluation events over OpenTelemetry (otel extra; "
+    "configured by the OTEL_EXPORTER_OTLP_* variables).",
+)
 def run(
     dataset: Path,
     outputs: Path | None,
@@ -85,6 +92,7 @@ def run(
     out: Path | None,
     store_path: Path | None,
     provider_settings: ProviderSettings,
+    otel: bool,
 ) -> None:
     """Score DATASET, print (or --out) the report, then save the run to --store.
 
@@ -110,6 +118,10 @@ def run(
         name=name,
         labels=labels or None,
     )
+    if otel:
+        from evalframe.integrations._otel import export_run
+
+        export_run(result)
     if fmt == "json":
         from evalframe.views._report_json import report_json
 
