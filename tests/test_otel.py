@@ -3,6 +3,7 @@ loopback receiver this test starts, decoded with opentelemetry-proto."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -45,7 +46,7 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
     dataset = tmp_path / "capitals.yaml"
     dataset.write_text(DATASET)
     outputs = tmp_path / "outputs.json"
-    outputs.write_text('{"outputs": {"fr": "Paris", "de": "%s"}}' % SECRET_OUTPUT)
+    outputs.write_text(json.dumps({"outputs": {"fr": "Paris", "de": SECRET_OUTPUT}}))
     return dataset, outputs
 
 
