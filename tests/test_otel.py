@@ -150,15 +150,22 @@ def receiver() -> Iterator[ThreadingHTTPServer]:
     thread.join()
 
 
+@pytest.mark.parametrize("switch", ["--otel", "EVALFRAME_OTEL=1"])
 def test_cli_otel_sends_otlp_http_to_a_loopback_receiver(
-    files: tuple[Path, Path], receiver: ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch
+    files: tuple[Path, Path],
+    receiver: ThreadingHTTPServer,
+    monkeypatch: pytest.MonkeyPatch,
+    switch: str,
 ) -> None:
     dataset, outputs = files
+    flags = [switch] if switch.startswith("--") else []
+    if not flags:
+        monkeypatch.setenv(*switch.split("="))
     host, port = receiver.server_address[:2]
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://{host}:{port}")
     monkeypatch.setenv("OTEL_SERVICE_NAME", "capitals-ci")
     result = CliRunner().invoke(
-        cli, ["run", str(dataset), "--outputs", str(outputs), "-m", "exact-match", "--otel"]
+        cli, ["run", str(dataset), "--outputs", str(outputs), "-m", "exact-match", *flags]
     )
     assert result.exit_code == 0, result.output
     bodies: dict[str, list[bytes]] = receiver.bodies  # type: ignore[attr-defined]

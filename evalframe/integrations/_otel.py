@@ -34,9 +34,8 @@ from evalframe.core import schema as C
 if TYPE_CHECKING:
     from evalframe.core._run import Run
 
-__all__ = ["CAPTURE_ENV", "ENABLE_ENV", "EVENT_NAME", "enabled", "export_run"]
+__all__ = ["CAPTURE_ENV", "EVENT_NAME", "export_run"]
 
-ENABLE_ENV: Final = "EVALFRAME_OTEL"
 CAPTURE_ENV: Final = "EVALFRAME_OTEL_CAPTURE_CONTENT"
 EVENT_NAME: Final = "gen_ai.evaluation.result"
 _SCOPE: Final = "evalframe"
@@ -45,11 +44,6 @@ _INSTALL: Final = (
     "exporter): pip install 'evalframe[otel]'."
 )
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
-
-
-def enabled() -> bool:
-    """Whether ``EVALFRAME_OTEL`` asks for export."""
-    return os.environ.get(ENABLE_ENV, "").strip().lower() in _TRUE
 
 
 def _ns(seconds: float) -> int:
