@@ -202,6 +202,31 @@ def test_cli_otel_sends_otlp_http_to_a_loopback_receiver(
     assert scores == {"fr": (1.0, "pass"), "de": (0.0, "fail")}
 
 
+def test_rescore_otel_sends_the_new_run(
+    files: tuple[Path, Path],
+    receiver: ThreadingHTTPServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    dataset, outputs = files
+    store = tmp_path / "runs.duckdb"
+    ef.evaluate(dataset, outputs=outputs, metrics=["exact-match"], store=store)
+    host, port = receiver.server_address[:2]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://{host}:{port}")
+    result = CliRunner().invoke(cli, ["rescore", "--store", str(store), "-m", "contains", "--otel"])
+    assert result.exit_code == 0, result.output
+    bodies: dict[str, list[bytes]] = receiver.bodies  # type: ignore[attr-defined]
+    logs = [ExportLogsServiceRequest.FromString(b) for b in bodies["/v1/logs"]]
+    names = sorted(
+        {a.key: a.value.string_value for a in r.attributes}["gen_ai.evaluation.name"]
+        for x in logs
+        for rl in x.resource_logs
+        for sl in rl.scope_logs
+        for r in sl.log_records
+    )
+    assert names == ["contains", "contains"]  # the new run holds only what it computed
+
+
 def test_no_integration_library_loads_unless_used() -> None:
     code = (
         "import sys, evalframe, evalframe.cli, evalframe.integrations, evalframe.io\n"

@@ -395,6 +395,12 @@ def list_baselines(store_path: Path | None) -> None:
     help="DuckDB's memory limit while rescoring; beyond it, joins and sorts spill to disk.",
 )
 @provider_options
+@click.option(
+    "--otel",
+    is_flag=True,
+    envvar="EVALFRAME_OTEL",
+    help="Send each new run's spans and evaluation events over OpenTelemetry (as run --otel).",
+)
 def rescore(
     store_path: Path | None,
     runs_ref: str | None,
@@ -405,6 +411,7 @@ def rescore(
     batch_size: int,
     memory_limit: str,
     provider_settings: ProviderSettings,
+    otel: bool,
 ) -> None:
     """Score stored outputs with new or changed metrics; one new run per source run.
 
@@ -426,6 +433,11 @@ def rescore(
         memory_limit=memory_limit,
         providers=providers,
     )
+    if otel:
+        from evalframe.integrations._otel import export_run
+
+        for run_id in new_ids:
+            export_run(store.load(run_id))
     frame = store.sql(
         "SELECT r.run_id, r.source_run_id, r.macro_f1, r.extra->>'$.rescore.computed' AS computed, "
         "(SELECT count(*) FROM failures AS f WHERE f.run_id = r.run_id AND list_contains("
