@@ -1,6 +1,7 @@
 """A run as OpenTelemetry signals, through the OpenTelemetry SDK (``otel`` extra).
 
-``evalframe run --otel`` and ``evalframe rescore --otel`` (or ``EVALFRAME_OTEL=1``), and ``export_run(run)`` in Python, send:
+``evalframe run --otel`` and ``evalframe rescore --otel`` (or ``EVALFRAME_OTEL=1``), and
+``export_run(run)`` in Python, send:
 
 * a span per run, ``evaluate <dataset>``, from the run's start to its end, with the run id,
   dataset, sample and repetition counts, metric ids and macro-F1 as ``evalframe.*``
