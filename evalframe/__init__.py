@@ -11,6 +11,7 @@ Examples:
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +82,7 @@ __all__ = [
     "estimate",
     "evaluate",
     "gate",
+    "io",
     "metrics",
     "online",
     "plot",
@@ -89,6 +91,7 @@ __all__ = [
     "read_outputs",
     "schema",
     "score",
+    "testing",
 ]
 
 
@@ -116,14 +119,21 @@ _LAZY: dict[str, str] = {
 }
 
 
+_SUBMODULES = frozenset({"io", "testing"})  # documented namespaces, loaded on first use
+
+
 def __getattr__(name: str) -> Any:
     # NumPy, DuckDB, the providers, the engine and the views load on first use, so
     # ``import evalframe`` costs little more than ``import polars``.
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     return load_attribute(globals(), _LAZY, __name__, name)
 
 
 def _load_views() -> None:
-    import evalframe.views  # noqa: F401  (registers the views the seam serves)
+    # Each import registers what the seam serves: the views, and run.to_mlflow.
+    import evalframe.integrations
+    import evalframe.views  # noqa: F401
 
 
 def _save_run(run: Run, store: Store | str | os.PathLike[str]) -> str:

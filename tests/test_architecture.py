@@ -111,8 +111,8 @@ def test_public_names_are_pinned() -> None:
         "MetricError", "OnnxEmbedder", "OpenAIEmbeddings", "OpenAIJudge", "ProviderError",
         "Providers", "Report", "Run", "Store", "StoreBusyError", "StoreError", "__version__",
         "adversarial", "aggregate", "calibrate", "compare", "estimate", "evaluate", "gate",
-        "metrics", "online", "plot", "providers", "read_dataset", "read_outputs", "schema",
-        "score",
+        "io", "metrics", "online", "plot", "providers", "read_dataset", "read_outputs",
+        "schema", "score", "testing",
     ]  # fmt: skip
     assert ef.metrics.__all__ == [
         "Derived", "JudgeReplies", "Metric", "MetricDef", "MetricFactory", "MetricScore", "Need",
@@ -159,6 +159,8 @@ def test_private_modules_hold_the_implementation() -> None:
     assert public == {
         "aggregate", "cli", "core", "engine", "enrich", "metrics", "online", "plot",
         "providers", "schema", "store", "views",
+        # integrations and their documented namespaces (ef.io, ef.testing)
+        "integrations", "io", "testing",
         # metric families: one module per family, documented in the catalogue
         "citation", "deterministic", "judge", "lexical", "operational", "ordinal",
         "rag", "reliability", "retrieval", "safety", "semantic", "similarity", "structural",

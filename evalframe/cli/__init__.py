@@ -23,7 +23,7 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (EvalframeError, FileNotFoundError, ValueError) as exc:
+        except (EvalframeError, FileNotFoundError, ValueError, ModuleNotFoundError) as exc:
             click.echo(f"error: {exc}", err=True)
             raise SystemExit(2) from None
 
@@ -39,6 +39,8 @@ def _register_commands() -> None:
         _adversarial,
         _brief,
         _calibrate,
+        _convert,
+        _export,
         _metrics,
         _online,
         _report,
@@ -58,6 +60,8 @@ def _register_commands() -> None:
     cli.add_command(_online.promote_online)
     cli.add_command(_adversarial.adversarial)
     cli.add_command(_run_set.run_set)
+    cli.add_command(_export.export_cmd)
+    cli.add_command(_convert.convert)
 
 
 _register_commands()

@@ -106,6 +106,13 @@ if TYPE_CHECKING:
 )
 @evidence_option
 @provider_options
+@click.option(
+    "--otel",
+    is_flag=True,
+    envvar="EVALFRAME_OTEL",
+    help="Send the run's spans and evaluation events over OpenTelemetry (otel extra; "
+    "configured by the OTEL_EXPORTER_OTLP_* variables).",
+)
 def run(
     dataset: Path,
     outputs: Path | None,
@@ -126,6 +133,7 @@ def run(
     promoted_dataset: str | None,
     include_evidence: bool,
     provider_settings: ProviderSettings,
+    otel: bool,
 ) -> None:
     """Score DATASET, print (or --out) the report, then save the run to --store.
 
@@ -169,6 +177,10 @@ def run(
         if exc.run is None:
             raise
         result = exc.run  # scored, not saved: reported below, then kept by _save
+    if otel:
+        from evalframe.integrations._otel import export_run
+
+        export_run(result)
     if fmt == "json":
         from evalframe.views._report_json import report_json
 

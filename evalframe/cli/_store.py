@@ -1,4 +1,4 @@
-"""Store commands: sql, runs, compare, gate, baseline, rescore, export and import.
+"""Store commands: sql, runs, compare, gate, baseline, rescore and import (export: _export).
 
 Every command takes ``--store PATH`` (default: the ``EVALFRAME_STORE`` environment variable).
 Exit codes: 0 on success, 1 when ``gate`` fails or a metric ``rescore`` computed failed on a
@@ -35,7 +35,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 __all__ = [
     "baseline",
     "compare_cmd",
-    "export_cmd",
     "gate_cmd",
     "import_cmd",
     "rescore",
@@ -426,6 +425,12 @@ def list_baselines(store_path: Path | None) -> None:
     help="DuckDB's memory limit while rescoring; beyond it, joins and sorts spill to disk.",
 )
 @provider_options
+@click.option(
+    "--otel",
+    is_flag=True,
+    envvar="EVALFRAME_OTEL",
+    help="Send each new run's spans and evaluation events over OpenTelemetry (as run --otel).",
+)
 def rescore(
     store_path: Path | None,
     runs_ref: str | None,
@@ -436,6 +441,7 @@ def rescore(
     batch_size: int,
     memory_limit: str,
     provider_settings: ProviderSettings,
+    otel: bool,
 ) -> None:
     """Score stored outputs with new or changed metrics; one new run per source run.
 
@@ -457,6 +463,11 @@ def rescore(
         memory_limit=memory_limit,
         providers=providers,
     )
+    if otel:
+        from evalframe.integrations._otel import export_run
+
+        for run_id in new_ids:
+            export_run(store.load(run_id))
     frame = store.sql(
         "SELECT r.run_id, r.source_run_id, r.macro_f1, r.extra->>'$.rescore.computed' AS computed, "
         "(SELECT count(*) FROM failures AS f WHERE f.run_id = r.run_id AND list_contains("
@@ -479,16 +490,6 @@ def rescore(
         raise SystemExit(1)
 
 
-@click.command("export")
-@click.argument("run_refs", metavar="RUN...", nargs=-1, required=True)
-@click.option("--to", "target", required=True, type=click.Path(file_okay=False, path_type=Path))
-@store_option()
-def export_cmd(run_refs: tuple[str, ...], target: Path, store_path: Path | None) -> None:
-    """Export runs as Parquet files (one per table) and a manifest into directory --to."""
-    out = _open(store_path).export(list(run_refs), target)
-    click.echo(f"exported {len(run_refs)} run reference(s) to {out}")
-
-
 @click.command("import")
 @click.argument("source", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @store_option()
@@ -500,5 +501,5 @@ def import_cmd(source: Path, store_path: Path | None) -> None:
 
 def register(group: click.Group) -> None:
     """Add the store commands to the ``evalframe`` group."""
-    for command in (sql, runs, compare_cmd, gate_cmd, baseline, rescore, export_cmd, import_cmd):
+    for command in (sql, runs, compare_cmd, gate_cmd, baseline, rescore, import_cmd):
         group.add_command(command)

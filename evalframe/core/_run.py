@@ -171,6 +171,34 @@ class Run:
         """
         return cast(str, _seam.call("save_run", self, store))
 
+    def to_mlflow(
+        self,
+        *,
+        tracking_uri: str | None = None,
+        experiment: str | None = None,
+        run_name: str | None = None,
+    ) -> str:
+        """Log this run to MLflow (``mlflow`` extra): params, metrics, reports, scores, tags.
+
+        Args:
+            tracking_uri: the tracking server or store (default: MLflow's own).
+            experiment: the experiment, created when missing (default: the dataset name).
+            run_name: the MLflow run's name (default: this run's name).
+
+        Returns:
+            The MLflow run id.
+        """
+        return cast(
+            str,
+            _seam.call(
+                "run_mlflow",
+                self,
+                tracking_uri=tracking_uri,
+                experiment=experiment,
+                run_name=run_name,
+            ),
+        )
+
     def to_markdown(self) -> str:
         return self.report(samples=False).to_markdown()
 

@@ -31,6 +31,7 @@ Name = Literal[
     "comparison_text",
     "gate_text",
     "run_html",
+    "run_mlflow",
     "run_plot",
     "run_text",
     "runs_html",

@@ -1,0 +1,177 @@
+"""A run as OpenTelemetry signals, through the OpenTelemetry SDK (``otel`` extra).
+
+``evalframe run --otel`` and ``evalframe rescore --otel`` (or ``EVALFRAME_OTEL=1``), and
+``export_run(run)`` in Python, send:
+
+* a span per run, ``evaluate <dataset>``, from the run's start to its end, with the run id,
+  dataset, sample and repetition counts, metric ids and macro-F1 as ``evalframe.*``
+  attributes;
+* a child span per provider call (embeddings or judge), ``<kind> <model>``, with
+  ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.usage.input_tokens`` and
+  ``gen_ai.usage.output_tokens``. The ledger measures each call's duration, not its start, so
+  the spans keep the measured durations and are laid end to end from the run's start;
+* an event per (sample, repetition, metric) following the GenAI semantic conventions for
+  evaluation results: a log record named ``gen_ai.evaluation.result``, in the run span's
+  trace, with ``gen_ai.evaluation.name`` (the metric id), ``gen_ai.evaluation.score.value``,
+  ``gen_ai.evaluation.score.label`` (``pass`` or ``fail``), ``error.type`` when the row could
+  not be scored, and ``evalframe.sample_id`` / ``evalframe.repetition``.
+
+No key, input or output text goes into an attribute. ``capture_content=True`` (or
+``EVALFRAME_OTEL_CAPTURE_CONTENT=true``) adds ``gen_ai.evaluation.explanation``: the metric's
+details, or the error message, which may quote the output.
+
+Where the signals go: the SDK's OTLP/HTTP exporters, configured by the standard
+``OTEL_EXPORTER_OTLP_*`` variables (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``..._HEADERS``, ...) and
+``OTEL_SERVICE_NAME`` (default ``evalframe``); or the tracer and logger providers passed in.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Final
+
+from evalframe.core import schema as C
+
+if TYPE_CHECKING:
+    from evalframe.core._run import Run
+
+__all__ = ["CAPTURE_ENV", "EVENT_NAME", "export_run"]
+
+CAPTURE_ENV: Final = "EVALFRAME_OTEL_CAPTURE_CONTENT"
+EVENT_NAME: Final = "gen_ai.evaluation.result"
+_SCOPE: Final = "evalframe"
+_INSTALL: Final = (
+    "OpenTelemetry export needs the otel extra (opentelemetry-sdk and the OTLP/HTTP "
+    "exporter): pip install 'evalframe[otel]'."
+)
+_TRUE: Final = frozenset({"1", "true", "yes", "on"})
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1_000_000_000)
+
+
+def _default_providers() -> tuple[Any, Any]:
+    try:
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk._logs import LoggerProvider
+        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError as exc:
+        raise ModuleNotFoundError(_INSTALL) from exc
+    resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "evalframe")})
+    tracer_provider = TracerProvider(resource=resource)
+    tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    logger_provider = LoggerProvider(resource=resource)
+    logger_provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter()))
+    return tracer_provider, logger_provider
+
+
+def export_run(
+    run: Run,
+    *,
+    tracer_provider: Any = None,
+    logger_provider: Any = None,
+    capture_content: bool | None = None,
+) -> None:
+    """Send ``run``'s spans and evaluation events through the OpenTelemetry SDK.
+
+    Args:
+        run: the evaluation.
+        tracer_provider, logger_provider: the SDK providers to use (both or neither).
+            Default: new providers exporting over OTLP/HTTP, flushed and shut down before
+            this returns.
+        capture_content: add each result's details as ``gen_ai.evaluation.explanation``
+            (default: ``EVALFRAME_OTEL_CAPTURE_CONTENT``).
+    """
+    try:
+        from opentelemetry import trace
+        from opentelemetry._logs import SeverityNumber
+    except ImportError as exc:
+        raise ModuleNotFoundError(_INSTALL) from exc
+    if (tracer_provider is None) != (logger_provider is None):
+        raise ValueError("Pass both tracer_provider and logger_provider, or neither.")
+    owned = tracer_provider is None
+    if owned:
+        tracer_provider, logger_provider = _default_providers()
+    if capture_content is None:
+        capture_content = os.environ.get(CAPTURE_ENV, "").strip().lower() in _TRUE
+    tracer = tracer_provider.get_tracer(_SCOPE)
+    logger = logger_provider.get_logger(_SCOPE)
+    try:
+        root = tracer.start_span(
+            f"evaluate {run.dataset.name}",
+            start_time=_ns(run.started_at),
+            attributes={
+                "evalframe.run_id": run.run_id,
+                "evalframe.run_name": run.name,
+                "evalframe.dataset": run.dataset.name,
+                "evalframe.samples": run.dataset.height,
+                "evalframe.repetitions": run.repetitions,
+                "evalframe.metrics": list(run.metric_ids),
+                "evalframe.macro_f1": float(run.macro_f1),
+            },
+        )
+        context = trace.set_span_in_context(root)
+        _provider_spans(run, tracer, context)
+        _events(run, logger, context, SeverityNumber.INFO, capture_content)
+        root.end(end_time=_ns(run.finished_at))
+    finally:
+        if owned:
+            tracer_provider.force_flush()
+            logger_provider.force_flush()
+            tracer_provider.shutdown()
+            logger_provider.shutdown()
+
+
+def _provider_spans(run: Run, tracer: Any, context: Any) -> None:
+    if run.usage.height == 0:
+        return
+    cursor = _ns(run.started_at)
+    columns = ("kind", "provider", "model", "prompt_tokens", "completion_tokens", "latency_ms")
+    for kind, provider, model, prompt, completion, latency in run.usage.select(columns).iter_rows():
+        attributes: dict[str, Any] = {
+            "gen_ai.provider.name": provider or "unknown",
+            "gen_ai.request.model": model or "unknown",
+            "evalframe.call_kind": kind,
+        }
+        if prompt is not None:
+            attributes["gen_ai.usage.input_tokens"] = int(prompt)
+        if completion is not None:
+            attributes["gen_ai.usage.output_tokens"] = int(completion)
+        span = tracer.start_span(
+            f"{kind} {model}", context=context, start_time=cursor, attributes=attributes
+        )
+        cursor += int((latency or 0.0) * 1_000_000)
+        span.end(end_time=cursor)
+
+
+def _events(run: Run, logger: Any, context: Any, severity: Any, capture: bool) -> None:
+    stamp = _ns(run.finished_at)
+    columns = (C.SAMPLE_ID, C.REPETITION, C.METRIC, C.SCORE, "passed", C.ERROR, "details")
+    for sample_id, repetition, metric, score, passed, error, details in run.scores.select(
+        columns
+    ).iter_rows():
+        attributes: dict[str, Any] = {
+            "gen_ai.evaluation.name": metric,
+            "evalframe.sample_id": sample_id,
+            "evalframe.repetition": int(repetition),
+            "evalframe.run_id": run.run_id,
+        }
+        if score is not None:
+            attributes["gen_ai.evaluation.score.value"] = float(score)
+            attributes["gen_ai.evaluation.score.label"] = "pass" if passed else "fail"
+        if error is not None:
+            attributes["error.type"] = "evalframe.not_scored"
+        if capture and (details or error):
+            attributes["gen_ai.evaluation.explanation"] = error or details
+        logger.emit(
+            timestamp=stamp,
+            context=context,
+            severity_number=severity,
+            event_name=EVENT_NAME,
+            attributes=attributes,
+        )

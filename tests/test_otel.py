@@ -1,0 +1,238 @@
+"""OpenTelemetry export through the real SDK: in-memory exporters, and OTLP/HTTP to a
+loopback receiver this test starts, decoded with opentelemetry-proto."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import evalframe as ef
+from evalframe.cli import cli
+from evalframe.integrations._otel import export_run
+
+SECRET_OUTPUT = "Munich, says the secret model output"
+
+DATASET = """\
+schema_version: eval-harness.dataset.v1
+name: capitals
+samples:
+  - id: fr
+    input: {question: "Capital of France?"}
+    expected_output: "Paris"
+  - id: de
+    input: {question: "Capital of Germany?"}
+    expected_output: "Berlin"
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    dataset = tmp_path / "capitals.yaml"
+    dataset.write_text(DATASET)
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps({"outputs": {"fr": "Paris", "de": SECRET_OUTPUT}}))
+    return dataset, outputs
+
+
+def _values(attributes: Any) -> list[str]:
+    return [str(v) for v in dict(attributes).values()]
+
+
+def test_spans_and_evaluation_events_in_memory(files: tuple[Path, Path]) -> None:
+    dataset, outputs = files
+    run = ef.evaluate(
+        dataset,
+        outputs=outputs,
+        metrics=["exact-match", "cosine-embedding"],
+        providers=ef.HashingEmbedder(),
+    )
+    spans, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+
+    export_run(run, tracer_provider=tracer_provider, logger_provider=logger_provider)
+
+    finished = spans.get_finished_spans()
+    root = next(s for s in finished if s.name == "evaluate capitals")
+    assert root.attributes["evalframe.run_id"] == run.run_id
+    assert root.attributes["evalframe.samples"] == 2
+    calls = [s for s in finished if s is not root]
+    assert len(calls) == run.usage.height == 1  # one embeddings call for the whole run
+    assert calls[0].parent.span_id == root.context.span_id
+    assert calls[0].attributes["gen_ai.request.model"] == run.usage.get_column("model")[0]
+    assert calls[0].attributes["gen_ai.usage.input_tokens"] > 0
+
+    records = [r.log_record for r in logs.get_finished_logs()]
+    assert len(records) == 4  # 2 samples x 2 metrics
+    assert {r.event_name for r in records} == {"gen_ai.evaluation.result"}
+    assert {r.trace_id for r in records} == {root.context.trace_id}
+    by_key = {
+        (r.attributes["evalframe.sample_id"], r.attributes["gen_ai.evaluation.name"]): r
+        for r in records
+    }
+    # Exact match by construction: fr passes with 1.0, de fails with 0.0.
+    fr = by_key["fr", "exact-match"].attributes
+    de = by_key["de", "exact-match"].attributes
+    assert (fr["gen_ai.evaluation.score.value"], fr["gen_ai.evaluation.score.label"]) == (
+        1.0,
+        "pass",
+    )
+    assert (de["gen_ai.evaluation.score.value"], de["gen_ai.evaluation.score.label"]) == (
+        0.0,
+        "fail",
+    )
+    # No output text anywhere unless asked for.
+    everything = [v for s in finished for v in _values(s.attributes)]
+    everything += [v for r in records for v in _values(r.attributes)]
+    assert not any("Munich" in v for v in everything)
+    assert not any("gen_ai.evaluation.explanation" in dict(r.attributes) for r in records)
+
+
+def test_capture_content_adds_the_explanation(files: tuple[Path, Path]) -> None:
+    dataset, outputs = files
+    run = ef.evaluate(dataset, outputs=outputs, metrics=["exact-match"])
+    logs = InMemoryLogRecordExporter()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    export_run(
+        run,
+        tracer_provider=TracerProvider(),
+        logger_provider=logger_provider,
+        capture_content=True,
+    )
+    explained = [
+        r.log_record.attributes["gen_ai.evaluation.explanation"] for r in logs.get_finished_logs()
+    ]
+    assert any("Munich" in text for text in explained)
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    bodies: dict[str, list[bytes]]
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.server.bodies.setdefault(self.path, []).append(body)  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def receiver() -> Iterator[ThreadingHTTPServer]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    server.bodies = {}  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+@pytest.mark.parametrize("switch", ["--otel", "EVALFRAME_OTEL=1"])
+def test_cli_otel_sends_otlp_http_to_a_loopback_receiver(
+    files: tuple[Path, Path],
+    receiver: ThreadingHTTPServer,
+    monkeypatch: pytest.MonkeyPatch,
+    switch: str,
+) -> None:
+    dataset, outputs = files
+    flags = [switch] if switch.startswith("--") else []
+    if not flags:
+        monkeypatch.setenv(*switch.split("="))
+    host, port = receiver.server_address[:2]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://{host}:{port}")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "capitals-ci")
+    result = CliRunner().invoke(
+        cli, ["run", str(dataset), "--outputs", str(outputs), "-m", "exact-match", *flags]
+    )
+    assert result.exit_code == 0, result.output
+    bodies: dict[str, list[bytes]] = receiver.bodies  # type: ignore[attr-defined]
+
+    traces = [ExportTraceServiceRequest.FromString(b) for b in bodies["/v1/traces"]]
+    spans = [
+        s for t in traces for rs in t.resource_spans for ss in rs.scope_spans for s in ss.spans
+    ]
+    assert [s.name for s in spans] == ["evaluate capitals"]
+    service = {
+        a.value.string_value
+        for t in traces
+        for rs in t.resource_spans
+        for a in rs.resource.attributes
+        if a.key == "service.name"
+    }
+    assert service == {"capitals-ci"}
+
+    logs = [ExportLogsServiceRequest.FromString(b) for b in bodies["/v1/logs"]]
+    records = [
+        r for x in logs for rl in x.resource_logs for sl in rl.scope_logs for r in sl.log_records
+    ]
+    assert [r.event_name for r in records] == ["gen_ai.evaluation.result"] * 2
+    assert {r.trace_id for r in records} == {spans[0].trace_id}
+    scores = {}
+    for r in records:
+        attrs = {a.key: a.value for a in r.attributes}
+        scores[attrs["evalframe.sample_id"].string_value] = (
+            attrs["gen_ai.evaluation.score.value"].double_value,
+            attrs["gen_ai.evaluation.score.label"].string_value,
+        )
+        assert attrs["gen_ai.evaluation.name"].string_value == "exact-match"
+        assert b"Munich" not in r.SerializeToString()
+    assert scores == {"fr": (1.0, "pass"), "de": (0.0, "fail")}
+
+
+def test_rescore_otel_sends_the_new_run(
+    files: tuple[Path, Path],
+    receiver: ThreadingHTTPServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    dataset, outputs = files
+    store = tmp_path / "runs.duckdb"
+    ef.evaluate(dataset, outputs=outputs, metrics=["exact-match"], store=store)
+    host, port = receiver.server_address[:2]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://{host}:{port}")
+    result = CliRunner().invoke(cli, ["rescore", "--store", str(store), "-m", "contains", "--otel"])
+    assert result.exit_code == 0, result.output
+    bodies: dict[str, list[bytes]] = receiver.bodies  # type: ignore[attr-defined]
+    logs = [ExportLogsServiceRequest.FromString(b) for b in bodies["/v1/logs"]]
+    names = sorted(
+        {a.key: a.value.string_value for a in r.attributes}["gen_ai.evaluation.name"]
+        for x in logs
+        for rl in x.resource_logs
+        for sl in rl.scope_logs
+        for r in sl.log_records
+    )
+    assert names == ["contains", "contains"]  # the new run holds only what it computed
+
+
+def test_no_integration_library_loads_unless_used() -> None:
+    code = (
+        "import sys, evalframe, evalframe.cli, evalframe.integrations, evalframe.io\n"
+        "import evalframe.testing\n"
+        "loaded = {'mlflow', 'opentelemetry', 'opentelemetry.sdk'} & set(sys.modules)\n"
+        "print(sorted(loaded))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stderr
