@@ -11,6 +11,7 @@ Examples:
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +81,7 @@ __all__ = [
     "read_outputs",
     "schema",
     "score",
+    "trajectory",
 ]
 
 
@@ -104,6 +106,8 @@ _LAZY: dict[str, str] = {
 def __getattr__(name: str) -> Any:
     # NumPy, DuckDB, the providers, the engine and the views load on first use, so
     # ``import evalframe`` costs little more than ``import polars``.
+    if name == "trajectory":  # a namespace module: ef.trajectory.record(...)
+        return importlib.import_module("evalframe.trajectory")
     return load_attribute(globals(), _LAZY, __name__, name)
 
 

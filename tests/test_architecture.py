@@ -111,7 +111,7 @@ def test_public_names_are_pinned() -> None:
         "OpenAIEmbeddings", "OpenAIJudge", "ProviderError", "Providers", "Report", "Run",
         "Store", "StoreBusyError", "StoreError", "__version__", "aggregate", "compare",
         "evaluate", "gate", "metrics", "plot", "providers", "read_dataset", "read_outputs",
-        "schema", "score",
+        "schema", "score", "trajectory",
     ]  # fmt: skip
     assert ef.metrics.__all__ == [
         "Derived", "JudgeReplies", "Metric", "MetricDef", "MetricFactory", "MetricScore", "Need",

@@ -42,6 +42,7 @@ from evalframe.core._canon import (
     to_json_value,
 )
 from evalframe.core._dataset_columns import dataset_columns, first_surrogate_sample
+from evalframe.core._trajectory import check_expectations
 from evalframe.core._errors import DatasetError
 from evalframe.core._formats import (
     COLUMNAR_FIELDS,
@@ -323,6 +324,7 @@ def _samples_frame(records: Iterable[object], source: Source) -> pl.DataFrame:
         found = _surrogate_error(samples[index], index, source)
         return found or source.error(f"Sample at index {index} holds a lone surrogate.")
 
+    check_expectations(ids, metadata, source.error)  # metadata.trajectory: core/_trajectory.py
     return dataset_columns(ids, inputs, expected, metadata, tags, surrogate_error=surrogate_error)
 
 

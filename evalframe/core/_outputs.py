@@ -28,6 +28,7 @@ import yaml
 from evalframe.core import schema as C
 from evalframe.core._dataset import Dataset
 from evalframe.core._errors import DatasetError
+from evalframe.core._turns import agent_fields, with_agent_columns
 from evalframe.core._formats import (
     decode_utf8,
     load_json,
@@ -46,7 +47,9 @@ __all__ = ["align_outputs", "read_outputs"]
 _SUBJECT: Final = "Saved outputs file"
 _MAX_LISTED_IDS: Final = 20
 _INTEGER_TEXT: Final = re.compile(r"\s*[+-]?[0-9]+\s*")
-_TABLE_COLUMNS: Final = (C.SAMPLE_ID, "id", C.ACTUAL_OUTPUT, *C.OPERATIONAL_COLUMNS)
+_TABLE_COLUMNS: Final = (
+    C.SAMPLE_ID, "id", C.ACTUAL_OUTPUT, *C.OPERATIONAL_COLUMNS, "trajectory", "turns"
+)  # fmt: skip
 
 
 def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
@@ -319,6 +322,7 @@ def _from_entries(
     ids: list[str] = []
     texts: list[str] = []
     extras: list[dict[str, object]] = []
+    agent: list[dict[str, Any]] = []
     for index, entry in enumerate(entries):
         at = f"Saved outputs entry at index {index}"
         if not isinstance(entry, dict):
@@ -345,9 +349,10 @@ def _from_entries(
                 if column in entry
             }
         )
+        agent.append(agent_fields(entry, f"{where}: {at}"))
     present = [c for c in C.OPERATIONAL_COLUMNS if any(c in extra for extra in extras)]
     columns = {c: [extra.get(c) for extra in extras] for c in present}
-    return _frame(ids, texts, columns, where)
+    return with_agent_columns(_frame(ids, texts, columns, where), agent)
 
 
 def _operational(value: object, column: str, dtype: Any, at: str, from_text: bool) -> object:

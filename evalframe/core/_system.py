@@ -2,7 +2,9 @@
 
 A plain callable receives the sample's ``input`` map and must return a string. An exception
 or a non-string return is recorded against that sample (``system_error``) and scored as
-that sample's error by every metric; the run goes on. Latency is measured per call.
+that sample's error by every metric; the run goes on. Latency is measured per call. An agent
+may return ``{"output": text, "trajectory": {...}, "turns": [...]}`` or record its trajectory
+with ``ef.trajectory.record`` (``core/_trajectory.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any
 import polars as pl
 
 from evalframe.core import schema as C
+from evalframe.core._trajectory import recording
+from evalframe.core._turns import agent_result, with_agent_columns
 
 __all__ = ["System", "call_system"]
 
@@ -58,20 +62,24 @@ def _progress_bar(total: int, enabled: bool, label: str) -> Iterator[Callable[[]
 
 def _call_one(
     system: System, sample_id: str, payload: dict[str, Any]
-) -> tuple[str | None, str | None, float]:
+) -> tuple[str | None, str | None, float, dict[str, Any]]:
     start = time.perf_counter()
+    agent: dict[str, Any] = {}
     try:
-        result = system(payload)
-        if inspect.isawaitable(result):
-            import asyncio  # only for systems under test that are coroutines
+        with recording() as recorder:
+            result = system(payload)
+            if inspect.isawaitable(result):
+                import asyncio  # only for systems under test that are coroutines
 
-            result = asyncio.run(_await(result))
+                result = asyncio.run(_await(result))
+        result, agent = agent_result(result, recorder, sample_id)
     except Exception as exc:  # the SUT's failure is this sample's error, not the run's
         elapsed = (time.perf_counter() - start) * 1000
         return (
             None,
             f"System under test raised {type(exc).__name__} for sample '{sample_id}': {exc}",
             elapsed,
+            agent,
         )
     elapsed = (time.perf_counter() - start) * 1000
     if not isinstance(result, str):
@@ -82,8 +90,9 @@ def _call_one(
                 f"got {type(result).__name__}."
             ),
             elapsed,
+            agent,
         )
-    return result, None, elapsed
+    return result, None, elapsed, agent
 
 
 async def _await(awaitable: Any) -> Any:
@@ -116,7 +125,9 @@ def call_system(
     jobs = [
         (rep, sid, inp) for rep in range(repetitions) for sid, inp in zip(ids, inputs, strict=True)
     ]
-    results: list[tuple[str | None, str | None, float]] = [(None, None, 0.0)] * len(jobs)
+    results: list[tuple[str | None, str | None, float, dict[str, Any]]] = [
+        (None, None, 0.0, {})
+    ] * len(jobs)
     with (
         _progress_bar(len(jobs), _show_progress(progress), "calling system") as advance,
         ThreadPoolExecutor(max_workers=concurrency) as pool,
@@ -128,7 +139,7 @@ def call_system(
         for future in as_completed(futures):
             results[futures[future]] = future.result()
             advance()
-    return pl.DataFrame(
+    frame = pl.DataFrame(
         {
             C.SAMPLE_ID: [sid for _, sid, _ in jobs],
             C.REPETITION: [rep for rep, _, _ in jobs],
@@ -144,3 +155,4 @@ def call_system(
             "latency_ms": pl.Float64,
         },
     )
+    return with_agent_columns(frame, [r[3] for r in results])
