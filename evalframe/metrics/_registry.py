@@ -31,6 +31,7 @@ _REGISTRY: dict[str, MetricDef] = {}
 _plugins_loaded = False
 
 BUILTIN_FAMILIES: Final = (
+    "agent",
     "citation",
     "deterministic",
     "judge",

@@ -229,13 +229,18 @@ def trajectory_metric(
     kernel: Kernel,
     output: Mapping[str, pl.DataType | type[pl.DataType]],
     details: Callable[[pl.Expr], pl.Expr],
+    *,
+    key: str = "",
+    required: tuple[str, str] | None = None,
 ) -> Scored:
     """A metric from ``kernel(frame, expectations, calls) -> frame with score and output``.
 
     Rows without a trajectory, and rows whose expectations are malformed, are errors before
-    the kernel's score is read.
+    the kernel's score is read. ``key`` tells apart the kernel columns of one metric with
+    different parameters. ``required`` is (a Boolean output field, the message after
+    ``Sample '<id>' ``) for rows the kernel marks as lacking a needed expectation.
     """
-    column = f"{name}__trajectory"
+    column = f"{name}{key}__trajectory"
 
     def run(frame: pl.DataFrame) -> pl.DataFrame:
         expect = expectations_frame(frame.get_column("meta"), frame.get_column("id"))
@@ -252,6 +257,11 @@ def trajectory_metric(
     missing = trajectory_expr().is_null()
     problem = kernel_out.struct.field("problem")
     error = pl.when(missing).then(missing_message(name)).when(problem.is_not_null()).then(problem)
+    if required is not None:
+        flag, message = required
+        error = error.when(~kernel_out.struct.field(flag)).then(
+            pl.concat_str(pl.lit("Sample '"), pl.col(C.SAMPLE_ID), pl.lit(f"' {message}"))
+        )
     return Scored(
         score=pl.when(error.is_null()).then(kernel_out.struct.field("score")),
         error=error,
@@ -441,9 +451,10 @@ def steps_below(*, max_steps: Annotated[int, Range(ge=0)] | None = None) -> Scor
 
     return trajectory_metric(
         "steps-below",
-        kernel,
-        {"steps": pl.Int64, "max_steps": pl.Int64, "over_by": pl.Int64, "note": pl.String},
-        lambda k: pl.struct(
+        key=f"({max_steps})",
+        kernel=kernel,
+        output={"steps": pl.Int64, "max_steps": pl.Int64, "over_by": pl.Int64, "note": pl.String},
+        details=lambda k: pl.struct(
             *(k.struct.field(f).alias(f) for f in ("steps", "max_steps", "over_by", "note"))
         ),
     )
