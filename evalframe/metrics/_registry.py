@@ -33,9 +33,11 @@ _plugins_loaded = False
 BUILTIN_FAMILIES: Final = (
     "agent",
     "citation",
+    "conversation",
     "deterministic",
     "judge",
     "lexical",
+    "mcp",
     "operational",
     "ordinal",
     "reliability",
