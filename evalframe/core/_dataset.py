@@ -42,7 +42,6 @@ from evalframe.core._canon import (
     to_json_value,
 )
 from evalframe.core._dataset_columns import dataset_columns, first_surrogate_sample
-from evalframe.core._trajectory import check_expectations
 from evalframe.core._errors import DatasetError
 from evalframe.core._formats import (
     COLUMNAR_FIELDS,
@@ -54,6 +53,7 @@ from evalframe.core._formats import (
     records_from_columns,
 )
 from evalframe.core._gc import gc_paused
+from evalframe.core._trajectory import check_expectations
 
 __all__ = ["SCHEMA_VERSION", "Dataset", "read_dataset"]
 

@@ -28,12 +28,12 @@ import yaml
 from evalframe.core import schema as C
 from evalframe.core._dataset import Dataset
 from evalframe.core._errors import DatasetError
-from evalframe.core._turns import agent_fields, with_agent_columns
 from evalframe.core._formats import (
     decode_utf8,
     load_json,
     yaml_limit_error,
 )
+from evalframe.core._turns import agent_fields, with_agent_columns
 from evalframe.core._yaml import (
     YamlLimitError,
     YamlLoader,

@@ -430,7 +430,9 @@ def parse_expectations(metadata: Mapping[str, Any], at: str) -> dict[str, Any]:
         tools = mcp.get("tools") if isinstance(mcp, dict) else None
         if not isinstance(tools, list | tuple):
             raise DatasetError(f"{at} field 'metadata.mcp.tools' must be a list of tools.")
-        row["mcp_tools"] = [_mcp_tool(t, f"metadata.mcp.tools[{i}]", at) for i, t in enumerate(tools)]
+        row["mcp_tools"] = [
+            _mcp_tool(t, f"metadata.mcp.tools[{i}]", at) for i, t in enumerate(tools)
+        ]
     return row
 
 
@@ -466,20 +468,15 @@ def expectations_frame(metadata: pl.Series, sample_ids: pl.Series) -> pl.DataFra
     joined = rows.join(table, on="metadata", how="left", maintain_order="left", nulls_equal=True)
     expect = joined.get_column("expect")
     problem = expect.struct.field("problem").str.replace("Sample '{}'", "", literal=True)
-    problem = (
-        pl.select(
-            pl.when(problem.is_not_null()).then(
-                pl.format("Sample '{}'{}", joined.get_column("sample_id"), problem)
-            )
+    problem = pl.select(
+        pl.when(problem.is_not_null()).then(
+            pl.format("Sample '{}'{}", joined.get_column("sample_id"), problem)
         )
-        .to_series()
-    )
+    ).to_series()
     return expect.struct.unnest().with_columns(problem.alias("problem"))
 
 
-def check_expectations(
-    ids: list[str], metadata: list[dict[str, Any]], error: Any
-) -> None:
+def check_expectations(ids: list[str], metadata: list[dict[str, Any]], error: Any) -> None:
     """Raise ``error(message)`` for the first sample whose trajectory expectations are bad."""
     for index, (sample_id, meta) in enumerate(zip(ids, metadata, strict=True)):
         if "trajectory" in meta or "mcp" in meta:

@@ -133,5 +133,7 @@ def agent_result(result: object, recorder: Any, sample_id: str) -> tuple[object,
     if "trajectory" not in found:
         block = recorder.block()
         if block is not None:
-            found["trajectory"] = parse_trajectory(block, f"Recorded trajectory of sample '{sample_id}':")
+            found["trajectory"] = parse_trajectory(
+                block, f"Recorded trajectory of sample '{sample_id}':"
+            )
     return result, found

@@ -105,8 +105,10 @@ def tool_correctness() -> Scored:
                 ).to_series(),
                 "unexpected": c.list.set_difference(e.fill_null(pl.Series([[]], dtype=_NAMES))),
                 "not_called": e.list.set_difference(c),
-                "note": _note(expected.is_null(), "No metadata.trajectory.expected_tools or "
-                              "tools: nothing to check, scored 1.0."),
+                "note": _note(
+                    expected.is_null(),
+                    "No metadata.trajectory.expected_tools or tools: nothing to check, scored 1.0.",
+                ),
             }
         )
 
@@ -148,7 +150,9 @@ def argument_correctness() -> Scored:
             met="met",
             total="total",
             note=pl.when(pl.col("total") == 0).then(
-                pl.lit("No call to a tool listed in metadata.trajectory.tool_arguments: scored 1.0.")
+                pl.lit(
+                    "No call to a tool listed in metadata.trajectory.tool_arguments: scored 1.0."
+                )
             ),
         )
 
@@ -211,7 +215,9 @@ def tool_error_rate() -> Scored:
         fails = failed.group_by("row").agg(
             failed=pl.len().cast(pl.Int64), failing_tools=pl.col("name").unique(maintain_order=True)
         )
-        rows = per_row(frame.height, counts.join(fails, on="row", how="left"), {"calls": 0, "failed": 0})
+        rows = per_row(
+            frame.height, counts.join(fails, on="row", how="left"), {"calls": 0, "failed": 0}
+        )
         rate = pl.col("failed") / pl.col("calls")
         return rows.select(
             score=pl.when(pl.col("calls") == 0).then(1.0).otherwise((1.0 - rate).round(6)),
@@ -247,8 +253,10 @@ def goal_accuracy() -> Scored:
 
     def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
         goal = expect.get_column("goal")
-        goals = pl.DataFrame({"goal": goal}).with_row_index("row").with_columns(
-            pl.col("row").cast(pl.Int64)
+        goals = (
+            pl.DataFrame({"goal": goal})
+            .with_row_index("row")
+            .with_columns(pl.col("row").cast(pl.Int64))
         )
         goals = goals.filter(pl.col("goal").is_not_null()).unnest("goal")
         pairs = goals.select("row", "name", pl.col("arguments").alias("expected")).join(
@@ -309,7 +317,11 @@ def trajectory_match(
                 ((pl.col("m") == pl.col("e")) & (pl.col("m") == pl.col("c"))).cast(pl.Float64)
             ).to_series()
         else:
-            p = pl.when(pl.col("c") == 0).then(pl.when(pl.col("e") == 0).then(1.0).otherwise(0.0)).otherwise(pl.col("m") / pl.col("c"))
+            p = (
+                pl.when(pl.col("c") == 0)
+                .then(pl.when(pl.col("e") == 0).then(1.0).otherwise(0.0))
+                .otherwise(pl.col("m") / pl.col("c"))
+            )
             r = pl.when(pl.col("e") == 0).then(1.0).otherwise(pl.col("m") / pl.col("e"))
             f = pl.when(p + r == 0).then(0.0).otherwise(2 * p * r / (p + r))
             score = t.select({"precision": p, "recall": r, "f1": f}[mode].round(6)).to_series()

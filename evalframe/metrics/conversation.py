@@ -30,9 +30,7 @@ def turns_expr() -> pl.Expr:
 def _per_turn(metric_name: str, field: str, budget: float, budget_name: str) -> Scored:
     turns = turns_expr()
     is_assistant = pl.element().struct.field("role") == "assistant"
-    values = turns.list.eval(
-        pl.element().filter(is_assistant).struct.field(field).cast(pl.Float64)
-    )
+    values = turns.list.eval(pl.element().filter(is_assistant).struct.field(field).cast(pl.Float64))
     gap = turns.list.eval(is_assistant & pl.element().struct.field(field).is_null())
     first_gap = gap.list.arg_max()
     n_assistant = values.list.len()
@@ -63,7 +61,8 @@ def _per_turn(metric_name: str, field: str, budget: float, budget_name: str) -> 
         .when(bad.list.any())
         .then(
             pl.concat_str(
-                prefix, pl.lit(f"has a {field} that is not a finite number >= 0 for {metric_name} metric.")
+                prefix,
+                pl.lit(f"has a {field} that is not a finite number >= 0 for {metric_name} metric."),
             )
         )
     )

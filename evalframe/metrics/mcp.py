@@ -102,7 +102,9 @@ def mcp_tool_selection() -> Scored:
             "note": pl.String,
             "has_tools": pl.Boolean,
         },
-        lambda k: pl.struct(*(k.struct.field(f).alias(f) for f in ("met", "total", "unknown", "note"))),
+        lambda k: pl.struct(
+            *(k.struct.field(f).alias(f) for f in ("met", "total", "unknown", "note"))
+        ),
         required=("has_tools", _NO_TOOLS.format("mcp-tool-selection")),
     )
 
@@ -127,11 +129,15 @@ def mcp_arguments_valid() -> Scored:
             .then(pl.format("tool '{}' is not advertised", pl.col("name")))
             .otherwise(pl.col("reason")),
         )
-        counts = pairs.sort("row", "position").group_by("row").agg(
-            total=pl.len().cast(pl.Int64),
-            met=pl.col("valid").sum().cast(pl.Int64),
-            first_invalid=pl.col("position").filter(~pl.col("valid")).first().cast(pl.Int64),
-            reason=pl.col("reason").filter(~pl.col("valid")).first(),
+        counts = (
+            pairs.sort("row", "position")
+            .group_by("row")
+            .agg(
+                total=pl.len().cast(pl.Int64),
+                met=pl.col("valid").sum().cast(pl.Int64),
+                first_invalid=pl.col("position").filter(~pl.col("valid")).first().cast(pl.Int64),
+                reason=pl.col("reason").filter(~pl.col("valid")).first(),
+            )
         )
         rows = per_row(frame.height, counts, {"total": 0, "met": 0})
         return rows.select(

@@ -82,7 +82,9 @@ def items_frame(lists: pl.Series, column: str = "value") -> pl.DataFrame:
     return (
         pl.DataFrame({column: lists})
         .with_row_index("row")
-        .with_columns(pl.col("row").cast(pl.Int64), position=pl.int_ranges(pl.col(column).list.len()))
+        .with_columns(
+            pl.col("row").cast(pl.Int64), position=pl.int_ranges(pl.col(column).list.len())
+        )
         .explode(column, "position")
         .drop_nulls("position")
     )
@@ -103,10 +105,14 @@ def count_present(expected: pl.Series, names: pl.DataFrame) -> pl.DataFrame:
     """
     wanted = items_frame(expected, "name")
     seen = names.select("row", "name").unique().with_columns(hit=pl.lit(True))
-    hits = wanted.join(seen, on=["row", "name"], how="left").group_by("row").agg(
-        total=pl.len().cast(pl.Int64),
-        met=pl.col("hit").fill_null(False).sum().cast(pl.Int64),
-        missing=pl.col("name").filter(pl.col("hit").is_null()),
+    hits = (
+        wanted.join(seen, on=["row", "name"], how="left")
+        .group_by("row")
+        .agg(
+            total=pl.len().cast(pl.Int64),
+            met=pl.col("hit").fill_null(False).sum().cast(pl.Int64),
+            missing=pl.col("name").filter(pl.col("hit").is_null()),
+        )
     )
     return per_row(expected.len(), hits, {"total": 0, "met": 0})
 
@@ -121,7 +127,10 @@ def is_subsequence(expected: pl.Series, calls: pl.DataFrame) -> pl.Series:
     height = expected.len()
     wanted = items_frame(expected, "name")
     pointer = pl.DataFrame(
-        {"row": pl.int_range(height, dtype=pl.Int64, eager=True), "next": pl.zeros(height, pl.Int64, eager=True)}
+        {
+            "row": pl.int_range(height, dtype=pl.Int64, eager=True),
+            "next": pl.zeros(height, pl.Int64, eager=True),
+        }
     )
     alive = pl.Series([True] * height)
     longest = int(expected.list.len().max() or 0)
@@ -298,7 +307,9 @@ def _with_fraction(counts: pl.DataFrame, key: str) -> pl.DataFrame:
         .otherwise((pl.col("met") / pl.col("total")).round(6)),
         met=pl.col("met"),
         total=pl.col("total"),
-        missing=pl.col("missing").fill_null(pl.lit([], _NAMES)) if "missing" in counts.columns else pl.lit([], _NAMES),
+        missing=pl.col("missing").fill_null(pl.lit([], _NAMES))
+        if "missing" in counts.columns
+        else pl.lit([], _NAMES),
         note=pl.when(pl.col("total") == 0).then(pl.lit(EMPTY_NOTE.format(key))),
     )
 
@@ -444,7 +455,9 @@ def steps_below(*, max_steps: Annotated[int, Range(ge=0)] | None = None) -> Scor
             max_steps=pl.col("limit"),
             over_by=(pl.col("steps") - pl.col("limit")).clip(lower_bound=0),
             note=pl.when(pl.col("limit").is_null())
-            .then(pl.lit("No step limit (metadata.trajectory.max_steps or max_steps=): scored 1.0."))
+            .then(
+                pl.lit("No step limit (metadata.trajectory.max_steps or max_steps=): scored 1.0.")
+            )
             .when(pl.col("limit") < 1)
             .then(pl.lit("A step limit below 1 is no limit: scored 1.0.")),
         )

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, Final
 import duckdb
 import polars as pl
 
-from evalframe.store._agent import typed_agent_columns
 from evalframe.core import schema as C
 from evalframe.core._errors import MetricError, StoreError
+from evalframe.store._agent import typed_agent_columns
 from evalframe.store._connect import execute, fetch, query
 from evalframe.store._sandbox import user_query
 from evalframe.store._write import OUTPUT_COLUMNS
