@@ -107,9 +107,9 @@ def _count(value: object, field: str, at: str) -> int | None:
 def _number(value: object, field: str, at: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        if value >= 0:
-            return float(value)
+    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if number is not None and math.isfinite(number) and number >= 0:
+        return float(number)
     raise DatasetError(
         f"{at} field '{field}' must be a finite number >= 0; got {_kind(value)} {value!r:.40}."
     )
@@ -350,7 +350,7 @@ def _names(value: object, field: str, at: str, *, single: bool = False) -> list[
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         wanted = "a tool name or a list of tool names" if single else "a list of strings"
         raise DatasetError(f"{at} field '{field}' must be {wanted}; got {_kind(value)}.")
-    return [v for v in value]
+    return list(value)
 
 
 def _argument_spec(entry: object) -> dict[str, Any] | None:

@@ -85,9 +85,9 @@ def tool_correctness() -> Scored:
     """The overlap of the tools called with the tools expected, as sets (Jaccard).
 
     With E the distinct expected tools (``metadata.trajectory.expected_tools``, else
-    ``tools``) and C the distinct tools called: ``|E ∩ C| / |E ∪ C|``. A missing expected
-    tool and an unexpected call both cost. No expectation scores 1.0 with a note; nothing
-    expected and nothing called is 1.0.
+    ``tools``) and C the distinct tools called: the size of their intersection over the
+    size of their union. A missing expected tool and an unexpected call both cost. No
+    expectation scores 1.0 with a note; nothing expected and nothing called is 1.0.
     """
 
     def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:

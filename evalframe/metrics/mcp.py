@@ -37,7 +37,7 @@ def _schema_verdicts(pairs: pl.DataFrame) -> pl.DataFrame:
 
     distinct = pairs.select("input_schema", "arguments").unique()
     validators: dict[str, Any] = {}
-    rows = []
+    rows: list[tuple[str | None, str | None, bool, str | None]] = []
     for schema_text, arguments in distinct.iter_rows():
         if schema_text is None:
             rows.append((schema_text, arguments, True, None))

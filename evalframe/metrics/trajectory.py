@@ -133,7 +133,7 @@ def is_subsequence(expected: pl.Series, calls: pl.DataFrame) -> pl.Series:
         }
     )
     alive = pl.Series([True] * height)
-    longest = int(expected.list.len().max() or 0)
+    longest = int(expected.list.len().max() or 0)  # type: ignore[arg-type]
     sites = calls.select("row", "name", pl.col("position").cast(pl.Int64))
     for step in range(longest):
         need = wanted.filter(pl.col("position") == step).select("row", "name")
@@ -194,7 +194,7 @@ def loose_subset(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool
 
 
 def arguments_match(pairs: pl.DataFrame) -> pl.Series:
-    """``loose_subset`` for each (``expected``, ``actual``) JSON-text pair, once per distinct pair."""
+    """``loose_subset`` of each (``expected``, ``actual``) JSON pair, once per distinct pair."""
     distinct = pairs.select("expected", "actual").unique()
     verdicts = [
         actual is not None and loose_subset(json.loads(expected), json.loads(actual))

@@ -318,7 +318,7 @@ def _executions(run: Run) -> tuple[pl.DataFrame, pl.DataFrame]:
             C.ACTUAL_OUTPUT,
             C.METADATA,
             pl.col(f"^{TRAJECTORY_COLUMN}$"),
-        )  # fmt: skip
+        )
         .sort(C.REPETITION, maintain_order=True)
         .with_row_index("_pos")
     )
