@@ -154,10 +154,11 @@ def test_private_modules_hold_the_implementation() -> None:
     }
     assert public == {
         "aggregate", "cli", "core", "engine", "enrich", "metrics", "plot", "providers",
-        "schema", "store", "views",
+        "schema", "store", "trajectory", "views",
         # metric families: one module per family, documented in the catalogue
         "citation", "deterministic", "judge", "lexical", "operational", "ordinal",
         "reliability", "retrieval", "semantic", "similarity", "structural",
+        "agent", "conversation", "mcp",  # and trajectory (also the ef.trajectory namespace)
     }  # fmt: skip
 
 
