@@ -73,7 +73,11 @@ def test_saved_outputs_list_form_reads_both_tool_call_forms(tmp_path: Path) -> N
     path = tmp_path / "out.json"
     entries = [
         {"id": "a", "actual_output": "booked", "trajectory": TRAJ_A},
-        {"id": "b", "actual_output": "hello", "trajectory": {"tool_calls": ["greet"], "steps": "4"}},
+        {
+            "id": "b",
+            "actual_output": "hello",
+            "trajectory": {"tool_calls": ["greet"], "steps": "4"},
+        },
     ]
     path.write_text(json.dumps({"outputs": entries}))
     frame = ef.read_outputs(path)
@@ -225,7 +229,9 @@ def test_recorder_is_per_call_across_repetitions_and_threads(tmp_path: Path) -> 
     for sample_id, _, trajectory in rows:
         question = "book" if sample_id == "a" else "hi"
         assert [c["name"] for c in trajectory["tool_calls"]] == ["search", question]
-        assert trajectory["tool_calls"][0]["arguments"] == json.dumps({"q": question}, separators=(",", ":"))
+        assert trajectory["tool_calls"][0]["arguments"] == json.dumps(
+            {"q": question}, separators=(",", ":")
+        )
         assert trajectory["tool_calls"][1]["tokens"] == 3
         assert trajectory["steps"] == 2
         assert trajectory["approvals"] == [f"ok-{question}"]

@@ -92,8 +92,8 @@ def tool_correctness() -> Scored:
 
     def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
         expected = _expected_sequence(expect)
-        e = expected.list.unique()
-        c = _names(frame).list.unique()
+        e = expected.list.unique(maintain_order=True)
+        c = _names(frame).list.unique(maintain_order=True)
         common = e.list.set_intersection(c).list.len()
         union = e.list.set_union(c).list.len()
         return pl.DataFrame(

@@ -74,7 +74,9 @@ def mcp_tool_selection() -> Scored:
 
     def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
         known = _advertised(expect).select("row", "name").unique().with_columns(ok=pl.lit(True))
-        graded = calls.select("row", "name").join(known, on=["row", "name"], how="left")
+        graded = calls.select("row", "name").join(
+            known, on=["row", "name"], how="left", maintain_order="left"
+        )
         counts = graded.group_by("row").agg(
             total=pl.len().cast(pl.Int64),
             met=pl.col("ok").fill_null(False).sum().cast(pl.Int64),

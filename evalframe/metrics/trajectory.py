@@ -217,10 +217,12 @@ def matched_specs(specs: pl.Series, calls: pl.DataFrame) -> pl.DataFrame:
         how="left",
     )
     pairs = pairs.with_columns(ok=arguments_match(pairs))
-    per_spec = pairs.group_by("row", "position").agg(
-        pl.col("ok").fill_null(False).any(), pl.col("name").first()
+    per_spec = (
+        pairs.group_by("row", "position")
+        .agg(pl.col("ok").fill_null(False).any(), pl.col("name").first())
+        .sort("row", "position")
     )
-    counted = per_spec.group_by("row").agg(
+    counted = per_spec.group_by("row", maintain_order=True).agg(
         total=pl.len().cast(pl.Int64),
         met=pl.col("ok").sum().cast(pl.Int64),
         missing=pl.col("name").filter(~pl.col("ok")),
@@ -349,7 +351,12 @@ def tool_not_called() -> Scored:
         counts = count_present(expect.get_column("forbidden_tools"), calls)
         wanted = items_frame(expect.get_column("forbidden_tools"), "name")
         called = (
-            wanted.join(calls.select("row", "name").unique(), on=["row", "name"], how="semi")
+            wanted.join(
+                calls.select("row", "name").unique(),
+                on=["row", "name"],
+                how="semi",
+                maintain_order="left",
+            )
             .group_by("row")
             .agg(pl.col("name").alias("called"))
         )
