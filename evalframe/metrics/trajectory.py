@@ -196,10 +196,9 @@ def loose_subset(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool
 def arguments_match(pairs: pl.DataFrame) -> pl.Series:
     """``loose_subset`` of each (``expected``, ``actual``) JSON pair, once per distinct pair."""
     distinct = pairs.select("expected", "actual").unique()
+    # a call without arguments has none: it satisfies only an empty expectation
     verdicts = [
-        actual is not None and loose_subset(json.loads(expected), json.loads(actual))
-        if expected is not None
-        else True
+        loose_subset(json.loads(expected or "{}"), json.loads(actual) if actual else {})
         for expected, actual in distinct.iter_rows()
     ]
     table = distinct.with_columns(ok=pl.Series(verdicts, dtype=pl.Boolean))
@@ -212,11 +211,11 @@ def matched_specs(specs: pl.Series, calls: pl.DataFrame) -> pl.DataFrame:
     """Per row: ``total`` argument specs and ``met``, those some call with that name satisfies."""
     wanted = items_frame(specs, "spec").unnest("spec").rename({"arguments": "expected"})
     pairs = wanted.join(
-        calls.select("row", "name", pl.col("arguments").alias("actual")),
+        calls.select("row", "name", pl.col("arguments").alias("actual"), called=pl.lit(True)),
         on=["row", "name"],
         how="left",
     )
-    pairs = pairs.with_columns(ok=arguments_match(pairs))
+    pairs = pairs.with_columns(ok=arguments_match(pairs) & pl.col("called").fill_null(False))
     per_spec = (
         pairs.group_by("row", "position")
         .agg(pl.col("ok").fill_null(False).any(), pl.col("name").first())
