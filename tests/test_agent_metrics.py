@@ -68,8 +68,10 @@ def test_tool_correctness_is_intersection_over_union_of_tool_sets() -> None:
     )
     assert exact["score"] == 1.0
     assert extra["score"] == 0.333333
-    assert extra["details"]["unexpected"] == ["c"] and extra["details"]["not_called"] == ["b"]
-    assert none["score"] == 1.0 and none["details"]["note"].startswith("No metadata")
+    assert extra["details"]["unexpected"] == ["c"]
+    assert extra["details"]["not_called"] == ["b"]
+    assert none["score"] == 1.0
+    assert none["details"]["note"].startswith("No metadata")
 
 
 def test_argument_correctness_grades_every_call_to_a_specified_tool() -> None:
@@ -84,7 +86,9 @@ def test_argument_correctness_grades_every_call_to_a_specified_tool() -> None:
         "argument-correctness",
         [(expect(tool_arguments=[{"tool": "book", "arguments": {"id": 7}}]), trajectory)],
     )
-    assert r["score"] == 0.5 and r["details"]["met"] == 1 and r["details"]["total"] == 2
+    assert r["score"] == 0.5
+    assert r["details"]["met"] == 1
+    assert r["details"]["total"] == 2
 
 
 def test_step_efficiency_and_its_missing_optimum() -> None:
@@ -98,7 +102,8 @@ def test_step_efficiency_and_its_missing_optimum() -> None:
         ],
     )
     assert short["score"] == 1.0
-    assert long["score"] == 0.4 and long["details"] == {"steps": 5, "optimal_steps": 2}
+    assert long["score"] == 0.4
+    assert long["details"] == {"steps": 5, "optimal_steps": 2}
     assert zero["score"] == 1.0
     assert unknown["score"] is None
     assert unknown["error"] == (
@@ -118,8 +123,10 @@ def test_tool_error_rate_counts_failed_calls() -> None:
     }
     r, empty = score("tool-error-rate", [({}, failing), ({}, traj())])
     assert r["score"] == 0.5
-    assert r["details"]["error_rate"] == 0.5 and r["details"]["failing_tools"] == ["a"]
-    assert empty["score"] == 1.0 and empty["details"]["note"] == "No tool calls: scored 1.0."
+    assert r["details"]["error_rate"] == 0.5
+    assert r["details"]["failing_tools"] == ["a"]
+    assert empty["score"] == 1.0
+    assert empty["details"]["note"] == "No tool calls: scored 1.0."
 
 
 def test_goal_accuracy_needs_the_goal_call_without_error() -> None:
@@ -226,7 +233,8 @@ def test_mcp_tool_selection_flags_unadvertised_tools() -> None:
     r, none = score(
         "mcp-tool-selection", [(MCP, traj("search", "delete", "ping", "delete")), ({}, traj())]
     )
-    assert r["score"] == 0.5 and r["details"]["unknown"] == ["delete"]
+    assert r["score"] == 0.5
+    assert r["details"]["unknown"] == ["delete"]
     assert none["error"] == (
         "Sample 's1' has no metadata.mcp.tools (the advertised MCP tools) for "
         "mcp-tool-selection metric."

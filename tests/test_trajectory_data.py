@@ -128,7 +128,8 @@ def test_turns_column_in_outputs(tmp_path: Path) -> None:
     assert frame.schema["turns"] == TURNS
     got = frame.get_column("turns").to_list()[0]
     assert [t["role"] for t in got] == ["user", "assistant"]
-    assert got[1]["latency_ms"] == 5.0 and got[1]["tokens"] == 9
+    assert got[1]["latency_ms"] == 5.0
+    assert got[1]["tokens"] == 9
     assert got[1]["tool_calls"][0]["name"] == "lookup"
 
 

@@ -70,7 +70,8 @@ def test_a_missing_trajectory_is_the_rows_error_never_a_score(metric: str) -> No
     assert missing["error"].startswith(
         f"Metric '{metric}' needs a trajectory for sample 's0' and none was recorded. "
     )
-    assert present["error"] is None and present["score"] is not None
+    assert present["error"] is None
+    assert present["score"] is not None
 
 
 # --- tool-called ----------------------------------------------------------------------------
@@ -115,7 +116,8 @@ def test_tool_not_called_is_the_fraction_of_forbidden_tools_avoided() -> None:
     assert avoided["score"] == 1.0
     assert partly["score"] == 0.666667
     assert partly["details"]["called"] == ["rm"]
-    assert none["score"] == 1.0 and "forbidden_tools" in none["details"]["note"]
+    assert none["score"] == 1.0
+    assert "forbidden_tools" in none["details"]["note"]
 
 
 # --- tool-called-with -----------------------------------------------------------------------
@@ -138,7 +140,8 @@ def test_tool_called_with_subset_match_and_loose_numbers() -> None:
     }
     [r] = score("tool-called-with", [(expect, trajectory)])
     assert r["score"] == 0.5
-    assert r["details"]["met"] == 2 and r["details"]["total"] == 4
+    assert r["details"]["met"] == 2
+    assert r["details"]["total"] == 4
     assert r["details"]["unmatched"] == ["book", "cancel"]
 
 
@@ -149,9 +152,11 @@ def test_tool_called_with_skips_unusable_entries() -> None:
         "tool-called-with", [(expect, {"tool_calls": [{"name": "book", "arguments": {"a": 1}}]})]
     )
     assert r["score"] == 1.0
-    assert r["details"]["skipped"] == 3 and r["details"]["total"] == 1
+    assert r["details"]["skipped"] == 3
+    assert r["details"]["total"] == 1
     [all_skipped] = score("tool-called-with", [({"tool_arguments": ["x"]}, calls("book"))])
-    assert all_skipped["score"] == 1.0 and "tool_arguments" in all_skipped["details"]["note"]
+    assert all_skipped["score"] == 1.0
+    assert "tool_arguments" in all_skipped["details"]["note"]
 
 
 def test_tool_called_with_strings_are_not_loose() -> None:
@@ -185,12 +190,14 @@ def test_tool_call_order_is_a_subsequence(
 ) -> None:
     [r] = score("tool-call-order", [({"order": order}, calls(*names))])
     assert r["score"] == expected
-    assert r["details"]["expected"] == order and r["details"]["called"] == names
+    assert r["details"]["expected"] == order
+    assert r["details"]["called"] == names
 
 
 def test_tool_call_order_empty_scores_one_with_a_note() -> None:
     [r] = score("tool-call-order", [({"order": []}, calls("a"))])
-    assert r["score"] == 1.0 and "order" in r["details"]["note"]
+    assert r["score"] == 1.0
+    assert "order" in r["details"]["note"]
 
 
 # --- steps-below ----------------------------------------------------------------------------
@@ -212,14 +219,16 @@ def test_steps_below_limit_from_metadata_digits_and_details() -> None:
 
 def test_steps_below_constructor_fallback_and_no_limit() -> None:
     [r] = score("steps-below(max_steps=1)", [({}, calls("a", "b"))])
-    assert r["score"] == 0.0 and r["details"]["max_steps"] == 1
+    assert r["score"] == 0.0
+    assert r["details"]["max_steps"] == 1
     [meta_wins] = score("steps-below(max_steps=1)", [({"max_steps": 5}, calls("a", "b"))])
     assert meta_wins["score"] == 1.0
     [none] = score("steps-below", [({}, calls("a", "b"))])
     assert none["score"] == 1.0
     assert none["details"]["note"].startswith("No step limit")
     [zero] = score("steps-below", [({"max_steps": 0}, calls("a"))])
-    assert zero["score"] == 1.0 and "below 1" in zero["details"]["note"]
+    assert zero["score"] == 1.0
+    assert "below 1" in zero["details"]["note"]
 
 
 # --- approvals ------------------------------------------------------------------------------
@@ -231,7 +240,8 @@ def test_no_pending_approvals() -> None:
         [({}, {"tool_calls": []}), ({}, {"tool_calls": [], "pending_approvals": 2})],
     )
     assert clear["score"] == 1.0
-    assert pending["score"] == 0.0 and pending["details"] == {"pending_approvals": 2}
+    assert pending["score"] == 0.0
+    assert pending["details"] == {"pending_approvals": 2}
 
 
 def test_approval_gated_fraction_of_required_actions_approved() -> None:
@@ -244,7 +254,8 @@ def test_approval_gated_fraction_of_required_actions_approved() -> None:
     )
     assert partly["score"] == 0.666667
     assert partly["details"]["not_approved"] == ["ship"]
-    assert none["score"] == 1.0 and "requires_approval" in none["details"]["note"]
+    assert none["score"] == 1.0
+    assert "requires_approval" in none["details"]["note"]
 
 
 # --- property tests: the matchers against plain reference implementations -----------------
@@ -319,6 +330,10 @@ def test_subset_matcher_agrees_with_a_plain_reference(cases: list[tuple[dict, di
 
 
 def test_loose_equal_examples() -> None:
-    assert loose_equal(7, "7") and loose_equal("7", 7.0) and loose_equal(7, 7.0)
-    assert not loose_equal(True, 1) and not loose_equal("7", "7.0")
-    assert loose_equal({"a": 1}, {"a": "1", "b": 2}) and not loose_equal([1], [1, 2])
+    assert loose_equal(7, "7")
+    assert loose_equal("7", 7.0)
+    assert loose_equal(7, 7.0)
+    assert not loose_equal(True, 1)
+    assert not loose_equal("7", "7.0")
+    assert loose_equal({"a": 1}, {"a": "1", "b": 2})
+    assert not loose_equal([1], [1, 2])
