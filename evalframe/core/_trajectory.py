@@ -40,6 +40,7 @@ __all__ = [
     "TOOL_CALL",
     "TRAJECTORY",
     "TRAJECTORY_COLUMN",
+    "Expectations",
     "parse_trajectory",
     "record",
     "recording",
@@ -323,23 +324,6 @@ def record(
 
 ARGUMENT_SPEC: Final = pl.Struct({"name": pl.String(), "arguments": pl.String()})
 MCP_TOOL: Final = pl.Struct({"name": pl.String(), "input_schema": pl.String()})
-EXPECTATIONS: Final = pl.Struct(
-    {
-        "tools": pl.List(pl.String()),
-        "forbidden_tools": pl.List(pl.String()),
-        "tool_arguments": pl.List(ARGUMENT_SPEC),
-        "skipped_arguments": pl.Int64(),
-        "order": pl.List(pl.String()),
-        "max_steps": pl.Int64(),
-        "requires_approval": pl.List(pl.String()),
-        "expected_tools": pl.List(pl.String()),
-        "optimal_steps": pl.Int64(),
-        "goal": ARGUMENT_SPEC,
-        "mcp_tools": pl.List(MCP_TOOL),
-        "problem": pl.String(),
-    }
-)
-"""``metadata.trajectory`` (and ``metadata.mcp.tools``) decoded for the trajectory metrics."""
 
 
 def _names(value: object, field: str, at: str, *, single: bool = False) -> list[str] | None:
@@ -367,7 +351,7 @@ def _argument_spec(entry: object) -> dict[str, Any] | None:
 
 
 def parse_expectations(metadata: Mapping[str, Any], at: str) -> dict[str, Any]:
-    """``metadata.trajectory`` (and ``metadata.mcp.tools``) as an ``EXPECTATIONS`` row.
+    """Check ``metadata.trajectory`` (and ``metadata.mcp.tools``); returns the fields read.
 
     Keys (eval-harness's first): ``tools`` (a name or a list), ``forbidden_tools``,
     ``tool_arguments`` (a list of ``{tool|name, arguments|args}``; unusable entries are
@@ -446,34 +430,200 @@ def _mcp_tool(tool: object, field: str, at: str) -> dict[str, Any]:
     return {"name": tool["name"], "input_schema": None if schema is None else _compact(schema)}
 
 
-def expectations_frame(metadata: pl.Series, sample_ids: pl.Series) -> pl.DataFrame:
-    """``EXPECTATIONS`` per row, parsed once per distinct metadata text.
+_ITEM: Final = r'(?:"(?:[^"\\]|\\.)*"|-?[0-9][0-9.eE+-]*)'
+_FLAT_ARRAY: Final = rf"^\[(?:{_ITEM}(?:,{_ITEM})*)?\]$"
+"""A JSON array of strings and numbers, as ``json_path_match`` writes it (compact)."""
+_NAME_LIST: Final = pl.List(pl.String())
+_NAME_LIST_FIELDS: Final = {
+    "tools": True,
+    "forbidden_tools": True,
+    "order": False,
+    "expected_tools": False,
+    "requires_approval": True,
+}
+"""The name-list keys, and whether a single string stands for a one-item list."""
 
-    A bad shape becomes that row's ``problem`` (a message naming the sample and field)
-    instead of raising: datasets are checked on load, so this only guards frames built by hand.
+
+class Expectations:
+    """``metadata.trajectory`` (and ``metadata.mcp.tools``) of a batch of rows, by field.
+
+    Each field is decoded when first asked for, over the whole column: the name lists and
+    counts with Polars' JSON path functions, the nested ones (``tool_arguments``, ``goal``,
+    ``mcp_tools``) in Python once per distinct text of that field. A row whose field has the
+    wrong shape (possible only in frames built by hand: datasets are checked on load) gets
+    a message in ``problem`` naming the sample and field.
     """
-    distinct = metadata.unique().to_list()
-    parsed: list[dict[str, Any]] = []
-    for text in distinct:
-        try:
-            meta = json.loads(text) if text else {}
-            parsed.append(parse_expectations(meta if isinstance(meta, dict) else {}, "Sample '{}'"))
-        except (DatasetError, ValueError) as exc:
-            parsed.append({"problem": str(exc)})
-    table = pl.DataFrame(
-        {"metadata": distinct, "expect": pl.Series(parsed, dtype=EXPECTATIONS)},
-        schema={"metadata": pl.String(), "expect": EXPECTATIONS},
-    )
-    rows = pl.DataFrame({"metadata": metadata, "sample_id": sample_ids})
-    joined = rows.join(table, on="metadata", how="left", maintain_order="left", nulls_equal=True)
-    expect = joined.get_column("expect")
-    problem = expect.struct.field("problem").str.replace("Sample '{}'", "", literal=True)
-    problem = pl.select(
-        pl.when(problem.is_not_null()).then(
-            pl.format("Sample '{}'{}", joined.get_column("sample_id"), problem)
+
+    def __init__(self, metadata: pl.Series, sample_ids: pl.Series) -> None:
+        self._frame = pl.DataFrame({"metadata": metadata, "sample_id": sample_ids})
+        self._cache: dict[str, pl.Series] = {}
+        self._problems: list[pl.Series] = []
+
+    @property
+    def height(self) -> int:
+        return self._frame.height
+
+    def _select(self, expr: pl.Expr) -> pl.Series:
+        return self._frame.select(expr).to_series()
+
+    def _field(self, path: str) -> pl.Expr:
+        return pl.col("metadata").str.json_path_match(f"$.{path}")
+
+    def _problem(self, bad: pl.Expr, field: str, wanted: str) -> None:
+        message = pl.concat_str(
+            pl.lit("Sample '"),
+            pl.col("sample_id"),
+            pl.lit(f"' field 'metadata.{field}' must be {wanted}."),
         )
-    ).to_series()
-    return expect.struct.unnest().with_columns(problem.alias("problem"))
+        self._problems.append(self._select(pl.when(bad).then(message)))
+
+    @property
+    def problem(self) -> pl.Series:
+        """The first problem of each row among the fields read so far, or null."""
+        if not self._problems:
+            return pl.Series("problem", [None] * self.height, dtype=pl.String)
+        return self._select(pl.coalesce(*(pl.lit(p) for p in self._problems))).alias("problem")
+
+    def get_column(self, name: str) -> pl.Series:
+        if name not in self._cache:
+            self._cache[name] = self._decode(name).alias(name)
+        return self._cache[name]
+
+    def _decode(self, name: str) -> pl.Series:
+        if name in _NAME_LIST_FIELDS:
+            return self._names(name, single=_NAME_LIST_FIELDS[name])
+        if name in ("max_steps", "optimal_steps"):
+            text = self._field(f"trajectory.{name}")
+            number = text.str.strip_chars().cast(pl.Int64, strict=False)
+            if name == "optimal_steps":
+                number = pl.when(number >= 0).then(number)
+            self._problem(text.is_not_null() & number.is_null(), f"trajectory.{name}", "an integer")
+            return self._select(number)
+        if name == "skipped_arguments":
+            self.get_column("tool_arguments")
+            return self._cache["skipped_arguments"]
+        if name in ("tool_arguments", "goal", "mcp_tools"):
+            return self._nested(name)
+        raise KeyError(name)
+
+    def _names(self, key: str, *, single: bool) -> pl.Series:
+        # Materialize the two path lookups once; the rest reads plain columns.
+        parts = self._frame.select(
+            text=self._field(f"trajectory.{key}"),
+            first=self._field(f"trajectory.{key}[0]"),
+            sample_id=pl.col("sample_id"),
+        )
+        text = pl.col("text")
+        is_array = pl.col("first").is_not_null() | (text == "[]")
+        flat = is_array & text.str.contains(_FLAT_ARRAY)
+        parts = parts.with_columns(flat=flat, is_array=is_array)
+        decoded = pl.when("flat").then(text).otherwise(pl.lit("[]")).str.json_decode(_NAME_LIST)
+        names: pl.Expr = pl.when("flat").then(decoded)
+        ok = pl.col("flat")
+        if single:
+            is_scalar = ~pl.col("is_array") & ~text.str.starts_with("{")
+            names = pl.when("flat").then(decoded).when(is_scalar).then(pl.concat_list(text))
+            ok = ok | is_scalar
+        wanted = "a tool name or a list of tool names" if single else "a list of strings"
+        out = parts.select(
+            names=names,
+            problem=pl.when(text.is_not_null() & ~ok).then(
+                pl.concat_str(
+                    pl.lit("Sample '"),
+                    pl.col("sample_id"),
+                    pl.lit(f"' field 'metadata.trajectory.{key}' must be {wanted}."),
+                )
+            ),
+        )
+        self._problems.append(out.get_column("problem"))
+        return out.get_column("names")
+
+    def _nested(self, name: str) -> pl.Series:
+        path = "mcp.tools" if name == "mcp_tools" else f"trajectory.{name}"
+        texts = self._select(self._field(path))
+        distinct = texts.drop_nulls().unique(maintain_order=True).to_list()
+        owners: list[int] = []
+        items: list[tuple[str | None, str | None]] = []
+        skipped: list[int] = []
+        problems: list[str | None] = []
+        for index, text in enumerate(distinct):
+            problem = None
+            try:
+                value = json.loads(text) if text[:1] in "[{" else text
+                parsed, dropped = _nested_items(name, value)
+            except (ValueError, DatasetError) as exc:
+                parsed, dropped, problem = [], 0, str(exc).strip()
+            owners.extend([index] * len(parsed))
+            items.extend(parsed)
+            skipped.append(dropped)
+            problems.append(problem)
+        flat = pl.DataFrame(
+            {
+                "i": owners,
+                "name": [n for n, _ in items],
+                "value": [v for _, v in items],
+            },
+            schema={"i": pl.Int64, "name": pl.String, "value": pl.String},
+        )
+        second = "input_schema" if name == "mcp_tools" else "arguments"
+        grouped = flat.group_by("i", maintain_order=True).agg(
+            pl.struct(pl.col("name"), pl.col("value").alias(second)).alias("items")
+        )
+        table = (
+            pl.DataFrame(
+                {"text": distinct, "skipped": skipped, "bad": problems},
+                schema={"text": pl.String, "skipped": pl.Int64, "bad": pl.String},
+            )
+            .with_row_index("i")
+            .with_columns(pl.col("i").cast(pl.Int64))
+            .join(grouped, on="i", how="left", maintain_order="left")
+        )
+        rows = pl.DataFrame({"text": texts}).join(
+            table, on="text", how="left", maintain_order="left", nulls_equal=False
+        )
+        items_col = rows.get_column("items")
+        dtype = pl.List(pl.Struct({"name": pl.String(), second: pl.String()}))
+        items_col = items_col.cast(dtype)
+        present = rows.get_column("text").is_not_null()
+        items_col = self._select(
+            pl.when(pl.lit(present) & pl.lit(rows.get_column("bad")).is_null()).then(
+                pl.lit(items_col).fill_null(pl.lit([], dtype))
+            )
+        )
+        bad = rows.get_column("bad")
+        self._problems.append(
+            self._select(
+                pl.when(pl.lit(bad).is_not_null()).then(
+                    pl.concat_str(
+                        pl.lit("Sample '"), pl.col("sample_id"), pl.lit("' "), pl.lit(bad)
+                    )
+                )
+            )
+        )
+        if name == "tool_arguments":
+            self._cache["skipped_arguments"] = rows.get_column("skipped").fill_null(0)
+        if name == "goal":
+            return items_col.list.first()
+        return items_col
+
+
+def _nested_items(name: str, value: object) -> tuple[list[tuple[str | None, str | None]], int]:
+    """(name, JSON text) pairs of a nested field's value, and how many entries were skipped."""
+    if name == "goal":
+        spec = _argument_spec({"name": value} if isinstance(value, str) else value)
+        if spec is None:
+            raise DatasetError("field 'metadata.trajectory.goal' must be a tool name or a map.")
+        return [(spec["name"], spec["arguments"])], 0
+    if name == "tool_arguments":
+        if not isinstance(value, list):
+            raise DatasetError("field 'metadata.trajectory.tool_arguments' must be a list.")
+        specs = [_argument_spec(entry) for entry in value]
+        usable = [(s["name"], s["arguments"]) for s in specs if s is not None]
+        return usable, len(value) - len(usable)
+    if not isinstance(value, list):
+        raise DatasetError("field 'metadata.mcp.tools' must be a list of tools.")
+    tools = [_mcp_tool(t, f"metadata.mcp.tools[{i}]", "") for i, t in enumerate(value)]
+    return [(t["name"], t["input_schema"]) for t in tools], 0
 
 
 def check_expectations(ids: list[str], metadata: list[dict[str, Any]], error: Any) -> None:

@@ -16,6 +16,7 @@ from typing import Literal
 
 import polars as pl
 
+from evalframe.core._trajectory import Expectations
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored
 from evalframe.metrics.trajectory import (
@@ -38,7 +39,7 @@ __all__ = [
 _NAMES = pl.List(pl.String())
 
 
-def _expected_sequence(expect: pl.DataFrame) -> pl.Series:
+def _expected_sequence(expect: Expectations) -> pl.Series:
     """``expected_tools``, else ``tools``, else ``order``; null when none is given."""
     return pl.select(
         pl.coalesce(
@@ -90,7 +91,7 @@ def tool_correctness() -> Scored:
     expectation scores 1.0 with a note; nothing expected and nothing called is 1.0.
     """
 
-    def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         expected = _expected_sequence(expect)
         e = expected.list.unique(maintain_order=True)
         c = _names(frame).list.unique(maintain_order=True)
@@ -131,7 +132,7 @@ def argument_correctness() -> Scored:
     a specified tool scores 1.0 with a note.
     """
 
-    def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         specs = items_frame(expect.get_column("tool_arguments"), "spec").unnest("spec")
         pairs = calls.select("row", "position", "name", pl.col("arguments").alias("actual")).join(
             specs.select("row", "name", pl.col("arguments").alias("expected")),
@@ -173,7 +174,7 @@ def step_efficiency() -> Scored:
     with neither is that row's error.
     """
 
-    def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         optimal = pl.select(
             pl.coalesce(expect.get_column("optimal_steps"), _expected_sequence(expect).list.len())
         ).to_series()
@@ -209,7 +210,7 @@ def tool_error_rate() -> Scored:
     failing tools; no calls score 1.0 with a note. Higher is better, like every score.
     """
 
-    def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         failed = calls.filter(pl.col("error").is_not_null())
         counts = calls.group_by("row").agg(calls=pl.len().cast(pl.Int64))
         fails = failed.group_by("row").agg(
@@ -251,7 +252,7 @@ def goal_accuracy() -> Scored:
     A row without a goal is that row's error.
     """
 
-    def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         goal = expect.get_column("goal")
         goals = (
             pl.DataFrame({"goal": goal})
@@ -300,7 +301,7 @@ def trajectory_match(
     error.
     """
 
-    def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         expected = _expected_sequence(expect)
         names = _names(frame)
         safe = expected.fill_null(pl.Series([[]], dtype=_NAMES))

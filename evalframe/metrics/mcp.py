@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from evalframe.core._trajectory import Expectations
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored
 from evalframe.metrics.structural import _validator, _verdict
@@ -25,7 +26,7 @@ _NAMES = pl.List(pl.String())
 _NO_TOOLS = "has no metadata.mcp.tools (the advertised MCP tools) for {} metric."
 
 
-def _advertised(expect: pl.DataFrame) -> pl.DataFrame:
+def _advertised(expect: Expectations) -> pl.DataFrame:
     """``row``, ``name``, ``input_schema`` per advertised tool."""
     return items_frame(expect.get_column("mcp_tools"), "tool").unnest("tool").drop("position")
 
@@ -72,7 +73,7 @@ def mcp_tool_selection() -> Scored:
     those names (``unknown``); no calls score 1.0 with a note.
     """
 
-    def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         known = _advertised(expect).select("row", "name").unique().with_columns(ok=pl.lit(True))
         graded = calls.select("row", "name").join(
             known, on=["row", "name"], how="left", maintain_order="left"
@@ -120,7 +121,7 @@ def mcp_arguments_valid() -> Scored:
     position and the validator's reason. No calls score 1.0 with a note.
     """
 
-    def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         tools = _advertised(expect).unique(["row", "name"], keep="first", maintain_order=True)
         pairs = calls.select("row", "position", "name", "arguments").join(
             tools.with_columns(known=pl.lit(True)), on=["row", "name"], how="left"

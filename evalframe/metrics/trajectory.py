@@ -22,7 +22,7 @@ from typing import Annotated, Any, Final
 import polars as pl
 
 from evalframe.core import schema as C
-from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN, expectations_frame
+from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN, Expectations
 from evalframe.metrics._batched import batched
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Range, Scored
@@ -231,7 +231,7 @@ def matched_specs(specs: pl.Series, calls: pl.DataFrame) -> pl.DataFrame:
 
 # --- the metric scaffold ----------------------------------------------------------------------
 
-Kernel = Callable[[pl.DataFrame, pl.DataFrame, pl.DataFrame], pl.DataFrame]
+Kernel = Callable[[pl.DataFrame, Expectations, pl.DataFrame], pl.DataFrame]
 
 
 def trajectory_metric(
@@ -253,10 +253,10 @@ def trajectory_metric(
     column = f"{name}{key}__trajectory"
 
     def run(frame: pl.DataFrame) -> pl.DataFrame:
-        expect = expectations_frame(frame.get_column("meta"), frame.get_column("id"))
+        expect = Expectations(frame.get_column("meta"), frame.get_column("id"))
         calls = calls_frame(frame.get_column("traj"))
         result = kernel(frame, expect, calls)
-        return result.with_columns(problem=expect.get_column("problem"))
+        return result.with_columns(problem=expect.problem)
 
     packed = batched(
         run,
@@ -329,7 +329,7 @@ def tool_called() -> Scored:
         Float64 in [0, 1]; an error when the row has no trajectory.
     """
 
-    def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         counts = count_present(expect.get_column("tools"), calls)
         return _with_fraction(counts, "tools")
 
@@ -346,7 +346,7 @@ def tool_not_called() -> Scored:
     The details list the forbidden tools that were called (``called``).
     """
 
-    def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         counts = count_present(expect.get_column("forbidden_tools"), calls)
         wanted = items_frame(expect.get_column("forbidden_tools"), "name")
         called = (
@@ -382,7 +382,7 @@ def tool_called_with() -> Scored:
     ``round(matched / usable entries, 6)``; none scores 1.0 with a note.
     """
 
-    def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         counts = matched_specs(expect.get_column("tool_arguments"), calls)
         out = _with_fraction(counts, "tool_arguments")
         return out.with_columns(skipped=expect.get_column("skipped_arguments"))
@@ -409,7 +409,7 @@ def tool_call_order() -> Scored:
     appear in that order. No ``order`` (or an empty one) scores 1.0 with a note.
     """
 
-    def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         order = expect.get_column("order")
         ok = is_subsequence(order.fill_null(pl.Series([[]], dtype=_NAMES)), calls)
         length = order.list.len().fill_null(0)
@@ -448,7 +448,7 @@ def steps_below(*, max_steps: Annotated[int, Range(ge=0)] | None = None) -> Scor
     """
     fallback = max_steps
 
-    def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         steps = frame.get_column("traj").struct.field("steps")
         limit = expect.get_column("max_steps")
         if fallback is not None:
@@ -483,7 +483,7 @@ def steps_below(*, max_steps: Annotated[int, Range(ge=0)] | None = None) -> Scor
 def no_pending_approvals() -> Scored:
     """1.0 when the trajectory left no approval pending (``pending_approvals`` is 0), else 0.0."""
 
-    def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         pending = frame.get_column("traj").struct.field("pending_approvals").fill_null(0)
         return pl.DataFrame(
             {"score": (pending == 0).cast(pl.Float64), "pending_approvals": pending}
@@ -505,7 +505,7 @@ def approval_gated() -> Scored:
     ``round(approved / required, 6)``; none required scores 1.0 with a note.
     """
 
-    def kernel(frame: pl.DataFrame, expect: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         approvals = items_frame(frame.get_column("traj").struct.field("approvals"), "name")
         counts = count_present(expect.get_column("requires_approval"), approvals)
         return _with_fraction(counts, "requires_approval")
