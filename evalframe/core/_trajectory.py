@@ -457,7 +457,8 @@ class Expectations:
     def __init__(self, metadata: pl.Series, sample_ids: pl.Series) -> None:
         self._frame = pl.DataFrame({"metadata": metadata, "sample_id": sample_ids})
         self._cache: dict[str, pl.Series] = {}
-        self._problems: list[pl.Series] = []
+        self._problems: dict[str, pl.Series] = {}
+        self._decoding = ""
 
     @property
     def height(self) -> int:
@@ -475,17 +476,24 @@ class Expectations:
             pl.col("sample_id"),
             pl.lit(f"' field 'metadata.{field}' must be {wanted}."),
         )
-        self._problems.append(self._select(pl.when(bad).then(message)))
+        self._problems[self._decoding] = self._select(pl.when(bad).then(message))
 
     @property
     def problem(self) -> pl.Series:
         """The first problem of each row among the fields read so far, or null."""
-        if not self._problems:
+        return self.problem_for(list(self._problems))
+
+    def problem_for(self, names: list[str]) -> pl.Series:
+        """The first problem of each row among the fields ``names``, or null."""
+        names = ["tool_arguments" if n == "skipped_arguments" else n for n in names]
+        found = [self._problems[n] for n in names if n in self._problems]
+        if not found:
             return pl.Series("problem", [None] * self.height, dtype=pl.String)
-        return self._select(pl.coalesce(*(pl.lit(p) for p in self._problems))).alias("problem")
+        return self._select(pl.coalesce(*(pl.lit(p) for p in found))).alias("problem")
 
     def get_column(self, name: str) -> pl.Series:
         if name not in self._cache:
+            self._decoding = "tool_arguments" if name == "skipped_arguments" else name
             self._cache[name] = self._decode(name).alias(name)
         return self._cache[name]
 
@@ -493,12 +501,14 @@ class Expectations:
         if name in _NAME_LIST_FIELDS:
             return self._names(name, single=_NAME_LIST_FIELDS[name])
         if name in ("max_steps", "optimal_steps"):
-            text = self._field(f"trajectory.{name}")
-            number = text.str.strip_chars().cast(pl.Int64, strict=False)
+            raw = self._select(self._field(f"trajectory.{name}"))
+            number = pl.lit(raw).str.strip_chars().cast(pl.Int64, strict=False)
             if name == "optimal_steps":
                 number = pl.when(number >= 0).then(number)
-            self._problem(text.is_not_null() & number.is_null(), f"trajectory.{name}", "an integer")
-            return self._select(number)
+            values = self._select(number)
+            bad = pl.lit(raw).is_not_null() & pl.lit(values).is_null()
+            self._problem(bad, f"trajectory.{name}", "an integer")
+            return values
         if name == "skipped_arguments":
             self.get_column("tool_arguments")
             return self._cache["skipped_arguments"]
@@ -535,7 +545,7 @@ class Expectations:
                 )
             ),
         )
-        self._problems.append(out.get_column("problem"))
+        self._problems[self._decoding] = out.get_column("problem")
         return out.get_column("names")
 
     def _nested(self, name: str) -> pl.Series:
@@ -591,7 +601,7 @@ class Expectations:
             )
         )
         bad = rows.get_column("bad")
-        self._problems.append(
+        self._problems[self._decoding] = (
             self._select(
                 pl.when(pl.lit(bad).is_not_null()).then(
                     pl.concat_str(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final
 
@@ -231,6 +232,49 @@ def matched_specs(specs: pl.Series, calls: pl.DataFrame) -> pl.DataFrame:
 
 # --- the metric scaffold ----------------------------------------------------------------------
 
+_LOCK = threading.Lock()
+_LAST: list[tuple[pl.DataFrame, Expectations, pl.DataFrame]] = []
+
+
+def _shared(frame: pl.DataFrame) -> tuple[Expectations, pl.DataFrame]:
+    """The decoded expectations and exploded calls of ``frame``, shared by the metrics of a run.
+
+    Every trajectory metric of a run reads the same columns; the last batch's decoding is
+    kept and reused when the next batch holds equal columns (checked, not assumed), so the
+    metadata is decoded and the calls exploded once per run instead of once per metric.
+    """
+    with _LOCK:
+        for seen, expect, calls in _LAST:
+            if seen.height == frame.height and seen.equals(frame):
+                return expect, calls
+        expect = Expectations(frame.get_column("meta"), frame.get_column("id"))
+        calls = calls_frame(frame.get_column("traj"))
+        _LAST[:] = [(frame, expect, calls)]
+        return expect, calls
+
+
+class _View:
+    """One metric's reads of the shared expectations: its problems are those of its fields."""
+
+    def __init__(self, shared: Expectations) -> None:
+        self._shared = shared
+        self._read: list[str] = []
+
+    @property
+    def height(self) -> int:
+        return self._shared.height
+
+    def get_column(self, name: str) -> pl.Series:
+        with _LOCK:
+            self._read.append(name)
+            return self._shared.get_column(name)
+
+    @property
+    def problem(self) -> pl.Series:
+        with _LOCK:
+            return self._shared.problem_for(self._read)
+
+
 Kernel = Callable[[pl.DataFrame, Expectations, pl.DataFrame], pl.DataFrame]
 
 
@@ -253,9 +297,9 @@ def trajectory_metric(
     column = f"{name}{key}__trajectory"
 
     def run(frame: pl.DataFrame) -> pl.DataFrame:
-        expect = Expectations(frame.get_column("meta"), frame.get_column("id"))
-        calls = calls_frame(frame.get_column("traj"))
-        result = kernel(frame, expect, calls)
+        shared, calls = _shared(frame)
+        expect = _View(shared)
+        result = kernel(frame, expect, calls)  # type: ignore[arg-type]  # a view reads alike
         return result.with_columns(problem=expect.problem)
 
     packed = batched(
