@@ -601,13 +601,9 @@ class Expectations:
             )
         )
         bad = rows.get_column("bad")
-        self._problems[self._decoding] = (
-            self._select(
-                pl.when(pl.lit(bad).is_not_null()).then(
-                    pl.concat_str(
-                        pl.lit("Sample '"), pl.col("sample_id"), pl.lit("' "), pl.lit(bad)
-                    )
-                )
+        self._problems[self._decoding] = self._select(
+            pl.when(pl.lit(bad).is_not_null()).then(
+                pl.concat_str(pl.lit("Sample '"), pl.col("sample_id"), pl.lit("' "), pl.lit(bad))
             )
         )
         if name == "tool_arguments":
