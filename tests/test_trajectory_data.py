@@ -239,7 +239,11 @@ def test_recorder_is_per_call_across_repetitions_and_threads(tmp_path: Path) -> 
 
 
 def test_record_outside_a_system_call_does_nothing() -> None:
+    from evalframe.core._trajectory import recording
+
     ef.trajectory.record("search", {"q": 1}, steps=4)  # no error, nothing kept
+    with recording() as recorder:
+        assert recorder.block() is None  # a later call starts empty
 
 
 def test_a_system_that_records_nothing_has_no_trajectory(tmp_path: Path) -> None:
