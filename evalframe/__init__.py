@@ -92,6 +92,7 @@ __all__ = [
     "schema",
     "score",
     "testing",
+    "trajectory",
 ]
 
 
@@ -113,13 +114,14 @@ _LAZY: dict[str, str] = {
     "OpenAIJudge": "evalframe.providers",
     "Providers": "evalframe.providers",
     "Store": "evalframe.store",
-    "online": "evalframe.online",
     "plot": "evalframe.views",
     "Report": "evalframe.views._report",
 }
 
 
-_SUBMODULES = frozenset({"io", "testing"})  # documented namespaces, loaded on first use
+_SUBMODULES = frozenset(
+    {"io", "online", "testing", "trajectory"}
+)  # documented namespaces, loaded on first use
 
 
 def __getattr__(name: str) -> Any:

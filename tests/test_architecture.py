@@ -112,7 +112,7 @@ def test_public_names_are_pinned() -> None:
         "Providers", "Report", "Run", "Store", "StoreBusyError", "StoreError", "__version__",
         "adversarial", "aggregate", "calibrate", "compare", "estimate", "evaluate", "gate",
         "io", "metrics", "online", "plot", "providers", "read_dataset", "read_outputs",
-        "schema", "score", "testing",
+        "schema", "score", "testing", "trajectory",
     ]  # fmt: skip
     assert ef.metrics.__all__ == [
         "Derived", "JudgeReplies", "Metric", "MetricDef", "MetricFactory", "MetricScore", "Need",
@@ -158,12 +158,13 @@ def test_private_modules_hold_the_implementation() -> None:
     }
     assert public == {
         "aggregate", "cli", "core", "engine", "enrich", "metrics", "online", "plot",
-        "providers", "schema", "store", "views",
+        "providers", "schema", "store", "trajectory", "views",
         # integrations and their documented namespaces (ef.io, ef.testing)
         "integrations", "io", "testing",
         # metric families: one module per family, documented in the catalogue
         "citation", "deterministic", "judge", "lexical", "operational", "ordinal",
         "rag", "reliability", "retrieval", "safety", "semantic", "similarity", "structural",
+        "agent", "conversation", "mcp",  # and trajectory (also the ef.trajectory namespace)
     }  # fmt: skip
 
 

@@ -14,7 +14,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 def test_the_numbered_notebooks_exist() -> None:
     found = {p.name[:3] for p in NOTEBOOKS}
-    assert {"01_", "02_", "03_", "04_", "05_", "06_", "07_", "09_"} <= found
+    assert {"01_", "02_", "03_", "04_", "05_", "06_", "07_", "08_", "09_"} <= found
     assert len(found) == len(NOTEBOOKS)  # one notebook per number
 
 

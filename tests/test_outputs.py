@@ -273,9 +273,17 @@ def test_empty_outputs_map_gives_an_empty_frame(tmp_path: Path) -> None:
 
 
 def test_list_entries_may_carry_other_fields(tmp_path: Path) -> None:
-    entry = {"id": "a", "actual_output": "x", "trajectory": [{"tool": "search"}], "note": 1}
+    entry = {"id": "a", "actual_output": "x", "note": 1, "extra": {"k": [1]}}
     frame = read_outputs(write(tmp_path, "o.json", json.dumps({"outputs": [entry]})))
     assert frame.rows() == [("a", "x")]
+
+
+def test_list_entries_trajectory_is_read_not_dropped(tmp_path: Path) -> None:
+    # A trajectory block is a column of its own (tests/test_trajectory_data.py has the rest).
+    entry = {"id": "a", "actual_output": "x", "trajectory": {"tool_calls": [{"tool": "search"}]}}
+    frame = read_outputs(write(tmp_path, "o.json", json.dumps({"outputs": [entry]})))
+    assert frame.columns == ["sample_id", "actual_output", "trajectory"]
+    assert frame.get_column("trajectory").struct.field("steps").to_list() == [1]
 
 
 # --- JSONL, CSV, Parquet ------------------------------------------------------------------------

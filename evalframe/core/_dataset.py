@@ -58,6 +58,7 @@ from evalframe.core._formats import (
     records_from_columns,
 )
 from evalframe.core._gc import gc_paused
+from evalframe.core._trajectory import check_expectations
 
 __all__ = ["SCHEMA_VERSION", "Dataset", "read_dataset"]
 
@@ -328,6 +329,7 @@ def _samples_frame(records: Iterable[object], source: Source) -> pl.DataFrame:
         found = _surrogate_error(samples[index], index, source)
         return found or source.error(f"Sample at index {index} holds a lone surrogate.")
 
+    check_expectations(ids, metadata, source.error)  # metadata.trajectory: core/_trajectory.py
     return dataset_columns(ids, inputs, expected, metadata, tags, surrogate_error=surrogate_error)
 
 

@@ -19,16 +19,12 @@ def load_attribute(
 ) -> Any:
     """Import ``table[name]``'s module, keep its ``name`` in ``namespace``, return it.
 
-    A name whose module is ``<owner>.<name>`` is that submodule itself (a namespace such as
-    ``ef.online``).
-
     Raises:
         AttributeError: ``name`` is not in ``table`` (the usual message for ``owner``).
     """
     module = table.get(name)
     if module is None:
         raise AttributeError(f"module {owner!r} has no attribute {name!r}")
-    loaded = importlib.import_module(module)
-    value = loaded if module == f"{owner}.{name}" else getattr(loaded, name)
+    value = getattr(importlib.import_module(module), name)
     namespace[name] = value
     return value

@@ -37,6 +37,7 @@ from evalframe.core._formats import (
     load_json,
     yaml_limit_error,
 )
+from evalframe.core._turns import agent_fields, with_agent_columns
 from evalframe.core._yaml import (
     YamlLimitError,
     YamlLoader,
@@ -50,7 +51,9 @@ __all__ = ["align_outputs", "read_outputs"]
 _SUBJECT: Final = "Saved outputs file"
 _MAX_LISTED_IDS: Final = 20
 _INTEGER_TEXT: Final = re.compile(r"\s*[+-]?[0-9]+\s*")
-_TABLE_COLUMNS: Final = (C.SAMPLE_ID, "id", C.ACTUAL_OUTPUT, *C.OPERATIONAL_COLUMNS, CONTEXTS)
+_TABLE_COLUMNS: Final = (
+    C.SAMPLE_ID, "id", C.ACTUAL_OUTPUT, *C.OPERATIONAL_COLUMNS, CONTEXTS, "trajectory", "turns"
+)  # fmt: skip
 
 
 def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
@@ -324,6 +327,7 @@ def _from_entries(
     texts: list[str] = []
     extras: list[dict[str, object]] = []
     contexts: list[Any] = []
+    agent: list[dict[str, Any]] = []
     for index, entry in enumerate(entries):
         at = f"Saved outputs entry at index {index}"
         if not isinstance(entry, dict):
@@ -354,9 +358,11 @@ def _from_entries(
                 if column in entry
             }
         )
+        agent.append(agent_fields(entry, f"{where}: {at}"))
     present = [c for c in C.OPERATIONAL_COLUMNS if any(c in extra for extra in extras)]
     columns: dict[str, Any] = {c: [extra.get(c) for extra in extras] for c in present}
-    return _frame(ids, texts, columns, where).with_columns(**contexts_columns(contexts))
+    frame = _frame(ids, texts, columns, where).with_columns(**contexts_columns(contexts))
+    return with_agent_columns(frame, agent)
 
 
 def _operational(value: object, column: str, dtype: Any, at: str, from_text: bool) -> object:

@@ -1,8 +1,10 @@
 """Calling a system under test: one call per (sample, repetition), bounded concurrency.
 
 A plain callable receives the sample's ``input`` map and must return a string, or a mapping
-``{"output": <string>, "contexts": [...]}`` that also gives the retrieved contexts (the
-``contexts`` column). An exception or a malformed return is recorded against that sample
+``{"output": <string>, "contexts": [...], "trajectory": {...}, "turns": [...]}`` that also
+gives the retrieved contexts, an agent's trajectory and a conversation's turns (each
+optional); an agent may instead record its trajectory with ``ef.trajectory.record``
+(``core/_trajectory.py``). An exception or a malformed return is recorded against that sample
 (``system_error``) and scored as that sample's error by every metric; the run goes on.
 Latency is measured per call.
 """
@@ -23,6 +25,8 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._contexts import Parsed, _BadContexts, contexts_columns, system_reply
+from evalframe.core._trajectory import recording
+from evalframe.core._turns import agent_result, with_agent_columns
 
 __all__ = ["System", "call_system"]
 
@@ -61,14 +65,17 @@ def _progress_bar(total: int, enabled: bool, label: str) -> Iterator[Callable[[]
 
 def _call_one(
     system: System, sample_id: str, payload: dict[str, Any]
-) -> tuple[str | None, str | None, float, Parsed | None]:
+) -> tuple[str | None, str | None, float, Parsed | None, dict[str, Any]]:
     start = time.perf_counter()
+    agent: dict[str, Any] = {}
     try:
-        result = system(payload)
-        if inspect.isawaitable(result):
-            import asyncio  # only for systems under test that are coroutines
+        with recording() as recorder:
+            result = system(payload)
+            if inspect.isawaitable(result):
+                import asyncio  # only for systems under test that are coroutines
 
-            result = asyncio.run(_await(result))
+                result = asyncio.run(_await(result))
+        _, agent = agent_result(result, recorder, sample_id)
     except Exception as exc:  # the SUT's failure is this sample's error, not the run's
         elapsed = (time.perf_counter() - start) * 1000
         return (
@@ -76,12 +83,13 @@ def _call_one(
             f"System under test raised {type(exc).__name__} for sample '{sample_id}': {exc}",
             elapsed,
             None,
+            agent,
         )
     elapsed = (time.perf_counter() - start) * 1000
     try:
         result, contexts = system_reply(result)
     except _BadContexts as exc:
-        return None, f"System-under-test for sample '{sample_id}' {exc}.", elapsed, None
+        return None, f"System-under-test for sample '{sample_id}' {exc}.", elapsed, None, agent
     if not isinstance(result, str):
         return (
             None,
@@ -91,8 +99,9 @@ def _call_one(
             ),
             elapsed,
             None,
+            agent,
         )
-    return result, None, elapsed, contexts
+    return result, None, elapsed, contexts, agent
 
 
 async def _await(awaitable: Any) -> Any:
@@ -125,8 +134,8 @@ def call_system(
     jobs = [
         (rep, sid, inp) for rep in range(repetitions) for sid, inp in zip(ids, inputs, strict=True)
     ]
-    results: list[tuple[str | None, str | None, float, Parsed | None]] = [
-        (None, None, 0.0, None)
+    results: list[tuple[str | None, str | None, float, Parsed | None, dict[str, Any]]] = [
+        (None, None, 0.0, None, {})
     ] * len(jobs)
     with (
         _progress_bar(len(jobs), _show_progress(progress), "calling system") as advance,
@@ -139,7 +148,7 @@ def call_system(
         for future in as_completed(futures):
             results[futures[future]] = future.result()
             advance()
-    return pl.DataFrame(
+    frame = pl.DataFrame(
         {
             C.SAMPLE_ID: [sid for _, sid, _ in jobs],
             C.REPETITION: [rep for rep, _, _ in jobs],
@@ -155,3 +164,4 @@ def call_system(
             "latency_ms": pl.Float64,
         },
     ).with_columns(**contexts_columns([r[3] for r in results]))
+    return with_agent_columns(frame, [r[4] for r in results])

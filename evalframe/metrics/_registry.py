@@ -31,10 +31,13 @@ _REGISTRY: dict[str, MetricDef] = {}
 _plugins_loaded = False
 
 BUILTIN_FAMILIES: Final = (
+    "agent",
     "citation",
+    "conversation",
     "deterministic",
     "judge",
     "lexical",
+    "mcp",
     "operational",
     "ordinal",
     "rag",
@@ -44,6 +47,7 @@ BUILTIN_FAMILIES: Final = (
     "semantic",
     "similarity",
     "structural",
+    "trajectory",
 )
 """The modules of ``evalframe.metrics`` whose ``@metric`` registrations are the built-ins."""
 

@@ -11,6 +11,7 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._errors import MetricError, StoreError
+from evalframe.store._agent import typed_agent_columns
 from evalframe.store._connect import execute, fetch, query
 from evalframe.store._sandbox import user_query
 from evalframe.store._write import OUTPUT_COLUMNS
@@ -337,5 +338,6 @@ def _frame(outputs: pl.DataFrame, samples: pl.DataFrame) -> pl.DataFrame:
         decoded = extra.str.json_decode(infer_schema_length=None)
         if isinstance(decoded.dtype, pl.Struct):
             produced = pl.concat([produced, decoded.struct.unnest()], how="horizontal")
+            produced = typed_agent_columns(produced, extra)
     produced = produced.with_columns(outputs.get_column(C.REPETITION).cast(pl.Int64))
     return produced.join(samples, on=C.SAMPLE_ID, how="left", maintain_order="left")

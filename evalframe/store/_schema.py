@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
+from evalframe.store._agent import AGENT_VIEWS
+
 if TYPE_CHECKING:
     import duckdb
 
@@ -393,6 +395,9 @@ def create(con: duckdb.DuckDBPyConnection) -> None:
     for ddl in TABLES.values():
         con.execute(ddl)
     create_views(con)
+
+
+VIEWS.update(AGENT_VIEWS)  # trajectories, tool_calls: store/_agent.py
 
 
 def create_views(con: duckdb.DuckDBPyConnection) -> None:

@@ -28,6 +28,8 @@ from evalframe.core import aggregate
 from evalframe.core import schema as C
 from evalframe.core._gc import gc_paused
 from evalframe.core._precision import precision_block
+from evalframe.core._trajectory import TRAJECTORY_COLUMN
+from evalframe.views._trajectory_json import trajectory_blocks
 
 if TYPE_CHECKING:
     from evalframe.core._run import Run
@@ -309,7 +311,15 @@ def _executions(run: Run) -> tuple[pl.DataFrame, pl.DataFrame]:
     read as ``{}``.
     """
     rows = (
-        run.frame.select(C.SAMPLE_ID, C.ROW_HASH, C.REPETITION, C.TAGS, C.ACTUAL_OUTPUT, C.METADATA)
+        run.frame.select(
+            C.SAMPLE_ID,
+            C.ROW_HASH,
+            C.REPETITION,
+            C.TAGS,
+            C.ACTUAL_OUTPUT,
+            C.METADATA,
+            pl.col(f"^{TRAJECTORY_COLUMN}$"),
+        )
         .sort(C.REPETITION, maintain_order=True)
         .with_row_index("_pos")
     )
@@ -345,6 +355,7 @@ def _samples(run: Run) -> list[dict[str, Any]]:
     ):
         scores[pos][name] = {"score": value, "details": detail}
     adversarial = _adversarial_of(rows.get_column(C.METADATA))
+    trajectories = trajectory_blocks(rows)  # only where one was recorded, as eval-harness
     return [
         {
             "id": sid,
@@ -353,15 +364,17 @@ def _samples(run: Run) -> list[dict[str, Any]]:
             "tags": tags or [],
             "adversarial": adv,
             "actual_output": actual,
+            **({"trajectory": trajectory} if trajectory is not None else {}),
             "scores": sc,
         }
-        for sid, row_hash, rep, tags, adv, actual, sc in zip(
+        for sid, row_hash, rep, tags, adv, actual, trajectory, sc in zip(
             rows.get_column(C.SAMPLE_ID).to_list(),
             rows.get_column(C.ROW_HASH).to_list(),
             rows.get_column(C.REPETITION).to_list(),
             rows.get_column(C.TAGS).to_list(),
             adversarial,
             rows.get_column(C.ACTUAL_OUTPUT).to_list(),
+            trajectories,
             scores,
             strict=True,
         )

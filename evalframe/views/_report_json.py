@@ -27,6 +27,7 @@ from evalframe.views._report import (
     _r6,
     _sample_metric_stats,
 )
+from evalframe.views._trajectory_json import trajectory_suffixes
 
 if TYPE_CHECKING:
     from evalframe.core._run import Run
@@ -183,6 +184,7 @@ def _samples_text(run: Run) -> str:
         rows.with_columns(scores.alias("_scores"))
         .join(tags, on="_pos", how="left", maintain_order="left")
         .with_columns(adversarial.alias("_adversarial"))
+        .with_columns(trajectory_suffixes(rows, 6).alias("_trajectory"))
     )
     text = rows.select(
         pl.concat_str(
@@ -195,7 +197,8 @@ def _samples_text(run: Run) -> str:
                     ("repetition", pl.col(C.REPETITION).cast(pl.String)),
                     ("tags", _container(pl.col("_tags"), 8, "[]")),
                     ("adversarial", pl.col("_adversarial")),
-                    ("actual_output", _string(pl.col(C.ACTUAL_OUTPUT))),
+                    # a trajectory only where one was recorded: it trails actual_output
+                    ("actual_output", _string(pl.col(C.ACTUAL_OUTPUT)) + pl.col("_trajectory")),
                     ("scores", _container(pl.col("_scores"), 8, "{}")),
                 ],
             ),

@@ -1,0 +1,226 @@
+"""Speed of the deterministic agent metrics over 100,000 episodes of 1-30 tool calls.
+
+Fourteen metrics together through ``ef.score``: eval-harness's seven trajectory metrics
+(tool-called, tool-not-called, tool-called-with, tool-call-order, steps-below,
+no-pending-approvals, approval-gated) and the agent family (tool-correctness,
+argument-correctness, step-efficiency, tool-error-rate, goal-accuracy, trajectory-match in
+order and as F1). Beside them, the peers' way: a plain Python loop over episodes computing
+the same fourteen scores from the same dicts, timed on the first ``--naive`` episodes; the
+script checks the two agree on every score there before printing any time. Every episode has
+its own expectations (its own metadata text), the worst case for the per-distinct-value
+parsing. Run from the repository root:
+
+    .venv/bin/python benchmarks/bench_agent.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import best_time, machine, pin_threads
+
+_ARGS = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+_ARGS.add_argument("--episodes", type=int, default=100_000)
+_ARGS.add_argument("--naive", type=int, default=10_000, help="episodes for the Python loop")
+_ARGS.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+_ARGS.add_argument("--repeat", type=int, default=3)
+_ARGS.add_argument("--seed", type=int, default=0)
+ARGS = _ARGS.parse_args()
+pin_threads(ARGS.threads)
+
+import polars as pl  # noqa: E402
+
+import evalframe as ef  # noqa: E402
+from evalframe.core._trajectory import parse_trajectory, trajectory_series  # noqa: E402
+from evalframe.metrics.trajectory import loose_subset  # noqa: E402
+
+TOOLS = [f"tool_{i:02d}" for i in range(20)]
+METRICS = [
+    "tool-called",
+    "tool-not-called",
+    "tool-called-with",
+    "tool-call-order",
+    "steps-below",
+    "no-pending-approvals",
+    "approval-gated",
+    "tool-correctness",
+    "argument-correctness",
+    "step-efficiency",
+    "tool-error-rate",
+    "goal-accuracy",
+    "trajectory-match(mode=in-order)",
+    "trajectory-match(mode=f1)",
+]
+
+
+def episodes(n: int, seed: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``n`` seeded (expectations, trajectory) pairs."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        k = rng.randint(1, 30)
+        calls = []
+        for _ in range(k):
+            name = rng.choice(TOOLS)
+            args = {"id": rng.randint(0, 50), "mode": rng.choice(["a", "b"])}
+            call: dict[str, Any] = {"name": name, "arguments": args}
+            if rng.random() < 0.05:
+                call["error"] = "timeout"
+            calls.append(call)
+        names = [c["name"] for c in calls]
+        expected = rng.sample(names, min(len(names), rng.randint(1, 4)))
+        spec_call = rng.choice(calls)
+        expect = {
+            "tools": expected,
+            "forbidden_tools": rng.sample(TOOLS, 2),
+            "tool_arguments": [
+                {"tool": spec_call["name"], "arguments": {"id": str(spec_call["arguments"]["id"])}}
+            ],
+            "order": expected,
+            "max_steps": rng.randint(5, 30),
+            "requires_approval": ["pay"],
+            "expected_tools": expected,
+            "goal": {"tool": spec_call["name"], "arguments": {"id": spec_call["arguments"]["id"]}},
+            "optimal_steps": len(expected),
+        }
+        trajectory = {
+            "tool_calls": calls,
+            "approvals": ["pay"] if rng.random() < 0.8 else [],
+            "pending_approvals": int(rng.random() < 0.1),
+        }
+        out.append((expect, trajectory))
+    return out
+
+
+def frame(data: list[tuple[dict[str, Any], dict[str, Any]]]) -> pl.DataFrame:
+    n = len(data)
+    return pl.DataFrame(
+        {
+            "sample_id": [f"s{i}" for i in range(n)],
+            "input": ["{}"] * n,
+            "expected_output": ["x"] * n,
+            "expected_type": ["string"] * n,
+            "metadata": [json.dumps({"trajectory": e}) for e, _ in data],
+            "tags": [[] for _ in range(n)],
+            "row_hash": ["h"] * n,
+            "actual_output": ["x"] * n,
+        },
+        schema_overrides={"tags": pl.List(pl.String)},
+    ).with_columns(trajectory_series([parse_trajectory(t, "bench") for _, t in data]))
+
+
+def _fraction(met: int, total: int) -> float:
+    return 1.0 if total == 0 else round(met / total, 6)
+
+
+def _subsequence(expected: list[str], names: list[str]) -> bool:
+    it = iter(names)
+    return all(any(n == e for n in it) for e in expected)
+
+
+def naive(expect: dict[str, Any], trajectory: dict[str, Any]) -> dict[str, float]:
+    """The fourteen scores of one episode, the way a per-episode metric class computes them."""
+    calls = trajectory["tool_calls"]
+    names = [c["name"] for c in calls]
+    called = set(names)
+    steps = len(calls)
+    specs = expect["tool_arguments"]
+    spec_ok = [
+        any(c["name"] == s["tool"] and loose_subset(s["arguments"], c["arguments"]) for c in calls)
+        for s in specs
+    ]
+    graded = [c for c in calls if any(c["name"] == s["tool"] for s in specs)]
+    graded_ok = [
+        any(s["tool"] == c["name"] and loose_subset(s["arguments"], c["arguments"]) for s in specs)
+        for c in graded
+    ]
+    e, c = set(expect["expected_tools"]), called
+    failed = sum(1 for call in calls if call.get("error"))
+    goal = expect["goal"]
+    common = sum((Counter(expect["expected_tools"]) & Counter(names)).values())
+    p = common / len(names) if names else float(not expect["expected_tools"])
+    r = common / len(expect["expected_tools"]) if expect["expected_tools"] else 1.0
+    limit = expect["max_steps"]
+    return {
+        "tool-called": _fraction(sum(t in called for t in expect["tools"]), len(expect["tools"])),
+        "tool-not-called": _fraction(
+            sum(t not in called for t in expect["forbidden_tools"]), len(expect["forbidden_tools"])
+        ),
+        "tool-called-with": _fraction(sum(spec_ok), len(spec_ok)),
+        "tool-call-order": float(_subsequence(expect["order"], names)),
+        "steps-below": 1.0 if limit < 1 else float(steps <= limit),
+        "no-pending-approvals": float(trajectory["pending_approvals"] == 0),
+        "approval-gated": _fraction(
+            sum(a in trajectory["approvals"] for a in expect["requires_approval"]),
+            len(expect["requires_approval"]),
+        ),
+        "tool-correctness": round(len(e & c) / len(e | c), 6) if e | c else 1.0,
+        "argument-correctness": _fraction(sum(graded_ok), len(graded_ok)),
+        "step-efficiency": 1.0
+        if steps == 0
+        else round(min(1.0, expect["optimal_steps"] / steps), 6),
+        "tool-error-rate": 1.0 if not calls else round(1 - failed / len(calls), 6),
+        "goal-accuracy": float(
+            any(
+                x["name"] == goal["tool"]
+                and not x.get("error")
+                and loose_subset(goal["arguments"], x["arguments"])
+                for x in calls
+            )
+        ),
+        "trajectory-match(mode=in-order)": float(_subsequence(expect["expected_tools"], names)),
+        "trajectory-match(mode=f1)": round(0.0 if p + r == 0 else 2 * p * r / (p + r), 6),
+    }
+
+
+def main() -> None:
+    data = episodes(ARGS.episodes, ARGS.seed)
+    calls = sum(len(t["tool_calls"]) for _, t in data)
+    t0 = time.perf_counter()
+    table = frame(data)
+    build = time.perf_counter() - t0
+    metrics = ef.metrics.resolve(METRICS)
+    seconds, scores = best_time(lambda: ef.score(table, metrics), repeat=ARGS.repeat)
+    assert scores.get_column("error").null_count() == scores.height, "unexpected metric errors"
+
+    subset = data[: ARGS.naive]
+    naive_seconds, reference = best_time(
+        lambda: [naive(e, t) for e, t in subset], repeat=ARGS.repeat
+    )
+    got = scores.filter(pl.col("sample_id").is_in([f"s{i}" for i in range(len(subset))]))
+    ours = {(r[0], r[1]): r[2] for r in got.select("sample_id", "metric", "score").iter_rows()}
+    for i, row in enumerate(reference):
+        for name, value in row.items():
+            assert abs(ours[(f"s{i}", name)] - value) < 1e-9, (
+                i,
+                name,
+                ours[(f"s{i}", name)],
+                value,
+            )
+
+    print(machine())
+    print(f"{ARGS.episodes:,} episodes, {calls:,} tool calls, {len(METRICS)} metrics together")
+    print(f"building the trajectory column from dicts: {build:.2f} s (not in the times below)")
+    print(
+        f"evalframe (ef.score, columns): {seconds:.2f} s = {ARGS.episodes / seconds:,.0f} "
+        "episodes/s"
+    )
+    print(
+        f"per-episode Python loop ({len(subset):,} episodes): {naive_seconds:.2f} s = "
+        f"{len(subset) / naive_seconds:,.0f} episodes/s"
+    )
+    print(f"ratio: {(ARGS.episodes / seconds) / (len(subset) / naive_seconds):.1f}x")
+    print(f"scores agree on all {len(subset) * len(METRICS):,} (episode, metric) pairs checked")
+
+
+if __name__ == "__main__":
+    main()

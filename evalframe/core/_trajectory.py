@@ -1,0 +1,642 @@
+"""Agent trajectories as typed columns: the ``trajectory`` dtype, parsing, and the recorder.
+
+A trajectory is what an agent did on its way to ``actual_output``: the tools it called, the
+steps it took, why it stopped, and the actions a person approved. It is stored per execution
+in a ``trajectory`` column of dtype ``TRAJECTORY`` (null where none was recorded)::
+
+    tool_calls         List(Struct)  in call order: name (String), arguments (String: the
+                                     arguments object as compact JSON, or null), result
+                                     (String), error (String), latency_ms (Float64), tokens
+                                     (Int64)
+    steps              Int64         agent steps; the number of tool calls when not given
+    finish_reason      String        why the agent stopped (free text, may be null)
+    approvals          List(String)  ids of the actions a person approved
+    pending_approvals  Int64         approvals still waiting (0 when not given)
+
+eval-harness writes tool calls in two forms, both read here: a list of names
+(``["search", "book"]``) or a list of objects (``{name, arguments}``; ``args`` and ``tool``
+are accepted aliases). A result or error that is not a string is kept as compact JSON.
+
+Sources: a saved-outputs entry's ``trajectory`` block (or a JSON text of one, in JSONL, CSV
+and Parquet columns), a system under test returning ``{"output": ..., "trajectory": ...}``,
+or ``record`` called inside the system under test. The recorder is context-local: each call
+of the system under test gets its own, so repetitions and concurrent calls never mix.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import math
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Final
+
+import polars as pl
+
+from evalframe.core._errors import DatasetError
+
+__all__ = [
+    "TOOL_CALL",
+    "TRAJECTORY",
+    "TRAJECTORY_COLUMN",
+    "Expectations",
+    "parse_trajectory",
+    "record",
+    "recording",
+    "trajectory_series",
+]
+
+TRAJECTORY_COLUMN: Final = "trajectory"
+
+TOOL_CALL: Final = pl.Struct(
+    {
+        "name": pl.String(),
+        "arguments": pl.String(),
+        "result": pl.String(),
+        "error": pl.String(),
+        "latency_ms": pl.Float64(),
+        "tokens": pl.Int64(),
+    }
+)
+"""One tool call; ``arguments`` is the arguments object as compact JSON text."""
+
+TRAJECTORY: Final = pl.Struct(
+    {
+        "tool_calls": pl.List(TOOL_CALL),
+        "steps": pl.Int64(),
+        "finish_reason": pl.String(),
+        "approvals": pl.List(pl.String()),
+        "pending_approvals": pl.Int64(),
+    }
+)
+"""The dtype of the ``trajectory`` column."""
+
+_NAME_KEYS: Final = ("name", "tool")
+_ARGUMENT_KEYS: Final = ("arguments", "args")
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "map"
+    if isinstance(value, list | tuple):
+        return "list"
+    return type(value).__name__
+
+
+def _count(value: object, field: str, at: str) -> int | None:
+    """A non-negative integer (an int, or a string of digits), or None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    raise DatasetError(
+        f"{at} field '{field}' must be a non-negative integer; got {_kind(value)} {value!r:.40}."
+    )
+
+
+def _number(value: object, field: str, at: str) -> float | None:
+    if value is None:
+        return None
+    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if number is not None and math.isfinite(number) and number >= 0:
+        return float(number)
+    raise DatasetError(
+        f"{at} field '{field}' must be a finite number >= 0; got {_kind(value)} {value!r:.40}."
+    )
+
+
+def _text(value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return _compact(value)
+
+
+def _first(entry: Mapping[str, Any], keys: tuple[str, ...]) -> object:
+    for key in keys:
+        if entry.get(key) is not None:
+            return entry[key]
+    return None
+
+
+def parse_tool_call(value: object, field: str, at: str) -> dict[str, Any]:
+    """One tool call from its name or its object form."""
+    if isinstance(value, str):
+        if not value.strip():
+            raise DatasetError(f"{at} field '{field}' must be a non-empty tool name.")
+        return {"name": value, "arguments": None, "result": None, "error": None,
+                "latency_ms": None, "tokens": None}  # fmt: skip
+    if not isinstance(value, dict):
+        raise DatasetError(
+            f"{at} field '{field}' must be a tool name or an object with a name; "
+            f"got {_kind(value)}."
+        )
+    name = _first(value, _NAME_KEYS)
+    if not isinstance(name, str) or not name.strip():
+        raise DatasetError(f"{at} field '{field}.name' must be a non-empty string.")
+    arguments = _first(value, _ARGUMENT_KEYS)
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else None
+        except ValueError:
+            arguments = "not JSON"
+    if arguments is not None and not isinstance(arguments, dict):
+        raise DatasetError(
+            f"{at} field '{field}.arguments' must be an object of named arguments; "
+            f"got {_kind(arguments)}."
+        )
+    return {
+        "name": name,
+        "arguments": None if arguments is None else _compact(arguments),
+        "result": _text(value.get("result")),
+        "error": _text(value.get("error")),
+        "latency_ms": _number(value.get("latency_ms"), f"{field}.latency_ms", at),
+        "tokens": _count(value.get("tokens"), f"{field}.tokens", at),
+    }
+
+
+def parse_tool_calls(value: object, field: str, at: str) -> list[dict[str, Any]]:
+    """A list of tool calls (names or objects); null is no calls."""
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise DatasetError(f"{at} field '{field}' must be a list; got {_kind(value)}.")
+    return [parse_tool_call(item, f"{field}[{i}]", at) for i, item in enumerate(value)]
+
+
+def parse_trajectory(value: object, at: str, field: str = "trajectory") -> dict[str, Any] | None:
+    """A trajectory block as a ``TRAJECTORY`` row (a dict), or None when ``value`` is null.
+
+    Args:
+        value: the block: a mapping, or its JSON text.
+        at: where it comes from, for messages (``"<file>: Saved outputs entry at index 3
+            (sample 'q1')"``).
+        field: the field's name in messages.
+
+    Raises:
+        DatasetError: the block or one of its fields has the wrong shape; the message names
+            ``at`` and the field.
+
+    Examples:
+        >>> parse_trajectory({"tool_calls": ["search"], "finish_reason": "stop"}, "x")["steps"]
+        1
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise DatasetError(f"{at} field '{field}' is not valid JSON: {exc}.") from exc
+    if not isinstance(value, dict):
+        raise DatasetError(f"{at} field '{field}' must be an object; got {_kind(value)}.")
+    calls = parse_tool_calls(value.get("tool_calls"), f"{field}.tool_calls", at)
+    steps = _count(value.get("steps"), f"{field}.steps", at)
+    finish = value.get("finish_reason")
+    if finish is not None and not isinstance(finish, str):
+        raise DatasetError(f"{at} field '{field}.finish_reason' must be a string.")
+    approvals = value.get("approvals")
+    if approvals is None:
+        approvals = []
+    if not isinstance(approvals, list | tuple) or not all(
+        isinstance(a, str | int) and not isinstance(a, bool) for a in approvals
+    ):
+        raise DatasetError(
+            f"{at} field '{field}.approvals' must be a list of action ids (strings)."
+        )
+    pending = _count(value.get("pending_approvals"), f"{field}.pending_approvals", at)
+    return {
+        "tool_calls": calls,
+        "steps": len(calls) if steps is None else steps,
+        "finish_reason": finish,
+        "approvals": [str(a) for a in approvals],
+        "pending_approvals": 0 if pending is None else pending,
+    }
+
+
+def trajectory_series(rows: list[dict[str, Any] | None]) -> pl.Series:
+    """The ``trajectory`` column from parsed rows (None for no trajectory)."""
+    return pl.Series(TRAJECTORY_COLUMN, rows, dtype=TRAJECTORY)
+
+
+# --- the recorder ---------------------------------------------------------------------------
+
+
+class _Recorder:
+    __slots__ = ("approvals", "calls", "finish_reason", "pending_approvals", "steps", "used")
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.steps: int | None = None
+        self.finish_reason: str | None = None
+        self.approvals: list[str] = []
+        self.pending_approvals: int | None = None
+        self.used = False
+
+    def block(self) -> dict[str, Any] | None:
+        if not self.used:
+            return None
+        return {
+            "tool_calls": self.calls,
+            "steps": self.steps,
+            "finish_reason": self.finish_reason,
+            "approvals": self.approvals,
+            "pending_approvals": self.pending_approvals,
+        }
+
+
+_CURRENT: contextvars.ContextVar[_Recorder | None] = contextvars.ContextVar(
+    "evalframe_trajectory", default=None
+)
+
+
+@contextmanager
+def recording() -> Iterator[_Recorder]:
+    """A fresh recorder for the calls made inside the block (one per system call)."""
+    recorder = _Recorder()
+    token = _CURRENT.set(recorder)
+    try:
+        yield recorder
+    finally:
+        _CURRENT.reset(token)
+
+
+def record(
+    tool: str | None = None,
+    arguments: Mapping[str, Any] | None = None,
+    *,
+    result: object = None,
+    error: object = None,
+    latency_ms: float | None = None,
+    tokens: int | None = None,
+    steps: int | None = None,
+    finish_reason: str | None = None,
+    approval: str | None = None,
+    pending_approvals: int | None = None,
+) -> None:
+    """Record part of the current sample's trajectory, from inside the system under test.
+
+    With ``tool``, appends one tool call (its arguments, result, error, latency and tokens).
+    ``steps``, ``finish_reason`` and ``pending_approvals`` set those fields (steps default to
+    the number of tool calls); ``approval`` appends one approved action id. Outside a call of
+    the system under test (``evaluate(system=...)``) it does nothing, so an agent can keep
+    its ``record`` calls in production.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def agent(inp):
+        ...     ef.trajectory.record("search", {"q": inp["question"]}, result="3 hits")
+        ...     ef.trajectory.record(finish_reason="stop")
+        ...     return "answer"
+    """
+    recorder = _CURRENT.get()
+    if recorder is None:
+        return
+    recorder.used = True
+    at = "ef.trajectory.record()"
+    if tool is not None:
+        entry: dict[str, Any] = {"name": tool, "arguments": dict(arguments or {}) or None}
+        entry.update(result=result, error=error, latency_ms=latency_ms, tokens=tokens)
+        recorder.calls.append(parse_tool_call(entry, "tool", at))
+    if steps is not None:
+        recorder.steps = _count(steps, "steps", at)
+    if finish_reason is not None:
+        recorder.finish_reason = str(finish_reason)
+    if approval is not None:
+        recorder.approvals.append(str(approval))
+    if pending_approvals is not None:
+        recorder.pending_approvals = _count(pending_approvals, "pending_approvals", at)
+
+
+# --- expectations: metadata.trajectory ------------------------------------------------------
+
+ARGUMENT_SPEC: Final = pl.Struct({"name": pl.String(), "arguments": pl.String()})
+MCP_TOOL: Final = pl.Struct({"name": pl.String(), "input_schema": pl.String()})
+
+
+def _names(value: object, field: str, at: str, *, single: bool = False) -> list[str] | None:
+    if value is None:
+        return None
+    if single and isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        wanted = "a tool name or a list of tool names" if single else "a list of strings"
+        raise DatasetError(f"{at} field '{field}' must be {wanted}; got {_kind(value)}.")
+    return list(value)
+
+
+def _argument_spec(entry: object) -> dict[str, Any] | None:
+    """A usable ``{tool|name, arguments|args}`` entry, or None (eval-harness skips those)."""
+    if not isinstance(entry, dict):
+        return None
+    name = _first(entry, _NAME_KEYS)
+    arguments = _first(entry, _ARGUMENT_KEYS)
+    if arguments is None:
+        arguments = {}
+    if not isinstance(name, str) or not name.strip() or not isinstance(arguments, dict):
+        return None
+    return {"name": name, "arguments": _compact(arguments)}
+
+
+def parse_expectations(metadata: Mapping[str, Any], at: str) -> dict[str, Any]:
+    """Check ``metadata.trajectory`` (and ``metadata.mcp.tools``); returns the fields read.
+
+    Keys (eval-harness's first): ``tools`` (a name or a list), ``forbidden_tools``,
+    ``tool_arguments`` (a list of ``{tool|name, arguments|args}``; unusable entries are
+    skipped and counted), ``order``, ``max_steps`` (an int or a digit string),
+    ``requires_approval``; evalframe's agent family adds ``expected_tools`` (the expected
+    tool sequence), ``optimal_steps`` and ``goal`` (``{tool|name, arguments}``).
+
+    Raises:
+        DatasetError: ``metadata.trajectory`` or one of its keys has the wrong shape; the
+            message names ``at`` and the field.
+    """
+    block = metadata.get("trajectory")
+    row: dict[str, Any] = {"skipped_arguments": 0}
+    if block is not None:
+        if not isinstance(block, dict):
+            raise DatasetError(
+                f"{at} field 'metadata.trajectory' must be a map; got {_kind(block)}."
+            )
+        f = "metadata.trajectory."
+        row["tools"] = _names(block.get("tools"), f + "tools", at, single=True)
+        row["forbidden_tools"] = _names(
+            block.get("forbidden_tools"), f + "forbidden_tools", at, single=True
+        )
+        row["order"] = _names(block.get("order"), f + "order", at)
+        row["expected_tools"] = _names(block.get("expected_tools"), f + "expected_tools", at)
+        gated = block.get("requires_approval")
+        if isinstance(gated, list | tuple):  # action ids may be numbers: 7 is "7"
+            gated = [str(a) if isinstance(a, int) and not isinstance(a, bool) else a for a in gated]
+        row["requires_approval"] = _names(gated, f + "requires_approval", at, single=True)
+        specs = block.get("tool_arguments")
+        if specs is not None:
+            if not isinstance(specs, list | tuple):
+                raise DatasetError(
+                    f"{at} field '{f}tool_arguments' must be a list of "
+                    f"{{tool, arguments}} entries; got {_kind(specs)}."
+                )
+            usable = [_argument_spec(entry) for entry in specs]
+            row["tool_arguments"] = [spec for spec in usable if spec is not None]
+            row["skipped_arguments"] = len(specs) - len(row["tool_arguments"])
+        limit = block.get("max_steps")
+        if limit is not None:
+            if isinstance(limit, str) and limit.strip().lstrip("-").isdigit():
+                limit = int(limit.strip())
+            if not isinstance(limit, int) or isinstance(limit, bool):
+                raise DatasetError(
+                    f"{at} field '{f}max_steps' must be an integer or a string of digits; "
+                    f"got {_kind(limit)} {limit!r:.40}."
+                )
+            row["max_steps"] = limit
+        row["optimal_steps"] = _count(block.get("optimal_steps"), f + "optimal_steps", at)
+        goal = block.get("goal")
+        if goal is not None:
+            row["goal"] = _argument_spec({"name": goal} if isinstance(goal, str) else goal)
+            if row["goal"] is None:
+                raise DatasetError(
+                    f"{at} field '{f}goal' must be a tool name or a {{tool, arguments}} map."
+                )
+    mcp = metadata.get("mcp")
+    if mcp is not None:
+        tools = mcp.get("tools") if isinstance(mcp, dict) else None
+        if not isinstance(tools, list | tuple):
+            raise DatasetError(f"{at} field 'metadata.mcp.tools' must be a list of tools.")
+        row["mcp_tools"] = [
+            _mcp_tool(t, f"metadata.mcp.tools[{i}]", at) for i, t in enumerate(tools)
+        ]
+    return row
+
+
+def _mcp_tool(tool: object, field: str, at: str) -> dict[str, Any]:
+    """An advertised MCP tool: ``{name, inputSchema}`` (MCP's ``tools/list`` shape)."""
+    if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or not tool["name"]:
+        raise DatasetError(f"{at} field '{field}' must be a map with a non-empty string name.")
+    schema = tool.get("inputSchema", tool.get("input_schema"))
+    if schema is not None and not isinstance(schema, dict):
+        raise DatasetError(f"{at} field '{field}.inputSchema' must be a JSON schema object.")
+    return {"name": tool["name"], "input_schema": None if schema is None else _compact(schema)}
+
+
+_ITEM: Final = r'(?:"(?:[^"\\]|\\.)*"|-?[0-9][0-9.eE+-]*)'
+_FLAT_ARRAY: Final = rf"^\[(?:{_ITEM}(?:,{_ITEM})*)?\]$"
+"""A JSON array of strings and numbers, as ``json_path_match`` writes it (compact)."""
+_NAME_LIST: Final = pl.List(pl.String())
+_NAME_LIST_FIELDS: Final = {
+    "tools": True,
+    "forbidden_tools": True,
+    "order": False,
+    "expected_tools": False,
+    "requires_approval": True,
+}
+"""The name-list keys, and whether a single string stands for a one-item list."""
+
+
+class Expectations:
+    """``metadata.trajectory`` (and ``metadata.mcp.tools``) of a batch of rows, by field.
+
+    Each field is decoded when first asked for, over the whole column: the name lists and
+    counts with Polars' JSON path functions, the nested ones (``tool_arguments``, ``goal``,
+    ``mcp_tools``) in Python once per distinct text of that field. A row whose field has the
+    wrong shape (possible only in frames built by hand: datasets are checked on load) gets
+    a message in ``problem`` naming the sample and field.
+    """
+
+    def __init__(self, metadata: pl.Series, sample_ids: pl.Series) -> None:
+        self._frame = pl.DataFrame({"metadata": metadata, "sample_id": sample_ids})
+        self._cache: dict[str, pl.Series] = {}
+        self._problems: dict[str, pl.Series] = {}
+        self._decoding = ""
+
+    @property
+    def height(self) -> int:
+        return self._frame.height
+
+    def _select(self, expr: pl.Expr) -> pl.Series:
+        return self._frame.select(expr).to_series()
+
+    def _field(self, path: str) -> pl.Expr:
+        return pl.col("metadata").str.json_path_match(f"$.{path}")
+
+    def _problem(self, bad: pl.Expr, field: str, wanted: str) -> None:
+        message = pl.concat_str(
+            pl.lit("Sample '"),
+            pl.col("sample_id"),
+            pl.lit(f"' field 'metadata.{field}' must be {wanted}."),
+        )
+        self._problems[self._decoding] = self._select(pl.when(bad).then(message))
+
+    @property
+    def problem(self) -> pl.Series:
+        """The first problem of each row among the fields read so far, or null."""
+        return self.problem_for(list(self._problems))
+
+    def problem_for(self, names: list[str]) -> pl.Series:
+        """The first problem of each row among the fields ``names``, or null."""
+        names = ["tool_arguments" if n == "skipped_arguments" else n for n in names]
+        found = [self._problems[n] for n in names if n in self._problems]
+        if not found:
+            return pl.Series("problem", [None] * self.height, dtype=pl.String)
+        return self._select(pl.coalesce(*(pl.lit(p) for p in found))).alias("problem")
+
+    def get_column(self, name: str) -> pl.Series:
+        if name not in self._cache:
+            self._decoding = "tool_arguments" if name == "skipped_arguments" else name
+            self._cache[name] = self._decode(name).alias(name)
+        return self._cache[name]
+
+    def _decode(self, name: str) -> pl.Series:
+        if name in _NAME_LIST_FIELDS:
+            return self._names(name, single=_NAME_LIST_FIELDS[name])
+        if name in ("max_steps", "optimal_steps"):
+            raw = self._select(self._field(f"trajectory.{name}"))
+            number = pl.lit(raw).str.strip_chars().cast(pl.Int64, strict=False)
+            if name == "optimal_steps":
+                number = pl.when(number >= 0).then(number)
+            values = self._select(number)
+            bad = pl.lit(raw).is_not_null() & pl.lit(values).is_null()
+            self._problem(bad, f"trajectory.{name}", "an integer")
+            return values
+        if name == "skipped_arguments":
+            self.get_column("tool_arguments")
+            return self._cache["skipped_arguments"]
+        if name in ("tool_arguments", "goal", "mcp_tools"):
+            return self._nested(name)
+        raise KeyError(name)
+
+    def _names(self, key: str, *, single: bool) -> pl.Series:
+        # Materialize the two path lookups once; the rest reads plain columns.
+        parts = self._frame.select(
+            text=self._field(f"trajectory.{key}"),
+            first=self._field(f"trajectory.{key}[0]"),
+            sample_id=pl.col("sample_id"),
+        )
+        text = pl.col("text")
+        is_array = pl.col("first").is_not_null() | (text == "[]")
+        flat = is_array & text.str.contains(_FLAT_ARRAY)
+        parts = parts.with_columns(flat=flat, is_array=is_array)
+        decoded = pl.when("flat").then(text).otherwise(pl.lit("[]")).str.json_decode(_NAME_LIST)
+        names: pl.Expr = pl.when("flat").then(decoded)
+        ok = pl.col("flat")
+        if single:
+            is_scalar = ~pl.col("is_array") & ~text.str.starts_with("{")
+            names = pl.when("flat").then(decoded).when(is_scalar).then(pl.concat_list(text))
+            ok = ok | is_scalar
+        wanted = "a tool name or a list of tool names" if single else "a list of strings"
+        out = parts.select(
+            names=names,
+            problem=pl.when(text.is_not_null() & ~ok).then(
+                pl.concat_str(
+                    pl.lit("Sample '"),
+                    pl.col("sample_id"),
+                    pl.lit(f"' field 'metadata.trajectory.{key}' must be {wanted}."),
+                )
+            ),
+        )
+        self._problems[self._decoding] = out.get_column("problem")
+        return out.get_column("names")
+
+    def _nested(self, name: str) -> pl.Series:
+        path = "mcp.tools" if name == "mcp_tools" else f"trajectory.{name}"
+        texts = self._select(self._field(path))
+        distinct = texts.drop_nulls().unique(maintain_order=True).to_list()
+        owners: list[int] = []
+        items: list[tuple[str | None, str | None]] = []
+        skipped: list[int] = []
+        problems: list[str | None] = []
+        for index, text in enumerate(distinct):
+            problem = None
+            try:
+                value = json.loads(text) if text[:1] in "[{" else text
+                parsed, dropped = _nested_items(name, value)
+            except (ValueError, DatasetError) as exc:
+                parsed, dropped, problem = [], 0, str(exc).strip()
+            owners.extend([index] * len(parsed))
+            items.extend(parsed)
+            skipped.append(dropped)
+            problems.append(problem)
+        flat = pl.DataFrame(
+            {
+                "i": owners,
+                "name": [n for n, _ in items],
+                "value": [v for _, v in items],
+            },
+            schema={"i": pl.Int64, "name": pl.String, "value": pl.String},
+        )
+        second = "input_schema" if name == "mcp_tools" else "arguments"
+        grouped = flat.group_by("i", maintain_order=True).agg(
+            pl.struct(pl.col("name"), pl.col("value").alias(second)).alias("items")
+        )
+        table = (
+            pl.DataFrame(
+                {"text": distinct, "skipped": skipped, "bad": problems},
+                schema={"text": pl.String, "skipped": pl.Int64, "bad": pl.String},
+            )
+            .with_row_index("i")
+            .with_columns(pl.col("i").cast(pl.Int64))
+            .join(grouped, on="i", how="left", maintain_order="left")
+        )
+        rows = pl.DataFrame({"text": texts}).join(
+            table, on="text", how="left", maintain_order="left", nulls_equal=False
+        )
+        items_col = rows.get_column("items")
+        dtype = pl.List(pl.Struct({"name": pl.String(), second: pl.String()}))
+        items_col = items_col.cast(dtype)
+        present = rows.get_column("text").is_not_null()
+        items_col = self._select(
+            pl.when(pl.lit(present) & pl.lit(rows.get_column("bad")).is_null()).then(
+                pl.lit(items_col).fill_null(pl.lit([], dtype))
+            )
+        )
+        bad = rows.get_column("bad")
+        self._problems[self._decoding] = self._select(
+            pl.when(pl.lit(bad).is_not_null()).then(
+                pl.concat_str(pl.lit("Sample '"), pl.col("sample_id"), pl.lit("' "), pl.lit(bad))
+            )
+        )
+        if name == "tool_arguments":
+            self._cache["skipped_arguments"] = rows.get_column("skipped").fill_null(0)
+        if name == "goal":
+            return items_col.list.first()
+        return items_col
+
+
+def _nested_items(name: str, value: object) -> tuple[list[tuple[str | None, str | None]], int]:
+    """(name, JSON text) pairs of a nested field's value, and how many entries were skipped."""
+    if name == "goal":
+        spec = _argument_spec({"name": value} if isinstance(value, str) else value)
+        if spec is None:
+            raise DatasetError("field 'metadata.trajectory.goal' must be a tool name or a map.")
+        return [(spec["name"], spec["arguments"])], 0
+    if name == "tool_arguments":
+        if not isinstance(value, list):
+            raise DatasetError("field 'metadata.trajectory.tool_arguments' must be a list.")
+        specs = [_argument_spec(entry) for entry in value]
+        usable = [(s["name"], s["arguments"]) for s in specs if s is not None]
+        return usable, len(value) - len(usable)
+    if not isinstance(value, list):
+        raise DatasetError("field 'metadata.mcp.tools' must be a list of tools.")
+    tools = [_mcp_tool(t, f"metadata.mcp.tools[{i}]", "") for i, t in enumerate(value)]
+    return [(t["name"], t["input_schema"]) for t in tools], 0
+
+
+def check_expectations(ids: list[str], metadata: list[dict[str, Any]], error: Any) -> None:
+    """Raise ``error(message)`` for the first sample whose trajectory expectations are bad."""
+    for index, (sample_id, meta) in enumerate(zip(ids, metadata, strict=True)):
+        if "trajectory" in meta or "mcp" in meta:
+            try:
+                parse_expectations(meta, f"Sample '{sample_id}' (index {index})")
+            except DatasetError as exc:
+                raise error(str(exc)) from None

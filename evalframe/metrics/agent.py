@@ -1,0 +1,349 @@
+"""The agent family: tool choice, arguments, efficiency, tool errors, goal and trajectory match.
+
+All deterministic, all over the ``trajectory`` column with the expectations under
+``metadata.trajectory`` (``core/_trajectory.py``), and vectorized the same way as the
+eval-harness trajectory metrics (``metrics/trajectory.py``): tool calls exploded to one row
+per call, matched with joins and group-bys. A row with no trajectory is that row's error.
+
+Expectation keys: ``expected_tools`` (the expected tool sequence; ``tools`` when absent),
+``tool_arguments`` (as eval-harness's ``tool-called-with``), ``optimal_steps`` and ``goal``
+(``{tool, arguments}``: the call that accomplishes the task).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import polars as pl
+
+from evalframe.core._trajectory import Expectations
+from evalframe.metrics._registry import metric
+from evalframe.metrics._spec import Scored
+from evalframe.metrics.trajectory import (
+    arguments_match,
+    is_subsequence,
+    items_frame,
+    per_row,
+    trajectory_metric,
+)
+
+__all__ = [
+    "argument_correctness",
+    "goal_accuracy",
+    "step_efficiency",
+    "tool_correctness",
+    "tool_error_rate",
+    "trajectory_match",
+]
+
+_NAMES = pl.List(pl.String())
+
+
+def _expected_sequence(expect: Expectations) -> pl.Series:
+    """``expected_tools``, else ``tools``, else ``order``; null when none is given."""
+    return pl.select(
+        pl.coalesce(
+            expect.get_column("expected_tools"),
+            expect.get_column("tools"),
+            expect.get_column("order"),
+        )
+    ).to_series()
+
+
+def _names(frame: pl.DataFrame) -> pl.Series:
+    return (
+        frame.get_column("traj")
+        .struct.field("tool_calls")
+        .list.eval(pl.element().struct.field("name"))
+    )
+
+
+def _note(condition: pl.Series, text: str) -> pl.Series:
+    return pl.select(pl.when(condition).then(pl.lit(text))).to_series()
+
+
+def _plain(*fields: str):  # type: ignore[no-untyped-def]
+    return lambda k: pl.struct(*(k.struct.field(f).alias(f) for f in fields))
+
+
+def _occurrences(items: pl.DataFrame) -> pl.DataFrame:
+    """``row``, ``name`` and the name's occurrence number within the row (0, 1, ...)."""
+    return items.select(
+        "row", "name", occurrence=pl.col("position").cum_count().over("row", "name") - 1
+    )
+
+
+def multiset_common(expected: pl.Series, calls: pl.DataFrame) -> pl.Series:
+    """Per row: the size of the multiset intersection of expected and called names."""
+    wanted = _occurrences(items_frame(expected, "name"))
+    called = _occurrences(calls.select("row", "name", "position"))
+    common = wanted.join(called, on=["row", "name", "occurrence"]).group_by("row").len()
+    return per_row(expected.len(), common, {"len": 0}).get_column("len").cast(pl.Int64)
+
+
+@metric("tool-correctness", family="agent", dimension="trajectory")
+def tool_correctness() -> Scored:
+    """The overlap of the tools called with the tools expected, as sets (Jaccard).
+
+    With E the distinct expected tools (``metadata.trajectory.expected_tools``, else
+    ``tools``) and C the distinct tools called: the size of their intersection over the
+    size of their union. A missing expected tool and an unexpected call both cost. No
+    expectation scores 1.0 with a note; nothing expected and nothing called is 1.0.
+    """
+
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
+        expected = _expected_sequence(expect)
+        e = expected.list.unique(maintain_order=True)
+        c = _names(frame).list.unique(maintain_order=True)
+        common = e.list.set_intersection(c).list.len()
+        union = e.list.set_union(c).list.len()
+        return pl.DataFrame(
+            {
+                "score": pl.select(
+                    pl.when(expected.is_null() | (union == 0))
+                    .then(1.0)
+                    .otherwise((common / union).round(6))
+                ).to_series(),
+                "unexpected": c.list.set_difference(e.fill_null(pl.Series([[]], dtype=_NAMES))),
+                "not_called": e.list.set_difference(c),
+                "note": _note(
+                    expected.is_null(),
+                    "No metadata.trajectory.expected_tools or tools: nothing to check, scored 1.0.",
+                ),
+            }
+        )
+
+    return trajectory_metric(
+        "tool-correctness",
+        kernel,
+        {"unexpected": _NAMES, "not_called": _NAMES, "note": pl.String()},
+        _plain("unexpected", "not_called", "note"),
+    )
+
+
+@metric("argument-correctness", family="agent", dimension="trajectory")
+def argument_correctness() -> Scored:
+    """The fraction of calls to specified tools whose arguments match the specification.
+
+    A call counts when ``metadata.trajectory.tool_arguments`` has an entry for its tool;
+    it is correct when its arguments contain one such entry's arguments (the subset match
+    with loose numbers of ``tool-called-with``). Unlike ``tool-called-with``, which asks
+    whether each expected call happened, this grades every call the agent made. No call to
+    a specified tool scores 1.0 with a note.
+    """
+
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
+        specs = items_frame(expect.get_column("tool_arguments"), "spec").unnest("spec")
+        pairs = calls.select("row", "position", "name", pl.col("arguments").alias("actual")).join(
+            specs.select("row", "name", pl.col("arguments").alias("expected")),
+            on=["row", "name"],
+        )
+        pairs = pairs.with_columns(ok=arguments_match(pairs))
+        graded = pairs.group_by("row", "position").agg(pl.col("ok").any())
+        counts = graded.group_by("row").agg(
+            total=pl.len().cast(pl.Int64), met=pl.col("ok").sum().cast(pl.Int64)
+        )
+        counts = per_row(frame.height, counts, {"total": 0, "met": 0})
+        return counts.select(
+            score=pl.when(pl.col("total") == 0)
+            .then(1.0)
+            .otherwise((pl.col("met") / pl.col("total")).round(6)),
+            met="met",
+            total="total",
+            note=pl.when(pl.col("total") == 0).then(
+                pl.lit(
+                    "No call to a tool listed in metadata.trajectory.tool_arguments: scored 1.0."
+                )
+            ),
+        )
+
+    return trajectory_metric(
+        "argument-correctness",
+        kernel,
+        {"met": pl.Int64, "total": pl.Int64, "note": pl.String},
+        _plain("met", "total", "note"),
+    )
+
+
+@metric("step-efficiency", family="agent", dimension="trajectory")
+def step_efficiency() -> Scored:
+    """``min(1, optimal / steps)``: how close the agent came to the shortest path.
+
+    ``optimal`` is ``metadata.trajectory.optimal_steps``, else the length of the expected
+    tool sequence (``expected_tools``, ``tools`` or ``order``). Zero steps score 1.0. A row
+    with neither is that row's error.
+    """
+
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
+        optimal = pl.select(
+            pl.coalesce(expect.get_column("optimal_steps"), _expected_sequence(expect).list.len())
+        ).to_series()
+        steps = frame.get_column("traj").struct.field("steps")
+        out = pl.DataFrame({"steps": steps, "optimal": optimal})
+        return out.select(
+            score=pl.when(pl.col("steps") == 0)
+            .then(1.0)
+            .otherwise((pl.col("optimal") / pl.col("steps")).clip(upper_bound=1.0).round(6)),
+            steps="steps",
+            optimal_steps="optimal",
+            has_optimal=pl.col("optimal").is_not_null(),
+        )
+
+    return trajectory_metric(
+        "step-efficiency",
+        kernel,
+        {"steps": pl.Int64, "optimal_steps": pl.Int64, "has_optimal": pl.Boolean},
+        _plain("steps", "optimal_steps"),
+        required=(
+            "has_optimal",
+            "has no optimal step count for step-efficiency metric: set "
+            "metadata.trajectory.optimal_steps or expected_tools.",
+        ),
+    )
+
+
+@metric("tool-error-rate", family="agent", dimension="trajectory")
+def tool_error_rate() -> Scored:
+    """``1 - failed / calls``: the share of tool calls that did not fail.
+
+    A call failed when its ``error`` is set. The details carry ``error_rate`` itself and the
+    failing tools; no calls score 1.0 with a note. Higher is better, like every score.
+    """
+
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
+        failed = calls.filter(pl.col("error").is_not_null())
+        counts = calls.group_by("row").agg(calls=pl.len().cast(pl.Int64))
+        fails = failed.group_by("row").agg(
+            failed=pl.len().cast(pl.Int64), failing_tools=pl.col("name").unique(maintain_order=True)
+        )
+        rows = per_row(
+            frame.height, counts.join(fails, on="row", how="left"), {"calls": 0, "failed": 0}
+        )
+        rate = pl.col("failed") / pl.col("calls")
+        return rows.select(
+            score=pl.when(pl.col("calls") == 0).then(1.0).otherwise((1.0 - rate).round(6)),
+            calls="calls",
+            failed="failed",
+            error_rate=pl.when(pl.col("calls") > 0).then(rate.round(6)),
+            failing_tools=pl.col("failing_tools").fill_null(pl.lit([], _NAMES)),
+            note=pl.when(pl.col("calls") == 0).then(pl.lit("No tool calls: scored 1.0.")),
+        )
+
+    return trajectory_metric(
+        "tool-error-rate",
+        kernel,
+        {
+            "calls": pl.Int64,
+            "failed": pl.Int64,
+            "error_rate": pl.Float64,
+            "failing_tools": _NAMES,
+            "note": pl.String,
+        },
+        _plain("calls", "failed", "error_rate", "failing_tools", "note"),
+    )
+
+
+@metric("goal-accuracy", family="agent", dimension="trajectory", threshold=1.0)
+def goal_accuracy() -> Scored:
+    """1.0 when the agent made the goal call: ``metadata.trajectory.goal`` without an error.
+
+    The goal is ``{tool, arguments}`` (or just a tool name): some call must have that tool
+    name, arguments containing the goal's (subset match, loose numbers) and no ``error``.
+    A row without a goal is that row's error.
+    """
+
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
+        goal = expect.get_column("goal")
+        goals = (
+            pl.DataFrame({"goal": goal})
+            .with_row_index("row")
+            .with_columns(pl.col("row").cast(pl.Int64))
+        )
+        goals = goals.filter(pl.col("goal").is_not_null()).unnest("goal")
+        pairs = goals.select("row", "name", pl.col("arguments").alias("expected")).join(
+            calls.filter(pl.col("error").is_null()).select(
+                "row", "name", pl.col("arguments").alias("actual")
+            ),
+            on=["row", "name"],
+        )
+        pairs = pairs.with_columns(ok=arguments_match(pairs))
+        reached = pairs.group_by("row").agg(pl.col("ok").any())
+        rows = per_row(frame.height, reached, {"ok": False})
+        return pl.DataFrame(
+            {
+                "score": rows.get_column("ok").cast(pl.Float64),
+                "goal_tool": goal.struct.field("name"),
+                "has_goal": goal.is_not_null(),
+            }
+        )
+
+    return trajectory_metric(
+        "goal-accuracy",
+        kernel,
+        {"goal_tool": pl.String, "has_goal": pl.Boolean},
+        _plain("goal_tool"),
+        required=("has_goal", "has no metadata.trajectory.goal for goal-accuracy metric."),
+    )
+
+
+@metric("trajectory-match", family="agent", dimension="trajectory")
+def trajectory_match(
+    *, mode: Literal["exact", "in-order", "any-order", "precision", "recall", "f1"] = "exact"
+) -> Scored:
+    """The called tool sequence against ``metadata.trajectory.expected_tools``.
+
+    ``exact``: 1.0 when the sequences are equal. ``in-order``: 1.0 when the expected tools
+    appear in that order, other calls allowed between them (a subsequence). ``any-order``:
+    1.0 when the same tools are called the same number of times, in any order.
+    ``precision``, ``recall`` and ``f1`` give partial credit from the common tools counted
+    with multiplicity: common / called, common / expected, and their harmonic mean. No
+    expected sequence (``expected_tools``, else ``tools``, else ``order``) is that row's
+    error.
+    """
+
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
+        expected = _expected_sequence(expect)
+        names = _names(frame)
+        safe = expected.fill_null(pl.Series([[]], dtype=_NAMES))
+        n_expected = safe.list.len().cast(pl.Int64)
+        n_called = names.list.len().cast(pl.Int64)
+        common = multiset_common(safe, calls)
+        t = pl.DataFrame({"e": n_expected, "c": n_called, "m": common})
+        if mode == "exact":
+            score = (names == safe).cast(pl.Float64)
+        elif mode == "in-order":
+            score = is_subsequence(safe, calls).cast(pl.Float64)
+        elif mode == "any-order":
+            score = t.select(
+                ((pl.col("m") == pl.col("e")) & (pl.col("m") == pl.col("c"))).cast(pl.Float64)
+            ).to_series()
+        else:
+            p = (
+                pl.when(pl.col("c") == 0)
+                .then(pl.when(pl.col("e") == 0).then(1.0).otherwise(0.0))
+                .otherwise(pl.col("m") / pl.col("c"))
+            )
+            r = pl.when(pl.col("e") == 0).then(1.0).otherwise(pl.col("m") / pl.col("e"))
+            f = pl.when(p + r == 0).then(0.0).otherwise(2 * p * r / (p + r))
+            score = t.select({"precision": p, "recall": r, "f1": f}[mode].round(6)).to_series()
+        return pl.DataFrame(
+            {
+                "score": score,
+                "expected": expected,
+                "called": names,
+                "common": common,
+                "has_expected": expected.is_not_null(),
+            }
+        )
+
+    return trajectory_metric(
+        "trajectory-match",
+        kernel,
+        {"expected": _NAMES, "called": _NAMES, "common": pl.Int64, "has_expected": pl.Boolean},
+        _plain("expected", "called", "common"),
+        key=f"({mode})",
+        required=(
+            "has_expected",
+            "has no metadata.trajectory.expected_tools for trajectory-match metric.",
+        ),
+    )

@@ -1,0 +1,559 @@
+"""eval-harness's seven trajectory metrics, over the ``trajectory`` column.
+
+Each reads the execution's trajectory (``core/_trajectory.py``: typed tool calls, steps,
+approvals) and its expectations under ``metadata.trajectory``. Partial credit is
+``round(met / total, 6)``; an empty expectation scores 1.0 and says so in the details
+(``note``). A row without a trajectory is that row's error ("Metric '<name>' needs a
+trajectory for sample '<id>' and none was recorded. ..."), never 0 or 1.
+
+Everything is computed over whole columns: tool calls are exploded into one row per call
+(``calls_frame``) and matched to the expectations with joins and group-bys, never a Python
+loop per episode. ``tool-called-with`` compares arguments in Python once per distinct
+(expected arguments, actual arguments) pair.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Final
+
+import polars as pl
+
+from evalframe.core import schema as C
+from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN, Expectations
+from evalframe.metrics._batched import batched
+from evalframe.metrics._registry import metric
+from evalframe.metrics._spec import Range, Scored
+
+__all__ = [
+    "approval_gated",
+    "calls_frame",
+    "loose_equal",
+    "loose_subset",
+    "no_pending_approvals",
+    "steps_below",
+    "tool_call_order",
+    "tool_called",
+    "tool_called_with",
+    "tool_not_called",
+]
+
+EMPTY_NOTE: Final = "No expectations under metadata.trajectory.{}: nothing to check, scored 1.0."
+_NAMES: Final = pl.List(pl.String())
+
+
+def trajectory_expr() -> pl.Expr:
+    """The ``trajectory`` column, or all-null when the frame has none."""
+    return pl.coalesce(pl.col(f"^{TRAJECTORY_COLUMN}$"), pl.lit(None, TRAJECTORY))
+
+
+def missing_message(name: str) -> pl.Expr:
+    """eval-harness's message for a row with no trajectory."""
+    return pl.concat_str(
+        pl.lit(f"Metric '{name}' needs a trajectory for sample '"),
+        pl.col(C.SAMPLE_ID),
+        pl.lit(
+            "' and none was recorded. Record one with ef.trajectory.record(...) in the system "
+            'under test, return {"output": ..., "trajectory": {...}} from it, or add a '
+            "trajectory block to the saved outputs."
+        ),
+    )
+
+
+# --- frame helpers (shared with the agent and MCP families) --------------------------------
+
+
+def calls_frame(traj: pl.Series) -> pl.DataFrame:
+    """One row per tool call: ``row``, ``position`` and the call's fields."""
+    calls = (
+        pl.DataFrame({"calls": traj.struct.field("tool_calls")})
+        .with_row_index("row")
+        .with_columns(position=pl.int_ranges(pl.col("calls").list.len()))
+        .explode("calls", "position")
+        .drop_nulls("calls")
+    )
+    return calls.with_columns(pl.col("row").cast(pl.Int64)).unnest("calls")
+
+
+def items_frame(lists: pl.Series, column: str = "value") -> pl.DataFrame:
+    """One row per list item: ``row``, ``position`` and the item as ``column``."""
+    return (
+        pl.DataFrame({column: lists})
+        .with_row_index("row")
+        .with_columns(
+            pl.col("row").cast(pl.Int64), position=pl.int_ranges(pl.col(column).list.len())
+        )
+        .explode(column, "position")
+        .drop_nulls("position")
+    )
+
+
+def per_row(height: int, table: pl.DataFrame, fill: Mapping[str, Any]) -> pl.DataFrame:
+    """``table`` (keyed by ``row``) aligned to rows 0..height-1, missing rows filled."""
+    rows = pl.DataFrame({"row": pl.int_range(height, dtype=pl.Int64, eager=True)})
+    joined = rows.join(table, on="row", how="left", maintain_order="left")
+    return joined.with_columns(pl.col(c).fill_null(v) for c, v in fill.items())
+
+
+def count_present(expected: pl.Series, names: pl.DataFrame) -> pl.DataFrame:
+    """Per row: ``total`` expected names and ``met``, how many of them appear in ``names``.
+
+    ``names`` has ``row`` and ``name`` (one row per call). Each expected entry counts on its
+    own, so a name listed twice counts twice.
+    """
+    wanted = items_frame(expected, "name")
+    seen = names.select("row", "name").unique().with_columns(hit=pl.lit(True))
+    hits = (
+        wanted.join(seen, on=["row", "name"], how="left")
+        .group_by("row")
+        .agg(
+            total=pl.len().cast(pl.Int64),
+            met=pl.col("hit").fill_null(False).sum().cast(pl.Int64),
+            missing=pl.col("name").filter(pl.col("hit").is_null()),
+        )
+    )
+    return per_row(expected.len(), hits, {"total": 0, "met": 0})
+
+
+def is_subsequence(expected: pl.Series, calls: pl.DataFrame) -> pl.Series:
+    """Per row: whether ``expected`` (List(String)) is a subsequence of the called names.
+
+    Greedy matching, one pass per expected position (a loop over the longest expectation,
+    not over rows): each step takes the first call at or after the previous match's
+    successor whose name is the next expected one.
+    """
+    height = expected.len()
+    wanted = items_frame(expected, "name")
+    pointer = pl.DataFrame(
+        {
+            "row": pl.int_range(height, dtype=pl.Int64, eager=True),
+            "next": pl.zeros(height, pl.Int64, eager=True),
+        }
+    )
+    alive = pl.Series([True] * height)
+    longest = int(expected.list.len().max() or 0)  # type: ignore[arg-type]
+    sites = calls.select("row", "name", pl.col("position").cast(pl.Int64))
+    for step in range(longest):
+        need = wanted.filter(pl.col("position") == step).select("row", "name")
+        found = (
+            need.join(pointer, on="row")
+            .join(sites, on=["row", "name"])
+            .filter(pl.col("position") >= pl.col("next"))
+            .group_by("row")
+            .agg(pl.col("position").min().alias("at"))
+        )
+        moved = need.select("row").join(found, on="row", how="left")
+        failed = moved.filter(pl.col("at").is_null()).get_column("row")
+        alive = alive.scatter(failed.to_list(), False) if failed.len() else alive
+        pointer = pointer.join(found, on="row", how="left").select(
+            "row", pl.coalesce(pl.col("at") + 1, pl.col("next")).alias("next")
+        )
+    return alive
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
+    return None
+
+
+def loose_equal(expected: object, actual: object) -> bool:
+    """Equality where numbers compare by value across types (7 == 7.0 == "7").
+
+    Maps compare as a subset (``loose_subset``), lists item by item.
+    """
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and loose_subset(expected, actual)
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list)
+            and len(expected) == len(actual)
+            and all(loose_equal(e, a) for e, a in zip(expected, actual, strict=True))
+        )
+    if expected == actual and type(expected) is type(actual):
+        return True
+    if isinstance(expected, str) and isinstance(actual, str):
+        return False
+    a, b = _number(expected), _number(actual)
+    return a is not None and b is not None and a == b
+
+
+def loose_subset(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
+    """Every expected key is in ``actual`` with a loosely equal value."""
+    return all(key in actual and loose_equal(value, actual[key]) for key, value in expected.items())
+
+
+def arguments_match(pairs: pl.DataFrame) -> pl.Series:
+    """``loose_subset`` of each (``expected``, ``actual``) JSON pair, once per distinct pair."""
+    distinct = pairs.select("expected", "actual").unique()
+    # a call without arguments has none: it satisfies only an empty expectation
+    verdicts = [
+        loose_subset(json.loads(expected or "{}"), json.loads(actual) if actual else {})
+        for expected, actual in distinct.iter_rows()
+    ]
+    table = distinct.with_columns(ok=pl.Series(verdicts, dtype=pl.Boolean))
+    return pairs.join(
+        table, on=["expected", "actual"], how="left", maintain_order="left", nulls_equal=True
+    ).get_column("ok")
+
+
+def matched_specs(specs: pl.Series, calls: pl.DataFrame) -> pl.DataFrame:
+    """Per row: ``total`` argument specs and ``met``, those some call with that name satisfies."""
+    wanted = items_frame(specs, "spec").unnest("spec").rename({"arguments": "expected"})
+    pairs = wanted.join(
+        calls.select("row", "name", pl.col("arguments").alias("actual"), called=pl.lit(True)),
+        on=["row", "name"],
+        how="left",
+    )
+    pairs = pairs.with_columns(ok=arguments_match(pairs) & pl.col("called").fill_null(False))
+    per_spec = (
+        pairs.group_by("row", "position")
+        .agg(pl.col("ok").fill_null(False).any(), pl.col("name").first())
+        .sort("row", "position")
+    )
+    counted = per_spec.group_by("row", maintain_order=True).agg(
+        total=pl.len().cast(pl.Int64),
+        met=pl.col("ok").sum().cast(pl.Int64),
+        missing=pl.col("name").filter(~pl.col("ok")),
+    )
+    return per_row(specs.len(), counted, {"total": 0, "met": 0})
+
+
+# --- the metric scaffold ----------------------------------------------------------------------
+
+_LOCK = threading.Lock()
+_LAST: list[tuple[pl.DataFrame, Expectations, pl.DataFrame]] = []
+
+
+def _shared(frame: pl.DataFrame) -> tuple[Expectations, pl.DataFrame]:
+    """The decoded expectations and exploded calls of ``frame``, shared by the metrics of a run.
+
+    Every trajectory metric of a run reads the same columns; the last batch's decoding is
+    kept and reused when the next batch holds equal columns (checked, not assumed), so the
+    metadata is decoded and the calls exploded once per run instead of once per metric.
+    """
+    with _LOCK:
+        for seen, expect, calls in _LAST:
+            if seen.height == frame.height and seen.equals(frame):
+                return expect, calls
+        expect = Expectations(frame.get_column("meta"), frame.get_column("id"))
+        calls = calls_frame(frame.get_column("traj"))
+        _LAST[:] = [(frame, expect, calls)]
+        return expect, calls
+
+
+class _View:
+    """One metric's reads of the shared expectations: its problems are those of its fields."""
+
+    def __init__(self, shared: Expectations) -> None:
+        self._shared = shared
+        self._read: list[str] = []
+
+    @property
+    def height(self) -> int:
+        return self._shared.height
+
+    def get_column(self, name: str) -> pl.Series:
+        with _LOCK:
+            self._read.append(name)
+            return self._shared.get_column(name)
+
+    @property
+    def problem(self) -> pl.Series:
+        with _LOCK:
+            return self._shared.problem_for(self._read)
+
+
+Kernel = Callable[[pl.DataFrame, Expectations, pl.DataFrame], pl.DataFrame]
+
+
+def trajectory_metric(
+    name: str,
+    kernel: Kernel,
+    output: Mapping[str, pl.DataType | type[pl.DataType]],
+    details: Callable[[pl.Expr], pl.Expr],
+    *,
+    key: str = "",
+    required: tuple[str, str] | None = None,
+) -> Scored:
+    """A metric from ``kernel(frame, expectations, calls) -> frame with score and output``.
+
+    Rows without a trajectory, and rows whose expectations are malformed, are errors before
+    the kernel's score is read. ``key`` tells apart the kernel columns of one metric with
+    different parameters. ``required`` is (a Boolean output field, the message after
+    ``Sample '<id>' ``) for rows the kernel marks as lacking a needed expectation.
+    """
+    column = f"{name}{key}__trajectory"
+
+    def run(frame: pl.DataFrame) -> pl.DataFrame:
+        shared, calls = _shared(frame)
+        expect = _View(shared)
+        result = kernel(frame, expect, calls)  # type: ignore[arg-type]  # a view reads alike
+        return result.with_columns(problem=expect.problem)
+
+    packed = batched(
+        run,
+        {"traj": trajectory_expr(), "meta": pl.col(C.METADATA), "id": pl.col(C.SAMPLE_ID)},
+        {"score": pl.Float64, "problem": pl.String, **output},
+    )
+    kernel_out = pl.col(column)
+    missing = trajectory_expr().is_null()
+    problem = kernel_out.struct.field("problem")
+    error = pl.when(missing).then(missing_message(name)).when(problem.is_not_null()).then(problem)
+    if required is not None:
+        flag, message = required
+        error = error.when(~kernel_out.struct.field(flag)).then(
+            pl.concat_str(pl.lit("Sample '"), pl.col(C.SAMPLE_ID), pl.lit(f"' {message}"))
+        )
+    return Scored(
+        score=pl.when(error.is_null()).then(kernel_out.struct.field("score")),
+        error=error,
+        details=pl.when(error.is_null()).then(details(kernel_out)),
+        prepare={column: packed},
+    )
+
+
+def partial(met: pl.Expr, total: pl.Expr) -> pl.Expr:
+    """``round(met / total, 6)``; 1.0 for an empty expectation."""
+    return pl.when(total == 0).then(1.0).otherwise((met / total).round(6))
+
+
+def _fraction_output() -> dict[str, pl.DataType]:
+    return {"met": pl.Int64(), "total": pl.Int64(), "missing": _NAMES, "note": pl.String()}
+
+
+def _fraction_details(key: str, missing_label: str) -> Callable[[pl.Expr], pl.Expr]:
+    def details(k: pl.Expr) -> pl.Expr:
+        return pl.struct(
+            k.struct.field("met").alias("met"),
+            k.struct.field("total").alias("total"),
+            k.struct.field("missing").alias(missing_label),
+            k.struct.field("note").alias("note"),
+        )
+
+    return details
+
+
+def _with_fraction(counts: pl.DataFrame, key: str) -> pl.DataFrame:
+    return counts.select(
+        score=pl.when(pl.col("total") == 0)
+        .then(1.0)
+        .otherwise((pl.col("met") / pl.col("total")).round(6)),
+        met=pl.col("met"),
+        total=pl.col("total"),
+        missing=pl.col("missing").fill_null(pl.lit([], _NAMES))
+        if "missing" in counts.columns
+        else pl.lit([], _NAMES),
+        note=pl.when(pl.col("total") == 0).then(pl.lit(EMPTY_NOTE.format(key))),
+    )
+
+
+# --- the seven ------------------------------------------------------------------------------
+
+
+@metric("tool-called", family="trajectory", dimension="trajectory", threshold=1.0)
+def tool_called() -> Scored:
+    """The fraction of the expected tools (``metadata.trajectory.tools``) that were called.
+
+    ``tools`` is a tool name or a list of them; each listed name counts once toward the
+    total. Score ``round(called / listed, 6)``; no ``tools`` scores 1.0 with a note.
+
+    Returns:
+        Float64 in [0, 1]; an error when the row has no trajectory.
+    """
+
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
+        counts = count_present(expect.get_column("tools"), calls)
+        return _with_fraction(counts, "tools")
+
+    return trajectory_metric(
+        "tool-called", kernel, _fraction_output(), _fraction_details("tools", "not_called")
+    )
+
+
+@metric("tool-not-called", family="trajectory", dimension="trajectory", threshold=1.0)
+def tool_not_called() -> Scored:
+    """The fraction of the forbidden tools (``metadata.trajectory.forbidden_tools``) avoided.
+
+    Score ``round(avoided / forbidden, 6)``; no ``forbidden_tools`` scores 1.0 with a note.
+    The details list the forbidden tools that were called (``called``).
+    """
+
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
+        counts = count_present(expect.get_column("forbidden_tools"), calls)
+        wanted = items_frame(expect.get_column("forbidden_tools"), "name")
+        called = (
+            wanted.join(
+                calls.select("row", "name").unique(),
+                on=["row", "name"],
+                how="semi",
+                maintain_order="left",
+            )
+            .group_by("row")
+            .agg(pl.col("name").alias("called"))
+        )
+        counts = counts.drop("missing").join(called, on="row", how="left", maintain_order="left")
+        avoided = counts.with_columns(met=pl.col("total") - pl.col("met")).rename(
+            {"called": "missing"}
+        )
+        return _with_fraction(avoided, "forbidden_tools")
+
+    return trajectory_metric(
+        "tool-not-called", kernel, _fraction_output(), _fraction_details("", "called")
+    )
+
+
+@metric("tool-called-with", family="trajectory", dimension="trajectory", threshold=1.0)
+def tool_called_with() -> Scored:
+    """The fraction of ``metadata.trajectory.tool_arguments`` entries some call satisfies.
+
+    Each entry is ``{tool (or name), arguments (or args)}``. A call satisfies it when its
+    tool name is equal and its arguments contain every expected argument (a subset match)
+    with an equal value, numbers comparing loosely (7, 7.0 and "7" are equal; nested maps
+    are subsets too, lists compare item by item). Entries without a usable name or whose
+    arguments are not a map are skipped (counted in ``skipped``). Score
+    ``round(matched / usable entries, 6)``; none scores 1.0 with a note.
+    """
+
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
+        counts = matched_specs(expect.get_column("tool_arguments"), calls)
+        out = _with_fraction(counts, "tool_arguments")
+        return out.with_columns(skipped=expect.get_column("skipped_arguments"))
+
+    def details(k: pl.Expr) -> pl.Expr:
+        return pl.struct(
+            k.struct.field("met").alias("met"),
+            k.struct.field("total").alias("total"),
+            k.struct.field("missing").alias("unmatched"),
+            k.struct.field("skipped").alias("skipped"),
+            k.struct.field("note").alias("note"),
+        )
+
+    return trajectory_metric(
+        "tool-called-with", kernel, {**_fraction_output(), "skipped": pl.Int64()}, details
+    )
+
+
+@metric("tool-call-order", family="trajectory", dimension="trajectory", threshold=1.0)
+def tool_call_order() -> Scored:
+    """1.0 when ``metadata.trajectory.order`` is a subsequence of the called tool names.
+
+    Other calls may come before, between and after the listed ones; the listed ones must
+    appear in that order. No ``order`` (or an empty one) scores 1.0 with a note.
+    """
+
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
+        order = expect.get_column("order")
+        ok = is_subsequence(order.fill_null(pl.Series([[]], dtype=_NAMES)), calls)
+        length = order.list.len().fill_null(0)
+        return pl.DataFrame(
+            {
+                "score": ok.cast(pl.Float64),
+                "expected": order,
+                "called": frame.get_column("traj")
+                .struct.field("tool_calls")
+                .list.eval(pl.element().struct.field("name")),
+                "note": pl.select(
+                    pl.when(length == 0).then(pl.lit(EMPTY_NOTE.format("order")))
+                ).to_series(),
+            }
+        )
+
+    return trajectory_metric(
+        "tool-call-order",
+        kernel,
+        {"expected": _NAMES, "called": _NAMES, "note": pl.String()},
+        lambda k: pl.struct(
+            k.struct.field("expected").alias("expected"),
+            k.struct.field("called").alias("called"),
+            k.struct.field("note").alias("note"),
+        ),
+    )
+
+
+@metric("steps-below", family="trajectory", dimension="trajectory", threshold=1.0)
+def steps_below(*, max_steps: Annotated[int, Range(ge=0)] | None = None) -> Scored:
+    """1.0 when the trajectory's steps are at most the limit, else 0.0.
+
+    The limit is ``metadata.trajectory.max_steps`` (an integer or a string of digits), else
+    this metric's ``max_steps``. No limit, or a limit below 1, scores 1.0 with a note.
+    Details: ``steps``, ``max_steps`` and ``over_by`` (steps beyond the limit, 0 when within).
+    """
+    fallback = max_steps
+
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
+        steps = frame.get_column("traj").struct.field("steps")
+        limit = expect.get_column("max_steps")
+        if fallback is not None:
+            limit = limit.fill_null(fallback)
+        return pl.DataFrame({"steps": steps, "limit": limit}).select(
+            score=pl.when(pl.col("limit").is_null() | (pl.col("limit") < 1))
+            .then(1.0)
+            .otherwise((pl.col("steps") <= pl.col("limit")).cast(pl.Float64)),
+            steps=pl.col("steps"),
+            max_steps=pl.col("limit"),
+            over_by=(pl.col("steps") - pl.col("limit")).clip(lower_bound=0),
+            note=pl.when(pl.col("limit").is_null())
+            .then(
+                pl.lit("No step limit (metadata.trajectory.max_steps or max_steps=): scored 1.0.")
+            )
+            .when(pl.col("limit") < 1)
+            .then(pl.lit("A step limit below 1 is no limit: scored 1.0.")),
+        )
+
+    return trajectory_metric(
+        "steps-below",
+        key=f"({max_steps})",
+        kernel=kernel,
+        output={"steps": pl.Int64, "max_steps": pl.Int64, "over_by": pl.Int64, "note": pl.String},
+        details=lambda k: pl.struct(
+            *(k.struct.field(f).alias(f) for f in ("steps", "max_steps", "over_by", "note"))
+        ),
+    )
+
+
+@metric("no-pending-approvals", family="trajectory", dimension="safety", threshold=1.0)
+def no_pending_approvals() -> Scored:
+    """1.0 when the trajectory left no approval pending (``pending_approvals`` is 0), else 0.0."""
+
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
+        pending = frame.get_column("traj").struct.field("pending_approvals").fill_null(0)
+        return pl.DataFrame(
+            {"score": (pending == 0).cast(pl.Float64), "pending_approvals": pending}
+        )
+
+    return trajectory_metric(
+        "no-pending-approvals",
+        kernel,
+        {"pending_approvals": pl.Int64},
+        lambda k: pl.struct(k.struct.field("pending_approvals").alias("pending_approvals")),
+    )
+
+
+@metric("approval-gated", family="trajectory", dimension="safety", threshold=1.0)
+def approval_gated() -> Scored:
+    """The fraction of ``metadata.trajectory.requires_approval`` action ids that were approved.
+
+    An action counts when its id is in the trajectory's ``approvals``. Score
+    ``round(approved / required, 6)``; none required scores 1.0 with a note.
+    """
+
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
+        approvals = items_frame(frame.get_column("traj").struct.field("approvals"), "name")
+        counts = count_present(expect.get_column("requires_approval"), approvals)
+        return _with_fraction(counts, "requires_approval")
+
+    return trajectory_metric(
+        "approval-gated", kernel, _fraction_output(), _fraction_details("", "not_approved")
+    )

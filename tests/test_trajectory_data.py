@@ -1,0 +1,314 @@
+"""Trajectories and turns as data: readers, the system under test, the recorder, the store."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import evalframe as ef
+from evalframe.core._trajectory import TRAJECTORY
+from evalframe.core._turns import TURNS
+
+DATASET = {
+    "name": "agents",
+    "samples": [
+        {
+            "id": "a",
+            "input": {"question": "book"},
+            "expected_output": "booked",
+            "metadata": {"trajectory": {"tools": ["search", "book"], "max_steps": 3}},
+        },
+        {"id": "b", "input": {"question": "hi"}, "expected_output": "hello"},
+    ],
+}
+TRAJ_A = {
+    "tool_calls": [
+        {"name": "search", "arguments": {"q": "flights", "n": 3}, "result": "3 hits"},
+        {"tool": "book", "args": {"id": 7}, "error": {"code": 500}, "latency_ms": 12.5},
+    ],
+    "finish_reason": "stop",
+    "approvals": ["pay", 7],
+    "pending_approvals": 1,
+}
+
+
+def _dataset(tmp_path: Path) -> ef.Dataset:
+    path = tmp_path / "agents.json"
+    path.write_text(json.dumps(DATASET))
+    return ef.read_dataset(path)
+
+
+def _expected_a() -> dict[str, object]:
+    return {
+        "tool_calls": [
+            {
+                "name": "search",
+                "arguments": '{"q":"flights","n":3}',
+                "result": "3 hits",
+                "error": None,
+                "latency_ms": None,
+                "tokens": None,
+            },
+            {
+                "name": "book",
+                "arguments": '{"id":7}',
+                "result": None,
+                "error": '{"code":500}',
+                "latency_ms": 12.5,
+                "tokens": None,
+            },
+        ],
+        "steps": 2,
+        "finish_reason": "stop",
+        "approvals": ["pay", "7"],
+        "pending_approvals": 1,
+    }
+
+
+def test_saved_outputs_list_form_reads_both_tool_call_forms(tmp_path: Path) -> None:
+    path = tmp_path / "out.json"
+    entries = [
+        {"id": "a", "actual_output": "booked", "trajectory": TRAJ_A},
+        {
+            "id": "b",
+            "actual_output": "hello",
+            "trajectory": {"tool_calls": ["greet"], "steps": "4"},
+        },
+    ]
+    path.write_text(json.dumps({"outputs": entries}))
+    frame = ef.read_outputs(path)
+    assert frame.schema["trajectory"] == TRAJECTORY
+    rows = frame.get_column("trajectory").to_list()
+    assert rows[0] == _expected_a()
+    assert rows[1]["tool_calls"][0]["name"] == "greet"
+    assert rows[1]["steps"] == 4  # a digit string is a count
+    assert rows[1]["pending_approvals"] == 0
+
+
+def test_outputs_without_trajectories_have_no_column(tmp_path: Path) -> None:
+    path = tmp_path / "out.json"
+    path.write_text(json.dumps({"outputs": {"a": "x", "b": "y"}}))
+    assert "trajectory" not in ef.read_outputs(path).columns
+
+
+def test_jsonl_and_parquet_columns_carry_trajectories_as_json_text(tmp_path: Path) -> None:
+    jsonl = tmp_path / "out.jsonl"
+    jsonl.write_text(
+        json.dumps({"sample_id": "a", "actual_output": "booked", "trajectory": TRAJ_A})
+        + "\n"
+        + json.dumps({"sample_id": "b", "actual_output": "hello"})
+        + "\n"
+    )
+    from_jsonl = ef.read_outputs(jsonl).get_column("trajectory").to_list()
+    assert from_jsonl == [_expected_a(), None]
+    parquet = tmp_path / "out.parquet"
+    pl.DataFrame(
+        {
+            "sample_id": ["a", "b"],
+            "actual_output": ["booked", "hello"],
+            "trajectory": [json.dumps(TRAJ_A), None],
+        }
+    ).write_parquet(parquet)
+    assert ef.read_outputs(parquet).get_column("trajectory").to_list() == from_jsonl
+
+
+def test_turns_column_in_outputs(tmp_path: Path) -> None:
+    path = tmp_path / "out.json"
+    turns = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello", "latency_ms": 5, "tokens": 9,
+         "tool_calls": ["lookup"]},
+    ]  # fmt: skip
+    path.write_text(json.dumps({"outputs": [{"id": "a", "actual_output": "x", "turns": turns}]}))
+    frame = ef.read_outputs(path)
+    assert frame.schema["turns"] == TURNS
+    got = frame.get_column("turns").to_list()[0]
+    assert [t["role"] for t in got] == ["user", "assistant"]
+    assert got[1]["latency_ms"] == 5.0
+    assert got[1]["tokens"] == 9
+    assert got[1]["tool_calls"][0]["name"] == "lookup"
+
+
+@pytest.mark.parametrize(
+    ("trajectory", "field"),
+    [
+        ([1, 2], "'trajectory' must be an object; got list"),
+        ({"tool_calls": "search"}, "'trajectory.tool_calls' must be a list; got str"),
+        ({"tool_calls": [{"arguments": {}}]}, "'trajectory.tool_calls[0].name'"),
+        ({"tool_calls": [{"name": "s", "arguments": [1]}]}, "'trajectory.tool_calls[0].arguments'"),
+        ({"tool_calls": [], "steps": -1}, "'trajectory.steps' must be a non-negative integer"),
+        ({"approvals": "pay"}, "'trajectory.approvals' must be a list"),
+        ({"tool_calls": [{"name": "s", "latency_ms": "fast"}]}, "tool_calls[0].latency_ms"),
+    ],
+)
+def test_bad_trajectory_shapes_name_file_sample_and_field(
+    tmp_path: Path, trajectory: object, field: str
+) -> None:
+    path = tmp_path / "out.json"
+    path.write_text(
+        json.dumps({"outputs": [{"id": "a", "actual_output": "x", "trajectory": trajectory}]})
+    )
+    with pytest.raises(ef.DatasetError) as info:
+        ef.read_outputs(path)
+    message = str(info.value)
+    assert str(path) in message
+    assert "sample 'a'" in message
+    assert field in message
+
+
+@pytest.mark.parametrize(
+    ("block", "field"),
+    [
+        ("search", "'metadata.trajectory' must be a map"),
+        ({"tools": 3}, "'metadata.trajectory.tools' must be a tool name or a list"),
+        ({"order": "a"}, "'metadata.trajectory.order' must be a list of strings"),
+        ({"max_steps": "many"}, "'metadata.trajectory.max_steps' must be an integer"),
+        ({"tool_arguments": {"tool": "x"}}, "'metadata.trajectory.tool_arguments' must be a list"),
+        ({"forbidden_tools": [1]}, "'metadata.trajectory.forbidden_tools'"),
+    ],
+)
+def test_bad_expectations_are_dataset_errors_naming_file_sample_and_field(
+    tmp_path: Path, block: object, field: str
+) -> None:
+    doc = {
+        "name": "d",
+        "samples": [
+            {"id": "ok", "input": {}, "expected_output": "x"},
+            {"id": "q7", "input": {}, "expected_output": "x", "metadata": {"trajectory": block}},
+        ],
+    }
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ef.DatasetError) as info:
+        ef.read_dataset(path)
+    message = str(info.value)
+    assert "Sample 'q7' (index 1)" in message
+    assert field in message
+
+
+def test_system_returning_output_and_trajectory(tmp_path: Path) -> None:
+    def agent(inp: dict[str, object]) -> dict[str, object]:
+        if inp["question"] == "book":
+            return {"output": "booked", "trajectory": TRAJ_A}
+        return {"output": "hello"}
+
+    run = ef.evaluate(_dataset(tmp_path), system=agent, metrics=["tool-called"])
+    assert run.frame.get_column("actual_output").to_list() == ["booked", "hello"]
+    assert run.frame.get_column("trajectory").to_list() == [_expected_a(), None]
+
+
+def test_system_with_a_bad_trajectory_is_that_samples_error(tmp_path: Path) -> None:
+    run = ef.evaluate(
+        _dataset(tmp_path),
+        system=lambda inp: {"output": "x", "trajectory": {"steps": "many"}},
+        metrics=["exact-match"],
+    )
+    errors = run.frame.get_column("system_error").to_list()
+    assert all("'trajectory.steps' must be a non-negative integer" in e for e in errors)
+
+
+def test_recorder_is_per_call_across_repetitions_and_threads(tmp_path: Path) -> None:
+    barrier = threading.Barrier(2)
+
+    def agent(inp: dict[str, object]) -> str:
+        question = str(inp["question"])
+        ef.trajectory.record("search", {"q": question})
+        barrier.wait(timeout=30)  # both samples are inside the system at once
+        ef.trajectory.record(question, result="done", tokens=3)
+        ef.trajectory.record(finish_reason="stop", approval=f"ok-{question}")
+        return question
+
+    run = ef.evaluate(
+        _dataset(tmp_path), system=agent, metrics=["exact-match"], repetitions=2, concurrency=2
+    )
+    rows = run.frame.select("sample_id", "repetition", "trajectory").rows()
+    assert len(rows) == 4
+    for sample_id, _, trajectory in rows:
+        question = "book" if sample_id == "a" else "hi"
+        assert [c["name"] for c in trajectory["tool_calls"]] == ["search", question]
+        assert trajectory["tool_calls"][0]["arguments"] == json.dumps(
+            {"q": question}, separators=(",", ":")
+        )
+        assert trajectory["tool_calls"][1]["tokens"] == 3
+        assert trajectory["steps"] == 2
+        assert trajectory["approvals"] == [f"ok-{question}"]
+
+
+def test_record_outside_a_system_call_does_nothing() -> None:
+    from evalframe.core._trajectory import recording
+
+    ef.trajectory.record("search", {"q": 1}, steps=4)  # no error, nothing kept
+    with recording() as recorder:
+        assert recorder.block() is None  # a later call starts empty
+
+
+def test_a_system_that_records_nothing_has_no_trajectory(tmp_path: Path) -> None:
+    run = ef.evaluate(_dataset(tmp_path), system=lambda inp: "x", metrics=["exact-match"])
+    assert "trajectory" not in run.frame.columns
+
+
+def _run_with_trajectories(tmp_path: Path) -> ef.Run:
+    path = tmp_path / "out.json"
+    turns = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+    entries = [
+        {"id": "a", "actual_output": "booked", "trajectory": TRAJ_A},
+        {"id": "b", "actual_output": "hello", "turns": turns},
+    ]
+    path.write_text(json.dumps({"outputs": entries}))
+    return ef.evaluate(_dataset(tmp_path), outputs=path, metrics=["tool-called"])
+
+
+def test_store_round_trip_views_and_export_import(tmp_path: Path) -> None:
+    run = _run_with_trajectories(tmp_path)
+    store = ef.Store(tmp_path / "s.duckdb")
+    store.save(run)
+    back = store.load(run.run_id)
+    assert back.frame.schema["trajectory"] == TRAJECTORY
+    assert back.frame.schema["turns"] == TURNS
+    assert back.frame.get_column("trajectory").to_list() == [_expected_a(), None]
+    assert back.frame.get_column("turns").equals(run.frame.get_column("turns"))
+    calls = store.sql("SELECT * FROM tool_calls ORDER BY position")
+    assert calls.select("sample_id", "position", "name", "arguments", "error").rows() == [
+        ("a", 0, "search", '{"q":"flights","n":3}', None),
+        ("a", 1, "book", '{"id":7}', '{"code":500}'),
+    ]
+    assert calls.get_column("latency_ms").to_list() == [None, 12.5]
+    summary = store.sql("SELECT * FROM trajectories")
+    assert summary.select(
+        "sample_id", "steps", "finish_reason", "approvals", "pending_approvals", "n_tool_calls"
+    ).rows() == [("a", 2, "stop", ["pay", "7"], 1, 2)]
+    exported = store.export([run.run_id], tmp_path / "export")
+    other = ef.Store(tmp_path / "other.duckdb")
+    assert other.import_runs(exported) == [run.run_id]
+    assert other.sql("SELECT count(*) AS n FROM tool_calls").item() == 2
+    again = other.load(run.run_id)
+    assert again.frame.get_column("trajectory").to_list() == [_expected_a(), None]
+
+
+def test_report_json_adds_trajectory_only_where_recorded(tmp_path: Path) -> None:
+    from evalframe.views._report import build_report
+    from evalframe.views._report_json import report_json
+
+    run = _run_with_trajectories(tmp_path)
+    data = report_json(run)
+    assert data == build_report(run).to_json().encode("utf-8")
+    samples = json.loads(data)["samples"]
+    assert "trajectory" not in samples[1]
+    assert samples[0]["trajectory"] == {
+        "tool_calls": [
+            {"name": "search", "arguments": {"q": "flights", "n": 3}, "result": "3 hits"},
+            {"name": "book", "arguments": {"id": 7}, "error": '{"code":500}', "latency_ms": 12.5},
+        ],
+        "steps": 2,
+        "finish_reason": "stop",
+        "approvals": ["pay", "7"],
+        "pending_approvals": 1,
+    }
+    assert list(samples[0]) == [
+        "id", "row_hash", "repetition", "tags", "adversarial", "actual_output", "trajectory",
+        "scores",
+    ]  # fmt: skip
