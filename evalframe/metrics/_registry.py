@@ -42,6 +42,7 @@ BUILTIN_FAMILIES: Final = (
     "semantic",
     "similarity",
     "structural",
+    "judge_toolbox",
 )
 """The modules of ``evalframe.metrics`` whose ``@metric`` registrations are the built-ins."""
 

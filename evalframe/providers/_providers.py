@@ -74,9 +74,7 @@ def _cache(value: bool | str | os.PathLike[str] | ResponseCache | None) -> Respo
 
 
 def _reply(content: str | None, error: str | None, logprobs: Any = None) -> Reply:
-    if logprobs is None:
-        return Reply(content, error)
-    return Reply(content, error, logprobs=logprobs)  # type: ignore[call-arg]
+    return Reply(content, error, logprobs=logprobs)
 
 
 def _with_error(r: Reply, error: str | None) -> Reply:
