@@ -59,9 +59,7 @@ class Recorded:
 _TOKEN = re.compile(r"\d+|\w+|\s+|.", flags=re.DOTALL)
 
 
-def scripted_logprobs(
-    content: str, alternatives: dict[str, float]
-) -> list[dict[str, Any]]:
+def scripted_logprobs(content: str, alternatives: dict[str, float]) -> list[dict[str, Any]]:
     """OpenAI-shaped token logprobs for ``content``: its first number token gets
     ``alternatives`` (token -> probability) as its top logprobs, every other token
     probability 1."""

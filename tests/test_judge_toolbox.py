@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +38,7 @@ def _no_provider_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def _frame(
-    actual: list[str | None], inputs: list[str] | None = None, **extra: Any
-) -> pl.DataFrame:
+def _frame(actual: list[str | None], inputs: list[str] | None = None, **extra: Any) -> pl.DataFrame:
     n = len(actual)
     return pl.DataFrame(
         {
@@ -58,9 +56,7 @@ def _frame(
 
 
 def _providers(stub: StubOpenAI, cache: Any = False) -> ef.Providers:
-    return ef.Providers(
-        judge=ef.OpenAIJudge("judge-m", base_url=stub.url, retries=0), cache=cache
-    )
+    return ef.Providers(judge=ef.OpenAIJudge("judge-m", base_url=stub.url, retries=0), cache=cache)
 
 
 def _prompts(stub: StubOpenAI) -> list[str]:
@@ -104,7 +100,7 @@ def test_replies_carry_token_logprobs_and_fall_back_to_none() -> None:
         judge = ef.OpenAIJudge("m", base_url=stub.url, retries=0)
         got = judge.complete(["a"], Ledger(), top_logprobs=2)[0]
         assert got.content == '{"score": 4}'
-        rating = [t for t in got.logprobs if t["token"] == "4"][0]
+        rating = next(t for t in got.logprobs if t["token"] == "4")
         assert [[t, round(math.exp(p), 6)] for t, p in rating["top"]] == [["4", 0.5], ["5", 0.5]]
         stub.fail("chat", ("no_logprobs",))
         assert judge.complete(["a"], Ledger(), top_logprobs=2)[0].logprobs is None
@@ -121,7 +117,9 @@ def _g_eval_script(counter: Counter[str], rating: Callable[[str], Any] | None = 
     rate = rating or (lambda a: 4 if a == "good" else 2)
     return script(
         {
-            G_EVAL_STEPS: _counting(lambda f: {"steps": ["Read it.", "Check\nfacts."]}, counter, "steps"),
+            G_EVAL_STEPS: _counting(
+                lambda f: {"steps": ["Read it.", "Check\nfacts."]}, counter, "steps"
+            ),
             G_EVAL: _counting(
                 lambda f: {"score": rate(f["answer"]), "reason": f["steps"]}, counter, "rate"
             ),

@@ -118,9 +118,7 @@ def test_dag_walks_the_tree_one_call_per_visited_node(
     details = [json.loads(d) if d else None for d in out.get_column("details").to_list()]
     assert [s["node"] for s in details[0]["path"]] == ["on_topic", "cites"]
     assert [s["verdict"] for s in details[1]["path"]] == ["yes", "no"]
-    assert details[3]["path"] == [
-        {"node": "on_topic", "verdict": "no", "reason": "yes, no"}
-    ]
+    assert details[3]["path"] == [{"node": "on_topic", "verdict": "no", "reason": "yes, no"}]
     # recomputable: follow the path's verdicts through the tree to a leaf's score
     dag = load_dag(tree)
     for d, score in zip(details[:5], out.get_column("score")[:5], strict=True):
@@ -202,7 +200,9 @@ def test_depth_limit_and_unreadable_files(tmp_path: Path) -> None:
     }
     nodes[f"n{MAX_DEPTH + 1}"] = {"score": 1}
     nodes["end"] = {"score": 0}
-    with pytest.raises(MetricError, match=f"asks {MAX_DEPTH + 1} questions; the limit is {MAX_DEPTH}"):
+    with pytest.raises(
+        MetricError, match=f"asks {MAX_DEPTH + 1} questions; the limit is {MAX_DEPTH}"
+    ):
         parse_dag({"root": "n0", "nodes": nodes}, "deep.yaml")
     del nodes["n0"]
     ok = parse_dag({"root": "n1", "nodes": nodes}, "deep.yaml")

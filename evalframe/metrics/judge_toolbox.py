@@ -10,6 +10,7 @@ computed from.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -110,7 +111,9 @@ def _rate_need(criteria: str, steps: Sequence[str] | None, top_logprobs: int) ->
         G_EVAL,
         {
             "criteria": pl.lit(criteria),
-            "steps": pl.lit(_listed(steps or ())) if given else numbered(_steps_expr(criteria, None)),
+            "steps": pl.lit(_listed(steps or ()))
+            if given
+            else numbered(_steps_expr(criteria, None)),
             "question": _question_expr(),
             "expected": _expected(),
             "answer": _answer(),
@@ -242,7 +245,7 @@ def g_eval(
 
 def _pair_needs(baseline: str) -> tuple[JudgeNeed, JudgeNeed]:
     base = pl.col(baseline).cast(pl.String)
-    optional = {baseline: pl.String}
+    optional: dict[str, pl.DataType] = {baseline: pl.String()}
     question = _question_expr()
     first = JudgeNeed(
         f"pairwise(baseline={baseline})[actual first]",
@@ -282,9 +285,7 @@ def pairwise(*, baseline: str) -> Scored:
         pl.when(error.is_not_null())
         .then(sample_error("pairwise judge failed: {}", error))
         .when(~ok)
-        .then(
-            sample_error(f"has no actual output or no baseline output in column '{baseline}'.")
-        )
+        .then(sample_error(f"has no actual output or no baseline output in column '{baseline}'."))
     )
     details = pl.struct(
         baseline=pl.lit(baseline),
@@ -321,10 +322,8 @@ def _band(name: object, score: object, description: object, where: str) -> Band:
     if not isinstance(name, str) or not name.strip():
         raise MetricError(f"Rubric {where}: a band needs a name; got {name!r}.")
     if isinstance(score, str):
-        try:
+        with contextlib.suppress(ValueError):
             score = float(score)
-        except ValueError:
-            pass
     if isinstance(score, bool) or not isinstance(score, int | float):
         raise MetricError(f"Rubric {where}: band {name!r} needs a numeric score; got {score!r}.")
     if not (math.isfinite(score) and 0.0 <= score <= 1.0):
@@ -609,7 +608,12 @@ def summarization(*, questions: Annotated[int, Range(ge=1, le=50)] = 5) -> Score
         score=pl.when(ok).then(pl.min_horizontal(coverage, alignment)),
         error=err,
         details=pl.when(ok).then(details),
-        prepare={"__sq": reply(asked), "__sa": reply(answers), "__sc": reply(claims), "__sk": reply(check)},
+        prepare={
+            "__sq": reply(asked),
+            "__sa": reply(answers),
+            "__sc": reply(claims),
+            "__sk": reply(check),
+        },
     )
 
 
@@ -645,7 +649,11 @@ def _dag_plan(d: Dag) -> tuple[list[JudgeNeed], list[pl.Expr], list[pl.Expr]]:
         )
         needs.append(need)
         verdict = (
-            reply(need).struct.field("value").struct.field("verdict").str.strip_chars().str.to_lowercase()
+            reply(need)
+            .struct.field("value")
+            .struct.field("verdict")
+            .str.strip_chars()
+            .str.to_lowercase()
         )
         verdicts.append(verdict)
         nodes.append(
@@ -713,7 +721,9 @@ def dag(*, tree: str) -> Scored:
     path = (
         pl.concat_list(steps).list.drop_nulls()
         if steps
-        else pl.lit([], pl.List(pl.Struct({"node": pl.String, "verdict": pl.String, "reason": pl.String})))
+        else pl.lit(
+            [], pl.List(pl.Struct({"node": pl.String, "verdict": pl.String, "reason": pl.String}))
+        )
     )
     details = pl.struct(
         path=path,
