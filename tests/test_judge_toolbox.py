@@ -382,3 +382,17 @@ def test_summarization_count_mismatch_is_a_row_error() -> None:
         "Sample 's0' summarization judge gave 4 answer(s) for 3 question(s) and 0 verdict(s) "
         "for 0 claim(s)."
     )
+
+
+def test_the_budget_stops_judge_calls_and_the_rest_keep_their_scores() -> None:
+    frame = _frame(["a", "bb", "ccc", "dddd"])
+    verdict = script({RUBRIC: lambda f: {"band": "excellent", "reason": "r"}})
+    with StubOpenAI(verdict=verdict, cost_per_call=0.4) as stub:
+        judge = ef.OpenAIJudge("m", base_url=stub.url, retries=0, concurrency=1)
+        providers = ef.Providers(judge=judge, cache=False, budget_usd=0.5)
+        out = ef.score(frame, [ef.metrics.get(f"rubric(rubric={BANDS})")], context=providers)
+        assert len(stub.calls("chat/completions")) == 2  # $0.80 > $0.50 after two calls
+    assert out.get_column("score").to_list() == [1.0, 1.0, None, None]
+    assert out.get_column("error")[2].startswith(
+        "Sample 's2' rubric judge failed: Budget exhausted: spent $0.8000 of a $0.5000 budget"
+    )
