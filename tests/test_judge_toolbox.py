@@ -396,3 +396,19 @@ def test_the_budget_stops_judge_calls_and_the_rest_keep_their_scores() -> None:
     assert out.get_column("error")[2].startswith(
         "Sample 's2' rubric judge failed: Budget exhausted: spent $0.8000 of a $0.5000 budget"
     )
+
+
+def test_pairwise_against_a_saved_outputs_file_matched_by_sample_id(tmp_path: Path) -> None:
+    saved = tmp_path / "baseline.outputs.json"
+    saved.write_text(
+        json.dumps({"outputs": {"s1": "a long answer", "s0": "short", "zz": "unused"}}),
+        encoding="utf-8",
+    )
+    spec = f"pairwise(baseline={json.dumps(str(saved))})"
+    with StubOpenAI(verdict=script({PAIRWISE: _longer})) as stub:
+        out = _score(stub, _frame(["a long answer", "short", "x"]), spec)
+        assert len(_prompts(stub)) == 4
+    assert out.get_column("score").to_list() == [1.0, 0.0, None]
+    assert out.get_column("error")[2] == (
+        f"Sample 's2' has no actual output or no baseline output in file '{saved}'."
+    )

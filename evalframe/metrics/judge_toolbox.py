@@ -243,9 +243,32 @@ def g_eval(
 # --- pairwise ----------------------------------------------------------------------------------
 
 
+_OUTPUT_FILES: Final = (".json", ".jsonl", ".yaml", ".yml", ".csv", ".parquet")
+
+
+def _is_file(baseline: str) -> bool:
+    return Path(baseline).suffix.lower() in _OUTPUT_FILES
+
+
+def _baseline(baseline: str) -> tuple[pl.Expr, dict[str, pl.DataType]]:
+    """The baseline output per row: a column of the frame, or the saved outputs file
+    ``baseline`` looked up by sample id (its first output per sample)."""
+    if not _is_file(baseline):
+        return pl.col(baseline).cast(pl.String), {baseline: pl.String()}
+    from evalframe.core._outputs import read_outputs
+
+    saved = read_outputs(baseline).unique(C.SAMPLE_ID, keep="first", maintain_order=True)
+    expr = pl.col(C.SAMPLE_ID).replace_strict(
+        saved.get_column(C.SAMPLE_ID),
+        saved.get_column(C.ACTUAL_OUTPUT).cast(pl.String),
+        default=None,
+        return_dtype=pl.String,
+    )
+    return expr, {}
+
+
 def _pair_needs(baseline: str) -> tuple[JudgeNeed, JudgeNeed]:
-    base = pl.col(baseline).cast(pl.String)
-    optional: dict[str, pl.DataType] = {baseline: pl.String()}
+    base, optional = _baseline(baseline)
     question = _question_expr()
     first = JudgeNeed(
         f"pairwise(baseline={baseline})[actual first]",
@@ -269,8 +292,12 @@ def _pair_needs(baseline: str) -> tuple[JudgeNeed, JudgeNeed]:
     needs=lambda *, baseline: list(_pair_needs(baseline)),
 )
 def pairwise(*, baseline: str) -> Scored:
-    """A/B preference of the actual output over the ``baseline`` column's output, judged in
-    both orders: 1 win, 0.5 tie, 0 loss per order, averaged over the two orders."""
+    """A/B preference of the actual output over a baseline output, judged in both orders:
+    1 win, 0.5 tie, 0 loss per order, averaged over the two orders.
+
+    ``baseline`` names a column of the frame, or a saved outputs file (``.json``,
+    ``.jsonl``, ``.yaml``, ``.csv``, ``.parquet``) whose outputs are matched by sample id.
+    """
     if not baseline.strip():
         raise MetricError("Metric 'pairwise' parameter 'baseline' must name a column.")
     first, swapped = _pair_needs(baseline)
@@ -285,7 +312,12 @@ def pairwise(*, baseline: str) -> Scored:
         pl.when(error.is_not_null())
         .then(sample_error("pairwise judge failed: {}", error))
         .when(~ok)
-        .then(sample_error(f"has no actual output or no baseline output in column '{baseline}'."))
+        .then(
+            sample_error(
+                "has no actual output or no baseline output in "
+                f"{'file' if _is_file(baseline) else 'column'} '{baseline}'."
+            )
+        )
     )
     details = pl.struct(
         baseline=pl.lit(baseline),
