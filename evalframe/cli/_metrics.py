@@ -14,8 +14,18 @@ from evalframe.metrics._spec import format_value
 
 @click.command()
 @format_option("fmt", "table", "json")
-def metrics(fmt: str) -> None:
+@click.option(
+    "--prompts",
+    "show_prompts",
+    is_flag=True,
+    help="List the judge prompts instead: id, version, description (--format json adds the "
+    "template and the reply's JSON schema).",
+)
+def metrics(fmt: str, show_prompts: bool) -> None:
     """List every registered metric: name, family, dimension, threshold, parameters."""
+    if show_prompts:
+        _prompts(fmt)
+        return
     rows: list[dict[str, Any]] = []
     for d in available():
         params = [
@@ -47,4 +57,33 @@ def metrics(fmt: str) -> None:
             ", ".join(r["parameters"]) or "-",
             r["summary"],
         )
+    Console(width=160).print(table)
+
+
+def _prompts(fmt: str) -> None:
+    """The judge prompts shipped with the metric families, by id."""
+    from evalframe.metrics._judge_engine import PROMPTS
+
+    available()  # loads the built-in families, which register their prompts
+    found = [PROMPTS[k] for k in sorted(PROMPTS)]
+    if fmt == "json":
+        rows = [
+            {
+                "id": p.id,
+                "version": p.version,
+                "key": p.key,
+                "description": p.description,
+                "template": p.template,
+                "reply_schema": p.json_schema(),
+            }
+            for p in found
+        ]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("id", "version", "key", "description")
+    for p in found:
+        table.add_row(p.id, str(p.version), p.key, p.description)
     Console(width=160).print(table)

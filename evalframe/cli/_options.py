@@ -18,6 +18,7 @@ __all__ = [
     "STORE_ENV",
     "ProviderSettings",
     "emit",
+    "evidence_option",
     "format_option",
     "max_rows_option",
     "out_option",
@@ -54,6 +55,16 @@ def format_option(dest: str, *choices: str) -> Callable[[F], F]:
     return click.option(
         "--format", dest, type=click.Choice(choices), default=choices[0], show_default=True
     )
+
+
+def evidence_option(f: F) -> F:
+    """``--include-evidence``: put each execution's retrieved contexts in the JSON report."""
+    return click.option(
+        "--include-evidence",
+        is_flag=True,
+        help="Add the retrieved contexts behind judged scores to the JSON report (its "
+        "evidence section); they are left out otherwise.",
+    )(f)
 
 
 def max_rows_option() -> Callable[[F], F]:

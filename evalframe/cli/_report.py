@@ -10,6 +10,7 @@ import click
 from evalframe.cli._options import (
     EXIT_CODES,
     emit,
+    evidence_option,
     format_option,
     max_rows_option,
     out_option,
@@ -35,7 +36,7 @@ def _read_report_file(path: Path) -> Report:
     return Report(doc)
 
 
-def _load(ref: str, store: Path | None) -> Report:
+def _load(ref: str, store: Path | None, *, include_evidence: bool = False) -> Report:
     path = Path(ref)
     if path.is_file():
         return _read_report_file(path)
@@ -51,7 +52,7 @@ def _load(ref: str, store: Path | None) -> Report:
     from evalframe.store import Store
 
     with Store(store) as db:
-        return db.load(ref).report()
+        return db.load(ref).report(include_evidence=include_evidence)
 
 
 @click.command(epilog=EXIT_CODES)
@@ -68,15 +69,22 @@ def _load(ref: str, store: Path | None) -> Report:
 )
 @max_rows_option()
 @out_option()
+@evidence_option
 def report(
-    run: str, store_path: Path | None, fmt: str, charts: str, max_rows: int, out: Path | None
+    run: str,
+    store_path: Path | None,
+    fmt: str,
+    charts: str,
+    max_rows: int,
+    out: Path | None,
+    include_evidence: bool,
 ) -> None:
     """Render RUN's report: one self-contained HTML file (no network), Markdown or JSON.
 
     RUN is a report JSON file (from `evalframe run --format json`) or a stored run: an id,
     a name, latest, previous, a baseline name or a SQL query returning one run id.
     """
-    doc = _load(run, store_path)
+    doc = _load(run, store_path, include_evidence=include_evidence)
     if fmt == "html":
         text = doc.to_html(charts=charts)  # type: ignore[arg-type]  # click.Choice checked it
     elif fmt == "markdown":

@@ -14,6 +14,7 @@ from evalframe.cli._options import (
     EXIT_CODES,
     ProviderSettings,
     emit,
+    evidence_option,
     format_option,
     label_option,
     max_rows_option,
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
 @max_rows_option()
 @out_option()
 @store_option(help="Save the run to this DuckDB run store (default: $EVALFRAME_STORE).")
+@evidence_option
 @provider_options
 def run(
     dataset: Path,
@@ -84,6 +86,7 @@ def run(
     max_rows: int,
     out: Path | None,
     store_path: Path | None,
+    include_evidence: bool,
     provider_settings: ProviderSettings,
 ) -> None:
     """Score DATASET, print (or --out) the report, then save the run to --store.
@@ -113,7 +116,8 @@ def run(
     if fmt == "json":
         from evalframe.views._report_json import report_json
 
-        text: str | bytes = report_json(result)  # written from the frames: fast at any size
+        # written from the frames: fast at any size
+        text: str | bytes = report_json(result, include_evidence=include_evidence)
     else:
         text = result.report(samples=False).to_markdown(
             max_rows=max_rows

@@ -41,6 +41,11 @@ from evalframe.core._canon import (
     row_hash,
     to_json_value,
 )
+from evalframe.core._contexts import (
+    REFERENCE_CONTEXTS,
+    _BadContexts,
+    with_reference_contexts,
+)
 from evalframe.core._dataset_columns import dataset_columns, first_surrogate_sample
 from evalframe.core._errors import DatasetError
 from evalframe.core._formats import (
@@ -402,6 +407,7 @@ def _plain_sample(
         or type(input_map) is not dict
         or (source.tags_field and get("tags") is not None)
         or (source.text_fields and get("expected_type") not in (None, "string"))
+        or get(REFERENCE_CONTEXTS) is not None
     ):
         return None
     for key, item in input_map.items():
@@ -455,6 +461,10 @@ def _sample(record: object, index: int, source: Source) -> _Sample:
     expected = _expected_value(record, at, source)
     metadata = _metadata_map(record.get("metadata"), at, source)
     tags, metadata = _tags(record.get("tags") if source.tags_field else None, metadata, at, source)
+    try:
+        metadata = with_reference_contexts(record, metadata)
+    except _BadContexts as exc:
+        raise source.error(f"{at} field '{REFERENCE_CONTEXTS}' {exc}.") from exc
     return sample_id, input_map, expected, metadata, tags
 
 

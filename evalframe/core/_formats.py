@@ -209,6 +209,7 @@ COLUMNAR_FIELDS: Final[tuple[str, ...]] = (
     C.EXPECTED_TYPE,
     C.METADATA,
     C.TAGS,
+    "reference_contexts",
 )
 
 

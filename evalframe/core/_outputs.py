@@ -12,6 +12,9 @@ operational columns (``schema.OPERATIONAL_COLUMNS``: ``latency_ms``, ``prompt_to
 * ``.jsonl``: one ``{sample_id (or id), actual_output, ...}`` object per line.
 * ``.csv`` and ``.parquet``: columns ``sample_id`` (or ``id``) and ``actual_output``. An empty
   CSV ``actual_output`` cell is the empty string.
+
+Entries, lines and rows may also carry the sample's retrieved ``contexts`` (see
+``core/_contexts.py``): they add the ``contexts`` and ``context_ids`` columns.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import polars as pl
 import yaml
 
 from evalframe.core import schema as C
+from evalframe.core._contexts import CONTEXTS, _BadContexts, contexts_columns, parse_contexts
 from evalframe.core._dataset import Dataset
 from evalframe.core._errors import DatasetError
 from evalframe.core._formats import (
@@ -46,7 +50,7 @@ __all__ = ["align_outputs", "read_outputs"]
 _SUBJECT: Final = "Saved outputs file"
 _MAX_LISTED_IDS: Final = 20
 _INTEGER_TEXT: Final = re.compile(r"\s*[+-]?[0-9]+\s*")
-_TABLE_COLUMNS: Final = (C.SAMPLE_ID, "id", C.ACTUAL_OUTPUT, *C.OPERATIONAL_COLUMNS)
+_TABLE_COLUMNS: Final = (C.SAMPLE_ID, "id", C.ACTUAL_OUTPUT, *C.OPERATIONAL_COLUMNS, CONTEXTS)
 
 
 def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
@@ -319,6 +323,7 @@ def _from_entries(
     ids: list[str] = []
     texts: list[str] = []
     extras: list[dict[str, object]] = []
+    contexts: list[Any] = []
     for index, entry in enumerate(entries):
         at = f"Saved outputs entry at index {index}"
         if not isinstance(entry, dict):
@@ -336,6 +341,10 @@ def _from_entries(
         text = entry.get(C.ACTUAL_OUTPUT)
         if not isinstance(text, str):
             raise DatasetError(f"{where}: {at} must contain a string actual_output.")
+        try:
+            contexts.append(parse_contexts(entry.get(CONTEXTS), from_text=from_text))
+        except _BadContexts as exc:
+            raise DatasetError(f"{where}: {at} field '{CONTEXTS}' {exc}.") from exc
         ids.append(sample_id)
         texts.append(text)
         extras.append(
@@ -346,8 +355,8 @@ def _from_entries(
             }
         )
     present = [c for c in C.OPERATIONAL_COLUMNS if any(c in extra for extra in extras)]
-    columns = {c: [extra.get(c) for extra in extras] for c in present}
-    return _frame(ids, texts, columns, where)
+    columns: dict[str, Any] = {c: [extra.get(c) for extra in extras] for c in present}
+    return _frame(ids, texts, columns, where).with_columns(**contexts_columns(contexts))
 
 
 def _operational(value: object, column: str, dtype: Any, at: str, from_text: bool) -> object:

@@ -134,14 +134,17 @@ class Run:
             on=C.METRIC, index=[C.SAMPLE_ID, C.REPETITION], values=C.SCORE
         ).select(C.SAMPLE_ID, C.REPETITION, *self.metric_ids)
 
-    def report(self, *, samples: bool = True) -> Report:
+    def report(self, *, samples: bool = True, include_evidence: bool = False) -> Report:
         """The report (``evalframe.report.v1``): a dict with Markdown and HTML renderings.
 
         Args:
             samples: include the per-execution ``samples`` list (the bulk of a large run's
                 report); Markdown and HTML never show it.
+            include_evidence: add the ``evidence`` section: each execution's retrieved
+                contexts (kept out of reports otherwise).
         """
-        return cast("Report", _seam.call("build_report", self, samples=samples))
+        options = {"include_evidence": True} if include_evidence else {}
+        return cast("Report", _seam.call("build_report", self, samples=samples, **options))
 
     @property
     def plot(self) -> RunPlot:

@@ -1,8 +1,10 @@
 """Calling a system under test: one call per (sample, repetition), bounded concurrency.
 
-A plain callable receives the sample's ``input`` map and must return a string. An exception
-or a non-string return is recorded against that sample (``system_error``) and scored as
-that sample's error by every metric; the run goes on. Latency is measured per call.
+A plain callable receives the sample's ``input`` map and must return a string, or a mapping
+``{"output": <string>, "contexts": [...]}`` that also gives the retrieved contexts (the
+``contexts`` column). An exception or a malformed return is recorded against that sample
+(``system_error``) and scored as that sample's error by every metric; the run goes on.
+Latency is measured per call.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 import polars as pl
 
 from evalframe.core import schema as C
+from evalframe.core._contexts import Parsed, _BadContexts, contexts_columns, system_reply
 
 __all__ = ["System", "call_system"]
 
@@ -58,7 +61,7 @@ def _progress_bar(total: int, enabled: bool, label: str) -> Iterator[Callable[[]
 
 def _call_one(
     system: System, sample_id: str, payload: dict[str, Any]
-) -> tuple[str | None, str | None, float]:
+) -> tuple[str | None, str | None, float, Parsed | None]:
     start = time.perf_counter()
     try:
         result = system(payload)
@@ -72,8 +75,13 @@ def _call_one(
             None,
             f"System under test raised {type(exc).__name__} for sample '{sample_id}': {exc}",
             elapsed,
+            None,
         )
     elapsed = (time.perf_counter() - start) * 1000
+    try:
+        result, contexts = system_reply(result)
+    except _BadContexts as exc:
+        return None, f"System-under-test for sample '{sample_id}' {exc}.", elapsed, None
     if not isinstance(result, str):
         return (
             None,
@@ -82,8 +90,9 @@ def _call_one(
                 f"got {type(result).__name__}."
             ),
             elapsed,
+            None,
         )
-    return result, None, elapsed
+    return result, None, elapsed, contexts
 
 
 async def _await(awaitable: Any) -> Any:
@@ -116,7 +125,9 @@ def call_system(
     jobs = [
         (rep, sid, inp) for rep in range(repetitions) for sid, inp in zip(ids, inputs, strict=True)
     ]
-    results: list[tuple[str | None, str | None, float]] = [(None, None, 0.0)] * len(jobs)
+    results: list[tuple[str | None, str | None, float, Parsed | None]] = [
+        (None, None, 0.0, None)
+    ] * len(jobs)
     with (
         _progress_bar(len(jobs), _show_progress(progress), "calling system") as advance,
         ThreadPoolExecutor(max_workers=concurrency) as pool,
@@ -143,4 +154,4 @@ def call_system(
             C.SYSTEM_ERROR: pl.String,
             "latency_ms": pl.Float64,
         },
-    )
+    ).with_columns(**contexts_columns([r[3] for r in results]))

@@ -37,6 +37,7 @@ BUILTIN_FAMILIES: Final = (
     "lexical",
     "operational",
     "ordinal",
+    "rag",
     "reliability",
     "retrieval",
     "semantic",

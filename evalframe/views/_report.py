@@ -484,17 +484,20 @@ def metric_sections(
     return metrics, distributions, cohorts
 
 
-def build_report(run: Run, *, samples: bool = True) -> Report:
+def build_report(run: Run, *, samples: bool = True, include_evidence: bool = False) -> Report:
     """Assemble the ``evalframe.report.v1`` document for a run.
 
     ``samples=False`` leaves the per-execution ``samples`` list empty: the costly part of a
     large run's report, and one that the Markdown and HTML renderings never show.
+    ``include_evidence=True`` adds the ``evidence`` section (the retrieved contexts).
     """
     with gc_paused():
-        return _build_report(run, samples=samples)
+        return _build_report(run, samples=samples, include_evidence=include_evidence)
 
 
-def _build_report(run: Run, *, samples: bool, aggregates: bool = True) -> Report:
+def _build_report(
+    run: Run, *, samples: bool, aggregates: bool = True, include_evidence: bool = False
+) -> Report:
     ids = run.metric_ids
     metrics, distributions, cohorts = metric_sections(run, _metric_block)
     rows = run.sample_aggregates
@@ -536,6 +539,10 @@ def _build_report(run: Run, *, samples: bool, aggregates: bool = True) -> Report
         "safety_failures": _safety_failures(run),
         "outputs": run.extra.get("outputs"),
     }
+    if include_evidence:
+        from evalframe.views._evidence import evidence_block
+
+        report["evidence"] = evidence_block(run)
     return Report(report)
 
 

@@ -271,14 +271,14 @@ def _aggregates_text(run: Run) -> str:
     return "[\n" + str(text) + "\n  ]"
 
 
-def report_json(run: Run) -> bytes:
+def report_json(run: Run, *, include_evidence: bool = False) -> bytes:
     """The run's report JSON, byte for byte ``build_report(run).to_json()``, as UTF-8.
 
     The per-row sections are written from the frames, so a run of 100,000 samples takes
     about as long to report as to score instead of many times longer.
     """
     with gc_paused():
-        doc = _build_report(run, samples=False, aggregates=False)
+        doc = _build_report(run, samples=False, aggregates=False, include_evidence=include_evidence)
         # Markers stand in for the large sections while the rest is written and its floats
         # are respelled; the sections' numbers are spelled right already.
         doc["sample_aggregates"] = orjson.Fragment(_AGGREGATES)

@@ -1,0 +1,646 @@
+"""RAG metrics: judged faithfulness, relevancy, correctness and retrieval quality.
+
+Every metric here is read from a few shared judge stages, declared as ``JudgeNeed`` values
+and filled by the enrich layer over the whole frame:
+
+1. ``rag.claims``: the claims of a text, once per distinct text (answers and expected
+   outputs alike), so faithfulness, answer-relevancy, answer-correctness and context-recall
+   share one extraction of each text.
+2. ``rag.grounding``: one call per sample reads the question, the sample's distinct contexts
+   and all its claims (answer claims ``A1..``, reference claims ``R1..``), and returns
+   per passage whether it is relevant, and per claim the passages that support or contradict
+   it and whether it addresses the question. Faithfulness, answer-relevancy, context-
+   precision, context-recall, context-relevancy and hallucination are all read from it.
+3. ``rag.correctness``: one call per sample compares answer and reference claims.
+4. ``rag.entities``: the entities of a text, once per distinct text (expected outputs and
+   each distinct context), for context-entity-recall.
+
+Contexts are the ``contexts`` column (``List(String)``, ranked); a duplicated context is
+sent once and its verdicts apply at every rank it holds. Each context is cut to
+``max_context_tokens`` whitespace-separated tokens before it is sent. Details hold the
+evidence (claims, verdicts, relevance per rank), never context text, so each score can be
+recomputed from its details alone.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Final
+
+import polars as pl
+
+from evalframe.core import schema as C
+from evalframe.metrics._batched import batched, sample_error
+from evalframe.metrics._judge_engine import JudgeNeed, Prompt, reply
+from evalframe.metrics._rag_prompts import CLAIMS, CORRECTNESS, ENTITIES, GROUNDING
+from evalframe.metrics._rag_verdicts import (
+    CORRECTNESS_FIELDS,
+    GROUNDING_FIELDS,
+    correctness_kernel,
+    grounding_kernel,
+)
+from evalframe.metrics._registry import metric
+from evalframe.metrics._spec import Derived, Range, Scored
+from evalframe.metrics.judge import _question_expr
+from evalframe.metrics.semantic import EMBEDDING, TextEmbeddings, _cosine_batch
+
+if TYPE_CHECKING:
+    from evalframe.metrics._spec import Need
+
+__all__ = [
+    "CONTEXTS",
+    "DEFAULT_MAX_CONTEXT_TOKENS",
+    "REFERENCE_CONTEXTS",
+    "answer_correctness",
+    "answer_relevancy",
+    "claims_need",
+    "context_entity_recall",
+    "context_precision",
+    "context_recall",
+    "context_relevancy",
+    "faithfulness",
+    "grounding_need",
+    "hallucination",
+]
+
+CONTEXTS: Final = "contexts"
+REFERENCE_CONTEXTS: Final = "reference_contexts"
+DEFAULT_MAX_CONTEXT_TOKENS: Final = 2000
+_OPTIONAL: Final = {CONTEXTS: pl.List(pl.String), REFERENCE_CONTEXTS: pl.List(pl.String)}
+
+Tokens = Annotated[int, Range(ge=1)]
+
+
+# --- the shared stages ---------------------------------------------------------------------------
+
+
+def _prompt(base: Prompt, template: str | None) -> Prompt:
+    return base.with_template(template) if template else base
+
+
+def claims_need(template: str | None = None) -> JudgeNeed:
+    """Claims of the actual output and of the (string) expected output of every row: one
+    call per distinct text across both columns and the whole frame."""
+    texts = pl.concat_list(pl.col(C.ACTUAL_OUTPUT), C.expected_text())
+    return JudgeNeed("claims", _prompt(CLAIMS, template), {"text": texts}, each="text")
+
+
+def _claims(need: JudgeNeed) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """Answer claims, reference claims (null where the text is missing) and the error."""
+    r = reply(need)
+    value = r.struct.field("value")
+    a = value.list.get(0, null_on_oob=True).struct.field("claims")
+    ref = value.list.get(1, null_on_oob=True).struct.field("claims")
+    error = pl.format(
+        "{} ({}): {}", pl.lit(need.name), pl.lit(need.prompt.key), r.struct.field("error")
+    )
+    return a, ref, error
+
+
+def _cap(items: pl.Expr, max_tokens: int) -> pl.Expr:
+    """Each item cut to its first ``max_tokens`` space-separated tokens."""
+    return items.list.eval(pl.element().str.split(" ").list.head(max_tokens).list.join(" "))
+
+
+def _contexts() -> pl.Expr:
+    """The contexts, as the judge needs read them (absent: null)."""
+    return pl.col(CONTEXTS).cast(pl.List(pl.String))
+
+
+_DERIVED: Final = "rag__contexts"
+
+
+def _contexts_of(frame: pl.DataFrame) -> pl.DataFrame:
+    if CONTEXTS in frame.columns:
+        return frame.select(pl.col(CONTEXTS).cast(pl.List(pl.String)))
+    return frame.select(pl.lit(None, pl.List(pl.String)).alias(CONTEXTS))
+
+
+def _derived(**_: object) -> list[Derived]:
+    return [Derived(_DERIVED, _contexts_of)]
+
+
+def _scored_contexts() -> pl.Expr:
+    """The contexts, as the metrics read them (a frame without the column reads nulls)."""
+    return pl.col(_DERIVED).struct.field(CONTEXTS)
+
+
+def _lines(items: pl.Expr, prefix: str) -> pl.Expr:
+    return items.list.eval(
+        pl.format(
+            prefix + "{}. {}",
+            pl.int_range(1, pl.len() + 1, dtype=pl.Int64),
+            pl.element().str.replace_all(r"\s*\n\s*", " "),
+        )
+    )
+
+
+def _suffix(**params: object) -> str:
+    shown = [f"{k}={v}" for k, v in params.items() if v is not None]
+    return f"({','.join(shown)})" if shown else ""
+
+
+def grounding_need(
+    *, max_context_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS, claims_template: str | None = None
+) -> JudgeNeed:
+    """The per-sample grounding call (see the module docstring)."""
+    c_need = claims_need(claims_template)
+    a, r, _ = _claims(c_need)
+    r = r.fill_null(pl.lit([], pl.List(pl.String)))
+    distinct = _cap(_contexts().list.unique(maintain_order=True), max_context_tokens).fill_null(
+        pl.lit([], pl.List(pl.String))
+    )
+    passages = _lines(distinct, "").list.join("\n")
+    statements = pl.concat_list(_lines(a, "A"), _lines(r, "R")).list.join("\n")
+    worth = a.is_not_null() & ((a.list.len() + r.list.len() + distinct.list.len()) > 0)
+    name = "grounding" + _suffix(
+        max_context_tokens=max_context_tokens
+        if max_context_tokens != DEFAULT_MAX_CONTEXT_TOKENS
+        else None,
+        claims=CLAIMS.with_template(claims_template).key if claims_template else None,
+    )
+    return JudgeNeed(
+        name,
+        GROUNDING,
+        {
+            "question": _question_expr(),
+            "passages": pl.when(worth).then(
+                pl.when(passages == "").then(pl.lit("(no passages)")).otherwise(passages)
+            ),
+            "statements": pl.when(statements == "")
+            .then(pl.lit("(no statements)"))
+            .otherwise(statements),
+        },
+        requires=(c_need,),
+        optional=_OPTIONAL,
+    )
+
+
+def _grounding_needs(
+    *,
+    max_context_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS,
+    claims_template: str | None = None,
+    **_: object,
+) -> list[Need]:
+    return [grounding_need(max_context_tokens=max_context_tokens, claims_template=claims_template)]
+
+
+_G: Final = "rag__grounding"
+
+
+def _grounded(
+    *, max_context_tokens: int, claims_template: str | None
+) -> tuple[dict[str, pl.Expr], pl.Expr, pl.Expr, pl.Expr, pl.Expr, pl.Expr]:
+    """``prepare``, the verdicts struct, answer claims, reference claims, the context
+    count, and the first error of the answer-side stages."""
+    need = grounding_need(max_context_tokens=max_context_tokens, claims_template=claims_template)
+    a, r, a_error = _claims(need.requires[0])
+    g = reply(need)
+    kernel = batched(
+        grounding_kernel,
+        {
+            "a": a,
+            "r": r,
+            "ctx": _scored_contexts(),
+            "value": g.struct.field("value"),
+        },
+        GROUNDING_FIELDS,
+    )
+    no_output = pl.col(C.ACTUAL_OUTPUT).is_null()
+    error = (
+        pl.when(no_output)
+        .then(sample_error("has no actual output."))
+        .when(a_error.is_not_null())
+        .then(a_error)
+        .when(g.struct.field("error").is_not_null())
+        .then(g.struct.field("error"))
+        .when(pl.col(_G).struct.field("problem").is_not_null())
+        .then(sample_error("{}", pl.col(_G).struct.field("problem")))
+    )
+    n_ctx = _scored_contexts().list.len().fill_null(0)
+    return {_G: kernel}, pl.col(_G), a, r, n_ctx, error
+
+
+def _mean(flags: pl.Expr) -> pl.Expr:
+    return flags.list.eval(pl.element().cast(pl.Float64)).list.mean()
+
+
+def _reference_error(r: pl.Expr, metric_name: str) -> pl.Expr:
+    return (
+        pl.when(C.expected_text().is_null())
+        .then(sample_error(f"has no string expected output; {metric_name} needs one."))
+        .when(r.list.len() == 0)
+        .then(sample_error(f"expected output states no claims; {metric_name} needs some."))
+    )
+
+
+def _scored(
+    score: pl.Expr, error: pl.Expr, details: pl.Expr, prepare: dict[str, pl.Expr]
+) -> Scored:
+    return Scored(
+        score=pl.when(error.is_null()).then(score),
+        error=error,
+        details=pl.when(error.is_null()).then(details),
+        prepare=prepare,
+    )
+
+
+# --- the metrics ---------------------------------------------------------------------------------
+
+
+@metric(
+    "faithfulness", family="rag", dimension="groundedness", derived=_derived, needs=_grounding_needs
+)
+def faithfulness(
+    *, max_context_tokens: Tokens = DEFAULT_MAX_CONTEXT_TOKENS, claims_template: str | None = None
+) -> Scored:
+    """Share of the answer's claims that the retrieved contexts support.
+
+    ``supported / claims``, where a claim is supported when the judge names at least one
+    context that it follows from. An answer with no claims scores 1.0 (it asserts nothing
+    unsupported); with no contexts every claim is unsupported (0.0, and no verdict call is
+    needed beyond the other metrics'). Null (an error) without an actual output, when a
+    judge call fails, or when the reply leaves a claim without a verdict.
+    """
+    prepare, g, a, _, n_ctx, error = _grounded(
+        max_context_tokens=max_context_tokens, claims_template=claims_template
+    )
+    verdicts = g.struct.field("answer_supported")
+    score = pl.when(a.list.len() == 0).then(1.0).otherwise(_mean(verdicts))
+    details = pl.struct(
+        claims=a,
+        supported=verdicts,
+        n_claims=a.list.len(),
+        n_contexts=n_ctx,
+        prompt=pl.lit(GROUNDING.key),
+    )
+    return _scored(score, error, details, prepare)
+
+
+@metric(
+    "answer-relevancy",
+    family="rag",
+    dimension="correctness",
+    derived=_derived,
+    needs=_grounding_needs,
+)
+def answer_relevancy(
+    *, max_context_tokens: Tokens = DEFAULT_MAX_CONTEXT_TOKENS, claims_template: str | None = None
+) -> Scored:
+    """Share of the answer's claims that address the question (a direct judge verdict).
+
+    ``addressing / claims``; an answer with no claims (a refusal, a noncommittal reply)
+    scores 0.0. The verdicts come from the same per-sample grounding call as faithfulness,
+    so with other RAG metrics this metric costs no extra call. Null (an error) without an
+    actual output or when a judge call fails.
+    """
+    prepare, g, a, _, n_ctx, error = _grounded(
+        max_context_tokens=max_context_tokens, claims_template=claims_template
+    )
+    verdicts = g.struct.field("answer_addresses")
+    score = pl.when(a.list.len() == 0).then(0.0).otherwise(_mean(verdicts))
+    details = pl.struct(
+        claims=a, addresses_question=verdicts, n_claims=a.list.len(), prompt=pl.lit(GROUNDING.key)
+    )
+    del n_ctx
+    return _scored(score, error, details, prepare)
+
+
+@metric(
+    "context-recall",
+    family="rag",
+    dimension="groundedness",
+    derived=_derived,
+    needs=_grounding_needs,
+)
+def context_recall(
+    *, max_context_tokens: Tokens = DEFAULT_MAX_CONTEXT_TOKENS, claims_template: str | None = None
+) -> Scored:
+    """Share of the expected output's claims that the contexts support (are attributable to).
+
+    ``attributed / reference claims``; 0.0 with no contexts. Null (an error) when the
+    expected output is not a string or states no claims, or a judge call fails.
+    """
+    prepare, g, _, r, n_ctx, error = _grounded(
+        max_context_tokens=max_context_tokens, claims_template=claims_template
+    )
+    verdicts = g.struct.field("reference_supported")
+    error = pl.coalesce(_reference_error(r, "context-recall"), error)
+    details = pl.struct(
+        reference_claims=r,
+        attributed=verdicts,
+        n_claims=r.list.len(),
+        n_contexts=n_ctx,
+        prompt=pl.lit(GROUNDING.key),
+    )
+    return _scored(_mean(verdicts), error, details, prepare)
+
+
+def _average_precision(relevant: pl.Expr) -> pl.Expr:
+    """Mean of precision@k over the ranks k of relevant contexts; 0.0 when none is."""
+    hits = relevant.list.eval(pl.element().cast(pl.Float64))
+    weighted = hits.list.eval(
+        pl.element().cum_sum() / pl.int_range(1, pl.len() + 1, dtype=pl.Int64) * pl.element()
+    ).list.sum()
+    n = hits.list.sum().fill_null(0.0)
+    return pl.when(n > 0).then(weighted / n).otherwise(0.0)
+
+
+def _ranks(flags: pl.Expr) -> pl.Expr:
+    """1-based ranks where ``flags`` is true."""
+    return flags.list.eval(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).filter(pl.element()))
+
+
+@metric(
+    "context-precision",
+    family="rag",
+    dimension="groundedness",
+    derived=_derived,
+    needs=_grounding_needs,
+)
+def context_precision(
+    *,
+    reference: bool = True,
+    max_context_tokens: Tokens = DEFAULT_MAX_CONTEXT_TOKENS,
+    claims_template: str | None = None,
+) -> Scored:
+    """Rank-weighted precision of the relevant contexts: mean of precision@k over the ranks
+    k that hold a relevant context.
+
+    With ``reference=True`` (default) a context is relevant when it supports a claim of
+    the expected output; with ``reference=False``, when it supports a claim of the answer
+    (for datasets without expected outputs). ``sum_k(precision@k * rel_k) / sum_k rel_k``;
+    0.0 when no context is relevant or there are none. Null (an error) when a needed text
+    is missing or states no claims, or a judge call fails.
+    """
+    prepare, g, a, r, n_ctx, error = _grounded(
+        max_context_tokens=max_context_tokens, claims_template=claims_template
+    )
+    if reference:
+        relevant = g.struct.field("supports_reference")
+        error = pl.coalesce(_reference_error(r, "context-precision"), error)
+    else:
+        relevant = g.struct.field("supports_answer")
+    del a
+    details = pl.struct(
+        relevant=relevant,
+        relevant_ranks=_ranks(relevant),
+        n_contexts=n_ctx,
+        against=pl.lit("expected_output" if reference else "actual_output"),
+        prompt=pl.lit(GROUNDING.key),
+    )
+    return _scored(_average_precision(relevant), error, details, prepare)
+
+
+@metric(
+    "context-relevancy",
+    family="rag",
+    dimension="groundedness",
+    derived=_derived,
+    needs=_grounding_needs,
+)
+def context_relevancy(
+    *, max_context_tokens: Tokens = DEFAULT_MAX_CONTEXT_TOKENS, claims_template: str | None = None
+) -> Scored:
+    """Share of the retrieved contexts (by rank) that hold information relevant to the
+    question; 0.0 with no contexts. Null (an error) when a judge call fails."""
+    prepare, g, _, _, n_ctx, error = _grounded(
+        max_context_tokens=max_context_tokens, claims_template=claims_template
+    )
+    relevant = g.struct.field("relevant")
+    score = pl.when(n_ctx == 0).then(0.0).otherwise(_mean(relevant))
+    details = pl.struct(relevant=relevant, n_contexts=n_ctx, prompt=pl.lit(GROUNDING.key))
+    return _scored(score, error, details, prepare)
+
+
+@metric(
+    "hallucination",
+    family="rag",
+    dimension="groundedness",
+    derived=_derived,
+    needs=_grounding_needs,
+)
+def hallucination(
+    *, max_context_tokens: Tokens = DEFAULT_MAX_CONTEXT_TOKENS, claims_template: str | None = None
+) -> Scored:
+    """One minus the share of contexts (by rank) that the answer contradicts.
+
+    The hallucination rate, ``contradicted contexts / contexts``, is in the details; the
+    score is ``1 - rate`` so that, like every metric, higher is better and a sample passes
+    at or above the threshold. 1.0 with no contexts (nothing contradicted). Null (an
+    error) without an actual output or when a judge call fails.
+    """
+    prepare, g, _, _, n_ctx, error = _grounded(
+        max_context_tokens=max_context_tokens, claims_template=claims_template
+    )
+    contradicted = g.struct.field("contradicted")
+    rate = pl.when(n_ctx == 0).then(0.0).otherwise(_mean(contradicted))
+    details = pl.struct(
+        contradicted=contradicted,
+        hallucination_rate=rate,
+        n_contexts=n_ctx,
+        prompt=pl.lit(GROUNDING.key),
+    )
+    return _scored(1.0 - rate, error, details, prepare)
+
+
+# --- answer-correctness ---------------------------------------------------------------------------
+
+
+def _correctness_need(claims_template: str | None) -> JudgeNeed:
+    c_need = claims_need(claims_template)
+    a, r, _ = _claims(c_need)
+    worth = (a.list.len() > 0) & (r.list.len() > 0)
+    name = "correctness" + _suffix(
+        claims=CLAIMS.with_template(claims_template).key if claims_template else None
+    )
+    return JudgeNeed(
+        name,
+        CORRECTNESS,
+        {
+            "question": _question_expr(),
+            "answer": pl.when(worth).then(_lines(a, "A").list.join("\n")),
+            "reference": _lines(r, "R").list.join("\n"),
+        },
+        requires=(c_need,),
+    )
+
+
+def _correctness_needs(
+    *, similarity_weight: float = 0.0, claims_template: str | None = None
+) -> list[Need]:
+    needs: list[Need] = [_correctness_need(claims_template)]
+    if similarity_weight > 0:
+        needs.append(TextEmbeddings())
+    return needs
+
+
+@metric(
+    "answer-correctness",
+    family="rag",
+    dimension="correctness",
+    derived=_derived,
+    needs=_correctness_needs,
+)
+def answer_correctness(
+    *,
+    similarity_weight: Annotated[float, Range(ge=0.0, le=1.0)] = 0.0,
+    claims_template: str | None = None,
+) -> Scored:
+    """Claim-level F1 of the answer against the expected output, optionally blended with
+    the embedding similarity of the two texts.
+
+    TP = answer claims the reference states, FP = answer claims it does not, FN = reference
+    claims the answer does not state; ``F1 = TP / (TP + (FP + FN) / 2)`` (0.0 when the
+    answer states no claims). With ``similarity_weight = w > 0`` the score is
+    ``(1 - w) * F1 + w * clamp(cosine, 0, 1)`` using the run's embedder. Null (an error)
+    without an actual output, without a string expected output or when it states no
+    claims, or when a judge or embedding call fails.
+    """
+    need = _correctness_need(claims_template)
+    a, r, claims_error = _claims(need.requires[0])
+    c = reply(need)
+    k = pl.col("answer-correctness__verdicts")
+    in_reference, in_answer = k.struct.field("in_reference"), k.struct.field("in_answer")
+    tp = in_reference.list.sum().fill_null(0).cast(pl.Float64)
+    fp = a.list.len().cast(pl.Float64) - tp
+    fn = in_answer.list.len().cast(pl.Float64) - in_answer.list.sum().fill_null(0).cast(pl.Float64)
+    denominator = tp + 0.5 * (fp + fn)
+    f1 = pl.when(denominator > 0).then(tp / denominator).otherwise(0.0)
+    prepare = {
+        "answer-correctness__verdicts": batched(
+            correctness_kernel,
+            {"a": a, "r": r, "value": c.struct.field("value")},
+            CORRECTNESS_FIELDS,
+        )
+    }
+    error: pl.Expr = (
+        pl.when(pl.col(C.ACTUAL_OUTPUT).is_null())
+        .then(sample_error("has no actual output."))
+        .when(claims_error.is_not_null())
+        .then(claims_error)
+    )
+    error = pl.coalesce(
+        error,
+        _reference_error(r, "answer-correctness"),
+        c.struct.field("error"),
+        pl.when(k.struct.field("problem").is_not_null()).then(
+            sample_error("{}", k.struct.field("problem"))
+        ),
+    )
+    fields: dict[str, pl.Expr] = {
+        "claims": a,
+        "in_reference": in_reference,
+        "reference_claims": r,
+        "in_answer": in_answer,
+        "tp": tp.cast(pl.Int64),
+        "fp": fp.cast(pl.Int64),
+        "fn": fn.cast(pl.Int64),
+        "f1": f1,
+        "prompt": pl.lit(CORRECTNESS.key),
+    }
+    score: pl.Expr = f1
+    if similarity_weight > 0:
+        emb = pl.col("answer-correctness__cosine")
+        prepare["answer-correctness__cosine"] = batched(
+            _cosine_batch,
+            {"e": pl.col(EMBEDDING.expected), "a": pl.col(EMBEDDING.actual)},
+            {"cosine": pl.Float64, "expected_dim": pl.Int64, "actual_dim": pl.Int64},
+        )
+        similarity = emb.struct.field("cosine").clip(0.0, 1.0)
+        score = (1.0 - similarity_weight) * f1 + similarity_weight * similarity
+        error = pl.coalesce(error, pl.col(EMBEDDING.error))
+        fields["similarity"] = similarity
+        fields["similarity_weight"] = pl.lit(similarity_weight)
+    return _scored(score, error, pl.struct([v.alias(k) for k, v in fields.items()]), prepare)
+
+
+# --- context-entity-recall ------------------------------------------------------------------------
+
+
+def _entity_needs_of(max_context_tokens: int, template: str | None) -> tuple[JudgeNeed, JudgeNeed]:
+    p = _prompt(ENTITIES, template)
+    ref = JudgeNeed("entities(expected_output)", p, {"text": C.expected_text()})
+    ctx = JudgeNeed(
+        "entities(contexts)"
+        + _suffix(
+            max_context_tokens=max_context_tokens
+            if max_context_tokens != DEFAULT_MAX_CONTEXT_TOKENS
+            else None
+        ),
+        p,
+        {"text": _cap(_contexts(), max_context_tokens)},
+        each="text",
+        optional=_OPTIONAL,
+    )
+    return ref, ctx
+
+
+def _entity_needs(
+    *, max_context_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS, entities_template: str | None = None
+) -> list[Need]:
+    return list(_entity_needs_of(max_context_tokens, entities_template))
+
+
+def _normalised(entities: pl.Expr) -> pl.Expr:
+    return entities.list.eval(
+        pl.element().str.strip_chars().str.to_lowercase().str.replace_all(r"\s+", " ")
+    ).list.unique(maintain_order=True)
+
+
+@metric(
+    "context-entity-recall",
+    family="rag",
+    dimension="groundedness",
+    derived=_derived,
+    needs=_entity_needs,
+)
+def context_entity_recall(
+    *, max_context_tokens: Tokens = DEFAULT_MAX_CONTEXT_TOKENS, entities_template: str | None = None
+) -> Scored:
+    """Share of the expected output's entities that appear among the contexts' entities.
+
+    Entities are listed by the judge once per distinct text (the expected output, and each
+    distinct context across the frame), compared case- and space-insensitively:
+    ``|E(reference) ∩ E(contexts)| / |E(reference)|``; 0.0 with no contexts. Null (an
+    error) without a string expected output, when it names no entity, or when a judge call
+    fails.
+    """
+    ref_need, ctx_need = _entity_needs_of(max_context_tokens, entities_template)
+    ref = reply(ref_need)
+    ctx = reply(ctx_need)
+    wanted = _normalised(ref.struct.field("value").struct.field("entities"))
+    found_all = _normalised(
+        ctx.struct.field("value")
+        .list.eval(pl.element().struct.field("entities"))
+        .list.eval(pl.element().explode())
+        .fill_null(pl.lit([], pl.List(pl.String)))
+    )
+    found = wanted.list.set_intersection(found_all)
+    score = found.list.len().cast(pl.Float64) / wanted.list.len().cast(pl.Float64)
+    error = pl.coalesce(
+        pl.when(C.expected_text().is_null()).then(
+            sample_error("has no string expected output; context-entity-recall needs one.")
+        ),
+        pl.format(
+            "{} ({}): {}",
+            pl.lit(ref_need.name),
+            pl.lit(ref_need.prompt.key),
+            ref.struct.field("error"),
+        ),
+        pl.format(
+            "{} ({}): {}",
+            pl.lit(ctx_need.name),
+            pl.lit(ctx_need.prompt.key),
+            ctx.struct.field("error"),
+        ),
+        pl.when(wanted.list.len() == 0).then(
+            sample_error("expected output names no entities; context-entity-recall needs some.")
+        ),
+    )
+    details = pl.struct(
+        reference_entities=wanted,
+        found=found,
+        n_contexts=_scored_contexts().list.len().fill_null(0),
+        prompt=pl.lit(ENTITIES.key),
+    )
+    return _scored(score, error, details, {})
