@@ -17,7 +17,7 @@ from openai_stub import StubOpenAI, scripted_logprobs
 
 import evalframe as ef
 from evalframe.core._errors import MetricError
-from evalframe.metrics._rag_prompts import CLAIMS
+from evalframe.metrics._rag_prompts import CLAIMS, CORRECTNESS
 from evalframe.metrics._toolbox_prompts import (
     ALIGNMENT,
     G_EVAL,
@@ -412,3 +412,22 @@ def test_pairwise_against_a_saved_outputs_file_matched_by_sample_id(tmp_path: Pa
     assert out.get_column("error")[2] == (
         f"Sample 's2' has no actual output or no baseline output in file '{saved}'."
     )
+
+
+def test_summary_claims_are_shared_with_the_rag_metrics_through_the_cache(tmp_path: Path) -> None:
+    counter: Counter[str] = Counter()
+    summary = _summary_script(counter)
+
+    def verdict(prompt: str) -> str:
+        if fields(prompt, CORRECTNESS) is not None:
+            return json.dumps({"answer": [], "reference": []})
+        return summary(prompt)
+
+    metrics = [ef.metrics.get("answer-correctness"), ef.metrics.get("summarization(questions=2)")]
+    with StubOpenAI(verdict=verdict) as stub:
+        providers = _providers(stub, tmp_path / "cache.duckdb")
+        out = ef.score(_frame(["full"], inputs=[SOURCE]), metrics, context=providers)
+        claims = [p for p in _prompts(stub) if fields(p, CLAIMS) is not None]
+    # one claims call per distinct text: the summary ("full") and the expected output ("ref")
+    assert sorted(fields(p, CLAIMS)["text"] for p in claims) == ["full", "ref"]
+    assert out.filter(pl.col("metric") == "summarization(questions=2)")["score"].to_list() == [0.5]
