@@ -431,3 +431,23 @@ def test_summary_claims_are_shared_with_the_rag_metrics_through_the_cache(tmp_pa
     # one claims call per distinct text: the summary ("full") and the expected output ("ref")
     assert sorted(fields(p, CLAIMS)["text"] for p in claims) == ["full", "ref"]
     assert out.filter(pl.col("metric") == "summarization(questions=2)")["score"].to_list() == [0.5]
+
+
+def test_a_metric_prompt_can_be_overridden_and_its_key_changes() -> None:
+    text = "Rate {answer} to {question} ({expected}) by {criteria} via {steps}. JSON please."
+    custom = G_EVAL.with_template(text)
+    verdict = script(
+        {
+            G_EVAL_STEPS: lambda f: {"steps": ["s"]},
+            custom: lambda f: {"score": 5, "reason": "r"},
+        }
+    )
+    spec = f"g-eval(criteria=ok, template={json.dumps(text)})"
+    with StubOpenAI(verdict=verdict) as stub:
+        out = _score(stub, _frame(["good"]), spec)
+        assert fields(_prompts(stub)[-1], custom) is not None
+    assert out.get_column("score").to_list() == [1.0]
+    assert _details(out)[0]["prompt"] == custom.key
+    assert custom.key.startswith("toolbox.g-eval@v1+")
+    with pytest.raises(MetricError, match="must use the placeholders"):
+        ef.metrics.get("rubric(rubric=[a=1, b=0], template='no placeholders')").needs()

@@ -26,7 +26,7 @@ from evalframe.core import schema as C
 from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched, sample_error
 from evalframe.metrics._dag import Dag, Leaf, Question, load_dag
-from evalframe.metrics._judge_engine import JudgeNeed, numbered, reply
+from evalframe.metrics._judge_engine import JudgeNeed, Prompt, numbered, reply
 from evalframe.metrics._rag_prompts import CLAIMS
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Range, Scored
@@ -80,6 +80,11 @@ def _no_prompt(metric_name: str) -> pl.Expr:
     return sample_error(f"has no actual output to judge for {metric_name}.")
 
 
+def _prompt(base: Prompt, template: str | None) -> Prompt:
+    """The shipped prompt, or the user's template for it (same placeholders)."""
+    return base.with_template(template) if template else base
+
+
 def _listed(items: Sequence[str]) -> str:
     return "\n".join(f"{i}. {' '.join(s.split())}" for i, s in enumerate(items, 1))
 
@@ -100,7 +105,9 @@ def _steps_expr(criteria: str, steps: Sequence[str] | None) -> pl.Expr:
     return reply(_steps_need(criteria)).struct.field("value").struct.field("steps")
 
 
-def _rate_need(criteria: str, steps: Sequence[str] | None, top_logprobs: int) -> JudgeNeed:
+def _rate_need(
+    criteria: str, steps: Sequence[str] | None, top_logprobs: int, template: str | None = None
+) -> JudgeNeed:
     given = bool(steps)
     name = (
         f"g-eval(criteria={_hash(criteria)},steps={_hash(list(steps)) if steps else 'generated'}"
@@ -108,7 +115,7 @@ def _rate_need(criteria: str, steps: Sequence[str] | None, top_logprobs: int) ->
     )
     return JudgeNeed(
         name,
-        G_EVAL,
+        _prompt(G_EVAL, template),
         {
             "criteria": pl.lit(criteria),
             "steps": pl.lit(_listed(steps or ()))
@@ -175,9 +182,13 @@ def _probabilities_batch(f: pl.DataFrame) -> pl.DataFrame:
 
 
 def _g_eval_needs(
-    *, criteria: str, steps: Sequence[str] | None = None, top_logprobs: int = 5
+    *,
+    criteria: str,
+    steps: Sequence[str] | None = None,
+    top_logprobs: int = 5,
+    template: str | None = None,
 ) -> list[JudgeNeed]:
-    return [_rate_need(criteria, steps, top_logprobs)]
+    return [_rate_need(criteria, steps, top_logprobs, template)]
 
 
 @metric("g-eval", family=_FAMILY, dimension="correctness", needs=_g_eval_needs)
@@ -186,6 +197,7 @@ def g_eval(
     criteria: str,
     steps: tuple[str, ...] | None = None,
     top_logprobs: Annotated[int, Range(ge=0, le=20)] = 5,
+    template: str | None = None,
 ) -> Scored:
     """A criteria-driven judge (G-Eval): rating 1-5 mapped to [0, 1].
 
@@ -195,7 +207,7 @@ def g_eval(
     """
     if not criteria.strip():
         raise MetricError("Metric 'g-eval' parameter 'criteria' must be non-empty text.")
-    need = _rate_need(criteria, steps, top_logprobs)
+    need = _rate_need(criteria, steps, top_logprobs, template)
     r = pl.col("__g_eval")
     value, error = r.struct.field("value"), r.struct.field("error")
     rating = value.struct.field("score")
@@ -267,18 +279,19 @@ def _baseline(baseline: str) -> tuple[pl.Expr, dict[str, pl.DataType]]:
     return expr, {}
 
 
-def _pair_needs(baseline: str) -> tuple[JudgeNeed, JudgeNeed]:
+def _pair_needs(baseline: str, template: str | None = None) -> tuple[JudgeNeed, JudgeNeed]:
+    prompt = _prompt(PAIRWISE, template)
     base, optional = _baseline(baseline)
     question = _question_expr()
     first = JudgeNeed(
         f"pairwise(baseline={baseline})[actual first]",
-        PAIRWISE,
+        prompt,
         {"question": question, "first": _answer(), "second": base},
         optional=optional,
     )
     swapped = JudgeNeed(
         f"pairwise(baseline={baseline})[baseline first]",
-        PAIRWISE,
+        prompt,
         {"question": question, "first": base, "second": _answer()},
         optional=optional,
     )
@@ -289,9 +302,9 @@ def _pair_needs(baseline: str) -> tuple[JudgeNeed, JudgeNeed]:
     "pairwise",
     family=_FAMILY,
     dimension="correctness",
-    needs=lambda *, baseline: list(_pair_needs(baseline)),
+    needs=lambda *, baseline, template=None: list(_pair_needs(baseline, template)),
 )
-def pairwise(*, baseline: str) -> Scored:
+def pairwise(*, baseline: str, template: str | None = None) -> Scored:
     """A/B preference of the actual output over a baseline output, judged in both orders:
     1 win, 0.5 tie, 0 loss per order, averaged over the two orders.
 
@@ -300,7 +313,7 @@ def pairwise(*, baseline: str) -> Scored:
     """
     if not baseline.strip():
         raise MetricError("Metric 'pairwise' parameter 'baseline' must name a column.")
-    first, swapped = _pair_needs(baseline)
+    first, swapped = _pair_needs(baseline, template)
     a, b = pl.col("__pair_first"), pl.col("__pair_swapped")
     wa = a.struct.field("value").struct.field("winner").cast(pl.String)
     wb = b.struct.field("value").struct.field("winner").cast(pl.String)
@@ -418,12 +431,13 @@ def parse_rubric(rubric: str | Sequence[str] | Mapping[str, Any]) -> tuple[Band,
     return tuple(bands)
 
 
-def _rubric_need(bands: tuple[Band, ...]) -> JudgeNeed:
+def _rubric_need(bands: tuple[Band, ...], template: str | None = None) -> JudgeNeed:
     shown = "\n".join(
         f"- {b.name}: {b.description}" if b.description else f"- {b.name}" for b in bands
     )
     prompt = replace(
-        RUBRIC, reply=pl.Struct({"band": pl.Enum([b.name for b in bands]), "reason": pl.String})
+        _prompt(RUBRIC, template),
+        reply=pl.Struct({"band": pl.Enum([b.name for b in bands]), "reason": pl.String}),
     )
     return JudgeNeed(
         f"rubric(rubric={_hash([list(b) for b in bands])})",
@@ -441,12 +455,12 @@ def _rubric_need(bands: tuple[Band, ...]) -> JudgeNeed:
     "rubric",
     family=_FAMILY,
     dimension="correctness",
-    needs=lambda *, rubric: [_rubric_need(parse_rubric(rubric))],
+    needs=lambda *, rubric, template=None: [_rubric_need(parse_rubric(rubric), template)],
 )
-def rubric(*, rubric: str | tuple[str, ...]) -> Scored:
+def rubric(*, rubric: str | tuple[str, ...], template: str | None = None) -> Scored:
     """A rubric judge: the judge names a band, the score is that band's score."""
     bands = parse_rubric(rubric)
-    need = _rubric_need(bands)
+    need = _rubric_need(bands, template)
     r = pl.col("__rubric")
     value, error = r.struct.field("value"), r.struct.field("error")
     band = value.struct.field("band").cast(pl.String)
@@ -477,10 +491,10 @@ def rubric(*, rubric: str | tuple[str, ...]) -> Scored:
 # --- prompt-alignment --------------------------------------------------------------------------
 
 
-def _alignment_need(instructions: Sequence[str]) -> JudgeNeed:
+def _alignment_need(instructions: Sequence[str], template: str | None = None) -> JudgeNeed:
     return JudgeNeed(
         f"prompt-alignment(instructions={_hash(list(instructions))})",
-        ALIGNMENT,
+        _prompt(ALIGNMENT, template),
         {
             "instructions": pl.lit(_listed(instructions)),
             "question": _question_expr(),
@@ -493,16 +507,16 @@ def _alignment_need(instructions: Sequence[str]) -> JudgeNeed:
     "prompt-alignment",
     family=_FAMILY,
     dimension="correctness",
-    needs=lambda *, instructions: [_alignment_need(instructions)],
+    needs=lambda *, instructions, template=None: [_alignment_need(instructions, template)],
 )
-def prompt_alignment(*, instructions: tuple[str, ...]) -> Scored:
+def prompt_alignment(*, instructions: tuple[str, ...], template: str | None = None) -> Scored:
     """Share of the instructions the answer follows (all judged in one call per sample)."""
     if not instructions or any(not i.strip() for i in instructions):
         raise MetricError(
             "Metric 'prompt-alignment' parameter 'instructions' must be a non-empty list of "
             "non-empty instructions."
         )
-    need = _alignment_need(instructions)
+    need = _alignment_need(instructions, template)
     n = len(instructions)
     r = pl.col("__align")
     value, error = r.struct.field("value"), r.struct.field("error")
@@ -656,7 +670,9 @@ def _tree(tree: str | Dag) -> Dag:
     return tree if isinstance(tree, Dag) else load_dag(tree)
 
 
-def _dag_plan(d: Dag) -> tuple[list[JudgeNeed], list[pl.Expr], list[pl.Expr]]:
+def _dag_plan(
+    d: Dag, template: str | None = None
+) -> tuple[list[JudgeNeed], list[pl.Expr], list[pl.Expr]]:
     """Per level: the need, the node a row is at (null once it reached a leaf or went
     astray), and the verdict it got there; plus the node after the last level."""
     questions = {n: q for n, q in d.nodes.items() if isinstance(q, Question)}
@@ -670,7 +686,7 @@ def _dag_plan(d: Dag) -> tuple[list[JudgeNeed], list[pl.Expr], list[pl.Expr]]:
         node = nodes[-1]
         need = JudgeNeed(
             f"dag(tree={d.digest})[level {level}]",
-            DAG_NODE,
+            _prompt(DAG_NODE, template),
             {
                 "node_question": node.replace_strict(texts, default=None, return_dtype=pl.String),
                 "verdicts": node.replace_strict(allowed, default=None, return_dtype=pl.String),
@@ -700,13 +716,13 @@ def _dag_plan(d: Dag) -> tuple[list[JudgeNeed], list[pl.Expr], list[pl.Expr]]:
     "dag",
     family=_FAMILY,
     dimension="correctness",
-    needs=lambda *, tree: _dag_plan(_tree(tree))[0],
+    needs=lambda *, tree, template=None: _dag_plan(_tree(tree), template)[0],
 )
-def dag(*, tree: str) -> Scored:
+def dag(*, tree: str, template: str | None = None) -> Scored:
     """A decision tree of judge questions (YAML file ``tree``): one call per visited node,
     asked level by level across the frame; the score is the reached leaf's."""
     d = _tree(tree)
-    needs, _, _ = _dag_plan(d)
+    needs, _, _ = _dag_plan(d, template)
     leaves = {n: v.score for n, v in d.nodes.items() if isinstance(v, Leaf)}
     questions = {n: q for n, q in d.nodes.items() if isinstance(q, Question)}
     edges = {f"{n}\x1f{v}": child for n, q in questions.items() for v, child in q.edges.items()}
@@ -762,7 +778,7 @@ def dag(*, tree: str) -> Scored:
         leaf=leaf,
         leaf_score=leaf_score,
         tree=pl.lit(d.digest),
-        prompt=pl.lit(DAG_NODE.key),
+        prompt=pl.lit(_prompt(DAG_NODE, template).key),
     )
     ok = error.is_null() & wrong.is_null() & leaf.is_not_null()
     return Scored(
