@@ -21,6 +21,7 @@ from evalframe.metrics._judge_engine import (
     decode_reply,
     json_schema,
     numbered,
+    parsed,
     reply,
 )
 from evalframe.providers import ENV
@@ -33,7 +34,7 @@ CLAIMS_NEED = JudgeNeed("claims", CLAIMS, {"text": pl.col("actual_output")})
 CHECK_NEED = JudgeNeed(
     "check",
     CHECK,
-    {"claims": numbered(reply(CLAIMS_NEED).struct.field("value").struct.field("claims"))},
+    {"claims": numbered(parsed(CLAIMS_NEED).struct.field("value").struct.field("claims"))},
     requires=(CLAIMS_NEED,),
 )
 ITEM_NEED = JudgeNeed(

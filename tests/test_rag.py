@@ -329,3 +329,45 @@ def test_every_score_is_recomputable_from_its_details(stub: StubOpenAI) -> None:
         assert math.isclose(RECOMPUTE[name](details), row["score"], abs_tol=1e-12), row
         checked += 1
     assert checked == out.filter(pl.col("score").is_not_null()).height > 30
+
+
+def test_context_recall_against_reference_contexts_asks_no_judge() -> None:
+    ds = ef.Dataset.from_records(
+        [
+            {"id": "a", "input": {}, "expected_output": "x", "reference_contexts": ["p1", " p2 "]},
+            {"id": "b", "input": {}, "expected_output": "y"},
+        ],
+        name="d",
+    )
+    outputs = pl.DataFrame(
+        {
+            "sample_id": ["a", "b"],
+            "actual_output": ["x", "y"],
+            "contexts": [["p2", "other", "p1  "], ["p9"]],
+        }
+    )
+    run = ef.evaluate(ds, outputs=outputs, metrics=["context-recall(against=reference_contexts)"])
+    assert run.scores["score"].to_list() == [1.0, None]
+    assert json.loads(run.scores["details"][0]) == {
+        "n_reference_contexts": 2,
+        "n_found": 2,
+        "n_contexts": 3,
+    }
+    assert run.scores["error"][1] == (
+        "Sample 'b' has no metadata.reference_contexts; "
+        "context-recall(against=reference_contexts) needs some."
+    )
+
+
+def test_a_system_returning_contexts_is_scored_on_them(stub: StubOpenAI) -> None:
+    ds = ef.Dataset.from_records(
+        [{"id": "paris", "input": {"question": ROWS[0][1]}, "expected_output": ROWS[0][2]}],
+        name="d",
+    )
+
+    def system(inp: dict[str, Any]) -> Any:
+        return {"output": ROWS[0][3], "contexts": ROWS[0][4]}
+
+    run = ef.evaluate(ds, system=system, metrics=["faithfulness"], providers=providers(stub))
+    assert run.scores["score"].to_list() == [0.5]
+    assert run.frame["contexts"].to_list() == [ROWS[0][4]]

@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from evalframe.metrics._judge_engine import JudgeNeed, render, upstream_error
+from evalframe.metrics._judge_engine import JudgeNeed, render, reply, upstream_error
 from evalframe.providers import Providers, Reply
 
 __all__ = ["fill_judge_need", "judge_prompts"]
@@ -26,14 +26,17 @@ def _logprobs(r: Reply) -> str | None:
 
 
 def _with_optional(frame: pl.DataFrame, need: JudgeNeed) -> pl.DataFrame:
-    """``frame`` with the need's optional columns it lacks, as nulls."""
+    """``frame`` with the need's optional columns it lacks (as nulls) and the decoded
+    replies of the needs it requires (``parsed``), each decoded once."""
     absent = {c: t for c, t in need.optional.items() if c not in frame.columns}
-    return frame.with_columns(pl.lit(None, t).alias(c) for c, t in absent.items())
+    frame = frame.with_columns(pl.lit(None, t).alias(c) for c, t in absent.items())
+    return frame.with_columns(reply(r).alias(r.parsed_column) for r in need.requires)
 
 
 def judge_prompts(frame: pl.DataFrame, need: JudgeNeed) -> pl.DataFrame:
     """The prompts ``need`` sends for ``frame``: columns ``row`` (the row's index),
-    ``prompt`` (null where none is sent) and ``upstream`` (the failed required reply).
+    ``prompt`` (null where none is sent), ``upstream`` (the failed required reply) and,
+    with ``each``, ``n`` (the row's number of items, null for a null list).
 
     One row per frame row, or with ``each`` one per item (a row with an empty or null
     list keeps one row with a null prompt).
@@ -44,11 +47,15 @@ def judge_prompts(frame: pl.DataFrame, need: JudgeNeed) -> pl.DataFrame:
         *(expr.alias(f"in_{i}") for i, expr in enumerate(need.inputs.values())),
         upstream_error(need).alias("upstream"),
     )
-    if need.each is not None:
-        values = values.explode(f"in_{names.index(need.each)}", empty_as_null=True)
+    items = f"in_{names.index(need.each)}" if need.each is not None else None
+    if items is not None:
+        values = values.with_columns(n=pl.col(items).list.len()).explode(items, empty_as_null=True)
     text = render(need.prompt.template, {n: pl.col(f"in_{i}") for i, n in enumerate(names)})
     return values.select(
-        "row", pl.when(pl.col("upstream").is_null()).then(text).alias("prompt"), "upstream"
+        "row",
+        pl.when(pl.col("upstream").is_null()).then(text).alias("prompt"),
+        "upstream",
+        *(["n"] if items is not None else []),
     )
 
 
@@ -96,7 +103,7 @@ def fill_judge_need(frame: pl.DataFrame, need: JudgeNeed, context: Any) -> pl.Da
             pl.col("error").alias(need.error_column),
             *(pl.col("logprobs").alias(c) for c in extra),
         )
-    lists = _with_optional(frame, need).select(n=need.inputs[need.each].list.len())
+    lists = asked.group_by("row", maintain_order=True).agg(pl.col("n").first())
     grouped = got.group_by("row", maintain_order=True).agg(
         pl.col("content"), pl.col("logprobs"), pl.col("error").drop_nulls().first()
     )

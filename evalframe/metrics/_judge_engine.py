@@ -39,6 +39,7 @@ __all__ = [
     "decode_reply",
     "json_schema",
     "numbered",
+    "parsed",
     "prompt",
     "register_prompt",
     "render",
@@ -181,8 +182,8 @@ class JudgeNeed:
             ``requires``) it is rendered from. A row with a null input sends no prompt.
         each: the placeholder whose input is a ``List(String)``: one prompt per item, and
             the column holds a list of replies in the items' order.
-        requires: the needs whose columns ``inputs`` read; filled first. A row whose
-            required reply failed sends no prompt and gets that error.
+        requires: the needs whose replies ``inputs`` read (with ``parsed(need)``); filled
+            first. A row whose required reply failed sends no prompt and gets that error.
         optional: columns ``inputs`` read that a frame may lack (``contexts``), with their
             dtypes: absent, they are read as nulls.
         top_logprobs: ask the judge for this many top token log-probabilities per token;
@@ -222,6 +223,11 @@ class JudgeNeed:
     @property
     def logprobs_column(self) -> str:
         return f"{self.column}__logprobs"
+
+    @property
+    def parsed_column(self) -> str:
+        """Where the engine keeps the decoded replies while it renders a later stage."""
+        return f"{self.column}__parsed"
 
 
 # --- rendering -----------------------------------------------------------------------------------
@@ -415,12 +421,20 @@ def reply(need: JudgeNeed) -> pl.Expr:
     return pl.struct(value=pl.when(error.is_null()).then(value), error=error)
 
 
+def parsed(need: JudgeNeed) -> pl.Expr:
+    """``reply(need)`` as another need's inputs read it: the engine decodes each required
+    need's replies once per frame before rendering (Polars does not share a Python
+    function's result between the expressions that use it), so inputs that read a stage's
+    claims several times cost one decode."""
+    return pl.col(need.parsed_column)
+
+
 def upstream_error(need: JudgeNeed) -> pl.Expr:
     """The first error among the replies ``need`` requires, named by their prompts (or
-    null): the rows that must not be sent."""
+    null): the rows that must not be sent. Reads ``parsed`` columns."""
     errors = [
         pl.format(
-            "{} ({}): {}", pl.lit(r.name), pl.lit(r.prompt.key), reply(r).struct.field("error")
+            "{} ({}): {}", pl.lit(r.name), pl.lit(r.prompt.key), parsed(r).struct.field("error")
         )
         for r in need.requires
     ]

@@ -24,17 +24,16 @@ recomputed from its details alone.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 import polars as pl
 
 from evalframe.core import schema as C
+from evalframe.core._contexts import reference_contexts
 from evalframe.metrics._batched import batched, sample_error
-from evalframe.metrics._judge_engine import JudgeNeed, Prompt, reply
+from evalframe.metrics._judge_engine import JudgeNeed, Prompt, parsed, reply
 from evalframe.metrics._rag_prompts import CLAIMS, CORRECTNESS, ENTITIES, GROUNDING
 from evalframe.metrics._rag_verdicts import (
-    CORRECTNESS_FIELDS,
-    GROUNDING_FIELDS,
     correctness_kernel,
     grounding_kernel,
 )
@@ -85,8 +84,9 @@ def claims_need(template: str | None = None) -> JudgeNeed:
 
 
 def _claims(need: JudgeNeed) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
-    """Answer claims, reference claims (null where the text is missing) and the error."""
-    r = reply(need)
+    """Answer claims, reference claims (null where the text is missing) and the error, as
+    a later stage's inputs read them."""
+    r = parsed(need)
     value = r.struct.field("value")
     a = value.list.get(0, null_on_oob=True).struct.field("claims")
     ref = value.list.get(1, null_on_oob=True).struct.field("claims")
@@ -106,22 +106,18 @@ def _contexts() -> pl.Expr:
     return pl.col(CONTEXTS).cast(pl.List(pl.String))
 
 
-_DERIVED: Final = "rag__contexts"
-
-
-def _contexts_of(frame: pl.DataFrame) -> pl.DataFrame:
+def _contexts_of(frame: pl.DataFrame) -> pl.Series:
+    """The frame's contexts (nulls when it has none)."""
     if CONTEXTS in frame.columns:
-        return frame.select(pl.col(CONTEXTS).cast(pl.List(pl.String)))
-    return frame.select(pl.lit(None, pl.List(pl.String)).alias(CONTEXTS))
+        return frame.get_column(CONTEXTS).cast(pl.List(pl.String))
+    return pl.Series(CONTEXTS, [None] * frame.height, dtype=pl.List(pl.String))
 
 
-def _derived(**_: object) -> list[Derived]:
-    return [Derived(_DERIVED, _contexts_of)]
-
-
-def _scored_contexts() -> pl.Expr:
-    """The contexts, as the metrics read them (a frame without the column reads nulls)."""
-    return pl.col(_DERIVED).struct.field(CONTEXTS)
+def _stage_error(need: JudgeNeed, error: pl.Series) -> pl.Series:
+    """A stage's row errors, named by the stage and its prompt key."""
+    return pl.select(
+        pl.format("{} ({}): {}", pl.lit(need.name), pl.lit(need.prompt.key), pl.lit(error))
+    ).to_series()
 
 
 def _lines(items: pl.Expr, prefix: str) -> pl.Expr:
@@ -184,40 +180,76 @@ def _grounding_needs(
     return [grounding_need(max_context_tokens=max_context_tokens, claims_template=claims_template)]
 
 
-_G: Final = "rag__grounding"
+def _grounding_derived(*, max_context_tokens: int, claims_template: str | None) -> Derived:
+    """The grounding verdicts read back onto claims and ranks, once per frame for every
+    metric of the family (a derived column over the filled judge columns)."""
+    need = grounding_need(max_context_tokens=max_context_tokens, claims_template=claims_template)
+    c_need = need.requires[0]
+
+    def compute(frame: pl.DataFrame) -> pl.DataFrame:
+        replies = frame.select(c=reply(c_need), g=reply(need))  # each decoded once
+        claims = replies.get_column("c").struct.field("value")
+        grounding = replies.get_column("g")
+        ctx = _contexts_of(frame)
+        parts = pl.DataFrame(
+            {
+                "a": claims.list.get(0, null_on_oob=True).struct.field("claims"),
+                "r": claims.list.get(1, null_on_oob=True).struct.field("claims"),
+                "ctx": ctx,
+                "value": grounding.struct.field("value"),
+            }
+        )
+        verdicts = grounding_kernel(parts)
+        return pl.concat(
+            [
+                parts.select("a", "r"),
+                verdicts,
+                pl.DataFrame(
+                    {
+                        "n_contexts": ctx.list.len().fill_null(0),
+                        "claims_error": _stage_error(
+                            c_need, replies.get_column("c").struct.field("error")
+                        ),
+                        "grounding_error": grounding.struct.field("error"),
+                    }
+                ),
+            ],
+            how="horizontal",
+        )
+
+    return Derived(f"rag__{need.column}", compute)
+
+
+def _grounding_derived_of(
+    *,
+    max_context_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS,
+    claims_template: str | None = None,
+    **_: object,
+) -> list[Derived]:
+    return [
+        _grounding_derived(max_context_tokens=max_context_tokens, claims_template=claims_template)
+    ]
 
 
 def _grounded(
     *, max_context_tokens: int, claims_template: str | None
 ) -> tuple[dict[str, pl.Expr], pl.Expr, pl.Expr, pl.Expr, pl.Expr, pl.Expr]:
-    """``prepare``, the verdicts struct, answer claims, reference claims, the context
-    count, and the first error of the answer-side stages."""
-    need = grounding_need(max_context_tokens=max_context_tokens, claims_template=claims_template)
-    a, r, a_error = _claims(need.requires[0])
-    g = reply(need)
-    kernel = batched(
-        grounding_kernel,
-        {
-            "a": a,
-            "r": r,
-            "ctx": _scored_contexts(),
-            "value": g.struct.field("value"),
-        },
-        GROUNDING_FIELDS,
-    )
-    no_output = pl.col(C.ACTUAL_OUTPUT).is_null()
+    """``prepare`` (none), the verdicts struct, answer claims, reference claims, the
+    context count, and the first error of the answer-side stages."""
+    d = _grounding_derived(max_context_tokens=max_context_tokens, claims_template=claims_template)
+    g = pl.col(d.column)
+    field = g.struct.field
     error = (
-        pl.when(no_output)
+        pl.when(pl.col(C.ACTUAL_OUTPUT).is_null())
         .then(sample_error("has no actual output."))
-        .when(a_error.is_not_null())
-        .then(a_error)
-        .when(g.struct.field("error").is_not_null())
-        .then(g.struct.field("error"))
-        .when(pl.col(_G).struct.field("problem").is_not_null())
-        .then(sample_error("{}", pl.col(_G).struct.field("problem")))
+        .when(field("claims_error").is_not_null())
+        .then(field("claims_error"))
+        .when(field("grounding_error").is_not_null())
+        .then(field("grounding_error"))
+        .when(field("problem").is_not_null())
+        .then(sample_error("{}", field("problem")))
     )
-    n_ctx = _scored_contexts().list.len().fill_null(0)
-    return {_G: kernel}, pl.col(_G), a, r, n_ctx, error
+    return {}, g, field("a"), field("r"), field("n_contexts"), error
 
 
 def _mean(flags: pl.Expr) -> pl.Expr:
@@ -248,7 +280,11 @@ def _scored(
 
 
 @metric(
-    "faithfulness", family="rag", dimension="groundedness", derived=_derived, needs=_grounding_needs
+    "faithfulness",
+    family="rag",
+    dimension="groundedness",
+    derived=_grounding_derived_of,
+    needs=_grounding_needs,
 )
 def faithfulness(
     *, max_context_tokens: Tokens = DEFAULT_MAX_CONTEXT_TOKENS, claims_template: str | None = None
@@ -280,7 +316,7 @@ def faithfulness(
     "answer-relevancy",
     family="rag",
     dimension="correctness",
-    derived=_derived,
+    derived=_grounding_derived_of,
     needs=_grounding_needs,
 )
 def answer_relevancy(
@@ -305,21 +341,80 @@ def answer_relevancy(
     return _scored(score, error, details, prepare)
 
 
+def _recall_needs(
+    *,
+    against: str = "claims",
+    max_context_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS,
+    claims_template: str | None = None,
+) -> list[Need]:
+    if against == "reference_contexts":
+        return []
+    return _grounding_needs(max_context_tokens=max_context_tokens, claims_template=claims_template)
+
+
+def _normalised_texts(items: pl.Expr) -> pl.Expr:
+    return items.list.eval(pl.element().str.strip_chars().str.replace_all(r"\s+", " "))
+
+
+_RETRIEVED: Final = "rag__contexts"
+
+
+def _retrieved(frame: pl.DataFrame) -> pl.DataFrame:
+    return _contexts_of(frame).to_frame()
+
+
+def _recall_derived(*, against: str = "claims", **params: Any) -> list[Derived]:
+    if against == "reference_contexts":
+        return [Derived(_RETRIEVED, _retrieved)]
+    return _grounding_derived_of(**params)
+
+
+def _reference_context_recall() -> Scored:
+    """Share of the reference contexts found, as text, among the retrieved ones."""
+    retrieved = pl.col(_RETRIEVED).struct.field(CONTEXTS)
+    wanted = _normalised_texts(reference_contexts()).list.unique(maintain_order=True)
+    got = _normalised_texts(retrieved.fill_null(pl.lit([], pl.List(pl.String))))
+    found = wanted.list.set_intersection(got)
+    error = pl.when(wanted.list.len().fill_null(0) == 0).then(
+        sample_error(
+            "has no metadata.reference_contexts; "
+            "context-recall(against=reference_contexts) needs some."
+        )
+    )
+    score = found.list.len().cast(pl.Float64) / wanted.list.len().cast(pl.Float64)
+    details = pl.struct(
+        n_reference_contexts=wanted.list.len(),
+        n_found=found.list.len(),
+        n_contexts=retrieved.list.len().fill_null(0),
+    )
+    return _scored(score, error, details, {})
+
+
 @metric(
     "context-recall",
     family="rag",
     dimension="groundedness",
-    derived=_derived,
-    needs=_grounding_needs,
+    derived=_recall_derived,
+    needs=_recall_needs,
 )
 def context_recall(
-    *, max_context_tokens: Tokens = DEFAULT_MAX_CONTEXT_TOKENS, claims_template: str | None = None
+    *,
+    against: Literal["claims", "reference_contexts"] = "claims",
+    max_context_tokens: Tokens = DEFAULT_MAX_CONTEXT_TOKENS,
+    claims_template: str | None = None,
 ) -> Scored:
     """Share of the expected output's claims that the contexts support (are attributable to).
 
     ``attributed / reference claims``; 0.0 with no contexts. Null (an error) when the
     expected output is not a string or states no claims, or a judge call fails.
+
+    With ``against="reference_contexts"`` no judge is asked: the score is the share of the
+    sample's reference contexts (``metadata.reference_contexts``) that were retrieved, texts
+    compared after trimming and collapsing whitespace; null (an error) when the sample has
+    none.
     """
+    if against == "reference_contexts":
+        return _reference_context_recall()
     prepare, g, _, r, n_ctx, error = _grounded(
         max_context_tokens=max_context_tokens, claims_template=claims_template
     )
@@ -354,7 +449,7 @@ def _ranks(flags: pl.Expr) -> pl.Expr:
     "context-precision",
     family="rag",
     dimension="groundedness",
-    derived=_derived,
+    derived=_grounding_derived_of,
     needs=_grounding_needs,
 )
 def context_precision(
@@ -395,7 +490,7 @@ def context_precision(
     "context-relevancy",
     family="rag",
     dimension="groundedness",
-    derived=_derived,
+    derived=_grounding_derived_of,
     needs=_grounding_needs,
 )
 def context_relevancy(
@@ -416,7 +511,7 @@ def context_relevancy(
     "hallucination",
     family="rag",
     dimension="groundedness",
-    derived=_derived,
+    derived=_grounding_derived_of,
     needs=_grounding_needs,
 )
 def hallucination(
@@ -465,6 +560,41 @@ def _correctness_need(claims_template: str | None) -> JudgeNeed:
     )
 
 
+def _correctness_derived(*, claims_template: str | None = None, **_: object) -> list[Derived]:
+    """The correctness verdicts read back onto both claim lists, once per frame."""
+    need = _correctness_need(claims_template)
+    c_need = need.requires[0]
+
+    def compute(frame: pl.DataFrame) -> pl.DataFrame:
+        replies = frame.select(c=reply(c_need), v=reply(need))  # each decoded once
+        claims = replies.get_column("c").struct.field("value")
+        verdict = replies.get_column("v")
+        parts = pl.DataFrame(
+            {
+                "a": claims.list.get(0, null_on_oob=True).struct.field("claims"),
+                "r": claims.list.get(1, null_on_oob=True).struct.field("claims"),
+                "value": verdict.struct.field("value"),
+            }
+        )
+        return pl.concat(
+            [
+                parts.select("a", "r"),
+                correctness_kernel(parts),
+                pl.DataFrame(
+                    {
+                        "claims_error": _stage_error(
+                            c_need, replies.get_column("c").struct.field("error")
+                        ),
+                        "correctness_error": verdict.struct.field("error"),
+                    }
+                ),
+            ],
+            how="horizontal",
+        )
+
+    return [Derived(f"rag__{need.column}", compute)]
+
+
 def _correctness_needs(
     *, similarity_weight: float = 0.0, claims_template: str | None = None
 ) -> list[Need]:
@@ -478,7 +608,7 @@ def _correctness_needs(
     "answer-correctness",
     family="rag",
     dimension="correctness",
-    derived=_derived,
+    derived=_correctness_derived,
     needs=_correctness_needs,
 )
 def answer_correctness(
@@ -496,33 +626,25 @@ def answer_correctness(
     without an actual output, without a string expected output or when it states no
     claims, or when a judge or embedding call fails.
     """
-    need = _correctness_need(claims_template)
-    a, r, claims_error = _claims(need.requires[0])
-    c = reply(need)
-    k = pl.col("answer-correctness__verdicts")
+    k = pl.col(_correctness_derived(claims_template=claims_template)[0].column)
+    a, r = k.struct.field("a"), k.struct.field("r")
     in_reference, in_answer = k.struct.field("in_reference"), k.struct.field("in_answer")
     tp = in_reference.list.sum().fill_null(0).cast(pl.Float64)
     fp = a.list.len().cast(pl.Float64) - tp
     fn = in_answer.list.len().cast(pl.Float64) - in_answer.list.sum().fill_null(0).cast(pl.Float64)
     denominator = tp + 0.5 * (fp + fn)
     f1 = pl.when(denominator > 0).then(tp / denominator).otherwise(0.0)
-    prepare = {
-        "answer-correctness__verdicts": batched(
-            correctness_kernel,
-            {"a": a, "r": r, "value": c.struct.field("value")},
-            CORRECTNESS_FIELDS,
-        )
-    }
+    prepare: dict[str, pl.Expr] = {}
     error: pl.Expr = (
         pl.when(pl.col(C.ACTUAL_OUTPUT).is_null())
         .then(sample_error("has no actual output."))
-        .when(claims_error.is_not_null())
-        .then(claims_error)
+        .when(k.struct.field("claims_error").is_not_null())
+        .then(k.struct.field("claims_error"))
     )
     error = pl.coalesce(
         error,
         _reference_error(r, "answer-correctness"),
-        c.struct.field("error"),
+        k.struct.field("correctness_error"),
         pl.when(k.struct.field("problem").is_not_null()).then(
             sample_error("{}", k.struct.field("problem"))
         ),
@@ -575,6 +697,42 @@ def _entity_needs_of(max_context_tokens: int, template: str | None) -> tuple[Jud
     return ref, ctx
 
 
+def _entity_derived(max_context_tokens: int, template: str | None) -> Derived:
+    """Both sides' entities, normalised, once per frame."""
+    ref_need, ctx_need = _entity_needs_of(max_context_tokens, template)
+
+    def compute(frame: pl.DataFrame) -> pl.DataFrame:
+        replies = frame.select(r=reply(ref_need), c=reply(ctx_need))  # each decoded once
+        ref, ctx = replies.get_column("r"), replies.get_column("c")
+        lists = pl.DataFrame(
+            {
+                "ref": ref.struct.field("value").struct.field("entities"),
+                "ctx": ctx.struct.field("value").list.eval(pl.element().struct.field("entities")),
+            }
+        )
+        found_all = (
+            pl.col("ctx")
+            .list.eval(pl.element().explode())
+            .fill_null(pl.lit([], pl.List(pl.String)))
+        )
+        out = lists.select(wanted=_normalised(pl.col("ref")), found_all=_normalised(found_all))
+        return out.with_columns(
+            n_contexts=_contexts_of(frame).list.len().fill_null(0),
+            reference_error=_stage_error(ref_need, ref.struct.field("error")),
+            contexts_error=_stage_error(ctx_need, ctx.struct.field("error")),
+        )
+
+    return Derived(f"rag__{ctx_need.column}", compute)
+
+
+def _entity_derived_of(
+    *,
+    max_context_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS,
+    entities_template: str | None = None,
+) -> list[Derived]:
+    return [_entity_derived(max_context_tokens, entities_template)]
+
+
 def _entity_needs(
     *, max_context_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS, entities_template: str | None = None
 ) -> list[Need]:
@@ -591,7 +749,7 @@ def _normalised(entities: pl.Expr) -> pl.Expr:
     "context-entity-recall",
     family="rag",
     dimension="groundedness",
-    derived=_derived,
+    derived=_entity_derived_of,
     needs=_entity_needs,
 )
 def context_entity_recall(
@@ -605,34 +763,17 @@ def context_entity_recall(
     error) without a string expected output, when it names no entity, or when a judge call
     fails.
     """
-    ref_need, ctx_need = _entity_needs_of(max_context_tokens, entities_template)
-    ref = reply(ref_need)
-    ctx = reply(ctx_need)
-    wanted = _normalised(ref.struct.field("value").struct.field("entities"))
-    found_all = _normalised(
-        ctx.struct.field("value")
-        .list.eval(pl.element().struct.field("entities"))
-        .list.eval(pl.element().explode())
-        .fill_null(pl.lit([], pl.List(pl.String)))
-    )
+    k = pl.col(_entity_derived(max_context_tokens, entities_template).column)
+    wanted = k.struct.field("wanted")
+    found_all = k.struct.field("found_all")
     found = wanted.list.set_intersection(found_all)
     score = found.list.len().cast(pl.Float64) / wanted.list.len().cast(pl.Float64)
     error = pl.coalesce(
         pl.when(C.expected_text().is_null()).then(
             sample_error("has no string expected output; context-entity-recall needs one.")
         ),
-        pl.format(
-            "{} ({}): {}",
-            pl.lit(ref_need.name),
-            pl.lit(ref_need.prompt.key),
-            ref.struct.field("error"),
-        ),
-        pl.format(
-            "{} ({}): {}",
-            pl.lit(ctx_need.name),
-            pl.lit(ctx_need.prompt.key),
-            ctx.struct.field("error"),
-        ),
+        k.struct.field("reference_error"),
+        k.struct.field("contexts_error"),
         pl.when(wanted.list.len() == 0).then(
             sample_error("expected output names no entities; context-entity-recall needs some.")
         ),
@@ -640,7 +781,7 @@ def context_entity_recall(
     details = pl.struct(
         reference_entities=wanted,
         found=found,
-        n_contexts=_scored_contexts().list.len().fill_null(0),
+        n_contexts=k.struct.field("n_contexts"),
         prompt=pl.lit(ENTITIES.key),
     )
     return _scored(score, error, details, {})

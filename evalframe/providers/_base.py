@@ -98,7 +98,13 @@ class TokenEmbeddingClient(EmbeddingClient, Protocol):
 
 @runtime_checkable
 class JudgeClient(Protocol):
-    """Sends chat prompts to a judge model and returns the raw reply text."""
+    """Sends chat prompts to a judge model and returns the raw reply text.
+
+    A client whose ``structured`` attribute is true also takes ``schema=`` (the reply's
+    JSON schema) in ``request`` and ``complete``, and a client that gives token
+    log-probabilities takes ``top_logprobs=``; ``Providers.complete`` passes either only when
+    it is asked for, so a minimal client implements just the two methods below.
+    """
 
     @property
     def id(self) -> str: ...

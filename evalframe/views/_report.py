@@ -7,9 +7,10 @@ metric, ``n``, ``n_scored``, ``n_errors``, ``threshold``, ``family`` and ``dimen
 last, ``dimensions`` (per-dimension roll-ups), ``safety_failures`` (every failing or
 errored execution of a safety-dimension metric) and ``outputs``: ``"saved"`` when the
 outputs were read from a file or a mapping, ``"system"`` when a system under test produced
-them (so repetitions can differ), null when not recorded.
-Citation evidence text and API keys never reach a report: metrics keep them out of their
-details and providers never record keys.
+them (so repetitions can differ), null when not recorded. Asked for, ``evidence`` comes
+last: the retrieved contexts of each execution (``views/_evidence.py``).
+Citation evidence text, retrieved context text (unless asked for) and API keys never reach
+a report: metrics keep them out of their details and providers never record keys.
 """
 
 from __future__ import annotations
