@@ -26,7 +26,7 @@ from evalframe.core import schema as C
 from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched, sample_error
 from evalframe.metrics._dag import Dag, Leaf, Question, load_dag
-from evalframe.metrics._judge_engine import JudgeNeed, Prompt, numbered, reply
+from evalframe.metrics._judge_engine import JudgeNeed, Prompt, numbered, parsed, reply
 from evalframe.metrics._rag_prompts import CLAIMS
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Range, Scored
@@ -120,7 +120,9 @@ def _rate_need(
             "criteria": pl.lit(criteria),
             "steps": pl.lit(_listed(steps or ()))
             if given
-            else numbered(_steps_expr(criteria, None)),
+            else numbered(
+                parsed(_steps_need(criteria)).struct.field("value").struct.field("steps")
+            ),
             "question": _question_expr(),
             "expected": _expected(),
             "answer": _answer(),
@@ -565,7 +567,7 @@ def _summary_needs(questions: int) -> tuple[JudgeNeed, JudgeNeed, JudgeNeed, Jud
         SUMMARY_QUESTIONS,
         {"text": source, "n": pl.lit(str(questions))},
     )
-    qs = reply(asked).struct.field("value").struct.field("questions")
+    qs = parsed(asked).struct.field("value").struct.field("questions")
     answers = JudgeNeed(
         f"summary-answers(n={questions})",
         SUMMARY_ANSWERS,
@@ -576,7 +578,7 @@ def _summary_needs(questions: int) -> tuple[JudgeNeed, JudgeNeed, JudgeNeed, Jud
         requires=(asked,),
     )
     claims = JudgeNeed("claims(actual_output)", CLAIMS, {"text": _answer()})
-    cs = reply(claims).struct.field("value").struct.field("claims")
+    cs = parsed(claims).struct.field("value").struct.field("claims")
     check = JudgeNeed(
         "summary-check",
         SUMMARY_CHECK,
@@ -693,11 +695,11 @@ def _dag_plan(
                 "question": _question_expr(),
                 "answer": _answer(),
             },
-            requires=(needs[-1],) if needs else (),
+            requires=tuple(needs),
         )
         needs.append(need)
         verdict = (
-            reply(need)
+            parsed(need)
             .struct.field("value")
             .struct.field("verdict")
             .str.strip_chars()
