@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -24,7 +25,7 @@ from evalframe.metrics._judge_engine import (
     parsed,
     reply,
 )
-from evalframe.providers import ENV
+from evalframe.providers import ENV, Reply
 
 CLAIMS = Prompt("t.claims", 1, "CLAIMS OF: {text}", pl.Struct({"claims": pl.List(pl.String)}))
 CHECK = Prompt("t.check", 1, "CHECK:\n{claims}", pl.Struct({"ok": pl.List(pl.Boolean)}))
@@ -209,3 +210,45 @@ def test_script_fields_recover_placeholder_values() -> None:
     assert fields("ITEM: a {b} FOR c", ITEM) == {"item": "a {b}", "question": "c"}
     assert fields("something else", ITEM) is None
     assert json.loads(VERDICT("CLAIMS OF: p q")) == {"claims": ["p", "q"]}
+
+
+@dataclass(frozen=True, slots=True)
+class _ReplyWithLogprobs(Reply):
+    logprobs: Any = None
+
+
+class _LogprobJudge:
+    """An in-process judge that gives token log-probabilities when asked."""
+
+    id = "logprob-judge"
+    model = "lp"
+
+    def __init__(self) -> None:
+        self.asked: list[dict[str, Any]] = []
+
+    def request(self, prompt: str, top_logprobs: int | None = None) -> dict[str, object]:
+        return {"model": self.model, "prompt": prompt, "top_logprobs": top_logprobs}
+
+    def complete(
+        self, prompts: list[str], ledger: Any, top_logprobs: int | None = None
+    ) -> list[Reply]:
+        self.asked.append({"n": len(prompts), "top_logprobs": top_logprobs})
+        return [
+            _ReplyWithLogprobs(json.dumps({"n": len(p)}), None, [{"token": "7", "logprob": -0.1}])
+            for p in prompts
+        ]
+
+
+def test_top_logprobs_are_asked_for_and_kept_beside_the_replies() -> None:
+    need = JudgeNeed(
+        "lp", ITEM, {"item": pl.col("actual_output"), "question": pl.col("input")}, top_logprobs=5
+    )
+    judge = _LogprobJudge()
+    f = FRAME.filter(pl.col("actual_output").is_not_null())
+    out, failed = fill(f, [_Uses(need)], ef.Providers(judge=judge, cache=False))
+    assert failed == {}
+    assert judge.asked == [{"n": 3, "top_logprobs": 5}]  # 3 distinct prompts, one batch
+    assert (
+        out.get_column(need.logprobs_column).to_list()
+        == ['[{"token": "7", "logprob": -0.1}]'] * f.height
+    )

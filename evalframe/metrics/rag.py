@@ -293,9 +293,9 @@ def faithfulness(
 
     ``supported / claims``, where a claim is supported when the judge names at least one
     context that it follows from. An answer with no claims scores 1.0 (it asserts nothing
-    unsupported); with no contexts every claim is unsupported (0.0, and no verdict call is
-    needed beyond the other metrics'). Null (an error) without an actual output, when a
-    judge call fails, or when the reply leaves a claim without a verdict.
+    unsupported); with no contexts every claim is unsupported (0.0). Null (an error)
+    without an actual output, when a judge call fails, or when the reply leaves a claim
+    without a verdict or cites a passage that does not exist.
     """
     prepare, g, a, _, n_ctx, error = _grounded(
         max_context_tokens=max_context_tokens, claims_template=claims_template

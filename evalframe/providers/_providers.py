@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -73,12 +74,9 @@ def _cache(value: bool | str | os.PathLike[str] | ResponseCache | None) -> Respo
     return ResponseCache(value)
 
 
-def _reply(content: str | None, error: str | None, logprobs: Any = None) -> Reply:
-    return Reply(content, error, logprobs=logprobs)
-
-
 def _with_error(r: Reply, error: str | None) -> Reply:
-    return _reply(r.content, error, getattr(r, "logprobs", None))
+    """``r`` with its (redacted) error, every other field kept (``logprobs``, say)."""
+    return dataclasses.replace(r, error=error)
 
 
 def _to_cache(r: Reply, top_logprobs: int | None) -> str:
@@ -93,7 +91,11 @@ def _from_cache(stored: str, top_logprobs: int | None) -> Reply:
     if not top_logprobs:
         return Reply(stored)
     value = json.loads(stored)
-    return _reply(value["content"], None, value.get("logprobs"))
+    reply = Reply(value["content"])
+    logprobs = value.get("logprobs")
+    if logprobs is not None and "logprobs" in {f.name for f in dataclasses.fields(Reply)}:
+        reply = dataclasses.replace(reply, logprobs=logprobs)
+    return reply
 
 
 class Providers:
