@@ -14,8 +14,14 @@ per request, before normal answers resume:
 * ``("hang",)``: accept the request and never answer (until the stub stops);
 * ``("huge", nbytes)``: 200 with an ``nbytes`` body streamed in 1 MiB chunks, without a
   ``Content-Length`` (the client must count as it reads);
+* ``("no_logprobs",)``: a chat completion without ``logprobs`` even when asked for them;
 * ``("bad_vector", position, value)``: embeddings where the vector at ``position`` is
   ``value``: ``"nan"`` for a NaN component, or an int for a vector of that many dimensions.
+
+When a chat request asks for ``logprobs`` and the stub has a ``logprobs`` function, the
+answer carries ``choices[0].logprobs.content`` as that function gives it for (prompt,
+content); ``scripted_logprobs`` builds one that puts chosen probabilities on the first number
+token of the reply.
 
 Error replies echo the request's ``Authorization`` header, as some real providers do
 ("Incorrect API key provided: sk-..."), so tests can check that nothing echoes it further.
@@ -25,6 +31,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 import socket
 import threading
 import time
@@ -36,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Recorded", "StubOpenAI"]
+__all__ = ["Recorded", "StubOpenAI", "scripted_logprobs"]
 
 
 @dataclass
@@ -46,6 +54,28 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: Any
+
+
+_TOKEN = re.compile(r"\d+|\w+|\s+|.", flags=re.DOTALL)
+
+
+def scripted_logprobs(content: str, alternatives: dict[str, float]) -> list[dict[str, Any]]:
+    """OpenAI-shaped token logprobs for ``content``: its first number token gets
+    ``alternatives`` (token -> probability) as its top logprobs, every other token
+    probability 1."""
+    out: list[dict[str, Any]] = []
+    placed = False
+    for token in _TOKEN.findall(content):
+        if not placed and token.isdigit():
+            placed = True
+            top = [{"token": t, "logprob": math.log(p)} for t, p in alternatives.items()]
+            own = next((t["logprob"] for t in top if t["token"] == token), -20.0)
+            out.append({"token": token, "logprob": own, "top_logprobs": top})
+        else:
+            out.append(
+                {"token": token, "logprob": 0.0, "top_logprobs": [{"token": token, "logprob": 0.0}]}
+            )
+    return out
 
 
 def _default_verdict(prompt: str) -> str:
@@ -66,6 +96,8 @@ class StubOpenAI:
         latency: seconds every request waits before it is answered (faults included), as a
             remote model would; requests are served on their own threads, so they overlap.
         max_in_flight: the most requests the stub has been serving at once.
+        logprobs: maps (prompt, reply content) to ``choices[0].logprobs.content`` (the
+            OpenAI shape) for requests that ask for logprobs; ``None`` sends none.
     """
 
     api_key: str | None = None
@@ -76,6 +108,7 @@ class StubOpenAI:
     cost_per_call: float | None = None
     latency: float = 0.0
     max_in_flight: int = 0
+    logprobs: Callable[[str, str], list[dict[str, Any]] | None] | None = None
     requests: list[Recorded] = field(default_factory=list)
     streamed: int = 0
     _faults: dict[str, deque[tuple[Any, ...]]] = field(default_factory=dict)
@@ -272,16 +305,18 @@ class StubOpenAI:
         if fault is not None and fault[0] == "no_content":
             content = None
         completion = len(content.split()) if content else 0
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": content},
+            "finish_reason": "stop",
+        }
+        no_logprobs = fault is not None and fault[0] == "no_logprobs"
+        if body.get("logprobs") and self.logprobs is not None and content and not no_logprobs:
+            choice["logprobs"] = {"content": self.logprobs(prompt, content)}
         return {
             "id": "chatcmpl-stub",
             "object": "chat.completion",
             "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
-                }
-            ],
+            "choices": [choice],
             "usage": self._usage(len(prompt.split()), completion),
         }

@@ -164,6 +164,7 @@ def test_private_modules_hold_the_implementation() -> None:
         # metric families: one module per family, documented in the catalogue
         "citation", "deterministic", "judge", "lexical", "operational", "ordinal",
         "rag", "reliability", "retrieval", "safety", "semantic", "similarity", "structural",
+        "judge_toolbox",
         "agent", "conversation", "mcp",  # and trajectory (also the ef.trajectory namespace)
     }  # fmt: skip
 

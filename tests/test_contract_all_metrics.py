@@ -11,6 +11,7 @@ import math
 import re
 import types
 import typing
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -19,8 +20,14 @@ from conftest import STUB_API_KEY
 
 import evalframe as ef
 
+_TREE = Path(__file__).parent / "data" / "answer-quality.dag.yaml"
 PARAMS = {
     "ordinal-distance": "ordinal-distance(scale=[low,medium,high])",
+    "g-eval": 'g-eval(criteria="The answer is correct.")',
+    "pairwise": "pairwise(baseline=actual_output)",
+    "dag": f"dag(tree={_TREE.as_posix()})",
+    "rubric": 'rubric(rubric=["good=1: correct", "bad=0: wrong"])',
+    "prompt-alignment": "prompt-alignment(instructions=[Be brief])",
     "compliance": 'compliance(policy="Give no medical advice.")',
     "role-violation": 'role-violation(role="a billing support agent")',
 }

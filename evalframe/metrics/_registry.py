@@ -36,6 +36,7 @@ BUILTIN_FAMILIES: Final = (
     "conversation",
     "deterministic",
     "judge",
+    "judge_toolbox",
     "lexical",
     "mcp",
     "operational",

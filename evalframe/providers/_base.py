@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -44,10 +44,16 @@ class Embedded:
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """A judge's raw reply content, or the reason there is none."""
+    """A judge's raw reply content, or the reason there is none.
+
+    ``logprobs``, when the judge was asked for them and gave them: per token of the reply,
+    ``{"token": ..., "top": [[token, logprob], ...]}`` (the most likely tokens at that
+    position); ``None`` otherwise.
+    """
 
     content: str | None
     error: str | None = None
+    logprobs: Any = None
 
 
 @runtime_checkable

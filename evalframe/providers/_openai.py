@@ -41,7 +41,7 @@ from evalframe.providers._ledger import Call, Ledger, StopCallsError, usage_from
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["OpenAIEmbeddings", "OpenAIJudge", "quote"]
+__all__ = ["OpenAIEmbeddings", "OpenAIJudge", "quote", "token_logprobs"]
 
 T = TypeVar("T")
 
@@ -465,7 +465,12 @@ class OpenAIJudge(_HTTPClient):
         self.structured = structured
         self.max_tokens = max_tokens
 
-    def request(self, prompt: str, schema: Mapping[str, Any] | None = None) -> dict[str, object]:
+    def request(
+        self,
+        prompt: str,
+        schema: Mapping[str, Any] | None = None,
+        top_logprobs: int | None = None,
+    ) -> dict[str, object]:
         body: dict[str, object] = {"model": self.model, "temperature": self.temperature}
         if self.seed is not None:
             body["seed"] = self.seed
@@ -475,15 +480,32 @@ class OpenAIJudge(_HTTPClient):
             body["response_format"] = {"type": "json_object"}
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
+        if top_logprobs:
+            body["logprobs"] = True
+            body["top_logprobs"] = int(top_logprobs)
         body["messages"] = [{"role": "user", "content": prompt}]
         return body
 
     def complete(
-        self, prompts: Sequence[str], ledger: Ledger, schema: Mapping[str, Any] | None = None
+        self,
+        prompts: Sequence[str],
+        ledger: Ledger,
+        schema: Mapping[str, Any] | None = None,
+        top_logprobs: int | None = None,
     ) -> list[Reply]:
-        """One reply per prompt; a failed request gives that prompt's error."""
-        requests = [(dict(self.request(prompt, schema)), 1) for prompt in prompts]
-        return [Reply(c, problem) for c, problem in self._exchange(requests, _reply, ledger)]
+        """One reply per prompt; a failed request gives that prompt's error.
+
+        With ``top_logprobs``, each reply carries the top log-probabilities of its tokens
+        (``Reply.logprobs``) when the endpoint returns them, and ``None`` when it does not.
+        """
+        requests = [(dict(self.request(p, schema, top_logprobs)), 1) for p in prompts]
+        if not top_logprobs:
+            return [Reply(c, problem) for c, problem in self._exchange(requests, _reply, ledger)]
+        got = self._exchange(requests, _reply_with_logprobs, ledger)
+        return [
+            Reply(None, problem) if r is None else Reply(r[0], problem, logprobs=r[1])
+            for r, problem in got
+        ]
 
 
 def _reply(body: dict[str, Any], i: int) -> tuple[str | None, str | None]:
@@ -492,6 +514,57 @@ def _reply(body: dict[str, Any], i: int) -> tuple[str | None, str | None]:
     if content is None:
         return None, "LLM judge response missing choices[0].message.content (or it is empty)."
     return content, None
+
+
+def _reply_with_logprobs(
+    body: dict[str, Any], i: int
+) -> tuple[tuple[str, list[dict[str, Any]] | None] | None, str | None]:
+    """The reply's content and its token logprobs (``None`` when the endpoint sent none)."""
+    content, problem = _reply(body, i)
+    if content is None:
+        return None, problem
+    return (content, token_logprobs(body)), None
+
+
+def token_logprobs(body: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """Per token of ``choices[0]``: ``{"token": ..., "top": [[token, logprob], ...]}``.
+
+    Read from ``choices[0].logprobs.content`` (the chat completions shape); entries that
+    are not of that shape are skipped, and a reply without any gives ``None``.
+
+    Examples:
+        >>> body = {"choices": [{"logprobs": {"content": [
+        ...     {"token": "4", "logprob": -0.1,
+        ...      "top_logprobs": [{"token": "4", "logprob": -0.1}, {"token": "5", "logprob": -2.4}]}
+        ... ]}}]}
+        >>> token_logprobs(body)
+        [{'token': '4', 'top': [['4', -0.1], ['5', -2.4]]}]
+        >>> token_logprobs({"choices": [{"message": {"content": "4"}}]}) is None
+        True
+    """
+    choices = body.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    logprobs = first.get("logprobs") if isinstance(first, dict) else None
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list):
+        return None
+    out: list[dict[str, Any]] = []
+    for entry in content:  # tokens of one reply
+        if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
+            continue
+        top = entry.get("top_logprobs")
+        alternatives = [
+            [t["token"], float(t["logprob"])]
+            for t in (top if isinstance(top, list) else [])
+            if isinstance(t, dict)
+            and isinstance(t.get("token"), str)
+            and isinstance(t.get("logprob"), int | float)
+            and not isinstance(t.get("logprob"), bool)
+        ]
+        if not alternatives and isinstance(entry.get("logprob"), int | float):
+            alternatives = [[entry["token"], float(entry["logprob"])]]
+        out.append({"token": entry["token"], "top": alternatives})
+    return out or None
 
 
 def _content(body: dict[str, Any]) -> str | None:

@@ -94,7 +94,7 @@ def _from_cache(stored: str, top_logprobs: int | None) -> Reply:
     reply = Reply(value["content"])
     logprobs = value.get("logprobs")
     if logprobs is not None and "logprobs" in {f.name for f in dataclasses.fields(Reply)}:
-        reply = dataclasses.replace(reply, logprobs=logprobs)  # type: ignore[call-arg]
+        reply = dataclasses.replace(reply, logprobs=logprobs)
     return reply
 
 
