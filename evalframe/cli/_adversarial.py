@@ -17,6 +17,7 @@ from evalframe.cli._options import (
     out_option,
     provider_options,
     store_option,
+    system_options,
 )
 from evalframe.core import _promote
 from evalframe.core._adversarial import (
@@ -115,25 +116,7 @@ def seed(
     metavar="SPEC",
     help="A metric spec (repeatable; default: refusal-quality).",
 )
-@click.option(
-    "--outputs",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Saved outputs for the seed (and probe) ids.",
-)
-@click.option(
-    "--system",
-    "system_ref",
-    metavar="MODULE:FUNCTION",
-    help="A system under test to call instead: a function taking a sample's input map and "
-    "returning a string.",
-)
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=8,
-    show_default=True,
-    help="System calls in flight at once (with --system).",
-)
+@system_options("Saved outputs for the seed (and probe) ids.")
 @_perturb_option
 @_dataset_option
 @store_option(

@@ -25,6 +25,7 @@ __all__ = [
     "provider_limit_options",
     "provider_options",
     "store_option",
+    "system_options",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -76,6 +77,38 @@ def max_rows_option() -> Callable[[F], F]:
         show_default=True,
         help="Failing samples listed in the Markdown and HTML reports, worst first.",
     )
+
+
+def system_options(outputs_help: str) -> Callable[[F], F]:
+    """``--outputs FILE``, ``--system MODULE:FUNCTION`` and ``--concurrency N``: where the
+    outputs come from (saved, or a system under test called for them)."""
+    options = (
+        click.option(
+            "--outputs", type=click.Path(dir_okay=False, path_type=Path), help=outputs_help
+        ),
+        click.option(
+            "--system",
+            "system_ref",
+            metavar="MODULE:FUNCTION",
+            help="A system under test to call instead: a function taking a sample's input map "
+            "and returning a string, e.g. my_app.rag:answer (the current directory is "
+            "importable).",
+        ),
+        click.option(
+            "--concurrency",
+            type=click.IntRange(min=1),
+            default=8,
+            show_default=True,
+            help="Calls to the system under test in flight at once (with --system).",
+        ),
+    )
+
+    def apply(f: F) -> F:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return apply
 
 
 def out_option(help: str = "Write the report here instead of stdout.") -> Callable[[F], F]:

@@ -21,6 +21,7 @@ from evalframe.cli._options import (
     out_option,
     provider_options,
     store_option,
+    system_options,
 )
 from evalframe.core._errors import StoreError, StrictModeError
 from evalframe.engine._evaluate import MAX_REPETITIONS
@@ -31,26 +32,7 @@ if TYPE_CHECKING:
 
 @click.command(epilog=EXIT_CODES)
 @click.argument("dataset", type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "--outputs",
-    "outputs",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Saved outputs (JSON/YAML/JSONL/CSV/Parquet).",
-)
-@click.option(
-    "--system",
-    "system_ref",
-    metavar="MODULE:FUNCTION",
-    help="A system under test to call instead: a function taking a sample's input map and "
-    "returning a string, e.g. my_app.rag:answer (the current directory is importable).",
-)
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=8,
-    show_default=True,
-    help="Calls to the system under test in flight at once (with --system).",
-)
+@system_options("Saved outputs (JSON/YAML/JSONL/CSV/Parquet).")
 @click.option(
     "-m",
     "--metric",

@@ -174,6 +174,22 @@ def parse_tool_calls(value: object, field: str, at: str) -> list[dict[str, Any]]
     return [parse_tool_call(item, f"{field}[{i}]", at) for i, item in enumerate(value)]
 
 
+def json_field(value: Any, at: str, field: str) -> Any:
+    """A field that may come as JSON text (CSV, Parquet strings): decoded; blank is None.
+
+    Raises:
+        DatasetError: text that is not valid JSON, naming ``at`` and ``field``.
+    """
+    if not isinstance(value, str):
+        return value
+    if not value.strip():
+        return None
+    try:
+        return json.loads(value)
+    except ValueError as exc:
+        raise DatasetError(f"{at} field '{field}' is not valid JSON: {exc}.") from exc
+
+
 def parse_trajectory(value: object, at: str, field: str = "trajectory") -> dict[str, Any] | None:
     """A trajectory block as a ``TRAJECTORY`` row (a dict), or None when ``value`` is null.
 
@@ -191,15 +207,9 @@ def parse_trajectory(value: object, at: str, field: str = "trajectory") -> dict[
         >>> parse_trajectory({"tool_calls": ["search"], "finish_reason": "stop"}, "x")["steps"]
         1
     """
+    value = json_field(value, at, field)
     if value is None:
         return None
-    if isinstance(value, str):
-        if not value.strip():
-            return None
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            raise DatasetError(f"{at} field '{field}' is not valid JSON: {exc}.") from exc
     if not isinstance(value, dict):
         raise DatasetError(f"{at} field '{field}' must be an object; got {_kind(value)}.")
     calls = parse_tool_calls(value.get("tool_calls"), f"{field}.tool_calls", at)

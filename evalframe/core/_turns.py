@@ -16,13 +16,19 @@ JSONL, CSV and Parquet columns); a system under test returns it as ``{"output": 
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final
 
 import polars as pl
 
 from evalframe.core._errors import DatasetError
-from evalframe.core._trajectory import TOOL_CALL, _count, _kind, _number, parse_tool_calls
+from evalframe.core._trajectory import (
+    TOOL_CALL,
+    _count,
+    _kind,
+    _number,
+    json_field,
+    parse_tool_calls,
+)
 
 __all__ = ["TURN", "TURNS", "TURNS_COLUMN", "parse_turns", "turns_series"]
 
@@ -52,15 +58,9 @@ def parse_turns(value: object, at: str, field: str = "turns") -> list[dict[str, 
         >>> parse_turns([{"role": "user", "content": "hi"}], "x")[0]["role"]
         'user'
     """
+    value = json_field(value, at, field)
     if value is None:
         return None
-    if isinstance(value, str):
-        if not value.strip():
-            return None
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            raise DatasetError(f"{at} field '{field}' is not valid JSON: {exc}.") from exc
     if not isinstance(value, list | tuple):
         raise DatasetError(f"{at} field '{field}' must be a list of turns; got {_kind(value)}.")
     turns = []
