@@ -56,7 +56,11 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "evalframe_pytest", "-p", "no:cacheprovider", *args)
+    # The installed entry point (name "evalframe") is blocked and the module named instead, so
+    # the plugin loads once whether or not this checkout is installed.
+    return pytester.runpytest_subprocess(
+        "-p", "no:evalframe", "-p", "evalframe_pytest", "-p", "no:cacheprovider", *args
+    )  # fmt: skip
 
 
 def test_items_are_sample_metric_pairs_with_readable_failures(project: pytest.Pytester) -> None:
