@@ -248,6 +248,7 @@ def test_trajectory_consistency_from_tool_sequences_and_tool_calls() -> None:
     )
     none = run("trajectory-consistency", frame(rows))
     assert none.get_column("error")[0] == (
-        "Sample 'a' has no tool_sequence or tool_calls column for trajectory-consistency metric."
+        "Sample 'a' has no tool_sequence, trajectory or tool_calls column for "
+        "trajectory-consistency metric."
     )
     assert ef.metrics.get("trajectory-consistency").dimension == "trajectory"

@@ -14,7 +14,9 @@ operational columns (``schema.OPERATIONAL_COLUMNS``: ``latency_ms``, ``prompt_to
   CSV ``actual_output`` cell is the empty string.
 
 Entries, lines and rows may also carry the sample's retrieved ``contexts`` (see
-``core/_contexts.py``): they add the ``contexts`` and ``context_ids`` columns.
+``core/_contexts.py``): they add the ``contexts`` and ``context_ids`` columns; and the
+system's ``confidence`` that its output is correct (a number, read by the reliability
+family's brier-score, calibration-error and discrimination), kept as a Float64 column.
 """
 
 from __future__ import annotations
@@ -51,8 +53,11 @@ __all__ = ["align_outputs", "read_outputs"]
 _SUBJECT: Final = "Saved outputs file"
 _MAX_LISTED_IDS: Final = 20
 _INTEGER_TEXT: Final = re.compile(r"\s*[+-]?[0-9]+\s*")
+CONFIDENCE: Final = "confidence"
+# Typed numeric fields an entry may carry: the operational ones and the system's confidence.
+_NUMBERS: Final = pl.Schema({**C.OPERATIONAL_COLUMNS, CONFIDENCE: pl.Float64()})
 _TABLE_COLUMNS: Final = (
-    C.SAMPLE_ID, "id", C.ACTUAL_OUTPUT, *C.OPERATIONAL_COLUMNS, CONTEXTS, "trajectory", "turns"
+    C.SAMPLE_ID, "id", C.ACTUAL_OUTPUT, *_NUMBERS, CONTEXTS, "trajectory", "turns"
 )  # fmt: skip
 
 
@@ -354,12 +359,12 @@ def _from_entries(
         extras.append(
             {
                 column: _operational(entry[column], column, dtype, f"{where}: {at}", from_text)
-                for column, dtype in C.OPERATIONAL_COLUMNS.items()
+                for column, dtype in _NUMBERS.items()
                 if column in entry
             }
         )
         agent.append(agent_fields(entry, f"{where}: {at}"))
-    present = [c for c in C.OPERATIONAL_COLUMNS if any(c in extra for extra in extras)]
+    present = [c for c in _NUMBERS if any(c in extra for extra in extras)]
     columns: dict[str, Any] = {c: [extra.get(c) for extra in extras] for c in present}
     frame = _frame(ids, texts, columns, where).with_columns(**contexts_columns(contexts))
     return with_agent_columns(frame, agent)
@@ -456,7 +461,7 @@ def _frame(
     if repeated:
         raise DatasetError(f"{where}: Duplicate saved output for sample '{repeated[0]}'.")
     schema: dict[str, pl.DataType] = {C.SAMPLE_ID: pl.String(), C.ACTUAL_OUTPUT: pl.String()}
-    schema.update({c: C.OPERATIONAL_COLUMNS[c] for c in operational})
+    schema.update({c: _NUMBERS[c] for c in operational})
     return pl.DataFrame({C.SAMPLE_ID: ids, C.ACTUAL_OUTPUT: texts, **operational}, schema)
 
 

@@ -20,6 +20,7 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._errors import MetricError
+from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN
 from evalframe.metrics._batched import sample_error
 from evalframe.metrics._registry import get, metric
 from evalframe.metrics._spec import Derived, Metric, Need, Range, Scored
@@ -539,7 +540,8 @@ def resource_consistency(*, resource: Literal["tokens", "latency"] = "tokens") -
 
 TOOL_SEQUENCE = "tool_sequence"
 """The column of called tool names, in order (``List(String)``), trajectory-consistency reads;
-without it, the ``name`` field of a ``tool_calls`` list of structs."""
+without it, the names of the recorded ``trajectory``'s tool calls, or of a ``tool_calls``
+list of structs."""
 _SEQUENCE_KEY = "trajectory-consistency__sequence"
 
 
@@ -547,6 +549,9 @@ def _tool_sequence(frame: pl.DataFrame) -> pl.DataFrame:
     """Each row's tool names joined by U+001F (null when the frame records no tool calls)."""
     if TOOL_SEQUENCE in frame.columns:
         names = pl.col(TOOL_SEQUENCE).list.eval(pl.element().cast(pl.String))
+    elif TRAJECTORY_COLUMN in frame.columns and frame.schema[TRAJECTORY_COLUMN] == TRAJECTORY:
+        calls = pl.col(TRAJECTORY_COLUMN).struct.field("tool_calls")
+        names = calls.list.eval(pl.element().struct.field("name"))
     elif "tool_calls" in frame.columns and isinstance(frame.schema["tool_calls"], pl.List):
         inner = frame.schema["tool_calls"].inner
         if not isinstance(inner, pl.Struct) or "name" not in [f.name for f in inner.fields]:
@@ -572,9 +577,9 @@ def trajectory_consistency() -> Scored:
     """Share of a row's repetitions that called the same tools in the same order as most did.
 
     Reads the ``tool_sequence`` column (tool names in call order) or, without it, the
-    ``name`` of each entry of a ``tool_calls`` list. With k repetitions, m of which share
-    the most common sequence, the score is ``m / k``; a repetition with no recorded
-    sequence agrees with none.
+    names of the recorded ``trajectory``'s tool calls, or of a ``tool_calls`` list. With k
+    repetitions, m of which share the most common sequence, the score is ``m / k``; a
+    repetition with no recorded sequence agrees with none.
 
     Returns:
         Float64 in (0, 1]; null (an error) when the row ran fewer than 2 times or the frame
@@ -591,7 +596,8 @@ def trajectory_consistency() -> Scored:
         error=pl.when(none)
         .then(
             sample_error(
-                "has no tool_sequence or tool_calls column for trajectory-consistency metric."
+                "has no tool_sequence, trajectory or tool_calls column for trajectory-consistency "
+                "metric."
             )
         )
         .when(few)
