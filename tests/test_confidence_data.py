@@ -73,3 +73,23 @@ def test_trajectory_consistency_reads_the_recorded_trajectory() -> None:
     )
     by_sample = run.scores.group_by("sample_id").agg(pl.col("score").first()).sort("sample_id")
     assert by_sample.get_column("score").to_list() == pytest.approx([2 / 3, 1.0])
+
+
+def test_a_system_under_test_reports_its_confidence() -> None:
+    def system(inp: dict[str, int]) -> dict[str, object]:
+        i = inp["q"]
+        return {"output": ANSWERS[i], "confidence": CONFIDENCE[i]}
+
+    run = ef.evaluate(ef.Dataset.from_records(RECORDS, name="c"), system=system,
+                      metrics=["brier-score"])  # fmt: skip
+    scores = run.scores.sort("sample_id").get_column("score").to_list()
+    assert scores == pytest.approx(brier_by_hand())
+
+    def bad(inp: dict[str, int]) -> dict[str, object]:
+        return {"output": "yes", "confidence": "sure"}
+
+    failed = ef.evaluate(ef.Dataset.from_records(RECORDS[:1], name="c"), system=bad,
+                         metrics=["brier-score"])  # fmt: skip
+    assert failed.scores.get_column("error")[0] == (
+        "System-under-test for sample 's0' returned 'confidence' that is not a number; got str."
+    )

@@ -1,12 +1,13 @@
 """Calling a system under test: one call per (sample, repetition), bounded concurrency.
 
 A plain callable receives the sample's ``input`` map and must return a string, or a mapping
-``{"output": <string>, "contexts": [...], "trajectory": {...}, "turns": [...]}`` that also
-gives the retrieved contexts, an agent's trajectory and a conversation's turns (each
-optional); an agent may instead record its trajectory with ``ef.trajectory.record``
-(``core/_trajectory.py``). An exception or a malformed return is recorded against that sample
-(``system_error``) and scored as that sample's error by every metric; the run goes on.
-Latency is measured per call.
+``{"output": <string>, "contexts": [...], "trajectory": {...}, "turns": [...],
+"confidence": <number>}`` that also gives the retrieved contexts, an agent's trajectory, a
+conversation's turns and the system's confidence in its answer (each optional); an agent
+may instead record its trajectory with ``ef.trajectory.record`` (``core/_trajectory.py``).
+An exception or a malformed return is recorded against that sample (``system_error``) and
+scored as that sample's error by every metric; the run goes on. Latency is measured per
+call.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from typing import Any
@@ -25,6 +26,7 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._contexts import Parsed, _BadContexts, contexts_columns, system_reply
+from evalframe.core._outputs import CONFIDENCE
 from evalframe.core._trajectory import recording
 from evalframe.core._turns import agent_result, with_agent_columns
 
@@ -86,10 +88,23 @@ def _call_one(
             agent,
         )
     elapsed = (time.perf_counter() - start) * 1000
+    raw = result
     try:
         result, contexts = system_reply(result)
     except _BadContexts as exc:
         return None, f"System-under-test for sample '{sample_id}' {exc}.", elapsed, None, agent
+    confidence = raw.get(CONFIDENCE) if isinstance(raw, Mapping) else None
+    if confidence is not None:
+        if isinstance(confidence, bool) or not isinstance(confidence, int | float):
+            return (
+                None,
+                f"System-under-test for sample '{sample_id}' returned '{CONFIDENCE}' that is "
+                f"not a number; got {type(confidence).__name__}.",
+                elapsed,
+                None,
+                agent,
+            )
+        agent = {**agent, CONFIDENCE: float(confidence)}
     if not isinstance(result, str):
         return (
             None,
@@ -164,4 +179,7 @@ def call_system(
             "latency_ms": pl.Float64,
         },
     ).with_columns(**contexts_columns([r[3] for r in results]))
+    confidences = [r[4].get(CONFIDENCE) for r in results]
+    if any(c is not None for c in confidences):
+        frame = frame.with_columns(pl.Series(CONFIDENCE, confidences, dtype=pl.Float64))
     return with_agent_columns(frame, [r[4] for r in results])
