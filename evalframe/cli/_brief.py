@@ -8,19 +8,9 @@ from typing import Any
 
 import click
 
-from evalframe.cli._options import emit, out_option, store_option
+from evalframe.cli._options import emit, open_store, out_option, store_option
 
 __all__ = ["brief"]
-
-
-def _store(store_path: Path | None) -> Any:
-    from evalframe.store import Store
-
-    if store_path is None or not store_path.exists():
-        raise click.UsageError(
-            "Not a report file; to brief a stored run, pass --store PATH (or set EVALFRAME_STORE)."
-        )
-    return Store(store_path)
 
 
 def _json_file(path: Path, what: str) -> dict[str, Any]:
@@ -88,7 +78,7 @@ def brief(
                 raise click.UsageError("With a report file, --comparison must be a JSON file.")
             comparison_doc = _json_file(Path(comparison), "comparison")
     else:
-        store = _store(store_path)
+        store = open_store(store_path)
         run = store.load(source)
         report = dict(run.report())
         rows = run.dataset.select("sample_id", "row_hash", "input", "expected_output").to_dicts()

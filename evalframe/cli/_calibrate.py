@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -13,6 +12,7 @@ from evalframe.cli._options import (
     ProviderSettings,
     emit,
     format_option,
+    open_store,
     out_option,
     provider_options,
     store_option,
@@ -24,16 +24,6 @@ _CALIBRATE_EXIT = (
     "Exit codes: 0 when agreement reaches --min-agreement with no self-preference violation "
     "and every case scored; 1 otherwise; 2 on usage or input errors (a malformed case file)."
 )
-
-
-def _open(store_path: Path | None) -> Any:
-    from evalframe.store import Store
-
-    if store_path is None:
-        raise click.UsageError("Pass --store PATH (or set EVALFRAME_STORE) to read the run.")
-    if not store_path.exists():
-        raise click.UsageError(f"No store at {store_path}.")
-    return Store(store_path)
 
 
 @click.command(epilog=_CALIBRATE_EXIT)
@@ -157,7 +147,7 @@ def _suggest(
 
     if run_ref is None or metric is None:
         raise click.UsageError("--suggest needs --run RUN and --metric METRIC.")
-    with _open(store_path) as store:
+    with open_store(store_path) as store:
         run = store.load(run_ref)
     picks = suggest_labels(run, metric=metric, n=n, labels=labels, strata=strata, seed=seed)
     if fmt == "json":
@@ -215,7 +205,7 @@ def estimate(
     from evalframe.core._estimate import estimate as run_estimate
     from evalframe.views._calibration import estimate_markdown
 
-    with _open(store_path) as store:
+    with open_store(store_path) as store:
         run = store.load(run_ref)
     result = run_estimate(run, labels=labels, metric=metric, strata=strata, cohorts=not no_cohorts)
     if fmt == "json":

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from evalframe.cli._options import store_option
+from evalframe.cli._options import open_store, store_option
 
 __all__ = ["export_cmd"]
 
@@ -42,9 +42,8 @@ def export_cmd(
 ) -> None:
     """Export runs as Parquet files (one per table) and a manifest into directory --to,
     or log each run to MLflow with --to mlflow."""
-    from evalframe.cli._store import _open
 
-    store = _open(store_path)
+    store = open_store(store_path)
     if target != MLFLOW:
         if tracking_uri or experiment:
             raise click.UsageError("--tracking-uri and --experiment go with --to mlflow.")

@@ -11,6 +11,7 @@ from evalframe.cli._options import (
     ProviderSettings,
     emit,
     format_option,
+    open_store,
     out_option,
     provider_options,
     store_option,
@@ -18,14 +19,6 @@ from evalframe.cli._options import (
 from evalframe.core._online import DEFAULTS
 
 __all__ = ["online", "promote_online"]
-
-
-def _store(store_path: Path | None) -> Path:
-    if store_path is None:
-        raise click.UsageError("Pass --store PATH or set EVALFRAME_STORE.")
-    if not store_path.exists():
-        raise click.UsageError(f"No store at {store_path}.")
-    return store_path
 
 
 @click.group()
@@ -65,7 +58,7 @@ def score_cmd(
     from evalframe.engine._online import score_pending
 
     scored = score_pending(
-        _store(store_path),
+        open_store(store_path),
         dataset=dataset,
         metric=metric,
         pass_threshold=pass_threshold,
@@ -108,7 +101,7 @@ def status_cmd(
     from evalframe.engine._online import status, trend
     from evalframe.views._online import status_text, trend_svg
 
-    path = _store(store_path)
+    path = open_store(store_path)
     result = status(path, dataset, window=window, min_samples=min_samples, threshold=threshold)
     daily = trend(path, dataset, days=days)
     if fmt == "json":
@@ -166,7 +159,7 @@ def promote_online(
     from evalframe.engine._online import promote
 
     document, counts = promote(
-        _store(store_path),
+        open_store(store_path),
         dataset,
         all_rows=all_rows,
         max_score=max_score,

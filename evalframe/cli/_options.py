@@ -21,6 +21,7 @@ __all__ = [
     "evidence_option",
     "format_option",
     "max_rows_option",
+    "open_store",
     "out_option",
     "provider_limit_options",
     "provider_options",
@@ -77,6 +78,25 @@ def max_rows_option() -> Callable[[F], F]:
         show_default=True,
         help="Failing samples listed in the Markdown and HTML reports, worst first.",
     )
+
+
+def open_store(store_path: Path | None, *, create: bool = False) -> Any:
+    """The ``Store`` at ``--store`` (a missing file is an error unless ``create``).
+
+    Raises:
+        click.UsageError: no ``--store`` and no ``$EVALFRAME_STORE``.
+        StoreError: no store at that path.
+    """
+    from evalframe.core._errors import StoreError
+    from evalframe.store import Store
+
+    if store_path is None:
+        raise click.UsageError(f"Pass --store PATH or set {STORE_ENV}.")
+    if not create and not store_path.exists():
+        raise StoreError(
+            f"No store at {store_path}: save a run to it first (evalframe run --store)."
+        )
+    return Store(store_path)
 
 
 def system_options(outputs_help: str) -> Callable[[F], F]:

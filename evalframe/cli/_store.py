@@ -17,10 +17,10 @@ import polars as pl
 
 from evalframe.cli._options import (
     EXIT_CODES,
-    STORE_ENV,
     ProviderSettings,
     emit,
     format_option,
+    open_store,
     out_option,
     provider_options,
     store_option,
@@ -43,18 +43,6 @@ __all__ = [
 ]
 
 
-def _open(store_path: Path | None, *, create: bool = False) -> Any:
-    from evalframe.store import Store
-
-    if store_path is None:
-        raise click.UsageError(f"Pass --store PATH or set {STORE_ENV}.")
-    if not create and not store_path.exists():
-        raise StoreError(
-            f"No store at {store_path}: save a run to it first (evalframe run --store)."
-        )
-    return Store(store_path)
-
-
 @click.command()
 @click.argument("query")
 @store_option()
@@ -74,7 +62,7 @@ def sql(query: str, store_path: Path | None, output: str, out: Path | None, max_
     --format table fits the terminal width (cut cells end in an ellipsis) and shows at most
     --max-rows rows; csv, json and parquet (which needs --out) carry every row.
     """
-    frame = _open(store_path).sql(query)
+    frame = open_store(store_path).sql(query)
     write_frame(frame, output, out, max_rows if output == "table" else None)
 
 
@@ -88,7 +76,7 @@ def runs(
 ) -> None:
     """List stored runs, newest first: id, name, labels, dataset, created_at, macro_f1, n
     samples (csv, json and parquet carry every column of the run list)."""
-    frame = _open(store_path).runs(dataset=dataset, limit=limit)
+    frame = open_store(store_path).runs(dataset=dataset, limit=limit)
     if output != "table":
         if output != "parquet":
             frame = frame.with_columns(pl.col("created_at").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
@@ -191,7 +179,7 @@ def compare_cmd(
     same dataset before it). The text output fits the terminal; markdown is the same content
     as a Markdown document; json is evalframe.comparison.v1.
     """
-    comparison = _open(store_path).compare(
+    comparison = open_store(store_path).compare(
         before, after, epsilon=epsilon, seed=seed, n_bootstrap=n_bootstrap
     )
     if output == "json":
@@ -300,7 +288,7 @@ def gate_cmd(
 
     drops = _drops(max_drop)
     floors = _drops(min_pass_rate, "--min-pass-rate")
-    store = _open(store_path)
+    store = open_store(store_path)
     missing = _missing_baseline(store, reference, run_ref)
     if missing is not None:
         _no_baseline(missing, run_ref, reference, if_missing, output)
@@ -381,7 +369,7 @@ def baseline() -> None:
 @store_option()
 def promote(run_ref: str, name: str | None, store_path: Path | None) -> None:
     """Point a baseline at RUN."""
-    store = _open(store_path)
+    store = open_store(store_path)
     label = store.promote_baseline(run_ref, name=name)
     run_id = store.resolve(f"baseline:{label}")
     click.echo(f"baseline '{label}' -> run {run_id}")
@@ -391,7 +379,7 @@ def promote(run_ref: str, name: str | None, store_path: Path | None) -> None:
 @store_option()
 def list_baselines(store_path: Path | None) -> None:
     """List the named baselines."""
-    frame = _open(store_path).baselines()
+    frame = open_store(store_path).baselines()
     if frame.height == 0:
         click.echo("(no baselines)")
         return
@@ -451,7 +439,7 @@ def rescore(
     failed on any row (as ``run`` does); failures copied from the source run were reported
     when it ran.
     """
-    store = _open(store_path)
+    store = open_store(store_path)
     providers = provider_settings.build()
     new_ids = store.rescore(
         list(metrics),
@@ -495,7 +483,7 @@ def rescore(
 @store_option()
 def import_cmd(source: Path, store_path: Path | None) -> None:
     """Import the runs of an export directory (runs already stored are skipped)."""
-    added = _open(store_path, create=True).import_runs(source)
+    added = open_store(store_path, create=True).import_runs(source)
     click.echo(f"imported {len(added)} run(s)" + (f": {', '.join(added)}" if added else ""))
 
 
