@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -290,16 +291,24 @@ def provider_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
-def emit(text: str | bytes, out: Path | None, *, note: str = "") -> None:
-    """Print ``text`` (bytes are UTF-8), or write it to ``out`` and say so on stderr (``note``
-    follows the path)."""
-    if out is None:
-        click.echo(text, nl=False)
-    else:
-        if isinstance(text, bytes):
-            out.write_bytes(text)
+def emit(text: str | bytes | list[memoryview], out: Path | None, *, note: str = "") -> None:
+    """Print ``text`` (bytes are UTF-8; a list is UTF-8 pieces written in order), or write it
+    to ``out`` and say so on stderr (``note`` follows the path)."""
+    if isinstance(text, list):
+        if out is None:
+            sys.stdout.flush()
+            sys.stdout.buffer.writelines(text)
+            sys.stdout.buffer.flush()
         else:
-            out.write_text(text, encoding="utf-8")
+            with out.open("wb") as f:
+                f.writelines(text)
+    elif out is None:
+        click.echo(text, nl=False)
+    elif isinstance(text, bytes):
+        out.write_bytes(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+    if out is not None:
         click.echo(f"wrote {out}{note}", err=True)
 
 

@@ -164,10 +164,10 @@ def run(
 
         export_run(result)
     if fmt == "json":
-        from evalframe.views._report_json import report_json
+        from evalframe.views._report_json import report_json_parts
 
-        # written from the frames: fast at any size
-        text: str | bytes = report_json(result, include_evidence=include_evidence)
+        # written from the frames, piece by piece: fast at any size
+        text: str | list[memoryview] = report_json_parts(result, include_evidence=include_evidence)
     else:
         text = result.report(samples=False).to_markdown(
             max_rows=max_rows

@@ -23,7 +23,7 @@ import re
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from evalframe._version import __version__
 from evalframe.core import schema as C
@@ -119,7 +119,7 @@ def to_mlflow(
         from mlflow.entities import Metric, Param
     except ImportError as exc:
         raise ModuleNotFoundError(_INSTALL) from exc
-    from evalframe.views._report_json import report_json
+    from evalframe.views._report_json import report_json_parts
 
     client = MlflowClient(tracking_uri=tracking_uri)
     name = experiment or run.dataset.name
@@ -145,13 +145,10 @@ def to_mlflow(
         folder = Path(scratch)
         report = run.report(samples=False)
         (folder / "report.html").write_text(report.to_html(charts="svg"), encoding="utf-8")
-        (folder / "report.json").write_bytes(_as_bytes(report_json(run)))
+        with (folder / "report.json").open("wb") as f:
+            f.writelines(report_json_parts(run))
         run.scores.write_parquet(folder / "scores.parquet")
         for file in ("report.html", "report.json", "scores.parquet"):
             client.log_artifact(mlflow_run_id, str(folder / file))
     client.set_terminated(mlflow_run_id, "FINISHED", end_time=stamp)
     return mlflow_run_id
-
-
-def _as_bytes(text: Any) -> bytes:
-    return text if isinstance(text, bytes) else str(text).encode("utf-8")

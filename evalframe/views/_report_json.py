@@ -1,25 +1,29 @@
 """A run's report JSON written from its frames: ``report_json(run)``.
 
 The bytes are those of ``build_report(run).to_json()``, but the two sections that grow with
-the run (``sample_aggregates`` and ``samples``) are never turned into Python objects: each is
-one string column built with Polars expressions at the indentation it has in the document,
-joined and spliced into the orjson text of the rest. Strings are JSON-encoded by Polars (the
-same escapes as ``json.dumps(..., ensure_ascii=False)``), numbers are cast to text with the
-few below 1e-4 respelled as Python writes them, and every ``details`` document is
-re-serialised by one orjson call over all of them.
+the run (``sample_aggregates`` and ``samples``) are never turned into Python objects. Each
+row's fixed members are one string column built with Polars expressions at the indentation
+they have in the document; a compiled pass (``_layout.section``) then writes every row, its
+entries and its re-indented ``details`` documents straight into one buffer, which is spliced
+into the orjson text of the rest. Strings are JSON-encoded by Polars (the same escapes as
+``json.dumps(..., ensure_ascii=False)``), and numbers are cast to text with the few below 1e-4
+respelled as Python writes them.
 """
 
 from __future__ import annotations
 
 import json
-import re
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+import numpy as np
+import numpy.typing as npt
 import orjson
 import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._gc import gc_paused
+from evalframe.views._layout import Entries, section
 from evalframe.views._report import (
     _build_report,
     _executions,
@@ -32,7 +36,7 @@ from evalframe.views._trajectory_json import trajectory_suffixes
 if TYPE_CHECKING:
     from evalframe.core._run import Run
 
-__all__ = ["report_json"]
+__all__ = ["report_json", "report_json_parts"]
 
 # Not JSON, so no value of the document can contain them.
 _AGGREGATES = b"\x00sample_aggregates\x00"
@@ -109,69 +113,54 @@ def _member(names: pl.Series, indent: int) -> pl.Series:
     return names.replace_strict(mapping, return_dtype=pl.String)
 
 
-def _metric_order(scores: pl.DataFrame) -> list[str] | None:
-    """The metrics in the order each row lists them, when every row lists them alike.
-
-    ``score`` writes one block per metric, so a row's scores come in block order; a
-    frame in any other order (None) takes the slower path that follows it row by row.
-    """
-    metric = scores.get_column(C.METRIC)
-    blocks = metric.filter(metric.rle_id().diff().fill_null(1) != 0)
-    return blocks.to_list() if blocks.n_unique() == blocks.len() else None
-
-
-def _entries_per_row(
-    rows: pl.DataFrame, entries: pl.DataFrame, key: str, order: list[str] | None
-) -> pl.Series:
-    """For each row, its ``_entry`` texts joined by ``",\\n"`` in ``order``; null for none.
-
-    One left join per metric and a horizontal concatenation: no group-by over the rows.
-    """
-    if order is None:
-        grouped = entries.group_by(key, maintain_order=True).agg(pl.col("_entry").str.join(",\n"))
-        return rows.join(grouped, on=key, how="left", maintain_order="left").get_column("_entry")
-    if not order:  # no metric scored any row (every execution errored)
-        return pl.repeat(None, rows.height, dtype=pl.String, eager=True).alias("_entry")
-    frame = rows.select(key)
-    for i, name in enumerate(order):
-        part = entries.filter(pl.col(C.METRIC) == name).select(key, pl.col("_entry").alias(f"_{i}"))
-        frame = frame.join(part, on=key, how="left", maintain_order="left")
-    joined = pl.concat_str(
-        [pl.col(f"_{i}") for i in range(len(order))], separator=",\n", ignore_nulls=True
-    )
-    return frame.select(pl.when(joined != "").then(joined)).to_series()
+def _members(indent: int, fields: list[tuple[str, pl.Expr]], last: str) -> pl.Expr:
+    """An object's opening text up to its ``last`` key: ``{``, the fields, ``"last": ``."""
+    pad = _pad(indent)
+    parts: list[pl.Expr | str] = ["{\n"]
+    for key, value in fields:
+        parts += [f'{pad}"{key}": ', value, ",\n"]
+    parts.append(f'{pad}"{last}": ')
+    return pl.concat_str([pl.lit(p) if isinstance(p, str) else p for p in parts])
 
 
-def _pretty(documents: pl.Series, indent: int) -> pl.Series:
-    """Each JSON document pretty-printed as the value of a key at ``indent`` spaces."""
-    if documents.len() == 0:
-        return pl.Series(documents.name, [], dtype=pl.String)
-    values = orjson.loads("[" + documents.str.join(",").item() + "]")
-    pad = _pad(indent - 2)
-    text = _python_floats(orjson.dumps(values, option=orjson.OPT_INDENT_2)).decode("utf-8")
-    text = text.replace("\n", "\n" + pad)[len(pad) + 4 : -(len(pad) + 2)]
-    # Elements are separated by a comma and a line at exactly this indent; their own lines
-    # are indented further, and strings hold no raw newline.
-    parts = re.split(",\n" + pad + "  (?! )", text)
-    if len(parts) != documents.len():
-        raise AssertionError("details documents and their pretty texts differ in number")
-    return pl.Series(documents.name, parts, dtype=pl.String)
+def _bounds(positions: pl.Series, rows: int) -> npt.NDArray[np.int64]:
+    """Offsets of each row's entries, given the entries' row positions in ascending order."""
+    counts = np.bincount(positions.to_numpy(), minlength=rows)
+    bounds = np.zeros(rows + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    return bounds
 
 
-def _samples_text(run: Run) -> str:
+def _array(rows: bytes | npt.NDArray[np.uint8]) -> list[bytes | npt.NDArray[np.uint8]]:
+    """The pieces of a JSON array at the report's second level, given its joined rows."""
+    return [b"[\n", rows, b"\n  ]"] if len(rows) else [b"[]"]
+
+
+# Separator, empty object, opening, closing (at 6 spaces) and row end (at 4) of both sections.
+_ROWS = (",\n", "{}", "{\n", "\n" + _pad(6) + "}", "\n" + _pad(4) + "}")
+
+
+def _samples_text(run: Run) -> list[bytes | npt.NDArray[np.uint8]]:
     rows, scored = _executions(run)
     if rows.height == 0:
-        return "[]"
-    scored = _spelled(scored, [C.SCORE]).with_columns(
-        _pretty(scored.get_column("details"), 10).alias("details")
-    )
-    scored = scored.with_columns(
+        return _array(b"")
+    scored = _spelled(scored, [C.SCORE])
+    prefixes = scored.select(
         pl.concat_str(
             _member(scored.get_column(C.METRIC), 8),
-            _fields(10, [("score", pl.col(C.SCORE)), ("details", pl.col("details"))]),
-        ).alias("_entry")
+            pl.lit("{\n" + _pad(10) + '"score": '),
+            pl.col(C.SCORE),
+            pl.lit(",\n" + _pad(10) + '"details": '),
+        )
+    ).to_series()
+    # ``scored`` comes in execution order, each execution's scores in the run's metric order.
+    entries = Entries(
+        bounds=_bounds(scored.get_column("_pos"), rows.height),
+        prefixes=prefixes,
+        documents=scored.get_column("details"),
+        indent=10,
+        suffix="\n" + _pad(8) + "}",
     )
-    scores = _entries_per_row(rows.select("_pos"), scored, "_pos", _metric_order(run.scores))
     tags = (
         rows.select("_pos", C.TAGS)
         .explode(C.TAGS)
@@ -181,15 +170,14 @@ def _samples_text(run: Run) -> str:
     )
     adversarial = _adversarial_texts(rows.get_column(C.METADATA))
     rows = (
-        rows.with_columns(scores.alias("_scores"))
-        .join(tags, on="_pos", how="left", maintain_order="left")
+        rows.join(tags, on="_pos", how="left", maintain_order="left")
         .with_columns(adversarial.alias("_adversarial"))
         .with_columns(trajectory_suffixes(rows, 6).alias("_trajectory"))
     )
-    text = rows.select(
+    heads = rows.select(
         pl.concat_str(
             pl.lit(_pad(4)),
-            _fields(
+            _members(
                 6,
                 [
                     ("id", _string(pl.col(C.SAMPLE_ID))),
@@ -199,12 +187,12 @@ def _samples_text(run: Run) -> str:
                     ("adversarial", pl.col("_adversarial")),
                     # a trajectory only where one was recorded: it trails actual_output
                     ("actual_output", _string(pl.col(C.ACTUAL_OUTPUT)) + pl.col("_trajectory")),
-                    ("scores", _container(pl.col("_scores"), 8, "{}")),
                 ],
+                "scores",
             ),
-        ).str.join(",\n")
-    ).item()
-    return "[\n" + str(text) + "\n  ]"
+        )
+    ).to_series()
+    return _array(section(heads, entries, _ROWS))
 
 
 def _adversarial_texts(metadata: pl.Series) -> pl.Series:
@@ -219,25 +207,28 @@ def _adversarial_texts(metadata: pl.Series) -> pl.Series:
     return pl.Series(out, dtype=pl.String)
 
 
-def _aggregates_text(run: Run) -> str:
+def _aggregates_text(run: Run) -> list[bytes | npt.NDArray[np.uint8]]:
     rows = run.sample_aggregates
     if rows.height == 0:
-        return "[]"
+        return _array(b"")
     floats = ["pass_rate", "pass_rate_low", "pass_rate_high", "score_mean", "score_stddev"]
     rows = _spelled(
         rows.with_columns(_r6(pl.col(f)) for f in floats),
         [*floats, "repetitions", "passed", "errored"],
-    )
-    per_metric = _sample_metric_stats(run)
+    ).with_row_index("_pos")
     stats = ["mean", "stddev", "min", "max", "observations"]
-    per_metric = _spelled(per_metric, stats).with_columns(
+    per_metric = (
+        _spelled(_sample_metric_stats(run), stats)
+        .join(rows.select(C.SAMPLE_ID, "_pos"), on=C.SAMPLE_ID, how="inner")
+        .sort("_pos", C.METRIC)
+    )
+    prefixes = per_metric.select(
         pl.concat_str(
             _member(per_metric.get_column(C.METRIC), 8),
             _fields(10, [(k, pl.col(k)) for k in stats]),
-        ).alias("_entry")
-    )
-    names = sorted(per_metric.get_column(C.METRIC).unique().to_list())
-    metrics = _entries_per_row(rows.select(C.SAMPLE_ID), per_metric, C.SAMPLE_ID, names)
+        )
+    ).to_series()
+    entries = Entries(bounds=_bounds(per_metric.get_column("_pos"), rows.height), prefixes=prefixes)
     ci = _fields(
         8,
         [
@@ -246,41 +237,40 @@ def _aggregates_text(run: Run) -> str:
             ("confidence", pl.lit("0.95")),
         ],
     )
-    text = (
-        rows.with_columns(metrics.alias("_metrics"))
-        .select(
-            pl.concat_str(
-                pl.lit(_pad(4)),
-                _fields(
-                    6,
-                    [
-                        ("id", _string(pl.col(C.SAMPLE_ID))),
-                        ("row_hash", _string(pl.col(C.ROW_HASH))),
-                        ("repetitions", pl.col("repetitions")),
-                        ("passed", pl.col("passed")),
-                        ("errored", pl.col("errored")),
-                        ("pass_rate", pl.col("pass_rate")),
-                        ("pass_rate_ci", ci),
-                        ("unstable", _boolean(pl.col("unstable"))),
-                        ("score_mean", pl.col("score_mean")),
-                        ("score_stddev", pl.col("score_stddev")),
-                        ("metrics", _container(pl.col("_metrics"), 8, "{}")),
-                    ],
-                ),
-            ).str.join(",\n")
+    heads = rows.select(
+        pl.concat_str(
+            pl.lit(_pad(4)),
+            _members(
+                6,
+                [
+                    ("id", _string(pl.col(C.SAMPLE_ID))),
+                    ("row_hash", _string(pl.col(C.ROW_HASH))),
+                    ("repetitions", pl.col("repetitions")),
+                    ("passed", pl.col("passed")),
+                    ("errored", pl.col("errored")),
+                    ("pass_rate", pl.col("pass_rate")),
+                    ("pass_rate_ci", ci),
+                    ("unstable", _boolean(pl.col("unstable"))),
+                    ("score_mean", pl.col("score_mean")),
+                    ("score_stddev", pl.col("score_stddev")),
+                ],
+                "metrics",
+            ),
         )
-        .item()
-    )
-    return "[\n" + str(text) + "\n  ]"
+    ).to_series()
+    return _array(section(heads, entries, _ROWS))
 
 
-def report_json(run: Run, *, include_evidence: bool = False) -> bytes:
-    """The run's report JSON, byte for byte ``build_report(run).to_json()``, as UTF-8.
+def report_json_parts(run: Run, *, include_evidence: bool = False) -> list[memoryview]:
+    """The run's report JSON as UTF-8 pieces to write in order (see :func:`report_json`).
 
-    The per-row sections are written from the frames, so a run of 100,000 samples takes
-    about as long to report as to score instead of many times longer.
+    Writing the pieces one after another spares joining a document of hundreds of
+    megabytes in memory first.
     """
-    with gc_paused():
+    with gc_paused(), ThreadPoolExecutor(2) as pool:
+        # Polars and the layout kernels release the GIL: the three parts overlap.
+        aggregates = pool.submit(_aggregates_text, run)
+        samples = pool.submit(_samples_text, run)
         doc = _build_report(run, samples=False, aggregates=False, include_evidence=include_evidence)
         # Markers stand in for the large sections while the rest is written and its floats
         # are respelled; the sections' numbers are spelled right already.
@@ -290,12 +280,14 @@ def report_json(run: Run, *, include_evidence: bool = False) -> bytes:
         head = _python_floats(head)
         first, rest = head.split(_AGGREGATES)
         middle, last = rest.split(_SAMPLES)
-        return b"".join(
-            [
-                first,
-                _aggregates_text(run).encode("utf-8"),
-                middle,
-                _samples_text(run).encode("utf-8"),
-                last,
-            ]
-        )
+        parts = [first, *aggregates.result(), middle, *samples.result(), last]
+        return [memoryview(p) for p in parts]  # type: ignore[arg-type]  # numpy arrays are buffers
+
+
+def report_json(run: Run, *, include_evidence: bool = False) -> bytes:
+    """The run's report JSON, byte for byte ``build_report(run).to_json()``, as UTF-8.
+
+    The per-row sections are written from the frames, so a run of 100,000 samples takes
+    about as long to report as to score instead of many times longer.
+    """
+    return b"".join(report_json_parts(run, include_evidence=include_evidence))
