@@ -1,27 +1,39 @@
 """The report's large sections laid out by compiled passes over Arrow bytes.
 
-``section(heads, entries, ...)`` writes a JSON array of objects whose last member is an object
-of entries (the report's ``samples`` and ``sample_aggregates``): one pass sizes it, one writes
-it into a single buffer, with no intermediate string per row.
+``section(heads, entries, literals)`` writes rows that each end in an object of entries (the
+report's ``samples`` and ``sample_aggregates``): one pass sizes every row, a second writes
+them into a single buffer, on threads, with no intermediate string per row. An entry may end
+in a stored JSON document, written as ``json.dumps(json.loads(doc), indent=2,
+ensure_ascii=False)`` would write it as the value of a key at the entry's indent.
 
-``indented(documents, indent)`` gives, for each stored JSON text, the text
-``json.dumps(json.loads(doc), indent=2, ensure_ascii=False)`` would give, set as the value of a
-key at ``indent`` spaces (inner lines indented further, the closing bracket at ``indent``).
-
-The pass copies strings, numbers and literals as they are and only lays out the brackets,
-commas and colons. That is exact for documents whose tokens are already spelled as Python
-spells them, which is what evalframe's writers (Polars, orjson, ``json``) produce: strings
-with the standard escapes and raw UTF-8, floats in their shortest round-trip digits. A
+The pass copies a document's strings, numbers and literals as they are and only lays out its
+brackets, commas and colons. That is exact for documents whose tokens are already spelled as
+Python spells them, which is what evalframe's writers (Polars, orjson, ``json``) produce:
+strings with the standard escapes and raw UTF-8, floats in their shortest round-trip digits. A
 document with any other spelling (an exponent, trailing zeros, a ``\\u`` escape of a
-printable character, ``-0``, an integer past 18 digits) is flagged by the pass and written
-by orjson instead, with its floats respelled in Python's way; so is one nested deeper than
-:data:`MAX_DEPTH`. Documents are trusted to be valid JSON with distinct keys, as the store
-keeps them.
+printable character, ``-0``, an integer past 18 digits) is flagged by the sizing pass and
+written by orjson instead, with its floats respelled in Python's way; so is one nested deeper
+than :data:`MAX_DEPTH`. Documents are trusted to be valid JSON with distinct keys, as the
+store keeps them.
 
 Examples:
+    >>> import numpy as np
     >>> import polars as pl
-    >>> indented(pl.Series(['{"a":[1,2],"b":{}}']), 2).item()
-    '{\\n    "a": [\\n      1,\\n      2\\n    ],\\n    "b": {}\\n  }'
+    >>> entries = Entries(
+    ...     bounds=np.array([0, 1], dtype=np.int64),
+    ...     prefixes=pl.Series(['  "m": ']),
+    ...     documents=pl.Series(['{"a":[1,2.5e-7]}']),
+    ...     indent=2,
+    ... )
+    >>> print(bytes(section(pl.Series(["{"]), entries, (",", "{}", "\\n", "\\n", "}"))).decode())
+    {
+      "m": {
+        "a": [
+          1,
+          2.5e-07
+        ]
+      }
+    }
 """
 
 from __future__ import annotations
