@@ -138,8 +138,8 @@ def out_option(help: str = "Write the report here instead of stdout.") -> Callab
 
 
 def provider_limit_options(f: F) -> F:
-    """``--timeout``, ``--retries`` and ``--deadline`` for provider calls (the ``timeout``,
-    ``retries`` and ``deadline`` arguments).
+    """``--timeout``, ``--retries``, ``--deadline``, ``--rate-limit`` and
+    ``--rate-window-seconds`` for provider calls (the arguments of the same names).
 
     Their ``EVALFRAME_*`` variables are read by ``Providers.from_env``, so a bad value is an
     error naming the variable, whether or not an option was given.
@@ -168,6 +168,21 @@ def provider_limit_options(f: F) -> F:
             "rows' errors and the scores so far are kept (default: $EVALFRAME_DEADLINE, "
             "else none).",
         ),
+        click.option(
+            "--rate-limit",
+            type=click.IntRange(min=1),
+            metavar="N",
+            help="At most N calls start in any --rate-window-seconds window: the system under "
+            "test's and the providers' together, each retry counted (default: no limit).",
+        ),
+        click.option(
+            "--rate-window-seconds",
+            type=seconds,
+            default=60.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="The sliding window of --rate-limit.",
+        ),
     )
     for option in reversed(options):
         f = option(f)
@@ -190,6 +205,8 @@ class ProviderSettings:
     timeout: float | None = None
     retries: int | None = None
     deadline: float | None = None
+    rate_limit: int | None = None
+    rate_window_seconds: float = 60.0
 
     def build(self) -> Providers | None:
         """The command's providers, or ``None`` when no option was given (the library then
@@ -200,6 +217,8 @@ class ProviderSettings:
         """
         if self.no_cache and self.cache_path is not None:
             raise click.UsageError("Pass --cache PATH or --no-cache, not both.")
+        if self.rate_limit is None and self.rate_window_seconds != 60.0:
+            raise click.UsageError("--rate-window-seconds needs --rate-limit N.")
         if self == ProviderSettings():
             return None
         from evalframe.providers import Providers
@@ -216,12 +235,15 @@ class ProviderSettings:
             timeout=self.timeout,
             retries=self.retries,
             deadline=self.deadline,
+            rate_limit=self.rate_limit,
+            rate_window_seconds=self.rate_window_seconds,
         )
 
 
 def provider_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """Every provider option (endpoints, models, concurrency, cache, budget, ``--timeout``,
-    ``--retries``, ``--deadline``), gathered into one ``provider_settings`` argument.
+    ``--retries``, ``--deadline``, ``--rate-limit``), gathered into one ``provider_settings``
+    argument.
 
     ``evalframe run`` and ``evalframe rescore`` both take this group, so the two reach the
     providers the same way.

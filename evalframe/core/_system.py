@@ -27,6 +27,7 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._contexts import Parsed, _BadContexts, contexts_columns, system_reply
 from evalframe.core._outputs import CONFIDENCE
+from evalframe.core._rate import RateLimit
 from evalframe.core._trajectory import recording
 from evalframe.core._turns import agent_result, with_agent_columns
 
@@ -66,8 +67,10 @@ def _progress_bar(total: int, enabled: bool, label: str) -> Iterator[Callable[[]
 
 
 def _call_one(
-    system: System, sample_id: str, payload: dict[str, Any]
+    system: System, sample_id: str, payload: dict[str, Any], rate: RateLimit | None = None
 ) -> tuple[str | None, str | None, float, Parsed | None, dict[str, Any]]:
+    if rate is not None:
+        rate.wait()  # the latency below is the call's own, not its wait for a slot
     start = time.perf_counter()
     agent: dict[str, Any] = {}
     try:
@@ -130,8 +133,11 @@ def call_system(
     repetitions: int = 1,
     concurrency: int = 8,
     progress: bool | None = None,
+    rate: RateLimit | None = None,
 ) -> pl.DataFrame:
     """Call ``system`` for every sample and repetition; returns the outputs frame.
+
+    ``rate`` (the run's rate limit, shared with its provider calls) spaces the calls' starts.
 
     Columns: sample_id, repetition, actual_output, system_error, latency_ms; in
     repetition-major, dataset order.
@@ -157,7 +163,7 @@ def call_system(
         ThreadPoolExecutor(max_workers=concurrency) as pool,
     ):
         futures = {
-            pool.submit(_call_one, system, sid, dict(inp)): i
+            pool.submit(_call_one, system, sid, dict(inp), rate): i
             for i, (_, sid, inp) in enumerate(jobs)
         }
         for future in as_completed(futures):

@@ -20,6 +20,7 @@ from evalframe.core._system import System, call_system
 from evalframe.store import _checkpoints
 
 if TYPE_CHECKING:
+    from evalframe.core._rate import RateLimit
     from evalframe.store import Store
 
 __all__ = ["call_with_checkpoints"]
@@ -37,6 +38,7 @@ def call_with_checkpoints(
     resume: bool,
     concurrency: int,
     progress: bool | None,
+    rate: RateLimit | None = None,
 ) -> pl.DataFrame:
     """The outputs frame of every execution, checkpointed to ``store`` as it goes.
 
@@ -83,6 +85,7 @@ def call_with_checkpoints(
                 repetitions=1,
                 concurrency=concurrency,
                 progress=progress,
+                rate=rate,
             ).with_columns(pl.lit(rep, pl.Int64).alias(C.REPETITION))
             _checkpoints.add_checkpoint(store, run_id, dataset, digest, repetitions, chunk)
             parts.append(chunk)

@@ -14,6 +14,7 @@ from evalframe.core import schema as C
 from evalframe.core._dataset import Dataset, read_dataset
 from evalframe.core._errors import DatasetError, MetricError, StoreError, StrictModeError
 from evalframe.core._outputs import align_outputs, read_outputs
+from evalframe.core._rate import RateLimit
 from evalframe.core._run import Run
 from evalframe.core._system import System, call_system
 from evalframe.enrich import providers_for, score
@@ -78,6 +79,8 @@ def evaluate(
     checkpoint_every: int | None = None,
     resume: str | None = None,
     strict: bool = False,
+    rate_limit: int | None = None,
+    rate_window_seconds: float = 60.0,
 ) -> Run:
     """Score a dataset's outputs, or a system under test, with metrics.
 
@@ -103,6 +106,10 @@ def evaluate(
             to the store as they finish, so an interrupted run can be resumed.
         resume: the id of an interrupted checkpointed run: call the system only for the
             executions its checkpoints lack, and save the run under that id.
+        rate_limit: at most this many calls start in any ``rate_window_seconds`` window, the
+            system under test's and the providers' together (each HTTP attempt counts).
+            Without it, the providers' own ``rate_limit`` (if any) spans the run the same way.
+        rate_window_seconds: the sliding window of ``rate_limit``, in seconds (default 60).
         strict: abort on the first captured error (a system under test's, then a metric's,
             in dataset order) with ``StrictModeError`` instead of recording it; nothing is
             saved.
@@ -138,6 +145,11 @@ def evaluate(
     if (outputs is None) == (system is None):
         raise ValueError("Pass exactly one of outputs= (saved outputs) or system= (a callable).")
     context = providers_for(resolved, providers)  # a missing judge fails before any work
+    rate = context.ledger.rate if context is not None else None
+    if rate_limit is not None:
+        rate = RateLimit(rate_limit, rate_window_seconds)
+        if context is not None:
+            context.ledger.rate = rate  # one window for the system's calls and the providers'
     started = time.time()
     base = ds.select(C.DATASET_SCHEMA.names())
     checkpointed = checkpoint_every is not None or resume is not None
@@ -161,10 +173,11 @@ def evaluate(
             resume=resume is not None,
             concurrency=concurrency,
             progress=progress,
+            rate=rate,
         )
     elif system is not None:
         produced = call_system(
-            base, system, repetitions=reps, concurrency=concurrency, progress=progress
+            base, system, repetitions=reps, concurrency=concurrency, progress=progress, rate=rate
         )
     elif outputs is not None:
         aligned = align_outputs(ds, _as_outputs(outputs))

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     import httpx
     from tenacity import RetryCallState
 
+    from evalframe.core._rate import RateLimit
+
 __all__ = ["RequestFailedError", "Response", "post_json", "run_sync"]
 
 log = logging.getLogger("evalframe.providers")
@@ -138,6 +140,7 @@ async def post_json(
     timeout: float,
     max_bytes: int,
     rng: random.Random | None = None,
+    rate: RateLimit | None = None,
 ) -> Response:
     """POST ``body`` as JSON and return the decoded JSON object, retrying per ``policy``.
 
@@ -151,6 +154,7 @@ async def post_json(
         timeout: seconds one attempt may take, from connecting to the last body byte.
         max_bytes: the largest response body accepted; a larger one fails the call at once.
         rng: the jitter's random source.
+        rate: the run's rate limit: every attempt waits for its slot first.
 
     Raises:
         RequestFailedError: the request failed for good; the message is safe to show.
@@ -206,6 +210,8 @@ async def post_json(
 
     async def attempt() -> dict[str, Any]:
         nonlocal attempts
+        if rate is not None:
+            await rate.wait_async()  # before the attempt's own timeout starts
         attempts += 1
         try:
             return await asyncio.wait_for(exchange(), timeout)

@@ -24,6 +24,7 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._errors import BudgetExhaustedError, DeadlineExceededError, StopCallsError
+from evalframe.core._rate import RateLimit
 from evalframe.providers._config import Secret, redact
 
 __all__ = [
@@ -172,6 +173,8 @@ class Ledger:
         deadline: stop calling providers this many seconds after the run began
             (:meth:`reset`); calls in flight then are abandoned.
         secrets: API keys to remove from every error (clients add their own).
+        rate: the run's rate limit, shared by every call of the run (``ef.evaluate`` may
+            set it for a run; see ``RateLimit``).
 
     Raises:
         ValueError: a malformed price table, or a budget or deadline that is not a
@@ -185,7 +188,9 @@ class Ledger:
         budget_usd: float | None = None,
         deadline: float | None = None,
         secrets: Sequence[Secret | None] = (),
+        rate: RateLimit | None = None,
     ) -> None:
+        self.rate = rate
         self.deadline = _positive(deadline, "deadline must be a number of seconds > 0")
         self.secrets: tuple[Secret | None, ...] = tuple(secrets)
         self._started = time.monotonic()

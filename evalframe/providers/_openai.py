@@ -41,6 +41,8 @@ from evalframe.providers._ledger import Call, Ledger, StopCallsError, usage_from
 if TYPE_CHECKING:
     import httpx
 
+    from evalframe.core._rate import RateLimit
+
 __all__ = ["OpenAIEmbeddings", "OpenAIJudge", "quote", "token_logprobs"]
 
 T = TypeVar("T")
@@ -119,7 +121,9 @@ class _HTTPClient:
         timeout = httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0))
         return httpx.AsyncClient(timeout=timeout, limits=limits, transport=self.transport)
 
-    async def _post(self, client: httpx.AsyncClient, body: dict[str, Any]) -> Any:
+    async def _post(
+        self, client: httpx.AsyncClient, body: dict[str, Any], rate: RateLimit | None = None
+    ) -> Any:
         return await post_json(
             client,
             self.url,
@@ -130,6 +134,7 @@ class _HTTPClient:
             timeout=self.timeout,
             max_bytes=self.max_response_bytes,
             rng=self._rng,
+            rate=rate,
         )
 
     def _exchange(
@@ -165,7 +170,7 @@ class _HTTPClient:
             started = time.perf_counter()
             try:
                 response = await asyncio.wait_for(
-                    self._post(client, body), ledger.remaining_seconds()
+                    self._post(client, body, ledger.rate), ledger.remaining_seconds()
                 )
             except RequestFailedError as exc:
                 message = ledger.redact(str(exc), self.api_key)

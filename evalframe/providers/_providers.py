@@ -12,6 +12,7 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._errors import ProviderError
+from evalframe.core._rate import RateLimit
 from evalframe.providers._base import (
     Embedded,
     EmbeddingClient,
@@ -117,6 +118,9 @@ class Providers:
             scores already computed are kept.
         prices: USD per million tokens by model, for providers that do not report cost:
             ``{"gpt-4o-mini": {"input_per_million": 0.15, "output_per_million": 0.6}}``.
+        rate_limit: at most this many requests start in any window of
+            ``rate_window_seconds`` (default 60); ``ef.evaluate`` shares the window with the
+            system under test's calls.
 
     Examples:
         >>> from evalframe.providers import Providers
@@ -134,13 +138,16 @@ class Providers:
         budget_usd: float | None = None,
         prices: Prices | None = None,
         deadline: float | None = None,
+        rate_limit: int | None = None,
+        rate_window_seconds: float = 60.0,
     ) -> None:
         if judge is not None and not isinstance(judge, JudgeClient):
             raise TypeError(f"judge must be a judge client such as ef.OpenAIJudge; got {judge!r}.")
         self._embeddings = _embedder(embeddings)
         self.judge = judge
         self.cache = _cache(cache)
-        self.ledger = Ledger(prices=prices, budget_usd=budget_usd, deadline=deadline)
+        rate = RateLimit(rate_limit, rate_window_seconds) if rate_limit is not None else None
+        self.ledger = Ledger(prices=prices, budget_usd=budget_usd, deadline=deadline, rate=rate)
 
     def _guard(self) -> None:
         """Give the ledger the keys of the current clients, for redaction."""
@@ -178,6 +185,8 @@ class Providers:
         embeddings_concurrency: int | None = None,
         judge_concurrency: int | None = None,
         environ: Mapping[str, str] | None = None,
+        rate_limit: int | None = None,
+        rate_window_seconds: float = 60.0,
     ) -> Providers:
         """Providers from arguments, falling back to environment variables.
 
@@ -203,6 +212,7 @@ class Providers:
                 endpoint (default ``EVALFRAME_EMBEDDINGS_CONCURRENCY`` and
                 ``EVALFRAME_JUDGE_CONCURRENCY``, else 8).
             environ: the variables to read (default ``os.environ``).
+            rate_limit, rate_window_seconds: as for ``Providers``.
 
         Raises:
             ProviderError: an API key that cannot be sent in a header, or a timeout,
@@ -267,7 +277,14 @@ class Providers:
                 concurrency=in_flight["judge_concurrency"] or DEFAULT_CONCURRENCY,
             )
         return cls(
-            embeddings, judge, cache=cache, budget_usd=budget_usd, prices=prices, deadline=deadline
+            embeddings,
+            judge,
+            cache=cache,
+            budget_usd=budget_usd,
+            prices=prices,
+            deadline=deadline,
+            rate_limit=rate_limit,
+            rate_window_seconds=rate_window_seconds,
         )
 
     @classmethod
