@@ -23,6 +23,7 @@ from evalframe.cli._options import (
     store_option,
     system_options,
 )
+from evalframe.cli._profiles import profile_option
 from evalframe.core._errors import StoreError, StrictModeError
 from evalframe.engine._evaluate import MAX_REPETITIONS
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 
 @click.command(epilog=EXIT_CODES)
+@profile_option
 @click.argument("dataset", type=click.Path(dir_okay=False, path_type=Path))
 @system_options("Saved outputs (JSON/YAML/JSONL/CSV/Parquet).")
 @click.option(

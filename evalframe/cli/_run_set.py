@@ -7,12 +7,14 @@ from pathlib import Path
 import click
 
 from evalframe.cli._options import ProviderSettings, provider_options, store_option
+from evalframe.cli._profiles import profile_option
 from evalframe.cli._table import render
 
 __all__ = ["run_set"]
 
 
 @click.command("run-set")
+@profile_option
 @click.argument("eval_set", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option(
     "--system",

@@ -1,0 +1,163 @@
+"""``--profile NAME``: named sets of run options, built in (``ci``, ``smoke``, ``nightly``) or
+from a config file; options given on the command line (or by their variable) win.
+
+User profiles live in a TOML file: the one ``$EVALFRAME_CONFIG`` names, else ``evalframe.toml``
+in the current directory (tables ``[profiles.NAME]``), else ``pyproject.toml`` there (tables
+``[tool.evalframe.profiles.NAME]``). A user profile named like a built-in one changes only the
+keys it sets. Every profile in the file is checked when a profile is used: an unknown key, or a
+value of the wrong kind, is an error naming the file, the profile and the key.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+from evalframe.core._errors import EvalframeError
+from evalframe.engine._evaluate import MAX_REPETITIONS
+
+__all__ = ["BUILTIN_PROFILES", "CONFIG_ENV", "load_profile", "profile_option"]
+
+CONFIG_ENV = "EVALFRAME_CONFIG"
+
+# eval-harness's three, in the options evalframe has. Its per-job timeouts and chunk sizes
+# belong to its queued batch mode; evalframe calls systems on threads, so they have no match.
+BUILTIN_PROFILES: dict[str, dict[str, Any]] = {
+    "ci": {"concurrency": 4, "checkpoint_every": 25},
+    "smoke": {"concurrency": 1},
+    "nightly": {
+        "concurrency": 16,
+        "rate_limit": 60,
+        "rate_window_seconds": 60.0,
+        "checkpoint_every": 100,
+    },
+}
+
+
+def _count(low: int, high: float = math.inf) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
+
+
+def _seconds(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < math.inf
+
+
+# Each key a profile may set: the option it stands for, and what its value must be.
+_KEYS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "concurrency": (_count(1), "an integer >= 1"),
+    "repetitions": (_count(1, MAX_REPETITIONS), f"an integer from 1 to {MAX_REPETITIONS}"),
+    "checkpoint_every": (_count(1), "an integer >= 1"),
+    "strict": (lambda v: isinstance(v, bool), "true or false"),
+    "rate_limit": (_count(1), "an integer >= 1"),
+    "rate_window_seconds": (_seconds, "a number of seconds > 0"),
+    "timeout": (_seconds, "a number of seconds > 0"),
+    "retries": (_count(0), "an integer >= 0"),
+    "deadline": (_seconds, "a number of seconds > 0"),
+    "budget_usd": (_seconds, "a number > 0"),
+    "embeddings_concurrency": (_count(1), "an integer >= 1"),
+    "judge_concurrency": (_count(1), "an integer >= 1"),
+}
+
+
+def _config_file() -> tuple[Path | None, dict[str, Any]]:
+    """The config file and its profiles table (empty when there is none)."""
+    named = os.environ.get(CONFIG_ENV)
+    if named:
+        path = Path(named)
+        if not path.is_file():
+            raise EvalframeError(f"${CONFIG_ENV} names {path}, which is not a file.")
+        return path, _read(path).get("profiles", {})
+    local = Path("evalframe.toml")
+    if local.is_file():
+        return local, _read(local).get("profiles", {})
+    project = Path("pyproject.toml")
+    if project.is_file():
+        tool = _read(project).get("tool", {}).get("evalframe", {})
+        if "profiles" in tool:
+            return project, tool["profiles"]
+    return None, {}
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise EvalframeError(f"{path}: cannot read the profiles: {exc}") from None
+
+
+def _checked(path: Path, profiles: Any) -> dict[str, dict[str, Any]]:
+    if not isinstance(profiles, dict):
+        raise EvalframeError(f"{path}: 'profiles' must be a table of profiles.")
+    for name, settings in profiles.items():
+        if not isinstance(settings, dict):
+            raise EvalframeError(f"{path}: profile '{name}' must be a table of options.")
+        for key, value in settings.items():
+            if key not in _KEYS:
+                known = ", ".join(sorted(_KEYS))
+                raise EvalframeError(
+                    f"{path}: profile '{name}' has an unknown key '{key}'; known keys: {known}."
+                )
+            ok, expected = _KEYS[key]
+            if not ok(value):
+                raise EvalframeError(
+                    f"{path}: profile '{name}' key '{key}' must be {expected}; got {value!r}."
+                )
+    return profiles
+
+
+def load_profile(name: str) -> dict[str, Any]:
+    """The options profile ``name`` sets: a built-in one, changed or added by the config file.
+
+    Raises:
+        EvalframeError: an unknown profile (the message lists the known ones), or a config
+            file with an unknown key or a bad value.
+
+    Examples:
+        >>> load_profile("nightly")["rate_limit"]
+        60
+    """
+    path, found = _config_file()
+    user = _checked(path, found) if path is not None else {}
+    if name not in BUILTIN_PROFILES and name not in user:
+        known = ", ".join(sorted({*BUILTIN_PROFILES, *user}))
+        where = f" (user profiles from {path})" if path is not None else ""
+        raise EvalframeError(f"Unknown profile '{name}'; known profiles: {known}{where}.")
+    return {**BUILTIN_PROFILES.get(name, {}), **user.get(name, {})}
+
+
+def profile_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--profile NAME``: fill the options the command line left at their defaults.
+
+    Put it right under ``@click.command`` so that it sees every option of the command.
+    ``checkpoint_every`` applies only to a run that calls a system and has a store.
+    """
+
+    @functools.wraps(f)
+    def command(**kwargs: Any) -> Any:
+        name = kwargs.pop("profile")
+        if name is not None:
+            ctx = click.get_current_context()
+            for key, value in load_profile(name).items():
+                if key not in kwargs or ctx.get_parameter_source(key) != ParameterSource.DEFAULT:
+                    continue
+                if key == "checkpoint_every" and not (
+                    kwargs.get("system_ref") and kwargs.get("store_path")
+                ):
+                    continue
+                kwargs[key] = value
+        return f(**kwargs)
+
+    return click.option(
+        "--profile",
+        metavar="NAME",
+        help="Options from a profile: ci, smoke, nightly, or one from evalframe.toml / "
+        f"pyproject.toml / ${CONFIG_ENV}; options given explicitly win.",
+    )(command)
