@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -68,19 +68,26 @@ def _store_of(ref: str, store: Path | None) -> Path:
     return store
 
 
-def _comparison(run: str, reference: str, store: Path | None) -> Comparison:
-    """RUN compared with the reference (deltas are RUN - reference)."""
+def is_report_file(ref: str) -> bool:
+    """Whether a run reference names a report JSON file rather than a stored run."""
+    return Path(ref).is_file() or Path(ref).suffix.lower() == ".json"
+
+
+def comparison_of(run: str, reference: str, store: Path | None, **options: Any) -> Comparison:
+    """RUN compared with the reference (deltas are RUN - reference); either may be a stored
+    run or a report JSON file (eval-harness's included). ``options`` are ``compare``'s."""
     from evalframe.core._compare import compare
 
-    files = [Path(ref).is_file() or Path(ref).suffix.lower() == ".json" for ref in (run, reference)]
-    if not any(files):  # both stored: the store resolves `previous` relative to RUN
+    options.setdefault("label", reference)
+    if not (is_report_file(run) or is_report_file(reference)):
+        # both stored: the store resolves `previous` relative to RUN
         from evalframe.store import Store
 
         with Store(_store_of(run, store)) as db:
-            return db.compare(reference, run)
+            return db.compare(reference, run, **options)
     before = _run_of(reference, store)
     after = _run_of(run, store)
-    return compare(before, after, label=reference)
+    return compare(before, after, **options)
 
 
 def _run_of(ref: str, store: Path | None) -> Run:
@@ -90,6 +97,22 @@ def _run_of(ref: str, store: Path | None) -> Run:
     from evalframe.views._html._report_run import run_from_report
 
     return run_from_report(doc, source=ref)
+
+
+def run_of_report_file(path: Path) -> Run:
+    """The run a report file describes, to store: eval-harness reports get a run id from the
+    file's bytes (``eh-<16 hex>``) and labels naming where they came from."""
+    import hashlib
+
+    from evalframe.views._html._report_run import run_from_report
+
+    doc = _read_report_file(path)
+    version = str(doc.get("schema_version"))
+    run_id = None
+    if not doc.get("run_id"):
+        run_id = "eh-" + hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    labels = {"imported_from": path.name, "report_schema": version}
+    return run_from_report(doc, source=str(path), run_id=run_id, labels=labels)
 
 
 @click.command(epilog=EXIT_CODES)
@@ -135,7 +158,7 @@ def report(
     comparison of RUN with REF instead.
     """
     if reference is not None:
-        comparison = _comparison(run, reference, store_path)
+        comparison = comparison_of(run, reference, store_path)
         if fmt == "html":
             from evalframe.views._html._compare import comparison_page
 

@@ -176,12 +176,17 @@ def compare_cmd(
 
     Each may be a run id, a run name, latest, previous, baseline[:NAME] or a SQL query
     returning one run id; BEFORE is resolved relative to AFTER (previous = the run of the
-    same dataset before it). The text output fits the terminal; markdown is the same content
-    as a Markdown document; json is evalframe.comparison.v1.
+    same dataset before it). Either may also be a report JSON file (evalframe's or
+    eval-harness's, written with its samples). The text output fits the terminal; markdown
+    is the same content as a Markdown document; json is evalframe.comparison.v1.
     """
-    comparison = open_store(store_path).compare(
-        before, after, epsilon=epsilon, seed=seed, n_bootstrap=n_bootstrap
-    )
+    from evalframe.cli._report import comparison_of, is_report_file
+
+    stats = {"epsilon": epsilon, "seed": seed, "n_bootstrap": n_bootstrap}
+    if is_report_file(before) or is_report_file(after):
+        comparison = comparison_of(after, before, store_path, **stats)
+    else:
+        comparison = open_store(store_path).compare(before, after, **stats)
     if output == "json":
         text = comparison.to_json()
     elif output == "markdown":
@@ -215,7 +220,8 @@ def _drops(values: tuple[str, ...], option: str = "--max-drop") -> dict[str, flo
     "reference",
     required=True,
     metavar="REF",
-    help="The reference: a run id or name, latest, previous, baseline[:NAME] or SQL.",
+    help="The reference: a run id or name, latest, previous, baseline[:NAME], SQL, or a "
+    "report JSON file (an eval-harness report included).",
 )
 @store_option()
 @click.option("--max-regressions", type=click.IntRange(min=0), default=0, show_default=True)
@@ -282,25 +288,25 @@ def gate_cmd(
 
     --max-regressions counts regressed (row, metric) pairs: a metric that fell from pass to
     fail on a row already failing another metric counts. With no baseline yet, the gate
-    passes or fails as --if-missing says.
+    passes or fails as --if-missing says. RUN and the baseline may also be report JSON files
+    (evalframe's or eval-harness's, written with their samples), so an eval-harness baseline
+    gates an evalframe run.
     """
+    from evalframe.cli._report import comparison_of, is_report_file
     from evalframe.core._gate import gate
 
     drops = _drops(max_drop)
     floors = _drops(min_pass_rate, "--min-pass-rate")
-    store = open_store(store_path)
-    missing = _missing_baseline(store, reference, run_ref)
-    if missing is not None:
-        _no_baseline(missing, run_ref, reference, if_missing, output)
-        return
-    comparison = store.compare(
-        reference,
-        run_ref,
-        epsilon=epsilon,
-        seed=seed,
-        n_bootstrap=n_bootstrap,
-        label=reference,
-    )
+    stats = {"epsilon": epsilon, "seed": seed, "n_bootstrap": n_bootstrap, "label": reference}
+    if is_report_file(reference) or is_report_file(run_ref):
+        comparison = comparison_of(run_ref, reference, store_path, **stats)
+    else:
+        store = open_store(store_path)
+        missing = _missing_baseline(store, reference, run_ref)
+        if missing is not None:
+            _no_baseline(missing, run_ref, reference, if_missing, output)
+            return
+        comparison = store.compare(reference, run_ref, **stats)
     result = gate(
         comparison,
         max_regressions=max_regressions,
@@ -479,11 +485,25 @@ def rescore(
 
 
 @click.command("import")
-@click.argument("source", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.argument("source", type=click.Path(exists=True, path_type=Path))
 @store_option()
 def import_cmd(source: Path, store_path: Path | None) -> None:
-    """Import the runs of an export directory (runs already stored are skipped)."""
-    added = open_store(store_path, create=True).import_runs(source)
+    """Import the runs of an export directory, or a report JSON file as a run.
+
+    A report file may be evalframe's or eval-harness's (eval-harness.report.v1, written with
+    its samples): its executions, scores, details and failures become a stored run that
+    `evalframe gate` and `compare` can use as a baseline. Runs already stored are skipped
+    (an eval-harness report's run id is derived from the file's bytes).
+    """
+    store = open_store(store_path, create=True)
+    if source.is_dir():
+        added = store.import_runs(source)
+    else:
+        from evalframe.cli._report import run_of_report_file
+
+        run = run_of_report_file(source)
+        stored = store.sql("SELECT run_id FROM runs WHERE run_id = ?", [run.run_id])
+        added = [] if stored.height else [store.save(run)]
     click.echo(f"imported {len(added)} run(s)" + (f": {', '.join(added)}" if added else ""))
 
 

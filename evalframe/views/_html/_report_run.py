@@ -22,8 +22,17 @@ if TYPE_CHECKING:
 __all__ = ["run_from_report"]
 
 
-def run_from_report(doc: Mapping[str, Any], *, source: str = "the report") -> Run:
+def run_from_report(
+    doc: Mapping[str, Any],
+    *,
+    source: str = "the report",
+    run_id: str | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> Run:
     """The run a report document describes (scores, outputs, tags; no inputs).
+
+    ``run_id`` replaces the report's own (an eval-harness report has none); ``labels`` are
+    kept with the run.
 
     Raises:
         EvalframeError: the report has no ``samples`` (it was written without them).
@@ -40,7 +49,7 @@ def run_from_report(doc: Mapping[str, Any], *, source: str = "the report") -> Ru
             f"{source} lists no samples, so its rows cannot be compared; write the report "
             "with its samples (`evalframe run --format json`) or compare stored runs."
         )
-    run_id = str(doc.get("run_id") or doc.get("dataset") or "report")
+    run_id = run_id or str(doc.get("run_id") or doc.get("dataset") or "report")
     execs = pl.DataFrame(
         {
             C.SAMPLE_ID: [s["id"] for s in samples],
@@ -130,5 +139,6 @@ def run_from_report(doc: Mapping[str, Any], *, source: str = "the report") -> Ru
         metrics=metrics,
         started_at=float(doc.get("started_at") or 0.0),
         finished_at=float(doc.get("finished_at") or 0.0),
+        labels=dict(labels or {}),
         extra={"outputs": doc.get("outputs")},
     )
