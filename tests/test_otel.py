@@ -236,3 +236,77 @@ def test_no_integration_library_loads_unless_used() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_system_calls_and_provider_calls_are_spans_at_their_real_times(
+    files: tuple[Path, Path], openai_stub: Any
+) -> None:
+    import time
+
+    from conftest import STUB_API_KEY
+
+    dataset, _ = files
+    began: dict[str, float] = {}
+    served: list[float] = []
+
+    def system(inp: dict[str, Any]) -> str:
+        began[inp["question"]] = time.time()
+        time.sleep(0.02)
+        if "Germany" in inp["question"]:
+            raise RuntimeError("down")
+        return "Paris"
+
+    def verdict(prompt: str) -> str:
+        served.append(time.time())
+        return json.dumps({"score": 1.0, "reason": "ok"})
+
+    openai_stub.verdict = verdict
+    judge = ef.OpenAIJudge("stub-judge", base_url=openai_stub.url, api_key=STUB_API_KEY)
+    run = ef.evaluate(
+        dataset,
+        system=system,
+        metrics=["exact-match", "llm-as-judge"],
+        providers=ef.Providers(embeddings="hashing", judge=judge, cache=False),
+        repetitions=2,
+    )
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    logger_provider = LoggerProvider()
+    export_run(run, tracer_provider=tracer_provider, logger_provider=logger_provider)
+    finished = spans.get_finished_spans()
+    root = next(s for s in finished if s.name == "evaluate capitals")
+    system_spans = [s for s in finished if s.name == "call system"]
+    assert len(system_spans) == run.frame.height == 4  # 2 samples x 2 repetitions
+    assert all(s.parent.span_id == root.context.span_id for s in system_spans)
+    failed = [s for s in system_spans if s.attributes.get("error.type") == "system_error"]
+    assert {s.attributes["evalframe.sample_id"] for s in failed} == {"de"}
+    # each span starts when evalframe called the system (the system saw the call just after)
+    # and lasts the measured latency, within the run's span
+    for span in system_spans:
+        assert root.start_time <= span.start_time <= span.end_time <= root.end_time
+        assert span.end_time - span.start_time >= 20_000_000  # the 20 ms the system slept
+    latest = max(s.start_time for s in system_spans)
+    assert latest <= int(max(began.values()) * 1e9)
+    judge_spans = [s for s in finished if s.name.startswith("judge ")]
+    assert len(judge_spans) == run.usage.height == len(served) == 1  # one distinct prompt
+    (call,) = judge_spans
+    # the judge call began before the stub served it, and after every system call ended
+    assert call.start_time <= int(served[0] * 1e9) <= call.end_time
+    assert call.start_time >= max(s.end_time for s in system_spans)
+    assert call.end_time <= root.end_time
+
+
+def test_a_stored_run_keeps_its_provider_calls_start_times(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    dataset, outputs = files
+    run = ef.evaluate(
+        dataset, outputs=outputs, metrics=["cosine-embedding"], providers=ef.HashingEmbedder()
+    )
+    started = run.usage.get_column("started_at").to_list()
+    assert all(run.started_at <= s <= run.finished_at for s in started)
+    with ef.Store(tmp_path / "runs.duckdb") as store:
+        store.save(run)
+        loaded = store.load(run.run_id)
+    assert loaded.usage.get_column("started_at").to_list() == started

@@ -31,9 +31,12 @@ from evalframe.core._rate import RateLimit
 from evalframe.core._trajectory import recording
 from evalframe.core._turns import agent_result, with_agent_columns
 
-__all__ = ["System", "call_system"]
+__all__ = ["STARTED_AT", "System", "call_system"]
 
 System = Callable[[dict[str, Any]], Any]
+
+STARTED_AT = "started_at"
+"""The outputs column of when each call to the system began (epoch seconds)."""
 
 
 def _show_progress(progress: bool | None) -> bool:
@@ -66,11 +69,20 @@ def _progress_bar(total: int, enabled: bool, label: str) -> Iterator[Callable[[]
         yield lambda: bar.advance(task)
 
 
+_Result = tuple[str | None, str | None, float, Parsed | None, dict[str, Any]]
+
+
 def _call_one(
     system: System, sample_id: str, payload: dict[str, Any], rate: RateLimit | None = None
-) -> tuple[str | None, str | None, float, Parsed | None, dict[str, Any]]:
+) -> tuple[_Result, float]:
+    """The call's result and when it began (epoch seconds, after any wait for a rate slot)."""
     if rate is not None:
-        rate.wait()  # the latency below is the call's own, not its wait for a slot
+        rate.wait()  # the latency is the call's own, not its wait for a slot
+    began = time.time()
+    return _call(system, sample_id, payload), began
+
+
+def _call(system: System, sample_id: str, payload: dict[str, Any]) -> _Result:
     start = time.perf_counter()
     agent: dict[str, Any] = {}
     try:
@@ -139,8 +151,9 @@ def call_system(
 
     ``rate`` (the run's rate limit, shared with its provider calls) spaces the calls' starts.
 
-    Columns: sample_id, repetition, actual_output, system_error, latency_ms; in
-    repetition-major, dataset order.
+    Columns: sample_id, repetition, actual_output, system_error, latency_ms and
+    ``started_at`` (when evalframe called the system, in epoch seconds); in repetition-major,
+    dataset order.
 
     Examples:
         >>> import polars as pl
@@ -155,9 +168,8 @@ def call_system(
     jobs = [
         (rep, sid, inp) for rep in range(repetitions) for sid, inp in zip(ids, inputs, strict=True)
     ]
-    results: list[tuple[str | None, str | None, float, Parsed | None, dict[str, Any]]] = [
-        (None, None, 0.0, None, {})
-    ] * len(jobs)
+    results: list[_Result] = [(None, None, 0.0, None, {})] * len(jobs)
+    began = [0.0] * len(jobs)
     with (
         _progress_bar(len(jobs), _show_progress(progress), "calling system") as advance,
         ThreadPoolExecutor(max_workers=concurrency) as pool,
@@ -167,7 +179,8 @@ def call_system(
             for i, (_, sid, inp) in enumerate(jobs)
         }
         for future in as_completed(futures):
-            results[futures[future]] = future.result()
+            i = futures[future]
+            results[i], began[i] = future.result()
             advance()
     frame = pl.DataFrame(
         {
@@ -176,6 +189,7 @@ def call_system(
             C.ACTUAL_OUTPUT: [r[0] for r in results],
             C.SYSTEM_ERROR: [r[1] for r in results],
             "latency_ms": [r[2] for r in results],
+            STARTED_AT: began,
         },
         schema={
             C.SAMPLE_ID: pl.String,
@@ -183,6 +197,7 @@ def call_system(
             C.ACTUAL_OUTPUT: pl.String,
             C.SYSTEM_ERROR: pl.String,
             "latency_ms": pl.Float64,
+            STARTED_AT: pl.Float64,
         },
     ).with_columns(**contexts_columns([r[3] for r in results]))
     confidences = [r[4].get(CONFIDENCE) for r in results]

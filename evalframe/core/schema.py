@@ -119,13 +119,14 @@ USAGE_SCHEMA: Final = pl.Schema(
         "items": pl.Int64(),
         "error": pl.String(),
         "derived": pl.List(pl.String()),
+        "started_at": pl.Float64(),
     }
 )
 """Provider usage, one row per call. ``kind`` is ``embeddings`` or ``judge``; ``cost_source``
 is ``reported``, ``derived``, ``free`` or ``unpriced``. ``derived`` names the figures
 evalframe computed itself rather than read from the provider's reply: ``cost_usd`` priced
 from the price table (or zero for a local model), and ``latency_ms``, which evalframe always
-measures."""
+measures. ``started_at`` is when the call began, in epoch seconds."""
 
 
 def expected_text() -> pl.Expr:

@@ -6,10 +6,14 @@
 * a span per run, ``evaluate <dataset>``, from the run's start to its end, with the run id,
   dataset, sample and repetition counts, metric ids and macro-F1 as ``evalframe.*``
   attributes;
+* a child span per call to the system under test, ``call system``, from when evalframe
+  called it for its measured latency, with ``evalframe.sample_id``, ``evalframe.repetition``
+  and, when the call failed, ``error.type`` (``system_error``);
 * a child span per provider call (embeddings or judge), ``<kind> <model>``, with
   ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.usage.input_tokens`` and
-  ``gen_ai.usage.output_tokens``. The ledger measures each call's duration, not its start, so
-  the spans keep the measured durations and are laid end to end from the run's start;
+  ``gen_ai.usage.output_tokens``, from the call's start (the usage table's ``started_at``)
+  for its measured latency, retries included. Runs stored before start times were kept have
+  their calls laid end to end from the run's start;
 * an event per (sample, repetition, metric) following the GenAI semantic conventions for
   evaluation results: a log record named ``gen_ai.evaluation.result``, in the run span's
   trace, with ``gen_ai.evaluation.name`` (the metric id), ``gen_ai.evaluation.score.value``,
@@ -29,6 +33,8 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING, Any, Final
+
+import polars as pl
 
 from evalframe.core import schema as C
 
@@ -116,6 +122,7 @@ def export_run(
             },
         )
         context = trace.set_span_in_context(root)
+        _system_spans(run, tracer, context)
         _provider_spans(run, tracer, context)
         _events(run, logger, context, SeverityNumber.INFO, capture_content)
         root.end(end_time=_ns(run.finished_at))
@@ -127,12 +134,40 @@ def export_run(
             logger_provider.shutdown()
 
 
+def _system_spans(run: Run, tracer: Any, context: Any) -> None:
+    from evalframe.core._system import STARTED_AT
+
+    if STARTED_AT not in run.frame.columns:  # saved outputs: evalframe called no system
+        return
+    columns = (C.SAMPLE_ID, C.REPETITION, STARTED_AT, "latency_ms", C.SYSTEM_ERROR)
+    for sample_id, repetition, started, latency, error in run.frame.select(columns).iter_rows():
+        if started is None:  # an execution resumed from a checkpoint written before
+            continue
+        attributes: dict[str, Any] = {
+            "evalframe.sample_id": sample_id,
+            "evalframe.repetition": int(repetition),
+        }
+        if error is not None:
+            attributes["error.type"] = "system_error"
+        start = _ns(started)
+        span = tracer.start_span(
+            "call system", context=context, start_time=start, attributes=attributes
+        )
+        span.end(end_time=start + int((latency or 0.0) * 1_000_000))
+
+
 def _provider_spans(run: Run, tracer: Any, context: Any) -> None:
     if run.usage.height == 0:
         return
     cursor = _ns(run.started_at)
+    timed = "started_at" in run.usage.columns
     columns = ("kind", "provider", "model", "prompt_tokens", "completion_tokens", "latency_ms")
-    for kind, provider, model, prompt, completion, latency in run.usage.select(columns).iter_rows():
+    frame = run.usage.with_columns(
+        pl.col("started_at") if timed else pl.lit(None, pl.Float64).alias("started_at")
+    )
+    for kind, provider, model, prompt, completion, latency, started in frame.select(
+        *columns, "started_at"
+    ).iter_rows():
         attributes: dict[str, Any] = {
             "gen_ai.provider.name": provider or "unknown",
             "gen_ai.request.model": model or "unknown",
@@ -142,11 +177,13 @@ def _provider_spans(run: Run, tracer: Any, context: Any) -> None:
             attributes["gen_ai.usage.input_tokens"] = int(prompt)
         if completion is not None:
             attributes["gen_ai.usage.output_tokens"] = int(completion)
+        start = _ns(started) if started is not None else cursor
         span = tracer.start_span(
-            f"{kind} {model}", context=context, start_time=cursor, attributes=attributes
+            f"{kind} {model}", context=context, start_time=start, attributes=attributes
         )
-        cursor += int((latency or 0.0) * 1_000_000)
-        span.end(end_time=cursor)
+        end = start + int((latency or 0.0) * 1_000_000)
+        span.end(end_time=end)
+        cursor = max(cursor, end)
 
 
 def _events(run: Run, logger: Any, context: Any, severity: Any, capture: bool) -> None:

@@ -59,6 +59,8 @@ class Call:
         items: texts or prompts carried by the call.
         error: why the call failed (never the API key or the response body), else ``None``.
         free: a local model: its cost is zero.
+        started_at: when the call began, in epoch seconds; by default, the time it is recorded
+            less its latency (clients record a call as soon as it ends).
     """
 
     kind: Kind
@@ -73,6 +75,7 @@ class Call:
     items: int = 0
     error: str | None = None
     free: bool = False
+    started_at: float | None = None
 
 
 def _count(value: Any) -> int | None:
@@ -243,6 +246,9 @@ class Ledger:
         )
 
     def record(self, call: Call) -> None:
+        started = call.started_at
+        if started is None:
+            started = time.time() - (call.latency_ms or 0.0) / 1000.0
         cost, source = self._price(call)
         derived = ["latency_ms"] if call.latency_ms is not None else []
         if source in {"derived", "free"}:
@@ -261,6 +267,7 @@ class Ledger:
             "items": call.items,
             "error": self.redact(call.error) if call.error is not None else None,
             "derived": derived,
+            "started_at": started,
         }
         with self._lock:
             self._rows.append(row)

@@ -300,7 +300,8 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str) -> Run:
     usage = query(
         con,
         "SELECT * EXCLUDE (run_id, ordinal, extra), "
-        "CAST(json_extract(extra, '$.derived') AS VARCHAR[]) AS derived "
+        "CAST(json_extract(extra, '$.derived') AS VARCHAR[]) AS derived, "
+        "CAST(json_extract(extra, '$.started_at') AS DOUBLE) AS started_at "
         "FROM usage WHERE run_id = ? ORDER BY ordinal",
         [run_id],
     )
