@@ -1,8 +1,8 @@
 """Importers: other tools' files to an evalframe dataset and saved outputs, rescored here.
 
-Ragas, DeepEval, Inspect and promptfoo fixtures are hand-written in each tool's layout
-(tests/data/importers/PROVENANCE.md); the Hugging Face files are written by the real
-``datasets`` library in the tests.
+The Ragas, DeepEval, Inspect and promptfoo fixtures were written by those tools themselves
+(tests/data/importers/PROVENANCE.md names the versions and the scripts); the Hugging Face files
+are written by the real ``datasets`` library in the tests.
 """
 
 from __future__ import annotations
@@ -26,79 +26,151 @@ def _verdicts(dataset: Path, outputs: Path, metric: str) -> dict[str, bool]:
     return dict(run.scores.select("sample_id", "passed").iter_rows())
 
 
-def test_ragas(tmp_path: Path) -> None:
+@pytest.mark.parametrize("file", ["ragas_capitals.jsonl", "ragas_capitals.csv"])
+def test_ragas(tmp_path: Path, file: str) -> None:
+    # written by ragas itself (EvaluationDataset.to_jsonl / to_csv; see PROVENANCE.md)
     to, outs = tmp_path / "ragas.yaml", tmp_path / "ragas.outputs.json"
-    imported = ef.io.from_ragas(DATA / "ragas_capitals.jsonl", to=to, outputs=outs)
+    imported = ef.io.from_ragas(DATA / file, to=to, outputs=outs)
     assert imported.dataset.height == 2
     doc = json.loads(outs.read_text())
-    assert doc["outputs"][0] == {
-        "id": "0",
-        "actual_output": "The capital of France is Paris.",
-        "contexts": [
-            "Paris is the capital and largest city of France.",
-            "France is in Western Europe.",
-        ],
-    }
+    assert doc["outputs"] == [
+        {
+            "id": "0",
+            "actual_output": "The capital of France is Paris.",
+            "contexts": ["Paris is the capital and largest city of France."],
+        },
+        {
+            "id": "1",
+            "actual_output": "Munich, I think.",
+            "contexts": ["Munich is the capital of Bavaria.", "Berlin is Germany's capital."],
+        },
+    ]
     dataset = ef.read_dataset(to)
     assert dataset.name == "ragas_capitals"
     assert json.loads(dataset.get_column("input")[1]) == {
         "question": "What is the capital of Germany?"
     }
-    assert json.loads(dataset.get_column("metadata")[1]) == {
-        "reference_contexts": ["Berlin is the capital of Germany."]
+    assert json.loads(dataset.get_column("metadata")[0]) == {
+        "reference_contexts": ["Paris is the capital of France."]
     }
+    assert dataset.get_column("expected_output").to_list() == ["Paris", "Berlin"]
     assert _verdicts(to, outs, "contains") == {"0": True, "1": False}
 
 
 def test_deepeval_trajectory_and_contexts(tmp_path: Path) -> None:
+    # written by deepeval itself (EvaluationDataset.save_as; see PROVENANCE.md)
     to, outs = tmp_path / "d.yaml", tmp_path / "d.outputs.json"
-    ef.io.from_deepeval(DATA / "deepeval_goldens.json", to=to, outputs=outs)
+    ef.io.from_deepeval(DATA / "deepeval_test_cases.json", to=to, outputs=outs)
     entries = {e["id"]: e for e in json.loads(outs.read_text())["outputs"]}
-    assert entries["rome-booking"]["trajectory"] == {
-        "tool_calls": [
-            {"name": "search_restaurants", "arguments": {"city": "Rome"}},
-            {"name": "book_table", "arguments": {"party_size": 2}},
-        ]
+    assert entries["0"]["trajectory"] == {
+        "tool_calls": [{"name": "policy_search", "arguments": {"topic": "returns"}}]
     }
-    assert entries["rome-booking"]["contexts"] == ["Da Enzo, Via dei Vascellari 29, Rome."]
-    assert "trajectory" not in entries["cancel"]
+    assert entries["0"]["contexts"] == ["Items can be returned within 30 days of delivery."]
+    assert "trajectory" not in entries["1"]
     dataset = ef.read_dataset(to)
     meta = {sid: json.loads(m) for sid, m in dataset.select("sample_id", "metadata").iter_rows()}
-    assert meta["cancel"] == {"trajectory": {"tools": ["cancel_booking"]}}
-    assert meta["rome-booking"]["context"] == ["Da Enzo takes bookings until 21:00."]
-    assert _verdicts(to, outs, "contains") == {"rome-booking": True, "cancel": False}
+    assert meta["0"] == {
+        "context": ["Returns policy, section 2"],
+        "trajectory": {"tools": ["policy_search"]},
+        "additional_metadata": {"team": "support"},
+    }
+    assert json.loads(dataset.get_column("input")[1]) == {
+        "question": "How long does shipping take?"
+    }
+    assert _verdicts(to, outs, "contains") == {"0": True, "1": False}
+    # goldens: a dataset without outputs
+    imported = ef.io.from_deepeval(DATA / "deepeval_goldens.json")
+    assert imported.outputs is None
+    assert imported.dataset.get_column("expected_output").to_list() == [
+        "Yes, to 40 countries.",
+        "Yes, for business accounts.",
+    ]
 
 
-def test_inspect_log(tmp_path: Path) -> None:
+def test_inspect_log_every_epoch(tmp_path: Path) -> None:
+    # written by inspect_ai itself (mockllm, a lookup tool, 2 epochs; see PROVENANCE.md)
     to, outs = tmp_path / "i.yaml", tmp_path / "i.outputs.json"
     imported = ef.io.from_inspect(DATA / "inspect_capitals.json", to=to, outputs=outs)
     assert imported.dataset.name == "capitals"  # the task's name
+    log = json.loads((DATA / "inspect_capitals.json").read_text("utf-8"))
     dataset = ef.read_dataset(to)
     inputs = dict(dataset.select("sample_id", "input").iter_rows())
-    assert json.loads(inputs["2"]) == {"question": "What is the capital of Germany?"}
+    assert json.loads(inputs["de"]) == {"question": "Capital of Germany?"}
+    assert dict(dataset.select("sample_id", "expected_output").iter_rows()) == {
+        "fr": "Paris",
+        "de": "Berlin",
+    }
+    assert imported.variant_files == {"epoch1": outs, "epoch2": tmp_path / "i.outputs.epoch2.json"}
+    # each epoch's completions, as Inspect logged them
+    for epoch in (1, 2):
+        logged = {s["id"]: s["output"]["completion"] for s in log["samples"] if s["epoch"] == epoch}
+        frame = imported.variants[f"epoch{epoch}"]
+        assert dict(frame.select("sample_id", "actual_output").iter_rows()) == logged
     entries = {e["id"]: e for e in json.loads(outs.read_text())["outputs"]}
-    assert entries["1"]["trajectory"] == {
-        "tool_calls": [{"name": "lookup", "arguments": {"country": "France"}}],
+    assert entries["de"]["trajectory"] == {
+        "tool_calls": [{"name": "lookup", "arguments": {"country": "Germany"}, "result": "Berlin"}],
         "steps": 2,
         "finish_reason": "stop",
     }
     meta = dict(dataset.select("sample_id", "metadata").iter_rows())
-    assert json.loads(meta["1"])["inspect_scores"] == {"match": "C"}
-    # Rescoring here agrees with Inspect's own verdicts (C and I).
-    assert _verdicts(to, outs, "exact-match") == {"1": True, "2": False}
+    assert json.loads(meta["de"])["inspect_scores"] == {"includes": "I"}
+    # Rescoring here agrees with Inspect's own verdicts (includes: C correct, I incorrect)
+    for epoch in (1, 2):
+        theirs = {
+            s["id"]: s["scores"]["includes"]["value"] == "C"
+            for s in log["samples"]
+            if s["epoch"] == epoch
+        }
+        assert _verdicts(to, imported.variant_files[f"epoch{epoch}"], "contains") == theirs
 
 
-def test_promptfoo_first_prompt_and_provider(tmp_path: Path) -> None:
+def test_promptfoo_every_prompt_and_provider_pair(tmp_path: Path) -> None:
+    # written by promptfoo itself (echo provider, 2 prompts x 2 providers; see PROVENANCE.md)
     to, outs = tmp_path / "p.yaml", tmp_path / "p.outputs.json"
     imported = ef.io.from_promptfoo(DATA / "promptfoo_results.json", to=to, outputs=outs)
     assert imported.dataset.get_column("sample_id").to_list() == ["0", "1"]
-    frame = ef.read_outputs(outs)
-    assert frame.get_column("latency_ms").to_list() == [412.0, 388.0]
-    assert frame.get_column("prompt_tokens").to_list() == [12, 12]
-    assert frame.get_column("actual_output").to_list() == ["Paris", "Munich"]
     dataset = ef.read_dataset(to)
-    assert dataset.get_column("expected_output").to_list() == ["Paris", "Berlin"]
-    assert _verdicts(to, outs, "contains") == {"0": True, "1": False}
+    assert dataset.get_column("input").to_list() == [
+        '{"country":"France"}',
+        '{"country":"Germany"}',
+    ]
+    # the first assertion that names an expected value: "contains France", "equals Berlin"
+    assert dataset.get_column("expected_output").to_list() == ["France", "Berlin"]
+    labels = ["prompt0-echo-a", "prompt1-echo-a", "prompt2-echo-b", "prompt3-echo-b"]
+    assert list(imported.variants) == labels
+    assert imported.variant_files == {
+        "prompt0-echo-a": outs,
+        **{label: tmp_path / f"p.outputs.{label}.json" for label in labels[1:]},
+    }
+    # the echo provider answers with the prompt: each pair's outputs are its own prompt
+    assert ef.read_outputs(outs).get_column("actual_output").to_list() == [
+        "Capital of France?",
+        "Capital of Germany?",
+    ]
+    second = ef.read_outputs(imported.variant_files["prompt1-echo-a"])
+    assert second.get_column("actual_output").to_list() == [
+        "Name the capital city of France in one word.",
+        "Name the capital city of Germany in one word.",
+    ]
+    for label in labels:
+        assert imported.variants[label].get_column("latency_ms").null_count() == 0
+    # rescored here, contains agrees with promptfoo's own verdicts on the first pair
+    doc = json.loads((DATA / "promptfoo_results.json").read_text("utf-8"))
+    theirs = {
+        str(r["testIdx"]): r["success"] for r in doc["results"]["results"] if r["promptIdx"] == 0
+    }
+    assert _verdicts(to, outs, "contains") == theirs == {"0": True, "1": False}
+
+
+def test_convert_lists_every_set_of_outputs(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["convert", "--from", "promptfoo", str(DATA / "promptfoo_results.json"),
+         "--to", str(tmp_path / "p.yaml"), "--outputs", str(tmp_path / "out.json")],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "4 sets of outputs, one file each:" in result.output
+    assert f"prompt3-echo-b: {tmp_path / 'out.prompt3-echo-b.json'}" in result.output
 
 
 def test_hf_save_to_disk_splits_and_parquet(tmp_path: Path) -> None:

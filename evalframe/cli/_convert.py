@@ -29,7 +29,9 @@ __all__ = ["convert"]
     "--outputs",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Also write the source's outputs as saved outputs JSON here.",
+    help="Also write the source's outputs as saved outputs JSON here (several sets, such as "
+    "Inspect epochs or promptfoo prompt/provider pairs: the first here, each other beside it "
+    "as <stem>.<label>.json).",
 )
 @click.option(
     "--map",
@@ -59,3 +61,7 @@ def convert(
     if outputs is not None and imported.outputs is not None:
         wrote += f" and {imported.outputs.height} output(s) to {outputs}"
     click.echo(wrote)
+    if len(imported.variant_files) > 1:  # epochs, or prompt and provider pairs
+        click.echo(f"{len(imported.variant_files)} sets of outputs, one file each:")
+        for label, path in imported.variant_files.items():
+            click.echo(f"  {label}: {path}")

@@ -23,6 +23,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from dataclasses import field as _default
 from pathlib import Path
 from typing import Any, Final
 
@@ -107,12 +108,19 @@ class Imported:
             the source holds no outputs.
         dataset_document: the dataset as written to YAML.
         outputs_document: the saved outputs as written to JSON (``None`` without outputs).
+        variants: when the source holds several sets of outputs for the same samples
+            (Inspect's epochs, promptfoo's prompt and provider pairs), every set by its label,
+            the first included (it is ``outputs``); empty otherwise.
+        variant_files: where each set was written: the first to ``outputs``, the others
+            beside it as ``<stem>.<label><suffix>``.
     """
 
     dataset: Dataset
     outputs: pl.DataFrame | None
     dataset_document: dict[str, Any]
     outputs_document: dict[str, Any] | None
+    variants: dict[str, pl.DataFrame] = _default(default_factory=dict)
+    variant_files: dict[str, Path] = _default(default_factory=dict)
 
 
 def parse_mapping(pairs: Iterable[str]) -> dict[str, str]:
@@ -266,6 +274,62 @@ def _finish(
     return Imported(dataset, frame, dataset_doc, outputs_doc)
 
 
+def _variants(
+    groups: list[tuple[str, list[dict[str, Any]]]],
+    defaults: Mapping[str, str],
+    mapping: Mapping[str, str] | None,
+    *,
+    name: str,
+    source: str,
+    to: str | os.PathLike[str] | None,
+    outputs: str | os.PathLike[str] | None,
+) -> Imported:
+    """Several sets of outputs for the same samples, as one dataset and one outputs file each.
+
+    ``groups`` are ``(label, rows)`` in order; the first set goes to ``outputs`` and each
+    other beside it as ``<stem>.<label><suffix>``. Every set must hold the same samples.
+    """
+    built = [
+        (label, *_build(rows, defaults, mapping, name=name, source=f"{source} ({label})"))
+        for label, rows in groups
+    ]
+    _, dataset_doc, first = built[0]
+    ids = [s["id"] for s in dataset_doc["samples"]]
+    for label, doc, _ in built[1:]:
+        if [s["id"] for s in doc["samples"]] != ids:
+            raise DatasetError(f"{source}: {label} holds other samples than {built[0][0]}.")
+    imported = _finish(dataset_doc, first, to, outputs, source)
+    if len(built) == 1 or first is None:
+        return imported
+    files: dict[str, Path] = {}
+    frames: dict[str, pl.DataFrame] = {}
+    for i, (label, _, outs) in enumerate(built):
+        assert outs is not None  # every set maps the same columns as the first
+        if outputs is None:
+            frames[label] = _outputs_frame(outs)
+            continue
+        target = Path(outputs)
+        if i:
+            target = target.with_name(f"{target.stem}.{label}{target.suffix}")
+            target.write_text(
+                json.dumps(outs, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
+        files[label] = target
+        from evalframe.core._outputs import read_outputs
+
+        frames[label] = read_outputs(target)
+    return Imported(
+        imported.dataset, imported.outputs, dataset_doc, first, variants=frames, variant_files=files
+    )
+
+
+def _label(text: str) -> str:
+    """A file-name-safe label: runs of other characters become one ``-``."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.]+", "-", text).strip("-.") or "x"
+
+
 def _outputs_frame(doc: dict[str, Any]) -> pl.DataFrame:
     entries = doc["outputs"]
     data: dict[str, list[Any]] = {
@@ -386,7 +450,9 @@ def from_deepeval(
 def _deepeval_tool(tool: Any) -> dict[str, Any]:
     if isinstance(tool, str):
         return {"name": tool, "arguments": {}}
-    return {"name": tool.get("name"), "arguments": tool.get("input_parameters") or {}}
+    # DeepEval writes ``inputParameters``; older files and hand-built ones ``input_parameters``
+    arguments = tool.get("inputParameters", tool.get("input_parameters"))
+    return {"name": tool.get("name"), "arguments": arguments or {}}
 
 
 def _text(content: Any) -> str:
@@ -411,20 +477,22 @@ def from_inspect(
 ) -> Imported:
     """An Inspect eval log in JSON (``inspect eval ... --log-format json``).
 
-    One sample per log sample (the first epoch when there are several): ``input`` (the user
-    messages' text) to ``input.question``, ``target`` to ``expected_output``, the output's
-    completion to the outputs, the assistant messages' tool calls to the trajectory
-    (``tool_calls``, ``steps``, ``finish_reason``) and the scorers' values to
-    ``metadata.inspect_scores``. The dataset takes the task's name.
+    One sample per log sample: ``input`` (the user messages' text) to ``input.question``,
+    ``target`` to ``expected_output``, the output's completion to the outputs, the assistant
+    messages' tool calls, with their results or errors, to the trajectory (``tool_calls``,
+    ``steps``, ``finish_reason``) and
+    the scorers' values to ``metadata.inspect_scores`` (the first epoch's). The dataset takes
+    the task's name. With several epochs, each epoch's outputs are a set of their own
+    (``Imported.variants``, labelled ``epoch1``, ``epoch2``, ...): the first is written to
+    ``outputs``, the others beside it (``out.epoch2.json``, ...).
     """
     file = _source(path)
     log = _load_json_or_lines(file)
     if not isinstance(log, dict) or not isinstance(log.get("samples"), list):
         raise DatasetError(f"{file}: not an Inspect eval log with samples (JSON log format).")
-    rows = []
+    epochs: dict[int, list[dict[str, Any]]] = {}
     for sample in log["samples"]:
-        if int(sample.get("epoch", 1)) != 1:
-            continue
+        rows = epochs.setdefault(int(sample.get("epoch", 1)), [])
         raw_input = sample.get("input")
         question = (
             raw_input
@@ -441,9 +509,13 @@ def from_inspect(
         completion = output.get("completion")
         if completion is None and choices:
             completion = _text((choices[0].get("message") or {}).get("content"))
-        assistant = [m for m in sample.get("messages") or [] if m.get("role") == "assistant"]
+        messages = sample.get("messages") or []
+        assistant = [m for m in messages if m.get("role") == "assistant"]
+        results = {
+            m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"
+        }  # a tool message answers the call whose id it names
         calls = [
-            {"name": c.get("function"), "arguments": c.get("arguments") or {}}
+            _inspect_call(c, results.get(c.get("id")))
             for m in assistant
             for c in m.get("tool_calls") or []
         ]
@@ -464,8 +536,28 @@ def from_inspect(
             }
         )
     task = (log.get("eval") or {}).get("task")
-    dataset, outs = _build(rows, INSPECT, mapping, name=name or task or file.stem, source=str(file))
-    return _finish(dataset, outs, to, outputs, str(file))
+    groups = [(f"epoch{e}", epochs[e]) for e in sorted(epochs)] or [("epoch1", [])]
+    return _variants(
+        groups,
+        INSPECT,
+        mapping,
+        name=name or task or file.stem,
+        source=str(file),
+        to=to,
+        outputs=outputs,
+    )
+
+
+def _inspect_call(call: dict[str, Any], answer: dict[str, Any] | None) -> dict[str, Any]:
+    """An Inspect tool call as a trajectory tool call, with its result or error when answered."""
+    out: dict[str, Any] = {"name": call.get("function"), "arguments": call.get("arguments") or {}}
+    if answer is not None:
+        error = answer.get("error")
+        if error:
+            out["error"] = error.get("message") if isinstance(error, dict) else str(error)
+        else:
+            out["result"] = _text(answer.get("content"))
+    return out
 
 
 _EXPECTING: Final = ("equals", "contains", "icontains", "starts-with", "similar", "levenshtein")
@@ -481,8 +573,11 @@ def from_promptfoo(
 ) -> Imported:
     """promptfoo results JSON (``promptfoo eval -o results.json``).
 
-    One sample per test case (``testIdx``); when the results hold several prompts or
-    providers, the first result's (prompt, provider) pair is imported. Each of the test's
+    One sample per test case (``testIdx``). When the results hold several prompts or
+    providers, each (prompt, provider) pair's outputs are a set of their own
+    (``Imported.variants``, labelled ``prompt<index>-<provider id>``, in the order the results
+    list them): the first pair is written to ``outputs``, the others beside it
+    (``out.prompt1-openai-gpt-4o-mini.json``, ...). Each of the test's
     ``vars`` becomes ``input.<var>``; the value of its first ``equals``, ``contains``,
     ``icontains``, ``starts-with``, ``similar`` or ``levenshtein`` assertion becomes
     ``expected_output``; the response's output, latency, token counts and cost go to the
@@ -496,11 +591,9 @@ def from_promptfoo(
         results = results.get("results")
     if not isinstance(results, list):
         raise DatasetError(f"{file}: not promptfoo results JSON (no results.results list).")
-    if results:
-        first = (results[0].get("promptIdx"), _provider(results[0]))
-        results = [r for r in results if (r.get("promptIdx"), _provider(r)) == first]
-    rows = []
-    for result in results:
+    pairs: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    for result in sorted(results, key=lambda r: r.get("testIdx") or 0):
+        rows = pairs.setdefault((result.get("promptIdx"), _provider(result, label=True)), [])
         test = result.get("testCase") or {}
         variables = result.get("vars") or test.get("vars") or {}
         response = result.get("response") or {}
@@ -532,15 +625,32 @@ def from_promptfoo(
         rows.append(row)
     defaults = {
         **PROMPTFOO,
-        **{c: f"input.{c[5:]}" for r in rows for c in r if c.startswith("vars.")},
+        **{
+            c: f"input.{c[5:]}"
+            for g in pairs.values()
+            for r in g
+            for c in r
+            if c.startswith("vars.")
+        },
     }
-    dataset, outs = _build(rows, defaults, mapping, name=_name(file, name), source=str(file))
-    return _finish(dataset, outs, to, outputs, str(file))
+    groups = [(_label(f"prompt{p}-{provider}"), g) for (p, provider), g in pairs.items()]
+    return _variants(
+        groups or [("prompt0", [])],
+        defaults,
+        mapping,
+        name=_name(file, name),
+        source=str(file),
+        to=to,
+        outputs=outputs,
+    )
 
 
-def _provider(result: dict[str, Any]) -> str | None:
+def _provider(result: dict[str, Any], *, label: bool = False) -> str | None:
+    """The result's provider id (``label=True``: its label when it has one)."""
     provider = result.get("provider")
-    return provider.get("id") if isinstance(provider, dict) else provider
+    if isinstance(provider, dict):
+        return (provider.get("label") if label else None) or provider.get("id")
+    return provider
 
 
 def from_hf(
