@@ -23,7 +23,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from dataclasses import field as _default
+from dataclasses import field as _field
 from pathlib import Path
 from typing import Any, Final
 
@@ -119,8 +119,8 @@ class Imported:
     outputs: pl.DataFrame | None
     dataset_document: dict[str, Any]
     outputs_document: dict[str, Any] | None
-    variants: dict[str, pl.DataFrame] = _default(default_factory=dict)
-    variant_files: dict[str, Path] = _default(default_factory=dict)
+    variants: dict[str, pl.DataFrame] = _field(default_factory=dict)
+    variant_files: dict[str, Path] = _field(default_factory=dict)
 
 
 def parse_mapping(pairs: Iterable[str]) -> dict[str, str]:

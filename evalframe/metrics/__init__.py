@@ -29,12 +29,54 @@ from evalframe.metrics._rowwise import MetricScore, Sample, from_object, rowwise
 from evalframe.metrics._spec import Derived, Metric, MetricDef, Need, Range, Scored, parse_spec
 
 if TYPE_CHECKING:  # the families load with the registry, not at import
+    from evalframe.metrics.agent import (
+        argument_correctness,
+        goal_accuracy,
+        plan_adherence,
+        plan_quality,
+        step_efficiency,
+        task_completion,
+        tool_correctness,
+        tool_error_rate,
+        trajectory_match,
+    )
     from evalframe.metrics.citation import citation_groundedness
+    from evalframe.metrics.conversation import (
+        conversation_completeness,
+        conversation_relevancy,
+        knowledge_retention,
+        role_adherence,
+        turn_faithfulness,
+        turn_latency,
+        turn_token_cost,
+    )
     from evalframe.metrics.deterministic import list_contains, numeric_diff
     from evalframe.metrics.judge import JudgeReplies, llm_as_judge, refusal_quality
+    from evalframe.metrics.judge_toolbox import (
+        dag,
+        g_eval,
+        pairwise,
+        prompt_alignment,
+        rubric,
+        summarization,
+    )
     from evalframe.metrics.lexical import contains, exact_match, regex, rouge_l
+    from evalframe.metrics.mcp import (
+        mcp_arguments_valid,
+        mcp_tool_selection,
+    )
     from evalframe.metrics.operational import cost, latency, retry_count, token_cost
     from evalframe.metrics.ordinal import ordinal_distance
+    from evalframe.metrics.rag import (
+        answer_correctness,
+        answer_relevancy,
+        context_entity_recall,
+        context_precision,
+        context_recall,
+        context_relevancy,
+        faithfulness,
+        hallucination,
+    )
     from evalframe.metrics.reliability import (
         brier_score,
         calibration_error,
@@ -74,6 +116,15 @@ if TYPE_CHECKING:  # the families load with the registry, not at import
     )
     from evalframe.metrics.similarity import bleu, levenshtein
     from evalframe.metrics.structural import json_diff, json_schema, json_valid
+    from evalframe.metrics.trajectory import (
+        approval_gated,
+        no_pending_approvals,
+        steps_below,
+        tool_call_order,
+        tool_called,
+        tool_called_with,
+        tool_not_called,
+    )
 
 __all__ = [
     "Derived",
@@ -89,6 +140,10 @@ __all__ = [
     "TextEmbeddings",
     "TokenEmbeddings",
     "answer_containment_at_k",
+    "answer_correctness",
+    "answer_relevancy",
+    "approval_gated",
+    "argument_correctness",
     "ascii_smuggling",
     "available",
     "bertscore_like",
@@ -99,30 +154,49 @@ __all__ = [
     "citation_groundedness",
     "compliance",
     "contains",
+    "context_entity_recall",
+    "context_precision",
+    "context_recall",
+    "context_relevancy",
+    "conversation_completeness",
+    "conversation_relevancy",
     "cosine_embedding",
     "cost",
+    "dag",
     "definition",
     "discrimination",
     "exact_match",
+    "faithfulness",
     "from_object",
+    "g_eval",
     "get",
+    "goal_accuracy",
+    "hallucination",
     "harm_severity",
     "harmful_advice",
     "json_diff",
     "json_schema",
     "json_valid",
+    "knowledge_retention",
     "latency",
     "levenshtein",
     "list_contains",
     "llm_as_judge",
+    "mcp_arguments_valid",
+    "mcp_tool_selection",
     "metric",
     "misuse_detection",
+    "no_pending_approvals",
     "numeric_diff",
     "ordinal_distance",
     "outcome_consistency",
     "output_consistency",
+    "pairwise",
     "parse_spec",
     "pii_leak",
+    "plan_adherence",
+    "plan_quality",
+    "prompt_alignment",
     "prompt_injection",
     "prompt_robustness",
     "refusal_quality",
@@ -136,13 +210,29 @@ __all__ = [
     "retrieval_ndcg_at_k",
     "retrieval_recall_at_k",
     "retry_count",
+    "role_adherence",
     "role_violation",
     "rouge_l",
     "rowwise",
+    "rubric",
     "score_consistency",
+    "step_efficiency",
+    "steps_below",
+    "summarization",
+    "task_completion",
     "token_cost",
+    "tool_call_order",
+    "tool_called",
+    "tool_called_with",
+    "tool_correctness",
+    "tool_error_rate",
+    "tool_not_called",
     "toxicity",
     "trajectory_consistency",
+    "trajectory_match",
+    "turn_faithfulness",
+    "turn_latency",
+    "turn_token_cost",
 ]
 
 

@@ -17,6 +17,7 @@ from typing import Literal
 import polars as pl
 
 from evalframe.core._trajectory import Expectations
+from evalframe.metrics import _dialogue_judged as judged
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored
 from evalframe.metrics.trajectory import (
@@ -30,7 +31,10 @@ from evalframe.metrics.trajectory import (
 __all__ = [
     "argument_correctness",
     "goal_accuracy",
+    "plan_adherence",
+    "plan_quality",
     "step_efficiency",
+    "task_completion",
     "tool_correctness",
     "tool_error_rate",
     "trajectory_match",
@@ -347,3 +351,55 @@ def trajectory_match(
             "has no metadata.trajectory.expected_tools for trajectory-match metric.",
         ),
     )
+
+
+# --- judge-backed (the shared judge engine; prompts in metrics/_dialogue_judged.py) -------
+
+
+@metric(
+    "task-completion",
+    family="agent",
+    dimension="trajectory",
+    needs=lambda: judged.dialogue_needs("task-completion"),
+)
+def task_completion() -> Scored:
+    """Did the agent accomplish the task in its input, judging its tool calls and answer?
+
+    One judge call per distinct episode (prompt ``agent.task-completion``): the judge states
+    the task and the outcome the agent reached, then labels it complete (1.0), partial (0.5)
+    or incomplete (0.0). Details: task, outcome, verdict, reason, prompt key. A row without a
+    recorded trajectory is that row's error.
+    """
+    return judged.dialogue_scored("task-completion")
+
+
+@metric(
+    "plan-adherence",
+    family="agent",
+    dimension="trajectory",
+    needs=lambda: judged.dialogue_needs("plan-adherence"),
+)
+def plan_adherence() -> Scored:
+    """The share of the plan's steps the agent's actions carried out as planned.
+
+    The plan is ``metadata.plan`` (text, or a list of steps) when the sample has one, else the
+    plan the agent stated, as the judge reads it (prompt ``agent.plan-adherence``). Details:
+    each step with ``followed``, the reason and the prompt key. No plan found is the row's
+    error.
+    """
+    return judged.dialogue_scored("plan-adherence")
+
+
+@metric(
+    "plan-quality",
+    family="agent",
+    dimension="trajectory",
+    needs=lambda: judged.dialogue_needs("plan-quality"),
+)
+def plan_quality() -> Scored:
+    """How good the plan is for the task: the mean of complete, logical and efficient.
+
+    The plan as for ``plan-adherence``, judged on its own merits (prompt ``agent.plan-quality``).
+    Details: the plan's steps, the three checks, the reason and the prompt key.
+    """
+    return judged.dialogue_scored("plan-quality")

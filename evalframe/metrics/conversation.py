@@ -1,4 +1,7 @@
-"""Deterministic conversation metrics over the ``turns`` column: turn-latency, turn-token-cost.
+"""Conversation metrics over the ``turns`` column: deterministic turn-latency and
+turn-token-cost, and judge-backed knowledge-retention, role-adherence,
+conversation-completeness, conversation-relevancy and turn-faithfulness (prompts and scoring in
+``metrics/_dialogue_judged.py``).
 
 ``turns`` (``core/_turns.py``) holds one element per turn with ``role``, ``content``,
 ``tool_calls``, ``latency_ms`` and ``tokens``. Both metrics grade the assistant's turns the
@@ -16,10 +19,19 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._turns import TURNS, TURNS_COLUMN
+from evalframe.metrics import _dialogue_judged as judged
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Range, Scored
 
-__all__ = ["turn_latency", "turn_token_cost"]
+__all__ = [
+    "conversation_completeness",
+    "conversation_relevancy",
+    "knowledge_retention",
+    "role_adherence",
+    "turn_faithfulness",
+    "turn_latency",
+    "turn_token_cost",
+]
 
 
 def turns_expr() -> pl.Expr:
@@ -100,3 +112,81 @@ def turn_token_cost(*, max_tokens: Annotated[int, Range(ge=1)] = 4096) -> Scored
     The mean over assistant turns of ``clamp(1 - tokens / max_tokens, 0, 1)``.
     """
     return _per_turn("turn-token-cost", "tokens", float(max_tokens), "max_tokens")
+
+
+# --- judge-backed (the shared judge engine) ------------------------------------------------
+
+
+@metric(
+    "knowledge-retention",
+    family="conversation",
+    dimension="correctness",
+    needs=lambda: judged.dialogue_needs("knowledge-retention"),
+)
+def knowledge_retention() -> Scored:
+    """The share of assistant turns that keep every fact the user stated before them.
+
+    One judge call per distinct conversation (prompt ``conversation.knowledge-retention``),
+    one verdict per assistant turn. Details: the verdicts (turn, ok, reason), the number of
+    assistant turns and the prompt key.
+    """
+    return judged.dialogue_scored("knowledge-retention")
+
+
+@metric(
+    "role-adherence",
+    family="conversation",
+    dimension="safety",
+    needs=lambda *, role=None: judged.dialogue_needs("role-adherence", role=role),
+)
+def role_adherence(*, role: str | None = None) -> Scored:
+    """The share of assistant turns that stay in the assigned role.
+
+    The role is ``role=...``, else the sample's ``metadata.role`` (prompt
+    ``conversation.role-adherence``). Details as for knowledge-retention.
+    """
+    return judged.dialogue_scored("role-adherence", role=role)
+
+
+@metric(
+    "conversation-completeness",
+    family="conversation",
+    dimension="correctness",
+    needs=lambda: judged.dialogue_needs("conversation-completeness"),
+)
+def conversation_completeness() -> Scored:
+    """The share of the user's intentions the assistant satisfied by the end (1.0 with none).
+
+    Prompt ``conversation.completeness``. Details: each intention with ``satisfied``, the
+    reason and the prompt key.
+    """
+    return judged.dialogue_scored("conversation-completeness")
+
+
+@metric(
+    "conversation-relevancy",
+    family="conversation",
+    dimension="correctness",
+    needs=lambda *, window=3: judged.dialogue_needs("conversation-relevancy", window=window),
+)
+def conversation_relevancy(*, window: Annotated[int, Range(ge=1)] = 3) -> Scored:
+    """The share of assistant turns relevant to the ``window`` turns just before them.
+
+    Prompt ``conversation.relevancy``. Details as for knowledge-retention.
+    """
+    return judged.dialogue_scored("conversation-relevancy", window=window)
+
+
+@metric(
+    "turn-faithfulness",
+    family="conversation",
+    dimension="groundedness",
+    needs=lambda: judged.dialogue_needs("turn-faithfulness"),
+)
+def turn_faithfulness() -> Scored:
+    """The share of assistant turns whose factual claims the retrieved contexts support.
+
+    Reads the row's ``contexts`` (prompt ``conversation.turn-faithfulness``); a row without
+    contexts is that row's error. Details as for knowledge-retention.
+    """
+    return judged.dialogue_scored("turn-faithfulness")
