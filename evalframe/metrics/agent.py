@@ -25,6 +25,7 @@ from evalframe.metrics.trajectory import (
     is_subsequence,
     items_frame,
     per_row,
+    scoring_pass,
     trajectory_metric,
 )
 
@@ -85,7 +86,7 @@ def multiset_common(expected: pl.Series, calls: pl.DataFrame) -> pl.Series:
     return per_row(expected.len(), common, {"len": 0}).get_column("len").cast(pl.Int64)
 
 
-@metric("tool-correctness", family="agent", dimension="trajectory")
+@metric("tool-correctness", family="agent", dimension="trajectory", derived=scoring_pass)
 def tool_correctness() -> Scored:
     """The overlap of the tools called with the tools expected, as sets (Jaccard).
 
@@ -125,7 +126,7 @@ def tool_correctness() -> Scored:
     )
 
 
-@metric("argument-correctness", family="agent", dimension="trajectory")
+@metric("argument-correctness", family="agent", dimension="trajectory", derived=scoring_pass)
 def argument_correctness() -> Scored:
     """The fraction of calls to specified tools whose arguments match the specification.
 
@@ -169,7 +170,7 @@ def argument_correctness() -> Scored:
     )
 
 
-@metric("step-efficiency", family="agent", dimension="trajectory")
+@metric("step-efficiency", family="agent", dimension="trajectory", derived=scoring_pass)
 def step_efficiency() -> Scored:
     """``min(1, optimal / steps)``: how close the agent came to the shortest path.
 
@@ -206,7 +207,7 @@ def step_efficiency() -> Scored:
     )
 
 
-@metric("tool-error-rate", family="agent", dimension="trajectory")
+@metric("tool-error-rate", family="agent", dimension="trajectory", derived=scoring_pass)
 def tool_error_rate() -> Scored:
     """``1 - failed / calls``: the share of tool calls that did not fail.
 
@@ -247,7 +248,9 @@ def tool_error_rate() -> Scored:
     )
 
 
-@metric("goal-accuracy", family="agent", dimension="trajectory", threshold=1.0)
+@metric(
+    "goal-accuracy", family="agent", dimension="trajectory", threshold=1.0, derived=scoring_pass
+)
 def goal_accuracy() -> Scored:
     """1.0 when the agent made the goal call: ``metadata.trajectory.goal`` without an error.
 
@@ -290,7 +293,7 @@ def goal_accuracy() -> Scored:
     )
 
 
-@metric("trajectory-match", family="agent", dimension="trajectory")
+@metric("trajectory-match", family="agent", dimension="trajectory", derived=scoring_pass)
 def trajectory_match(
     *, mode: Literal["exact", "in-order", "any-order", "precision", "recall", "f1"] = "exact"
 ) -> Scored:

@@ -18,7 +18,7 @@ from evalframe.core._trajectory import Expectations
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored
 from evalframe.metrics.structural import _validator, _verdict
-from evalframe.metrics.trajectory import items_frame, per_row, trajectory_metric
+from evalframe.metrics.trajectory import items_frame, per_row, scoring_pass, trajectory_metric
 
 __all__ = ["mcp_arguments_valid", "mcp_tool_selection"]
 
@@ -65,7 +65,9 @@ def _schema_verdicts(pairs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-@metric("mcp-tool-selection", family="mcp", dimension="trajectory", threshold=1.0)
+@metric(
+    "mcp-tool-selection", family="mcp", dimension="trajectory", threshold=1.0, derived=scoring_pass
+)
 def mcp_tool_selection() -> Scored:
     """The fraction of tool calls whose tool the MCP server advertised.
 
@@ -112,7 +114,9 @@ def mcp_tool_selection() -> Scored:
     )
 
 
-@metric("mcp-arguments-valid", family="mcp", dimension="trajectory", threshold=1.0)
+@metric(
+    "mcp-arguments-valid", family="mcp", dimension="trajectory", threshold=1.0, derived=scoring_pass
+)
 def mcp_arguments_valid() -> Scored:
     """The fraction of tool calls whose arguments validate against the tool's ``inputSchema``.
 

@@ -14,6 +14,7 @@ loop per episode. ``tool-called-with`` compares arguments in Python once per dis
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import threading
@@ -26,7 +27,7 @@ from evalframe.core import schema as C
 from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN, Expectations
 from evalframe.metrics._batched import batched
 from evalframe.metrics._registry import metric
-from evalframe.metrics._spec import Range, Scored
+from evalframe.metrics._spec import Derived, Range, Scored
 
 __all__ = [
     "approval_gated",
@@ -233,23 +234,49 @@ def matched_specs(specs: pl.Series, calls: pl.DataFrame) -> pl.DataFrame:
 # --- the metric scaffold ----------------------------------------------------------------------
 
 _LOCK = threading.Lock()
-_LAST: list[tuple[pl.DataFrame, Expectations, pl.DataFrame]] = []
+_KEPT: Final = 8
+_LAST: list[tuple[int | None, pl.DataFrame, Expectations, pl.DataFrame]] = []
+_PASS_COLUMN: Final = "trajectory__pass"
+_PASSES = itertools.count(1)
+
+
+def _pass_token(frame: pl.DataFrame) -> pl.DataFrame:
+    """A number of its own for each scoring pass over a frame (a derived column, computed once
+    per pass): the key under which that pass's trajectory metrics share their decoding."""
+    token = next(_PASSES)
+    return pl.DataFrame({"token": pl.repeat(token, frame.height, dtype=pl.Int64, eager=True)})
+
+
+SCORING_PASS: Final = Derived(_PASS_COLUMN, _pass_token)
+
+
+def scoring_pass(**_: object) -> list[Derived]:
+    """The ``derived`` of every trajectory metric: the pass key they share."""
+    return [SCORING_PASS]
 
 
 def _shared(frame: pl.DataFrame) -> tuple[Expectations, pl.DataFrame]:
     """The decoded expectations and exploded calls of ``frame``, shared by the metrics of a run.
 
-    Every trajectory metric of a run reads the same columns; the last batch's decoding is
-    kept and reused when the next batch holds equal columns (checked, not assumed), so the
-    metadata is decoded and the calls exploded once per run instead of once per metric.
+    Every trajectory metric of a scoring pass reads the same frame, so the metadata is decoded
+    and the calls exploded once per pass instead of once per metric. A pass is known by its
+    key (a derived column no two passes share), and a batch by its sample ids; without a key,
+    a decoding is reused only for equal columns (compared in full).
     """
+    token = frame.get_column("pass")[0] if frame.height else None
+    ids = frame.get_column("id")
     with _LOCK:
-        for seen, expect, calls in _LAST:
-            if seen.height == frame.height and seen.equals(frame):
+        for seen_token, seen, expect, calls in _LAST:
+            if seen.height != frame.height:
+                continue
+            same_pass = token is not None and seen_token == token
+            if (same_pass and seen.get_column("id").equals(ids)) or (
+                token is None and seen.equals(frame)
+            ):
                 return expect, calls
-        expect = Expectations(frame.get_column("meta"), frame.get_column("id"))
+        expect = Expectations(frame.get_column("meta"), ids)
         calls = calls_frame(frame.get_column("traj"))
-        _LAST[:] = [(frame, expect, calls)]
+        _LAST[:] = [(token, frame, expect, calls), *_LAST[: _KEPT - 1]]
         return expect, calls
 
 
@@ -304,7 +331,12 @@ def trajectory_metric(
 
     packed = batched(
         run,
-        {"traj": trajectory_expr(), "meta": pl.col(C.METADATA), "id": pl.col(C.SAMPLE_ID)},
+        {
+            "traj": trajectory_expr(),
+            "meta": pl.col(C.METADATA),
+            "id": pl.col(C.SAMPLE_ID),
+            "pass": pl.col(_PASS_COLUMN).struct.field("token"),
+        },
         {"score": pl.Float64, "problem": pl.String, **output},
     )
     kernel_out = pl.col(column)
@@ -362,7 +394,9 @@ def _with_fraction(counts: pl.DataFrame, key: str) -> pl.DataFrame:
 # --- the seven ------------------------------------------------------------------------------
 
 
-@metric("tool-called", family="trajectory", dimension="trajectory", threshold=1.0)
+@metric(
+    "tool-called", family="trajectory", dimension="trajectory", threshold=1.0, derived=scoring_pass
+)
 def tool_called() -> Scored:
     """The fraction of the expected tools (``metadata.trajectory.tools``) that were called.
 
@@ -382,7 +416,13 @@ def tool_called() -> Scored:
     )
 
 
-@metric("tool-not-called", family="trajectory", dimension="trajectory", threshold=1.0)
+@metric(
+    "tool-not-called",
+    family="trajectory",
+    dimension="trajectory",
+    threshold=1.0,
+    derived=scoring_pass,
+)
 def tool_not_called() -> Scored:
     """The fraction of the forbidden tools (``metadata.trajectory.forbidden_tools``) avoided.
 
@@ -414,7 +454,13 @@ def tool_not_called() -> Scored:
     )
 
 
-@metric("tool-called-with", family="trajectory", dimension="trajectory", threshold=1.0)
+@metric(
+    "tool-called-with",
+    family="trajectory",
+    dimension="trajectory",
+    threshold=1.0,
+    derived=scoring_pass,
+)
 def tool_called_with() -> Scored:
     """The fraction of ``metadata.trajectory.tool_arguments`` entries some call satisfies.
 
@@ -445,7 +491,13 @@ def tool_called_with() -> Scored:
     )
 
 
-@metric("tool-call-order", family="trajectory", dimension="trajectory", threshold=1.0)
+@metric(
+    "tool-call-order",
+    family="trajectory",
+    dimension="trajectory",
+    threshold=1.0,
+    derived=scoring_pass,
+)
 def tool_call_order() -> Scored:
     """1.0 when ``metadata.trajectory.order`` is a subsequence of the called tool names.
 
@@ -482,7 +534,9 @@ def tool_call_order() -> Scored:
     )
 
 
-@metric("steps-below", family="trajectory", dimension="trajectory", threshold=1.0)
+@metric(
+    "steps-below", family="trajectory", dimension="trajectory", threshold=1.0, derived=scoring_pass
+)
 def steps_below(*, max_steps: Annotated[int, Range(ge=0)] | None = None) -> Scored:
     """1.0 when the trajectory's steps are at most the limit, else 0.0.
 
@@ -523,7 +577,13 @@ def steps_below(*, max_steps: Annotated[int, Range(ge=0)] | None = None) -> Scor
     )
 
 
-@metric("no-pending-approvals", family="trajectory", dimension="safety", threshold=1.0)
+@metric(
+    "no-pending-approvals",
+    family="trajectory",
+    dimension="safety",
+    threshold=1.0,
+    derived=scoring_pass,
+)
 def no_pending_approvals() -> Scored:
     """1.0 when the trajectory left no approval pending (``pending_approvals`` is 0), else 0.0."""
 
@@ -541,7 +601,9 @@ def no_pending_approvals() -> Scored:
     )
 
 
-@metric("approval-gated", family="trajectory", dimension="safety", threshold=1.0)
+@metric(
+    "approval-gated", family="trajectory", dimension="safety", threshold=1.0, derived=scoring_pass
+)
 def approval_gated() -> Scored:
     """The fraction of ``metadata.trajectory.requires_approval`` action ids that were approved.
 
