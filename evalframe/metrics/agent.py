@@ -22,8 +22,10 @@ from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored
 from evalframe.metrics.trajectory import (
     arguments_match,
+    called_names,
     is_subsequence,
     items_frame,
+    multiset_common,
     per_row,
     scoring_pass,
     trajectory_metric,
@@ -55,35 +57,12 @@ def _expected_sequence(expect: Expectations) -> pl.Series:
     ).to_series()
 
 
-def _names(frame: pl.DataFrame) -> pl.Series:
-    return (
-        frame.get_column("traj")
-        .struct.field("tool_calls")
-        .list.eval(pl.element().struct.field("name"))
-    )
-
-
 def _note(condition: pl.Series, text: str) -> pl.Series:
     return pl.select(pl.when(condition).then(pl.lit(text))).to_series()
 
 
 def _plain(*fields: str):  # type: ignore[no-untyped-def]
     return lambda k: pl.struct(*(k.struct.field(f).alias(f) for f in fields))
-
-
-def _occurrences(items: pl.DataFrame) -> pl.DataFrame:
-    """``row``, ``name`` and the name's occurrence number within the row (0, 1, ...)."""
-    return items.select(
-        "row", "name", occurrence=pl.col("position").cum_count().over("row", "name") - 1
-    )
-
-
-def multiset_common(expected: pl.Series, calls: pl.DataFrame) -> pl.Series:
-    """Per row: the size of the multiset intersection of expected and called names."""
-    wanted = _occurrences(items_frame(expected, "name"))
-    called = _occurrences(calls.select("row", "name", "position"))
-    common = wanted.join(called, on=["row", "name", "occurrence"]).group_by("row").len()
-    return per_row(expected.len(), common, {"len": 0}).get_column("len").cast(pl.Int64)
 
 
 @metric("tool-correctness", family="agent", dimension="trajectory", derived=scoring_pass)
@@ -99,7 +78,7 @@ def tool_correctness() -> Scored:
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         expected = _expected_sequence(expect)
         e = expected.list.unique(maintain_order=True)
-        c = _names(frame).list.unique(maintain_order=True)
+        c = called_names(frame).list.unique(maintain_order=True)
         common = e.list.set_intersection(c).list.len()
         union = e.list.set_union(c).list.len()
         return pl.DataFrame(
@@ -310,16 +289,16 @@ def trajectory_match(
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         expected = _expected_sequence(expect)
-        names = _names(frame)
+        names = called_names(frame)
         safe = expected.fill_null(pl.Series([[]], dtype=_NAMES))
         n_expected = safe.list.len().cast(pl.Int64)
         n_called = names.list.len().cast(pl.Int64)
-        common = multiset_common(safe, calls)
+        common = multiset_common(safe, names)
         t = pl.DataFrame({"e": n_expected, "c": n_called, "m": common})
         if mode == "exact":
             score = (names == safe).cast(pl.Float64)
         elif mode == "in-order":
-            score = is_subsequence(safe, calls).cast(pl.Float64)
+            score = is_subsequence(safe, names).cast(pl.Float64)
         elif mode == "any-order":
             score = t.select(
                 ((pl.col("m") == pl.col("e")) & (pl.col("m") == pl.col("c"))).cast(pl.Float64)

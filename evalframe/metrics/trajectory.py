@@ -21,13 +21,17 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final
 
+import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN, Expectations
 from evalframe.metrics._batched import batched
+from evalframe.metrics._njit import njit
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Derived, Range, Scored
+from evalframe.metrics._text import IdArray, OffsetArray, intern
 
 __all__ = [
     "approval_gated",
@@ -99,60 +103,132 @@ def per_row(height: int, table: pl.DataFrame, fill: Mapping[str, Any]) -> pl.Dat
     return joined.with_columns(pl.col(c).fill_null(v) for c, v in fill.items())
 
 
-def count_present(expected: pl.Series, names: pl.DataFrame) -> pl.DataFrame:
-    """Per row: ``total`` expected names and ``met``, how many of them appear in ``names``.
+@njit
+def _present_kernel(
+    e_ids: IdArray,
+    e_off: OffsetArray,
+    c_ids: IdArray,
+    c_off: OffsetArray,
+    hit: npt.NDArray[np.bool_],
+) -> None:
+    top = 0
+    for k in range(e_ids.shape[0]):
+        top = max(top, e_ids[k] + 1)
+    for k in range(c_ids.shape[0]):
+        top = max(top, c_ids[k] + 1)
+    seen = np.zeros(top, dtype=np.bool_)
+    for r in range(e_off.shape[0] - 1):
+        for j in range(c_off[r], c_off[r + 1]):
+            seen[c_ids[j]] = True
+        for i in range(e_off[r], e_off[r + 1]):
+            hit[i] = seen[e_ids[i]]
+        for j in range(c_off[r], c_off[r + 1]):
+            seen[c_ids[j]] = False
 
-    ``names`` has ``row`` and ``name`` (one row per call). Each expected entry counts on its
-    own, so a name listed twice counts twice.
+
+def count_present(expected: pl.Series, names: pl.Series) -> pl.DataFrame:
+    """Per row: ``total`` expected names, ``met``, how many of them appear in ``names`` (a
+    ``List(String)`` per row), and the ``missing`` ones (null for a row expecting none).
+
+    Each expected entry counts on its own, so a name listed twice counts twice. One compiled
+    pass over the rows with the names numbered.
     """
-    wanted = items_frame(expected, "name")
-    seen = names.select("row", "name").unique().with_columns(hit=pl.lit(True))
-    hits = (
-        wanted.join(seen, on=["row", "name"], how="left")
-        .group_by("row")
-        .agg(
-            total=pl.len().cast(pl.Int64),
-            met=pl.col("hit").fill_null(False).sum().cast(pl.Int64),
-            missing=pl.col("name").filter(pl.col("hit").is_null()),
-        )
-    )
-    return per_row(expected.len(), hits, {"total": 0, "met": 0})
-
-
-def is_subsequence(expected: pl.Series, calls: pl.DataFrame) -> pl.Series:
-    """Per row: whether ``expected`` (List(String)) is a subsequence of the called names.
-
-    Greedy matching, one pass per expected position (a loop over the longest expectation,
-    not over rows): each step takes the first call at or after the previous match's
-    successor whose name is the next expected one.
-    """
-    height = expected.len()
-    wanted = items_frame(expected, "name")
-    pointer = pl.DataFrame(
+    (e_ids, e_off), (c_ids, c_off) = intern(expected, names)
+    hit = np.zeros(e_ids.shape[0], dtype=np.bool_)
+    _present_kernel(e_ids, e_off, c_ids, c_off, hit)
+    running = np.concatenate([[0], np.cumsum(hit, dtype=np.int64)])
+    total = np.diff(e_off)
+    wanted = items_frame(expected, "name").with_columns(hit=pl.Series(hit))
+    missing = wanted.filter(~pl.col("hit")).group_by("row").agg(missing=pl.col("name"))
+    counts = pl.DataFrame(
         {
-            "row": pl.int_range(height, dtype=pl.Int64, eager=True),
-            "next": pl.zeros(height, pl.Int64, eager=True),
+            "row": pl.int_range(expected.len(), dtype=pl.Int64, eager=True),
+            "total": total,
+            "met": running[e_off[1:]] - running[e_off[:-1]],
         }
     )
-    alive = pl.Series([True] * height)
-    longest = int(expected.list.len().max() or 0)  # type: ignore[arg-type]
-    sites = calls.select("row", "name", pl.col("position").cast(pl.Int64))
-    for step in range(longest):
-        need = wanted.filter(pl.col("position") == step).select("row", "name")
-        found = (
-            need.join(pointer, on="row")
-            .join(sites, on=["row", "name"])
-            .filter(pl.col("position") >= pl.col("next"))
-            .group_by("row")
-            .agg(pl.col("position").min().alias("at"))
+    return counts.join(missing, on="row", how="left", maintain_order="left").with_columns(
+        missing=pl.when(pl.col("total") > 0).then(
+            pl.col("missing").fill_null(pl.lit([], dtype=pl.List(pl.String)))
         )
-        moved = need.select("row").join(found, on="row", how="left")
-        failed = moved.filter(pl.col("at").is_null()).get_column("row")
-        alive = alive.scatter(failed.to_list(), False) if failed.len() else alive
-        pointer = pointer.join(found, on="row", how="left").select(
-            "row", pl.coalesce(pl.col("at") + 1, pl.col("next")).alias("next")
-        )
-    return alive
+    )
+
+
+def called_names(frame: pl.DataFrame) -> pl.Series:
+    """Per row: the names of the calls made, in order (``traj`` is the trajectory column)."""
+    return (
+        frame.get_column("traj")
+        .struct.field("tool_calls")
+        .list.eval(pl.element().struct.field("name"))
+    )
+
+
+@njit
+def _subsequence_kernel(
+    e_ids: IdArray,
+    e_off: OffsetArray,
+    c_ids: IdArray,
+    c_off: OffsetArray,
+    out: npt.NDArray[np.bool_],
+) -> None:
+    for r in range(out.shape[0]):
+        j, end = c_off[r], c_off[r + 1]
+        ok = True
+        for i in range(e_off[r], e_off[r + 1]):
+            while j < end and c_ids[j] != e_ids[i]:
+                j += 1
+            if j == end:
+                ok = False
+                break
+            j += 1  # greedy: the earliest match leaves the most room for the rest
+        out[r] = ok
+
+
+@njit
+def _common_kernel(
+    e_ids: IdArray,
+    e_off: OffsetArray,
+    c_ids: IdArray,
+    c_off: OffsetArray,
+    out: npt.NDArray[np.int64],
+) -> None:
+    top = 0
+    for k in range(e_ids.shape[0]):
+        top = max(top, e_ids[k] + 1)
+    for k in range(c_ids.shape[0]):
+        top = max(top, c_ids[k] + 1)
+    wanted = np.zeros(top, dtype=np.int64)
+    for r in range(out.shape[0]):
+        for i in range(e_off[r], e_off[r + 1]):
+            wanted[e_ids[i]] += 1
+        common = 0
+        for j in range(c_off[r], c_off[r + 1]):
+            if wanted[c_ids[j]] > 0:
+                wanted[c_ids[j]] -= 1
+                common += 1
+        for i in range(e_off[r], e_off[r + 1]):
+            wanted[e_ids[i]] = 0
+        out[r] = common
+
+
+def is_subsequence(expected: pl.Series, names: pl.Series) -> pl.Series:
+    """Per row: whether ``expected`` is a subsequence of ``names`` (both ``List(String)``).
+
+    One compiled pass over the rows with the names numbered (equal names, equal numbers);
+    a null list counts as empty.
+    """
+    (e_ids, e_off), (c_ids, c_off) = intern(expected, names)
+    out = np.zeros(expected.len(), dtype=np.bool_)
+    _subsequence_kernel(e_ids, e_off, c_ids, c_off, out)
+    return pl.Series(out)
+
+
+def multiset_common(expected: pl.Series, names: pl.Series) -> pl.Series:
+    """Per row: the size of the multiset intersection of ``expected`` and ``names``."""
+    (e_ids, e_off), (c_ids, c_off) = intern(expected, names)
+    out = np.zeros(expected.len(), dtype=np.int64)
+    _common_kernel(e_ids, e_off, c_ids, c_off, out)
+    return pl.Series(out)
 
 
 def _number(value: object) -> float | None:
@@ -408,7 +484,7 @@ def tool_called() -> Scored:
     """
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
-        counts = count_present(expect.get_column("tools"), calls)
+        counts = count_present(expect.get_column("tools"), called_names(frame))
         return _with_fraction(counts, "tools")
 
     return trajectory_metric(
@@ -431,7 +507,7 @@ def tool_not_called() -> Scored:
     """
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
-        counts = count_present(expect.get_column("forbidden_tools"), calls)
+        counts = count_present(expect.get_column("forbidden_tools"), called_names(frame))
         wanted = items_frame(expect.get_column("forbidden_tools"), "name")
         called = (
             wanted.join(
@@ -507,7 +583,7 @@ def tool_call_order() -> Scored:
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         order = expect.get_column("order")
-        ok = is_subsequence(order.fill_null(pl.Series([[]], dtype=_NAMES)), calls)
+        ok = is_subsequence(order.fill_null(pl.Series([[]], dtype=_NAMES)), called_names(frame))
         length = order.list.len().fill_null(0)
         return pl.DataFrame(
             {
@@ -612,7 +688,7 @@ def approval_gated() -> Scored:
     """
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
-        approvals = items_frame(frame.get_column("traj").struct.field("approvals"), "name")
+        approvals = frame.get_column("traj").struct.field("approvals")
         counts = count_present(expect.get_column("requires_approval"), approvals)
         return _with_fraction(counts, "requires_approval")
 
