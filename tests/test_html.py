@@ -304,6 +304,15 @@ def test_report_command_resolves_stored_runs(tmp_path: Path) -> None:
     )
     assert latest.exit_code == 0, latest.output
     assert json.loads(latest.output)["run_id"] == "second-run"
+    # written from the stored frames, it is the stored run's report byte for byte
+    with Store(db) as store:
+        assert latest.stdout_bytes == store.load("second-run").report().to_json_bytes()
+    target = tmp_path / "second.json"
+    wrote = runner.invoke(
+        cli, ["report", "latest", "--format", "json", "--out", str(target), "--store", str(db)]
+    )
+    assert wrote.exit_code == 0, wrote.output
+    assert target.read_bytes() == latest.stdout_bytes
     by_name = runner.invoke(cli, ["report", "first", "--store", str(db), "--charts", "none"])
     assert by_name.exit_code == 0, by_name.output
     assert "evalframe run — first" in by_name.output

@@ -169,6 +169,16 @@ def report(
             text = comparison.to_json()
         emit(text, out, note=f" (comparison with {reference})")
         return
+    if fmt == "json" and not is_report_file(run):
+        from evalframe.store import Store
+        from evalframe.views._report_json import report_json_parts
+
+        with Store(_store_of(run, store_path)) as db:
+            stored = db.load(run)
+        # written from the frames, piece by piece: fast at any size
+        parts = report_json_parts(stored, include_evidence=include_evidence)
+        emit(parts, out, note=f" (run {stored.run_id})")
+        return
     doc, loaded = _load(run, store_path, include_evidence=include_evidence)
     if fmt == "html":
         from evalframe.views._html import page
