@@ -374,6 +374,32 @@ def test_summarization_is_the_lower_of_coverage_and_alignment() -> None:
         assert (coverage, alignment) == (d["coverage"], d["alignment"])
 
 
+def test_summarization_prompts_can_each_be_replaced() -> None:
+    counter: Counter[str] = Counter()
+    mine = "Be strict.\n\n" + SUMMARY_CHECK.template
+    metric = ef.metrics.summarization(questions=4, check_template=mine)
+    replaced = SUMMARY_CHECK.with_template(mine)
+    summary = _summary_script(counter)
+
+    def verdict(prompt: str) -> str:
+        if fields(prompt, replaced) is not None:
+            counter["mine"] += 1
+            return json.dumps({"verdicts": ["yes", "yes"]})
+        return summary(prompt)
+
+    frame = _frame(["full"], inputs=[SOURCE])
+    with StubOpenAI(verdict=verdict) as stub:
+        out = ef.score(frame, [metric], context=_providers(stub, False))
+    assert counter["mine"] == 1  # the check went to the user's prompt
+    assert counter["k"] == 0
+    (d,) = _details(out)
+    assert d["alignment"] == 1.0
+    assert d["prompts"][3] == replaced.key != SUMMARY_CHECK.key
+    assert out.get_column("score").to_list() == [1.0]
+    with pytest.raises(MetricError):
+        ef.metrics.summarization(questions_template="no placeholders here").expressions()
+
+
 def test_summarization_count_mismatch_is_a_row_error() -> None:
     counter: Counter[str] = Counter()
     with StubOpenAI(verdict=_summary_script(counter)) as stub:

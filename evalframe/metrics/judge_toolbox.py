@@ -560,28 +560,36 @@ def prompt_alignment(*, instructions: tuple[str, ...], template: str | None = No
 # --- summarization -----------------------------------------------------------------------------
 
 
-def _summary_needs(questions: int) -> tuple[JudgeNeed, JudgeNeed, JudgeNeed, JudgeNeed]:
+def _summary_needs(
+    questions: int,
+    questions_template: str | None = None,
+    answers_template: str | None = None,
+    claims_template: str | None = None,
+    check_template: str | None = None,
+) -> tuple[JudgeNeed, JudgeNeed, JudgeNeed, JudgeNeed]:
     source = _question_expr()
     asked = JudgeNeed(
         f"summary-questions(n={questions})",
-        SUMMARY_QUESTIONS,
+        _prompt(SUMMARY_QUESTIONS, questions_template),
         {"text": source, "n": pl.lit(str(questions))},
     )
     qs = parsed(asked).struct.field("value").struct.field("questions")
     answers = JudgeNeed(
         f"summary-answers(n={questions})",
-        SUMMARY_ANSWERS,
+        _prompt(SUMMARY_ANSWERS, answers_template),
         {
             "summary": _answer(),
             "questions": pl.when(qs.list.len() > 0).then(numbered(qs)),
         },
         requires=(asked,),
     )
-    claims = JudgeNeed("claims(actual_output)", CLAIMS, {"text": _answer()})
+    claims = JudgeNeed(
+        "claims(actual_output)", _prompt(CLAIMS, claims_template), {"text": _answer()}
+    )
     cs = parsed(claims).struct.field("value").struct.field("claims")
     check = JudgeNeed(
         "summary-check",
-        SUMMARY_CHECK,
+        _prompt(SUMMARY_CHECK, check_template),
         {"source": source, "claims": pl.when(cs.list.len() > 0).then(numbered(cs))},
         requires=(claims,),
     )
@@ -592,16 +600,27 @@ def _summary_needs(questions: int) -> tuple[JudgeNeed, JudgeNeed, JudgeNeed, Jud
     "summarization",
     family=_FAMILY,
     dimension="groundedness",
-    needs=lambda *, questions=5: list(_summary_needs(questions)),
+    needs=lambda *, questions=5, **templates: list(_summary_needs(questions, **templates)),
 )
-def summarization(*, questions: Annotated[int, Range(ge=1, le=50)] = 5) -> Scored:
+def summarization(
+    *,
+    questions: Annotated[int, Range(ge=1, le=50)] = 5,
+    questions_template: str | None = None,
+    answers_template: str | None = None,
+    claims_template: str | None = None,
+    check_template: str | None = None,
+) -> Scored:
     """A summary (actual output) against its source (input): min(coverage, alignment).
 
     Coverage: share of ``questions`` closed questions, written from the source so that it
     answers them "yes", that the summary also answers "yes". Alignment: share of the
-    summary's claims the source supports.
+    summary's claims the source supports. Each of the four prompts can be replaced
+    (``questions_template``, ``answers_template``, ``claims_template``, ``check_template``;
+    same placeholders), which changes that prompt's key and so its cache namespace.
     """
-    asked, answers, claims, check = _summary_needs(questions)
+    asked, answers, claims, check = _summary_needs(
+        questions, questions_template, answers_template, claims_template, check_template
+    )
     rq, ra, rc, rk = (pl.col(c) for c in ("__sq", "__sa", "__sc", "__sk"))
     qs = rq.struct.field("value").struct.field("questions")
     ans = ra.struct.field("value").struct.field("answers").cast(pl.List(pl.String))
@@ -647,10 +666,7 @@ def summarization(*, questions: Annotated[int, Range(ge=1, le=50)] = 5) -> Score
         verdicts=ver_list,
         coverage=pl.when(ok).then(coverage),
         alignment=pl.when(ok).then(alignment),
-        prompts=pl.lit(
-            [p.key for p in (SUMMARY_QUESTIONS, SUMMARY_ANSWERS, CLAIMS, SUMMARY_CHECK)],
-            pl.List(pl.String),
-        ),
+        prompts=pl.lit([n.prompt.key for n in (asked, answers, claims, check)], pl.List(pl.String)),
     )
     return Scored(
         score=pl.when(ok).then(pl.min_horizontal(coverage, alignment)),
