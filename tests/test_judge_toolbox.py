@@ -477,3 +477,53 @@ def test_a_metric_prompt_can_be_overridden_and_its_key_changes() -> None:
     assert custom.key.startswith("toolbox.g-eval@v1+")
     with pytest.raises(MetricError, match="must use the placeholders"):
         ef.metrics.get("rubric(rubric=[a=1, b=0], template='no placeholders')").needs()
+
+
+def test_pairwise_against_a_stored_run_by_evaluate_run_and_rescore(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from evalframe.cli import cli
+
+    data = tmp_path / "d.yaml"
+    data.write_text(
+        "name: d\nsamples:\n"
+        "  - {id: s0, input: {question: q0}, expected_output: x}\n"
+        "  - {id: s1, input: {question: q1}, expected_output: x}\n",
+        encoding="utf-8",
+    )
+    db = tmp_path / "runs.duckdb"
+    base = ef.evaluate(data, outputs={"s0": "short", "s1": "a much longer answer"},
+                       metrics=["contains"], name="base", store=db)  # fmt: skip
+    outputs = tmp_path / "new.json"
+    outputs.write_text(json.dumps({"outputs": {"s0": "a longer answer", "s1": "tiny"}}))
+    spec = f"pairwise(baseline=run:{base.run_id})"
+    with StubOpenAI(verdict=script({PAIRWISE: _longer})) as stub:
+        judge = {"judge": ef.OpenAIJudge("judge-m", base_url=stub.url, retries=0)}
+        run = ef.evaluate(
+            data, outputs=outputs, metrics=[spec], providers=ef.Providers(**judge, cache=False),
+            baselines_from=db,
+        )  # fmt: skip
+        # s0: longer than the baseline's, wins both orders; s1: shorter, loses both
+        assert dict(run.scores.select("sample_id", "score").iter_rows()) == {"s0": 1.0, "s1": 0.0}
+        cli_run = CliRunner().invoke(
+            cli,
+            ["run", str(data), "--outputs", str(outputs), "-m", "pairwise(baseline=run:base)",
+             "--store", str(db), "--judge-base-url", stub.url, "--judge-model", "judge-m",
+             "--no-cache", "--format", "json"],
+        )  # fmt: skip
+        assert cli_run.exit_code == 0, cli_run.output
+        doc = json.loads(cli_run.stdout)
+        assert [s["scores"]["pairwise(baseline=run:base)"]["score"] for s in doc["samples"]] == [
+            1.0,
+            0.0,
+        ]
+        # rescoring the new run against the baseline run reads both from the store
+        with ef.Store(db) as store:
+            (rescored,) = store.rescore(
+                [spec], runs=doc["run_id"], providers=ef.Providers(**judge, cache=False)
+            )
+            again = store.load(rescored)
+    assert dict(again.scores.select("sample_id", "score").iter_rows()) == {"s0": 1.0, "s1": 0.0}
+    nowhere = ef.Providers(judge=ef.OpenAIJudge("m", base_url="http://127.0.0.1:9"), cache=False)
+    with pytest.raises(ValueError, match="compares with a stored run: pass store="):
+        ef.evaluate(data, outputs=outputs, metrics=[spec], providers=nowhere)

@@ -152,6 +152,7 @@ def run(
             checkpoint_every=checkpoint_every if checkpointed else None,
             resume=resume,
             strict=strict,
+            baselines_from=store_path,
         )
         saved = checkpointed
     except StrictModeError as exc:

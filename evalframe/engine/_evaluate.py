@@ -81,6 +81,7 @@ def evaluate(
     strict: bool = False,
     rate_limit: int | None = None,
     rate_window_seconds: float = 60.0,
+    baselines_from: Store | str | os.PathLike[str] | None = None,
 ) -> Run:
     """Score a dataset's outputs, or a system under test, with metrics.
 
@@ -110,6 +111,8 @@ def evaluate(
             system under test's and the providers' together (each HTTP attempt counts).
             Without it, the providers' own ``rate_limit`` (if any) spans the run the same way.
         rate_window_seconds: the sliding window of ``rate_limit``, in seconds (default 60).
+        baselines_from: the store whose runs ``pairwise(baseline=run:REF)`` compares with
+            (default: ``store``).
         strict: abort on the first captured error (a system under test's, then a metric's,
             in dataset order) with ``StrictModeError`` instead of recording it; nothing is
             saved.
@@ -187,6 +190,7 @@ def evaluate(
     frame = produced.join(base, on=C.SAMPLE_ID, how="left", maintain_order="left")
     if strict:
         _abort_on_system_error(frame)
+    frame = _with_run_baselines(frame, resolved, baselines_from or store)
     if context is not None:
         context.begin_run()  # usage, cost, budget and deadline are per run
     scores = score(frame, resolved, run_id=run_id, context=context)
@@ -253,3 +257,25 @@ def _abort_on_metric_error(scores: pl.DataFrame) -> None:
             metric=row[C.METRIC],
             repetition=row[C.REPETITION],
         )
+
+
+def _with_run_baselines(
+    frame: pl.DataFrame, metrics: Sequence[Metric], store: Store | str | os.PathLike[str] | None
+) -> pl.DataFrame:
+    """``frame`` with a column per ``pairwise(baseline=run:REF)``: that stored run's outputs."""
+    from evalframe.metrics.judge_toolbox import RUN_BASELINE, attach_baseline, run_baselines
+
+    wanted = run_baselines(metrics)
+    if not wanted:
+        return frame
+    if store is None:
+        raise ValueError(
+            f"pairwise(baseline={wanted[0]}) compares with a stored run: pass store= or "
+            "baselines_from= (--store on the command line)."
+        )
+    from evalframe.store import as_store
+
+    db = as_store(store)
+    for baseline in wanted:
+        frame = attach_baseline(frame, baseline, db.outputs_of(baseline[len(RUN_BASELINE) :]))
+    return frame

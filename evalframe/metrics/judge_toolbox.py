@@ -29,7 +29,7 @@ from evalframe.metrics._dag import Dag, Leaf, Question, load_dag
 from evalframe.metrics._judge_engine import JudgeNeed, Prompt, numbered, parsed, reply
 from evalframe.metrics._rag_prompts import CLAIMS
 from evalframe.metrics._registry import metric
-from evalframe.metrics._spec import Range, Scored
+from evalframe.metrics._spec import Metric, Range, Scored
 from evalframe.metrics._toolbox_prompts import (
     ALIGNMENT,
     DAG_NODE,
@@ -260,8 +260,38 @@ def g_eval(
 _OUTPUT_FILES: Final = (".json", ".jsonl", ".yaml", ".yml", ".csv", ".parquet")
 
 
+RUN_BASELINE: Final = "run:"
+"""``pairwise(baseline=run:REF)``: a stored run's outputs, attached by the engine as a column."""
+
+
 def _is_file(baseline: str) -> bool:
-    return Path(baseline).suffix.lower() in _OUTPUT_FILES
+    return not baseline.startswith(RUN_BASELINE) and Path(baseline).suffix.lower() in _OUTPUT_FILES
+
+
+def run_baselines(metrics: Sequence[Metric]) -> list[str]:
+    """The ``run:REF`` baselines of the pairwise metrics among ``metrics``, in order."""
+    found = [str(dict(m.params).get("baseline", "")) for m in metrics if m.name == "pairwise"]
+    return list(dict.fromkeys(b for b in found if b.startswith(RUN_BASELINE)))
+
+
+def attach_baseline(frame: pl.DataFrame, baseline: str, outputs: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with column ``baseline``: the stored run's output for each row's sample, of
+    the same repetition when the run has it, else of its first repetition.
+
+    ``outputs`` holds the run's ``sample_id``, ``repetition`` and ``actual_output``.
+    """
+    same = outputs.select(C.SAMPLE_ID, C.REPETITION, pl.col(C.ACTUAL_OUTPUT).alias("__same"))
+    first = (
+        outputs.sort(C.REPETITION)
+        .unique(C.SAMPLE_ID, keep="first", maintain_order=True)
+        .select(C.SAMPLE_ID, pl.col(C.ACTUAL_OUTPUT).alias("__first"))
+    )
+    return (
+        frame.join(same, on=[C.SAMPLE_ID, C.REPETITION], how="left", maintain_order="left")
+        .join(first, on=C.SAMPLE_ID, how="left", maintain_order="left")
+        .with_columns(pl.coalesce("__same", "__first").alias(baseline))
+        .drop("__same", "__first")
+    )
 
 
 def _baseline(baseline: str) -> tuple[pl.Expr, dict[str, pl.DataType]]:
@@ -310,8 +340,10 @@ def pairwise(*, baseline: str, template: str | None = None) -> Scored:
     """A/B preference of the actual output over a baseline output, judged in both orders:
     1 win, 0.5 tie, 0 loss per order, averaged over the two orders.
 
-    ``baseline`` names a column of the frame, or a saved outputs file (``.json``,
-    ``.jsonl``, ``.yaml``, ``.csv``, ``.parquet``) whose outputs are matched by sample id.
+    ``baseline`` names a column of the frame, a saved outputs file (``.json``,
+    ``.jsonl``, ``.yaml``, ``.csv``, ``.parquet``) whose outputs are matched by sample id, or
+    a stored run, ``run:REF`` (an id, a name, latest, ...), whose outputs ``ef.evaluate`` and
+    ``rescore`` read from their store, matched by sample and repetition.
     """
     if not baseline.strip():
         raise MetricError("Metric 'pairwise' parameter 'baseline' must name a column.")

@@ -266,7 +266,21 @@ def _score_stream(
     providers: Providers | None,
     stage: _StatsStage | None,
 ) -> None:
-    """Stream the source's evaluation frame in whole-sample chunks and score each chunk."""
+    """Stream the source's evaluation frame in whole-sample chunks and score each chunk.
+
+    A ``pairwise(baseline=run:REF)`` metric reads that stored run's outputs (loaded once),
+    attached to each chunk as a column.
+    """
+    from evalframe.metrics.judge_toolbox import RUN_BASELINE, attach_baseline, run_baselines
+
+    baselines = {
+        b: query(
+            con,
+            "SELECT sample_id, repetition, actual_output FROM run_outputs WHERE run_id = ?",
+            [_read.resolve(con, b[len(RUN_BASELINE) :])],
+        )
+        for b in run_baselines(metrics)
+    }
     outputs = ", ".join(f"o.{c}" for c in OUTPUT_COLUMNS)
     dataset = ", ".join(f"d.{c}" for c in C.DATASET_SCHEMA.names() if c != C.SAMPLE_ID)
     # Repetitions of one sample must share a chunk; with one repetition every row is a
@@ -285,6 +299,8 @@ def _score_stream(
         ).to_arrow_reader(batch_size)
         for chunk in whole_samples(reader, batch_size):
             frame = _with_extra(chunk)
+            for baseline, stored in baselines.items():
+                frame = attach_baseline(frame, baseline, stored)
             scores = score(frame, metrics, run_id=new_id, context=providers)
             insert(con, "scores", scores.select(C.SCORES_SCHEMA.names()))
             if stage is not None:

@@ -193,6 +193,26 @@ class Store:
 
     # --- comparison and baselines ----------------------------------------------------------
 
+    def outputs_of(self, ref: str) -> pl.DataFrame:
+        """A stored run's outputs: ``sample_id``, ``repetition``, ``actual_output`` (a rescored
+        run's are its source's).
+
+        Examples:
+            >>> import evalframe as ef
+            >>> ds = ef.Dataset.from_records(
+            ...     [{"id": "q1", "input": {"q": "?"}, "expected_output": "a"}], name="d")
+            >>> with ef.Store(":memory:") as store:
+            ...     run_id = store.save(ef.evaluate(ds, outputs={"q1": "b"}, metrics=["contains"]))
+            ...     store.outputs_of(run_id).rows()
+            [('q1', 0, 'b')]
+        """
+        run_id = self.resolve(ref)
+        return self.sql(
+            "SELECT sample_id, repetition, actual_output FROM run_outputs WHERE run_id = ? "
+            "ORDER BY repetition, sample_id",
+            [run_id],
+        )
+
     def compare(self, before: str, after: str, **options: Any) -> Comparison:
         """Compare two stored runs; ``before`` may be relative to ``after`` (``previous``).
 
