@@ -10,21 +10,10 @@ import orjson
 import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_report_json import trees
 
 from evalframe.views._layout import Entries, section
 
-scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text()
-)
-trees = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=30,
-)
 # How a document may be stored: compact, Python-spaced, pretty, or by orjson.
 spellings = st.sampled_from(
     [

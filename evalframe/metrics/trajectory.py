@@ -104,6 +104,17 @@ def per_row(height: int, table: pl.DataFrame, fill: Mapping[str, Any]) -> pl.Dat
 
 
 @njit
+def _distinct(e_ids: IdArray, c_ids: IdArray) -> int:
+    """How many distinct names the two numbered sides hold (ids are dense from 0)."""
+    top = 0
+    for k in range(e_ids.shape[0]):
+        top = max(top, e_ids[k] + 1)
+    for k in range(c_ids.shape[0]):
+        top = max(top, c_ids[k] + 1)
+    return top
+
+
+@njit
 def _present_kernel(
     e_ids: IdArray,
     e_off: OffsetArray,
@@ -111,12 +122,7 @@ def _present_kernel(
     c_off: OffsetArray,
     hit: npt.NDArray[np.bool_],
 ) -> None:
-    top = 0
-    for k in range(e_ids.shape[0]):
-        top = max(top, e_ids[k] + 1)
-    for k in range(c_ids.shape[0]):
-        top = max(top, c_ids[k] + 1)
-    seen = np.zeros(top, dtype=np.bool_)
+    seen = np.zeros(_distinct(e_ids, c_ids), dtype=np.bool_)
     for r in range(e_off.shape[0] - 1):
         for j in range(c_off[r], c_off[r + 1]):
             seen[c_ids[j]] = True
@@ -192,12 +198,7 @@ def _common_kernel(
     c_off: OffsetArray,
     out: npt.NDArray[np.int64],
 ) -> None:
-    top = 0
-    for k in range(e_ids.shape[0]):
-        top = max(top, e_ids[k] + 1)
-    for k in range(c_ids.shape[0]):
-        top = max(top, c_ids[k] + 1)
-    wanted = np.zeros(top, dtype=np.int64)
+    wanted = np.zeros(_distinct(e_ids, c_ids), dtype=np.int64)
     for r in range(out.shape[0]):
         for i in range(e_off[r], e_off[r + 1]):
             wanted[e_ids[i]] += 1
