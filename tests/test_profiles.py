@@ -168,3 +168,14 @@ def test_run_set_takes_a_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     )  # fmt: skip
     assert seen, result.output
     assert seen[-1]["concurrency"] == 1
+
+
+def test_none_clears_a_value_the_profile_sets(seen: list[dict[str, Any]]) -> None:
+    assert run("--profile", "nightly", "--rate-limit", "none")[0] == 0
+    assert rate(seen[-1]) is None  # nightly's 60 per minute, cleared
+    assert seen[-1]["concurrency"] == 16  # the rest of the profile stays
+    assert run("--profile", "nightly", "--rate-limit", "null", "--deadline", "none")[0] == 0
+    assert rate(seen[-1]) is None
+    code, output = run("--rate-limit", "fast")
+    assert code == 2
+    assert "'fast' is not a valid integer" in output

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_CODES",
     "STORE_ENV",
+    "Clearable",
     "ProviderSettings",
     "emit",
     "evidence_option",
@@ -136,6 +137,26 @@ def out_option(help: str = "Write the report here instead of stdout.") -> Callab
     return click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help=help)
 
 
+if TYPE_CHECKING:
+    _ParamType = click.ParamType[Any, Any]  # generic to type checkers in click 8.2 and later
+else:
+    _ParamType = click.ParamType
+
+
+class Clearable(_ParamType):
+    """A number option that also takes ``none`` (or ``null``): no value, even where a profile
+    (``--profile``) would set one."""
+
+    def __init__(self, inner: _ParamType) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("none", "null"):
+            return None
+        return self.inner.convert(value, param, ctx)
+
+
 def provider_limit_options(f: F) -> F:
     """``--timeout``, ``--retries``, ``--deadline``, ``--rate-limit`` and
     ``--rate-window-seconds`` for provider calls (the arguments of the same names).
@@ -147,21 +168,21 @@ def provider_limit_options(f: F) -> F:
     options = (
         click.option(
             "--timeout",
-            type=seconds,
+            type=Clearable(seconds),
             metavar="SECONDS",
             help="Seconds one provider request may take, reading the whole reply included "
             "(default: $EVALFRAME_TIMEOUT, else 30 for embeddings and 60 for the judge).",
         ),
         click.option(
             "--retries",
-            type=click.IntRange(min=0),
+            type=Clearable(click.IntRange(min=0)),
             metavar="N",
             help="Extra attempts after a provider connection error, timeout, 429 or 5xx "
             "(default: $EVALFRAME_RETRIES, else 3).",
         ),
         click.option(
             "--deadline",
-            type=seconds,
+            type=Clearable(seconds),
             metavar="SECONDS",
             help="Seconds for all provider calls of the run; calls after it become their "
             "rows' errors and the scores so far are kept (default: $EVALFRAME_DEADLINE, "
@@ -169,7 +190,7 @@ def provider_limit_options(f: F) -> F:
         ),
         click.option(
             "--rate-limit",
-            type=click.IntRange(min=1),
+            type=Clearable(click.IntRange(min=1)),
             metavar="N",
             help="At most N calls start in any --rate-window-seconds window: the system under "
             "test's and the providers' together, each retry counted (default: no limit).",
@@ -301,7 +322,7 @@ def provider_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--no-cache", is_flag=True, help="Neither read nor write the provider cache."),
         click.option(
             "--budget-usd",
-            type=click.FloatRange(min=0.0, min_open=True),
+            type=Clearable(click.FloatRange(min=0.0, min_open=True)),
             help="Stop calling providers once this much (USD) is spent; the scores so far "
             "are kept and the command exits 1.",
         ),

@@ -12,6 +12,7 @@ import click
 import evalframe as ef
 from evalframe.cli._options import (
     EXIT_CODES,
+    Clearable,
     ProviderSettings,
     emit,
     evidence_option,
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--checkpoint-every",
-    type=click.IntRange(min=1),
+    type=Clearable(click.IntRange(min=1)),
     default=None,
     metavar="N",
     help="With --system and --store: write every N completed executions to the store as the "
