@@ -232,3 +232,30 @@ def test_wrong_verdict_counts_and_bad_replies_are_row_errors(tmp_path: Path) -> 
     )
     a = run.scores.filter((pl.col("sample_id") == "a") & (pl.col("metric") == "role-adherence"))
     assert a.get_column("score").item() == 1.0  # metadata.role
+
+
+def test_an_episode_or_conversation_past_the_limit_is_refused(tmp_path: Path) -> None:
+    data, _ = dataset(tmp_path)
+    calls = [{"name": "ping", "arguments": {}, "result": "ok"}] * (D.MAX_ITEMS + 1)
+    turns = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}] * (
+        D.MAX_ITEMS // 2 + 1
+    )
+    outputs = tmp_path / "long.json"
+    entries = [
+        {"id": sid, "actual_output": "x", "trajectory": {"tool_calls": calls}, "turns": turns}
+        for sid in ("a", "b", "c")
+    ]
+    outputs.write_text(json.dumps({"outputs": entries}), encoding="utf-8")
+    with StubOpenAI(verdict=script(REPLIES)) as stub:
+        run = ef.evaluate(
+            data,
+            outputs=outputs,
+            metrics=["task-completion", "knowledge-retention"],
+            providers=providers(stub, tmp_path),
+        )
+        assert stub.calls("chat/completions") == []  # nothing past the limit is sent
+    errors = set(run.scores.get_column("error").str.replace("Sample '.' ", "").to_list())
+    assert errors == {
+        f"has more than {D.MAX_ITEMS} tool calls; task-completion judges at most that many.",
+        f"has more than {D.MAX_ITEMS} turns; knowledge-retention judges at most that many.",
+    }

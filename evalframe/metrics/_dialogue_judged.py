@@ -358,8 +358,10 @@ def _need(metric: str, *, role: str | None = None, window: int = 3) -> JudgeNeed
     name = metric
     if spec.reads == "trajectory":
         episode = _trajectory_expr()
+        calls = episode.struct.field("tool_calls").list.len().fill_null(0)
+        usable = episode.is_not_null() & (calls <= MAX_ITEMS)
         inputs["question"] = _question_expr()
-        inputs["trajectory"] = pl.when(episode.is_not_null()).then(trajectory_text())
+        inputs["trajectory"] = pl.when(usable).then(trajectory_text())
         if metric != "plan-quality":
             inputs["answer"] = pl.col(C.ACTUAL_OUTPUT)
         if metric != "task-completion":
@@ -391,10 +393,21 @@ def dialogue_needs(metric: str, **params: object) -> list[JudgeNeed]:
 def _missing(metric: str, reads: str, *, role: str | None) -> pl.Expr:
     """Why a row cannot be judged (before any call), or null."""
     if reads == "trajectory":
-        return pl.when(_trajectory_expr().is_null()).then(
-            sample_error(
-                f"has no trajectory for {metric} metric: the outputs did not record one "
-                "(add a trajectory to the saved outputs, or return one from the system)."
+        episode = _trajectory_expr()
+        calls = episode.struct.field("tool_calls").list.len().fill_null(0)
+        return (
+            pl.when(episode.is_null())
+            .then(
+                sample_error(
+                    f"has no trajectory for {metric} metric: the outputs did not record one "
+                    "(add a trajectory to the saved outputs, or return one from the system)."
+                )
+            )
+            .when(calls > MAX_ITEMS)
+            .then(
+                sample_error(
+                    f"has more than {MAX_ITEMS} tool calls; {metric} judges at most that many."
+                )
             )
         )
     turns = _turns_expr()
