@@ -108,8 +108,9 @@ def evaluate(
         resume: the id of an interrupted checkpointed run: call the system only for the
             executions its checkpoints lack, and save the run under that id.
         rate_limit: at most this many calls start in any ``rate_window_seconds`` window, the
-            system under test's and the providers' together (each HTTP attempt counts).
-            Without it, the providers' own ``rate_limit`` (if any) spans the run the same way.
+            system under test's and the providers' together (each HTTP attempt counts). It
+            becomes the providers' rate limit: a ``Providers`` passed in keeps it for later
+            runs. Without it, the providers' own ``rate_limit`` (if any) spans the run.
         rate_window_seconds: the sliding window of ``rate_limit``, in seconds (default 60).
         baselines_from: the store whose runs ``pairwise(baseline=run:REF)`` compares with
             (default: ``store``).
