@@ -35,6 +35,7 @@ from evalframe.metrics.judge import JudgeKind, JudgeReplies, judge_columns, prom
 from evalframe.metrics.semantic import (
     EMBEDDING,
     EmbeddingColumns,
+    ListEmbeddings,
     TextEmbeddings,
     TokenEmbeddings,
     TokenMode,
@@ -388,6 +389,55 @@ class _JudgeFiller:
 
 
 @dataclass(frozen=True, slots=True)
+class _ListFiller:
+    """Fills ``ListEmbeddings``: an anchor vector and a list of vectors per row."""
+
+    need: ListEmbeddings
+
+    def apply(self, frame: pl.DataFrame, context: Any) -> pl.DataFrame:
+        from evalframe.metrics.trajectory import items_frame
+
+        providers = Providers.coerce(context)
+        rows = frame.select(anchor=self.need.anchor, items=self.need.items)
+        anchor, lists = rows.get_column("anchor"), rows.get_column("items")
+        items = items_frame(lists, "text")  # row, position, text: one row per list item
+        texts = items.get_column("text")
+        distinct = pl.concat([anchor, texts]).drop_nulls().unique(maintain_order=True)
+        unique = distinct.to_list()
+        matrix, errors = _stack(providers.embed_texts(unique), unique)
+        a_idx, i_idx = _positions(anchor, distinct), _positions(texts, distinct)
+        # A row's error: its anchor's, else its first item's; a null item spoils the row.
+        per_item = items.select(
+            pl.col("row"),
+            e=_row_errors(i_idx, errors) if items.height else pl.lit(None, pl.String),
+            gap=i_idx.is_null(),
+        )
+        by_row = per_item.group_by("row").agg(pl.col("e").drop_nulls().first(), pl.col("gap").any())
+        per_row = pl.DataFrame(
+            {"row": pl.int_range(frame.height, dtype=pl.Int64, eager=True)}
+        ).join(by_row, on="row", how="left", maintain_order="left")
+        row_error = _coalesce(_row_errors(a_idx, errors), per_row.get_column("e"))
+        good = (
+            a_idx.is_not_null()
+            & lists.is_not_null()
+            & ~per_row.get_column("gap").fill_null(False)
+            & row_error.is_null()
+        )
+        item_rows = items.get_column("row").to_numpy()
+        keep = good.to_numpy()[item_rows]
+        flat = matrix[i_idx.fill_null(0).cast(pl.Int64).to_numpy()][keep]
+        lengths = lists.list.len().fill_null(0).to_numpy().astype(np.int64)
+        name = self.need.column
+        vectors = pl.DataFrame(
+            [
+                _vector_column("anchor", matrix, a_idx, good),
+                _list_column("items", flat, lengths, good.to_numpy()),
+            ]
+        ).to_struct(name)
+        return pl.DataFrame([vectors, row_error.alias(f"{name}__error")])
+
+
+@dataclass(frozen=True, slots=True)
 class _StagedFiller:
     """Fills a ``JudgeNeed`` (its required needs are filled before it)."""
 
@@ -397,7 +447,7 @@ class _StagedFiller:
         return fill_judge_need(frame, self.need, context)
 
 
-_Filler = _TextFiller | _TokenFiller | _JudgeFiller | _StagedFiller
+_Filler = _TextFiller | _TokenFiller | _JudgeFiller | _StagedFiller | _ListFiller
 
 
 def _filler(need: Need) -> _Filler:
@@ -410,10 +460,12 @@ def _filler(need: Need) -> _Filler:
             return _JudgeFiller(need)
         case JudgeNeed():
             return _StagedFiller(need)
+        case ListEmbeddings():
+            return _ListFiller(need)
     raise MetricError(
         f"No provider fills the column {need.column!r} ({type(need).__name__}); "
-        "a metric's needs must be one of TextEmbeddings, TokenEmbeddings, JudgeReplies or "
-        "JudgeNeed."
+        "a metric's needs must be one of TextEmbeddings, TokenEmbeddings, ListEmbeddings, "
+        "JudgeReplies or JudgeNeed."
     )
 
 

@@ -13,7 +13,7 @@ import polars as pl
 
 from evalframe.metrics._judge_engine import Prompt, register_prompt
 
-__all__ = ["CLAIMS", "CORRECTNESS", "ENTITIES", "GROUNDING"]
+__all__ = ["CLAIMS", "CORRECTNESS", "ENTITIES", "GROUNDING", "QUESTIONS"]
 
 CLAIMS: Final = register_prompt(
     Prompt(
@@ -131,5 +131,24 @@ TEXT:
 {text}
 
 Reply with only a JSON object: {"entities": ["<entity>", ...]}""",
+    )
+)
+
+QUESTIONS: Final = register_prompt(
+    Prompt(
+        id="rag.relevancy-questions",
+        version=1,
+        description="Questions an answer would answer, and whether it is noncommittal.",
+        reply=pl.Struct({"questions": pl.List(pl.String), "noncommittal": pl.Boolean}),
+        template="""\
+Read the ANSWER below and write {n} different questions that it answers directly: the \
+questions someone must have asked to get exactly this answer. Then say whether the answer is \
+noncommittal: evasive, vague or declining to answer ("I don't know", "it depends", "I cannot \
+say").
+
+ANSWER:
+{answer}
+
+Reply with only a JSON object: {"questions": ["<question>", ...], "noncommittal": false}""",
     )
 )

@@ -32,7 +32,7 @@ from evalframe.core import schema as C
 from evalframe.core._contexts import reference_contexts
 from evalframe.metrics._batched import batched, sample_error
 from evalframe.metrics._judge_engine import JudgeNeed, Prompt, parsed, reply
-from evalframe.metrics._rag_prompts import CLAIMS, CORRECTNESS, ENTITIES, GROUNDING
+from evalframe.metrics._rag_prompts import CLAIMS, CORRECTNESS, ENTITIES, GROUNDING, QUESTIONS
 from evalframe.metrics._rag_verdicts import (
     correctness_kernel,
     grounding_kernel,
@@ -40,7 +40,7 @@ from evalframe.metrics._rag_verdicts import (
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Derived, Range, Scored
 from evalframe.metrics.judge import _question_expr
-from evalframe.metrics.semantic import EMBEDDING, TextEmbeddings, _cosine_batch
+from evalframe.metrics.semantic import EMBEDDING, ListEmbeddings, TextEmbeddings, _cosine_batch
 
 if TYPE_CHECKING:
     from evalframe.metrics._spec import Need
@@ -312,23 +312,60 @@ def faithfulness(
     return _scored(score, error, details, prepare)
 
 
+def _questions_need(questions: int) -> ListEmbeddings:
+    """The judge's questions from the answer, then the input's and their vectors."""
+    asked = JudgeNeed(
+        f"relevancy-questions(n={questions})",
+        QUESTIONS,
+        {"answer": pl.col(C.ACTUAL_OUTPUT), "n": pl.lit(str(questions))},
+    )
+    generated = reply(asked).struct.field("value").struct.field("questions")
+    return ListEmbeddings(
+        f"relevancy-questions(n={questions})@{QUESTIONS.key}",
+        anchor=pl.when(pl.col(C.ACTUAL_OUTPUT).is_not_null()).then(_question_expr()),
+        items=generated,
+        requires=(asked,),
+    )
+
+
+def _relevancy_needs(*, mode: str = "direct", questions: int = 3, **params: Any) -> list[Need]:
+    return [_questions_need(questions)] if mode == "questions" else _grounding_needs(**params)
+
+
+def _relevancy_derived(*, mode: str = "direct", **params: Any) -> list[Derived]:
+    return [] if mode == "questions" else _grounding_derived_of(**params)
+
+
 @metric(
     "answer-relevancy",
     family="rag",
     dimension="correctness",
-    derived=_grounding_derived_of,
-    needs=_grounding_needs,
+    derived=_relevancy_derived,
+    needs=_relevancy_needs,
 )
 def answer_relevancy(
-    *, max_context_tokens: Tokens = DEFAULT_MAX_CONTEXT_TOKENS, claims_template: str | None = None
+    *,
+    mode: Literal["direct", "questions"] = "direct",
+    questions: Annotated[int, Range(ge=1, le=10)] = 3,
+    max_context_tokens: Tokens = DEFAULT_MAX_CONTEXT_TOKENS,
+    claims_template: str | None = None,
 ) -> Scored:
-    """Share of the answer's claims that address the question (a direct judge verdict).
+    """How directly the answer addresses the question.
 
-    ``addressing / claims``; an answer with no claims (a refusal, a noncommittal reply)
-    scores 0.0. The verdicts come from the same per-sample grounding call as faithfulness,
-    so with other RAG metrics this metric costs no extra call. Null (an error) without an
-    actual output or when a judge call fails.
+    ``mode="direct"`` (the default): the share of the answer's claims that address the
+    question, ``addressing / claims``; an answer with no claims (a refusal, a noncommittal
+    reply) scores 0.0. The verdicts come from the same per-sample grounding call as
+    faithfulness, so with other RAG metrics this metric costs no extra call.
+
+    ``mode="questions"``: the judge writes ``questions`` questions the answer would answer and
+    says whether it is noncommittal; the score is the mean cosine similarity between the
+    input's question and each generated one (the configured embedder), clipped to [0, 1], and
+    0.0 for a noncommittal answer. One judge call per distinct answer, plus embeddings.
+
+    Null (an error) without an actual output or when a call fails.
     """
+    if mode == "questions":
+        return _questions_scored(questions)
     prepare, g, a, _, n_ctx, error = _grounded(
         max_context_tokens=max_context_tokens, claims_template=claims_template
     )
@@ -785,3 +822,69 @@ def context_entity_recall(
         prompt=pl.lit(ENTITIES.key),
     )
     return _scored(score, error, details, {})
+
+
+def _question_similarity(f: pl.DataFrame) -> pl.DataFrame:
+    """Per row: the cosine of the anchor vector with each item vector (numpy, no row loop)."""
+    from evalframe.metrics.semantic import cosine_rows
+
+    vectors = f.get_column("v")
+    anchor = vectors.struct.field("anchor")
+    items = vectors.struct.field("items")
+    n = items.list.len().fill_null(0)
+    rows = pl.int_range(f.height, eager=True).repeat_by(n).explode().drop_nulls()
+    flat_items = items.explode(empty_as_null=False, keep_nulls=False)
+    repeated = anchor.gather(rows)
+    cos = cosine_rows(repeated, flat_items).get_column("cosine")
+    per_row = (
+        pl.DataFrame({"row": rows, "c": cos.round(6)})
+        .group_by("row", maintain_order=True)
+        .agg(pl.col("c"))
+    )
+    table = pl.DataFrame({"row": pl.int_range(f.height, eager=True)}).join(
+        per_row, on="row", how="left", maintain_order="left"
+    )
+    return table.select(cosines=pl.col("c"))
+
+
+def _questions_scored(questions: int) -> Scored:
+    need = _questions_need(questions)
+    (asked,) = need.requires
+    r = pl.col("__q_reply")
+    value, failure = r.struct.field("value"), r.struct.field("error")
+    generated = value.struct.field("questions")
+    noncommittal = value.struct.field("noncommittal")
+    cosines = pl.col("__q_cos").struct.field("cosines")
+    mean = cosines.list.mean().clip(0.0, 1.0)
+    score = pl.when(noncommittal).then(0.0).otherwise(mean)
+    error = (
+        pl.when(pl.col(C.ACTUAL_OUTPUT).is_null())
+        .then(sample_error("has no actual output for answer-relevancy metric."))
+        .when(failure.is_not_null())
+        .then(sample_error("answer-relevancy judge failed: {}", failure))
+        .when(generated.list.len().fill_null(0) == 0)
+        .then(sample_error("answer-relevancy: the judge wrote no question."))
+        .when(pl.col(f"{need.column}__error").is_not_null())
+        .then(
+            sample_error("answer-relevancy embeddings failed: {}", pl.col(f"{need.column}__error"))
+        )
+        .when(cosines.is_null() | (cosines.list.len() != generated.list.len()))
+        .then(sample_error("answer-relevancy: the questions could not be embedded."))
+    )
+    details = pl.struct(
+        questions=generated,
+        cosines=cosines,
+        noncommittal=noncommittal,
+        prompt=pl.lit(QUESTIONS.key),
+    )
+    return Scored(
+        score=pl.when(error.is_null()).then(score.round(6)),
+        error=error,
+        details=pl.when(error.is_null()).then(details),
+        prepare={
+            "__q_reply": reply(asked),
+            "__q_cos": batched(
+                _question_similarity, {"v": pl.col(need.column)}, {"cosines": pl.List(pl.Float64)}
+            ),
+        },
+    )

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EMBEDDING",
     "EmbeddingColumns",
+    "ListEmbeddings",
     "TextEmbeddings",
     "TokenEmbeddings",
     "TokenMode",
@@ -204,6 +205,26 @@ class TextEmbeddings:
     @property
     def column(self) -> str:
         return EMBEDDING.actual
+
+
+@dataclass(frozen=True, slots=True)
+class ListEmbeddings:
+    """Need: per row, the vector of one ``anchor`` text and of each text in ``items`` (a
+    ``List(String)``), from the run's embedder, one vector per distinct text.
+
+    Fills ``embed__<name>`` (a struct of ``anchor``: ``Array(Float32, d)`` and ``items``:
+    ``List(Array(Float32, d))``) and ``embed__<name>__error``. ``requires`` are judge stages
+    the expressions read (their replies are filled first).
+    """
+
+    name: str
+    anchor: pl.Expr
+    items: pl.Expr
+    requires: tuple[Any, ...] = ()
+
+    @property
+    def column(self) -> str:
+        return f"embed__{self.name}"
 
 
 @dataclass(frozen=True, slots=True)
