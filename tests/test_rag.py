@@ -77,7 +77,7 @@ EXPECTED: dict[str, dict[str, float | None]] = {
     "context-relevancy": {"paris": 2 / 3, "sky": 0.5, "empty": 0.0, "dup": 1.0, "none": 0.0},
     # "dup": The, Seine, Paris are capitalised only in the expected output: none found
     "context-entity-recall": {"paris": 1.0, "sky": 1.0, "empty": None, "dup": 0.0, "none": 0.0},
-    "hallucination": {"paris": 1.0, "sky": 0.5, "empty": 1.0, "dup": 1.0, "none": 1.0},
+    "hallucination": {"paris": 0.0, "sky": 0.5, "empty": 0.0, "dup": 0.0, "none": 0.0},
 }
 
 
@@ -313,7 +313,7 @@ RECOMPUTE = {
     "context-recall": lambda d: _mean(d["attributed"]),
     "context-relevancy": lambda d: 0.0 if not d["relevant"] else _mean(d["relevant"]),
     "context-entity-recall": lambda d: len(d["found"]) / len(d["reference_entities"]),
-    "hallucination": lambda d: 1.0 - (_mean(d["contradicted"]) if d["contradicted"] else 0.0),
+    "hallucination": lambda d: _mean(d["contradicted"]) if d["contradicted"] else 0.0,
 }
 
 

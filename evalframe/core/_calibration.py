@@ -250,8 +250,11 @@ def _grade(values: npt.NDArray[np.float64], grades: int) -> npt.NDArray[np.int64
     return out
 
 
-def _verdict(score: float | None, threshold: float) -> str | None:
-    return None if score is None else ("pass" if score >= threshold else "fail")
+def _verdict(score: float | None, threshold: float, higher_is_better: bool = True) -> str | None:
+    if score is None:
+        return None
+    good = score >= threshold if higher_is_better else score <= threshold
+    return "pass" if good else "fail"
 
 
 def agreement(
@@ -265,10 +268,13 @@ def agreement(
     judge_model: str | None = None,
     model_under_test: str | None = None,
     require_distinct_models: bool = True,
+    higher_is_better: bool = True,
 ) -> Calibration:
     """Agreement statistics of judge ``scores`` (aligned with ``cases.cases``).
 
     A case the judge could not score (``errors``) is listed and left out of the statistics.
+    The judge's verdict is pass at or above ``threshold``, or at or below it for a
+    lower-is-better metric (``higher_is_better=False``).
     """
     import numpy as np
 
@@ -276,7 +282,7 @@ def agreement(
     kept = [c for c, good in zip(cases.cases, ok, strict=True) if good]
     judge_scores = np.array([s for s, good in zip(scores, ok, strict=True) if good], np.float64)
     human = np.array([c.human_verdict == "pass" for c in kept], dtype=bool)
-    judge = judge_scores >= threshold
+    judge = judge_scores >= threshold if higher_is_better else judge_scores <= threshold
     lengths = np.array([len(c.actual) for c in kept], dtype=np.float64)
     kappa = cohen_kappa(human.astype(np.int64), judge.astype(np.int64), 2)
     graded = [c.human_score for c in kept]
@@ -333,7 +339,7 @@ def agreement(
                 "id": c.id,
                 "human_verdict": c.human_verdict,
                 "judge_score": s,
-                "judge_verdict": _verdict(s, threshold) if good else None,
+                "judge_verdict": _verdict(s, threshold, higher_is_better) if good else None,
             }
             for c, s, good in zip(cases.cases, scores, ok, strict=True)
         ],

@@ -222,13 +222,17 @@ def read_labels(labels: Labels) -> pl.DataFrame:
 # --- over a run --------------------------------------------------------------------------------
 
 
-def _judge_rows(run: Run | pl.DataFrame, metric: str) -> tuple[pl.DataFrame, float]:
-    """Per sample: the judge's mean score, mean pass, and cohorts; and the pass threshold."""
+def _judge_rows(run: Run | pl.DataFrame, metric: str) -> tuple[pl.DataFrame, float, bool]:
+    """Per sample: the judge's mean score, mean pass, and cohorts; the pass threshold, and
+    whether higher scores are better."""
+    higher = True
     if isinstance(run, pl.DataFrame):
         scores, tags, threshold = run, None, None
     else:
         scores, tags = run.scores, run.frame.select(C.SAMPLE_ID, C.TAGS).unique(C.SAMPLE_ID)
-        threshold = next((m.threshold for m in run.metrics if m.id == metric), None)
+        found = next((m for m in run.metrics if m.id == metric), None)
+        threshold = found.threshold if found is not None else None
+        higher = found.higher_is_better if found is not None else True
     available = scores.get_column(C.METRIC).unique().to_list()
     if metric not in available:
         raise MetricError(
@@ -248,7 +252,7 @@ def _judge_rows(run: Run | pl.DataFrame, metric: str) -> tuple[pl.DataFrame, flo
         rows = rows.join(tags, on=C.SAMPLE_ID, how="left")
     else:
         rows = rows.with_columns(pl.lit([], pl.List(pl.String)).alias(C.TAGS))
-    return rows, float(threshold)
+    return rows, float(threshold), higher
 
 
 @dataclass(frozen=True)
@@ -302,15 +306,19 @@ class Estimate:
 
 
 def _estimates(
-    rows: pl.DataFrame, labelled: pl.DataFrame, threshold: float, strata: int, cohort: str | None
+    rows: pl.DataFrame,
+    labelled: pl.DataFrame,
+    threshold: float,
+    strata: int,
+    cohort: str | None,
+    higher_is_better: bool = True,
 ) -> list[dict[str, Any]]:
     import numpy as np
 
     out = []
-    for quantity, f_col, y in (
-        ("mean", "f", labelled.get_column("label").to_numpy()),
-        ("pass_rate", "f_pass", (labelled.get_column("label").to_numpy() >= threshold) * 1.0),
-    ):
+    labels = labelled.get_column("label").to_numpy()
+    human_pass = labels >= threshold if higher_is_better else labels <= threshold
+    for quantity, f_col, y in (("mean", "f", labels), ("pass_rate", "f_pass", human_pass * 1.0)):
         f_all = rows.get_column(f_col).to_numpy().astype(np.float64)
         f_lab = labelled.get_column(f_col).to_numpy().astype(np.float64)
         cut = None
@@ -388,7 +396,7 @@ def estimate(
     """
     if not 1 <= strata <= MAX_STRATA:
         raise MetricError(f"strata must be between 1 and {MAX_STRATA}; got {strata}.")
-    rows, threshold = _judge_rows(run, metric)
+    rows, threshold, higher = _judge_rows(run, metric)
     table = read_labels(labels)
     labelled = rows.join(table, on=C.SAMPLE_ID, how="inner")
     unmatched = table.height - labelled.height
@@ -396,12 +404,12 @@ def estimate(
         raise DatasetError(
             f"None of the {table.height} labels names a sample {metric!r} scored without error."
         )
-    results = _estimates(rows, labelled, threshold, strata, None)
+    results = _estimates(rows, labelled, threshold, strata, None, higher)
     if cohorts:
         for tag in sorted(rows.get_column(C.TAGS).explode().drop_nulls().unique().to_list()):
             in_cohort = pl.col(C.TAGS).list.contains(pl.lit(tag))
             results += _estimates(
-                rows.filter(in_cohort), labelled.filter(in_cohort), threshold, strata, tag
+                rows.filter(in_cohort), labelled.filter(in_cohort), threshold, strata, tag, higher
             )
     return Estimate(
         metric=metric,
@@ -440,7 +448,7 @@ def suggest_labels(
         raise MetricError(f"n must be at least 1; got {n}.")
     if not 1 <= strata <= MAX_STRATA:
         raise MetricError(f"strata must be between 1 and {MAX_STRATA}; got {strata}.")
-    rows, _ = _judge_rows(run, metric)
+    rows, _, _ = _judge_rows(run, metric)
     rows = rows.with_columns(
         pl.Series("stratum", bins(rows.get_column("f").to_numpy(), strata), pl.Int64)
     )

@@ -256,14 +256,23 @@ def _drop(c: Comparison, key: str, allowed: float) -> list[str]:
         return [f"metric '{metric}' has no scored row in the run (every row errored)"]
     if before is None:
         return []
-    drop = before - after
+    # For a lower-is-better metric a rising mean or percentile is the worsening (its pass
+    # rate still falls as it worsens).
+    lower = stat != "pass_rate" and not _higher_is_better(c, metric)
+    drop = after - before if lower else before - after
     if drop > allowed + 1e-12:
         name = "mean" if stat == "mean" else stat.replace("_", "-")
+        moved = "rose" if lower else "dropped"
         return [
-            f"metric '{metric}' {name} dropped by {drop:.4f} ({before:.4f} → {after:.4f}), "
+            f"metric '{metric}' {name} {moved} by {drop:.4f} ({before:.4f} → {after:.4f}), "
             f"more than the allowed {allowed:.4f}"
         ]
     return []
+
+
+def _higher_is_better(c: Comparison, metric: str) -> bool:
+    found = next((m for m in c.after.metrics if m.id == metric), None)
+    return True if found is None else bool(found.higher_is_better)
 
 
 def _floor(c: Comparison, metric: str, floor: float) -> list[str]:

@@ -99,12 +99,13 @@ class Run:
         )
 
     def failing(self) -> pl.DataFrame:
-        """The rows that did not pass: scored below their metric's threshold, or not scored.
+        """The rows that did not pass: scored past their metric's threshold (below it, or
+        above it for a lower-is-better metric), or not scored.
 
         Returns:
             sample_id, repetition, metric, score (null when not scored), threshold, error
-            (null when scored); worst first: errors, then by how far the score falls below
-            the threshold, then sample id, repetition and the run's metric order.
+            (null when scored); worst first: errors, then by how far the score is past the
+            threshold, then sample id, repetition and the run's metric order.
         """
         order = {m: i for i, m in enumerate(self.metric_ids)}
         thresholds = pl.DataFrame(
@@ -112,15 +113,27 @@ class Run:
                 C.METRIC: [m.id for m in self.metrics],
                 "threshold": [float(m.threshold) for m in self.metrics],
                 "_order": [order[m.id] for m in self.metrics],
+                "_low": [not m.higher_is_better for m in self.metrics],
             },
-            schema={C.METRIC: pl.String, "threshold": pl.Float64, "_order": pl.Int64},
+            schema={
+                C.METRIC: pl.String,
+                "threshold": pl.Float64,
+                "_order": pl.Int64,
+                "_low": pl.Boolean,
+            },
+        )
+        # how far a score is on the passing side of its threshold (negative: failed)
+        margin = (
+            pl.when(pl.col("_low"))
+            .then(pl.col("threshold") - pl.col(C.SCORE))
+            .otherwise(pl.col(C.SCORE) - pl.col("threshold"))
         )
         return (
             self.scores.join(thresholds, on=C.METRIC, how="inner")
-            .filter(pl.col(C.ERROR).is_not_null() | (pl.col(C.SCORE) < pl.col("threshold")))
+            .filter(pl.col(C.ERROR).is_not_null() | (margin < 0))
             .sort(
                 pl.col(C.SCORE).is_not_null(),
-                pl.col(C.SCORE) - pl.col("threshold"),
+                margin,
                 C.SAMPLE_ID,
                 C.REPETITION,
                 "_order",

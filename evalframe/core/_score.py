@@ -47,6 +47,9 @@ class Scorable(Protocol):
     @property
     def threshold(self) -> float: ...
 
+    @property
+    def higher_is_better(self) -> bool: ...
+
     def expressions(self) -> Any: ...
 
     def derived(self) -> Sequence[Any]: ...
@@ -79,6 +82,12 @@ def _derive(
                 "ef.evaluate or ef.score, which fill it"
             )
     return frame, failed
+
+
+def passes(score: pl.Expr, m: Scorable) -> pl.Expr:
+    """Whether ``score`` passes ``m``'s threshold: at or above it, or for a lower-is-better
+    metric at or below it (the one pass rule)."""
+    return score >= m.threshold if m.higher_is_better else score <= m.threshold
 
 
 def _metric_rows(frame: pl.DataFrame, m: Scorable) -> pl.DataFrame:
@@ -178,7 +187,7 @@ def _finish(rows: pl.DataFrame, m: Scorable, run_id: str) -> pl.DataFrame:
         pl.col(C.REPETITION).cast(pl.Int64),
         pl.lit(m.id, pl.String).alias(C.METRIC),
         pl.when(scored).then(s).alias(C.SCORE),
-        pl.when(scored).then(s >= m.threshold).alias("passed"),
+        pl.when(scored).then(passes(s, m)).alias("passed"),
         error.alias(C.ERROR),
         # Details describe a score; an errored row has none, whatever the metric built.
         pl.when(scored).then(pl.col("details")).alias("details"),

@@ -106,6 +106,7 @@ def calibrate(
         judge_model=judge.model,
         model_under_test=model_under_test,
         require_distinct_models=require_distinct_models,
+        higher_is_better=metric.higher_is_better,
     )
     result = dataclasses.replace(result, metric=metric.id)
     if store is not None:

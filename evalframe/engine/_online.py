@@ -338,7 +338,8 @@ def score_pending(
 
     Each capture is scored as a sample without metadata (so metrics that need metadata,
     such as refusal-quality, report an error). ``passed`` is ``score >= pass_threshold``
-    (0.7 by default, as eval-harness's online monitor), null where scoring failed.
+    (0.7 by default, as eval-harness's online monitor; ``score <= pass_threshold`` for a
+    lower-is-better metric), null where scoring failed.
     """
     target = as_store(store)
     waiting = table.pending(target, dataset, limit)
@@ -374,7 +375,11 @@ def score_pending(
         .join(waiting.select("capture_id", "dataset", "sample_id"), on="capture_id")
         .with_columns(
             pl.when(pl.col(C.SCORE).is_not_null())
-            .then(pl.col(C.SCORE) >= pass_threshold)
+            .then(
+                pl.col(C.SCORE) >= pass_threshold
+                if run.metrics[0].higher_is_better
+                else pl.col(C.SCORE) <= pass_threshold
+            )
             .alias("passed"),
             pl.lit(pass_threshold, pl.Float64).alias("threshold"),
             pl.lit(model, pl.String).alias("judge_model"),

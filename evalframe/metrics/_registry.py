@@ -103,6 +103,7 @@ def metric(
     derived: Callable[..., Sequence[Derived]] | None = None,
     needs: Callable[..., Sequence[Need]] | None = None,
     replace: bool = False,
+    higher_is_better: bool = True,
 ) -> Callable[[Callable[..., Scored]], MetricFactory]:
     """Register a metric builder under ``name`` and return its factory.
 
@@ -113,10 +114,13 @@ def metric(
         name: the kebab-case alias, e.g. ``"jaccard-words"``.
         family: the family shown by ``evalframe metrics``.
         dimension: one of correctness, groundedness, safety, trajectory, performance.
-        threshold: the default pass threshold (a sample passes when ``score >= threshold``).
+        threshold: the default pass threshold (a sample passes when ``score >= threshold``,
+            or ``score <= threshold`` for a lower-is-better metric).
         derived: given the bound parameters, the pure generated columns the metric reads.
         needs: given the bound parameters, the provider-filled columns the metric reads.
         replace: allow replacing an existing registration of the same name.
+        higher_is_better: ``False`` for a metric whose score measures what should be low (a
+            share of contradicted contexts, say): rows then pass at or below the threshold.
 
     Examples:
         >>> import polars as pl
@@ -145,6 +149,7 @@ def metric(
             derived=derived,
             needs=needs,
             doc=doc,
+            higher_is_better=higher_is_better,
         )
         _add(definition, replace=replace)
         return MetricFactory(definition)
@@ -176,6 +181,7 @@ def register(item: Metric | MetricDef | MetricFactory, *, replace: bool = False)
             derived=item.definition.derived,
             needs=item.definition.needs,
             doc=item.definition.doc,
+            higher_is_better=item.definition.higher_is_better,
         )
     elif isinstance(item, MetricDef):
         definition = item

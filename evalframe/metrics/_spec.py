@@ -163,6 +163,7 @@ class MetricDef:
     derived: Callable[..., Sequence[Derived]] | None = None
     needs: Callable[..., Sequence[Need]] | None = None
     doc: str = ""
+    higher_is_better: bool = True
 
     def bind(self, **params: Any) -> Metric:
         """Validate ``params`` and return the metric value they define."""
@@ -227,6 +228,12 @@ class Metric:
     @property
     def dimension(self) -> str:
         return self.definition.dimension
+
+    @property
+    def higher_is_better(self) -> bool:
+        """Whether a higher score is better: a row passes when ``score >= threshold``; for a
+        lower-is-better metric (a share of failures), when ``score <= threshold``."""
+        return self.definition.higher_is_better
 
     @property
     def id(self) -> str:

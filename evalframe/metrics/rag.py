@@ -550,16 +550,16 @@ def context_relevancy(
     dimension="groundedness",
     derived=_grounding_derived_of,
     needs=_grounding_needs,
+    higher_is_better=False,
 )
 def hallucination(
     *, max_context_tokens: Tokens = DEFAULT_MAX_CONTEXT_TOKENS, claims_template: str | None = None
 ) -> Scored:
-    """One minus the share of contexts (by rank) that the answer contradicts.
+    """The share of contexts (by rank) that the answer contradicts: lower is better.
 
-    The hallucination rate, ``contradicted contexts / contexts``, is in the details; the
-    score is ``1 - rate`` so that, like every metric, higher is better and a sample passes
-    at or above the threshold. 1.0 with no contexts (nothing contradicted). Null (an
-    error) without an actual output or when a judge call fails.
+    ``contradicted contexts / contexts``, 0.0 with no contexts (nothing contradicted). A
+    lower-is-better metric: a sample passes at or below the threshold (0.5 by default).
+    Null (an error) without an actual output or when a judge call fails.
     """
     prepare, g, _, _, n_ctx, error = _grounded(
         max_context_tokens=max_context_tokens, claims_template=claims_template
@@ -568,11 +568,10 @@ def hallucination(
     rate = pl.when(n_ctx == 0).then(0.0).otherwise(_mean(contradicted))
     details = pl.struct(
         contradicted=contradicted,
-        hallucination_rate=rate,
         n_contexts=n_ctx,
         prompt=pl.lit(GROUNDING.key),
     )
-    return _scored(1.0 - rate, error, details, prepare)
+    return _scored(rate, error, details, prepare)
 
 
 # --- answer-correctness ---------------------------------------------------------------------------

@@ -146,7 +146,8 @@ def _scores(con: duckdb.DuckDBPyConnection, fresh: list[str]) -> None:
             "SELECT s.run_id, s.sample_id, s.repetition, s.metric, s.score, s.passed, "
             "m.threshold FROM scores AS s JOIN run_metrics AS m "
             "ON m.run_id = s.run_id AND m.metric = s.metric "
-            f"WHERE {mine} AND s.passed IS DISTINCT FROM (s.score >= m.threshold)",
+            f"WHERE {mine} AND s.passed IS DISTINCT FROM (CASE WHEN {_lower('m.name')} "
+            "THEN s.score <= m.threshold ELSE s.score >= m.threshold END)",
             "passed = {5} disagrees with score {4!r} and threshold {6!r}",
         ),
     ]
@@ -221,3 +222,15 @@ def _datasets(con: duckdb.DuckDBPyConnection, fresh: list[str]) -> None:
                 f"samples.parquet: the samples of dataset {digest[:12]} no longer hash to it "
                 "(a sample id, row hash, metadata or their order was edited)."
             )
+
+
+def _lower(column: str) -> str:
+    """SQL: whether ``column`` names a registered lower-is-better metric (its pass rule is
+    ``score <= threshold``)."""
+    from evalframe.metrics._registry import available
+
+    names = sorted(d.name for d in available() if not d.higher_is_better)
+    if not names:
+        return "FALSE"
+    quoted = ", ".join("'" + n.replace("'", "''") + "'" for n in names)
+    return f"{column} IN ({quoted})"

@@ -11,7 +11,7 @@ from functools import partial
 from typing import Any
 
 from evalframe.views._format import f4, has_counts, md_table, one_line, points, stat_cells
-from evalframe.views._report import failing_samples, per_sample_metrics
+from evalframe.views._report import failing_samples, lower_note, per_sample_metrics
 
 __all__ = ["DEFAULT_MAX_ROWS", "render", "render_html"]
 
@@ -317,7 +317,10 @@ def _failing(r: Report, *, max_rows: int) -> list[str]:
         [
             sid,
             len(failed),
-            "; ".join(f"{name} {score:.4f} (threshold {t:g})" for name, score, t in failed),
+            "; ".join(
+                f"{name} {score:.4f} (threshold {t:g}{lower_note(r, name)})"
+                for name, score, t in failed
+            ),
         ]
         for sid, failed in shown
     ]

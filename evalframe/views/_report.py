@@ -475,6 +475,8 @@ def metric_sections(
             "threshold": by_id[r[C.METRIC]].threshold,
             "family": by_id[r[C.METRIC]].family,
             "dimension": by_id[r[C.METRIC]].dimension,
+            # only where it is not the rule, so other reports keep eval-harness's fields
+            **({} if by_id[r[C.METRIC]].higher_is_better else {"higher_is_better": False}),
         }
         for r in run.summary.iter_rows(named=True)
     }
@@ -621,13 +623,20 @@ def per_sample_metrics(r: ReportDoc) -> dict[str, dict[str, dict[str, float]]]:
     return out
 
 
+def lower_note(r: ReportDoc, metric: str) -> str:
+    """``", lower is better"`` for a lower-is-better metric of report ``r``, else ``""``."""
+    found = r["metrics"].get(metric) or {}
+    return ", lower is better" if found.get("higher_is_better") is False else ""
+
+
 def failing_samples(r: ReportDoc) -> list[tuple[str, Failed]]:
     """The samples scored below a metric's threshold, worst first, from a report document.
 
     Each is ``(sample_id, [(metric, score, threshold), ...])``: a sample's score on a metric
-    is its lowest over the repetitions; a report without thresholds (eval-harness) uses 0.5.
-    Worst first: the largest shortfall below a threshold, then the most metrics failed,
-    then sample id. Read from ``sample_aggregates`` (or ``samples``), so a report read back
+    is its lowest over the repetitions (its highest for a lower-is-better metric, which fails
+    above its threshold); a report without thresholds (eval-harness) uses 0.5. Worst first:
+    the largest distance past a threshold, then the most metrics failed, then sample id.
+    Read from ``sample_aggregates`` (or ``samples``), so a report read back
     from JSON gives the same list; a run document may carry the list as ``failing_samples``.
     """
     if "failing_samples" in r:
@@ -636,15 +645,22 @@ def failing_samples(r: ReportDoc) -> list[tuple[str, Failed]]:
         name: float(m["threshold"]) if m.get("threshold") is not None else 0.5
         for name, m in r["metrics"].items()
     }
+    lower = {name for name, m in r["metrics"].items() if m.get("higher_is_better") is False}
     found: list[tuple[float, int, str, Failed]] = []
     for sid, metrics in per_sample_metrics(r).items():
-        failed = [
-            (name, float(m["min"]), thresholds[name])
-            for name, m in metrics.items()
-            if name in thresholds and float(m["min"]) < thresholds[name]
-        ]
+        failed = []
+        margins = []
+        for name, m in metrics.items():
+            if name not in thresholds:
+                continue
+            worst = float(m["max"]) if name in lower else float(m["min"])
+            margin = thresholds[name] - worst if name in lower else worst - thresholds[name]
+            if margin < 0:
+                failed.append((name, worst, thresholds[name]))
+                margins.append(margin)
         if failed:
-            failed.sort(key=lambda f: f[1] - f[2])
-            found.append((failed[0][1] - failed[0][2], -len(failed), str(sid), failed))
+            order = sorted(range(len(failed)), key=lambda i: margins[i])
+            failed = [failed[i] for i in order]
+            found.append((margins[order[0]], -len(failed), str(sid), failed))
     found.sort(key=lambda f: f[:3])
     return [(sid, failed) for _, _, sid, failed in found]

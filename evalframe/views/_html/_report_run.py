@@ -95,6 +95,7 @@ def run_from_report(
         for name, m in (doc.get("metrics") or {}).items()
     ]
     thresholds = {m.id: float(m.threshold) for m in metrics}
+    lower = {m.id: not m.higher_is_better for m in metrics}
     sid, rep, metric, score, details = [], [], [], [], []
     for s in samples:  # the document is Python objects already: one pass to flatten it
         for name, v in (s.get("scores") or {}).items():
@@ -117,14 +118,20 @@ def run_from_report(
          C.ERROR: [f["error"] for f in failures], "details": [None] * len(failures)},
         schema=scored.schema,
     )  # fmt: skip
-    limits = pl.DataFrame({C.METRIC: list(thresholds), "_t": list(thresholds.values())})
+    limits = pl.DataFrame(
+        {C.METRIC: list(thresholds), "_t": list(thresholds.values()), "_low": list(lower.values())}
+    )
     scores = (
         pl.concat([scored, errored])
         .join(limits, on=C.METRIC, how="inner")
         .with_columns(
             pl.lit(run_id).alias(C.RUN_ID),
             pl.when(pl.col(C.ERROR).is_null())
-            .then(pl.col(C.SCORE) >= pl.col("_t"))
+            .then(
+                pl.when(pl.col("_low"))
+                .then(pl.col(C.SCORE) <= pl.col("_t"))
+                .otherwise(pl.col(C.SCORE) >= pl.col("_t"))
+            )
             .alias("passed"),
         )
         .select(C.SCORES_SCHEMA.names())

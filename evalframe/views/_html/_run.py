@@ -10,7 +10,7 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.views._format import f4, has_counts, stat_cells, text_table
 from evalframe.views._html._parts import CSS, MAX_FAILURES, bar, colour, escape, spark, table, td
-from evalframe.views._report import failing_samples, metric_sections
+from evalframe.views._report import failing_samples, lower_note, metric_sections
 
 if TYPE_CHECKING:
     from evalframe.core._run import Run
@@ -49,19 +49,34 @@ def run_document(run: Run, *, buckets: int = 10) -> dict[str, Any]:
 
 
 def _failing_of(run: Run) -> list[tuple[str, list[tuple[str, float, float]]]]:
-    """``failing_samples`` from ``Run.failing()``: each sample's lowest score per metric."""
+    """``failing_samples`` from ``Run.failing()``: each sample's worst score per metric (its
+    lowest, or its highest for a lower-is-better metric)."""
+    low = [m.id for m in run.metrics if not m.higher_is_better]
+    is_low = pl.col(C.METRIC).is_in(low)
     below = (
         run.failing()
         .filter(pl.col(C.ERROR).is_null())
         .group_by(C.SAMPLE_ID, C.METRIC)
-        .agg(pl.col(C.SCORE).min(), pl.col("threshold").first())
-        .with_columns((pl.col(C.SCORE) - pl.col("threshold")).alias("_short"))
+        .agg(
+            pl.when(is_low.first())
+            .then(pl.col(C.SCORE).max())
+            .otherwise(pl.col(C.SCORE).min())
+            .alias(C.SCORE),
+            pl.col("threshold").first(),
+        )
+        .with_columns(
+            pl.when(is_low)
+            .then(pl.col("threshold") - pl.col(C.SCORE))
+            .otherwise(pl.col(C.SCORE) - pl.col("threshold"))
+            .alias("_short")
+        )
         .sort("_short", C.SAMPLE_ID, C.METRIC)
     )
-    per: dict[str, list[tuple[str, float, float]]] = {}
-    for sid, metric, score, threshold, _ in below.iter_rows():  # failing pairs only
-        per.setdefault(sid, []).append((metric, score, threshold))
-    return sorted(per.items(), key=lambda p: (p[1][0][1] - p[1][0][2], -len(p[1]), p[0]))
+    per: dict[str, list[tuple[str, float, float, float]]] = {}
+    for sid, metric, score, threshold, short in below.iter_rows():  # failing pairs only
+        per.setdefault(sid, []).append((metric, score, threshold, short))
+    ranked = sorted(per.items(), key=lambda p: (p[1][0][3], -len(p[1]), p[0]))
+    return [(sid, [(m, s, t) for m, s, t, _ in failed]) for sid, failed in ranked]
 
 
 def _header(doc: Mapping[str, Any]) -> str:
@@ -171,7 +186,8 @@ def _failing_table(doc: Mapping[str, Any], max_rows: int) -> str:
             td(str(len(failed))),
             td(
                 "; ".join(
-                    f"<code>{escape(name)}</code> {score:.4f} (threshold {t:g})"
+                    f"<code>{escape(name)}</code> {score:.4f} "
+                    f"(threshold {t:g}{lower_note(doc, name)})"
                     for name, score, t in failed
                 ),
                 cls="ef-wrap",
