@@ -20,6 +20,7 @@ def error_rate() -> ef.metrics.MetricFactory:
 
     @ef.metrics.metric("bang-rate", family="custom", higher_is_better=False, replace=True)
     def bang_rate() -> ef.metrics.Scored:
+        """Share of the output's characters that are exclamation marks (lower is better)."""
         a = pl.col("actual_output")
         share = a.str.count_matches("!", literal=True) / a.str.len_chars().clip(1)
         return ef.metrics.Scored(score=share.cast(pl.Float64))
