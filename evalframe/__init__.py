@@ -21,6 +21,7 @@ from evalframe.core import _seam, aggregate, schema
 from evalframe.core._dataset import Dataset, read_dataset
 from evalframe.core._errors import (
     BudgetExhaustedError,
+    ClusterError,
     ComparisonError,
     DatasetError,
     EvalframeError,
@@ -55,6 +56,7 @@ if TYPE_CHECKING:  # these load on first use (see __getattr__), not at import
 __all__ = [
     "BudgetExhaustedError",
     "Calibration",
+    "ClusterError",
     "Comparison",
     "ComparisonError",
     "Dataset",

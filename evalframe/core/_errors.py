@@ -14,9 +14,10 @@ EvalframeError
 │   └── StopCallsError          the run must stop calling providers:
 │       ├── BudgetExhaustedError    its budget is spent
 │       └── DeadlineExceededError   its deadline has passed
-└── StoreError              a run store operation failed: the statement and the cause
-    ├── ImportRefusedError      an export failed its checks; nothing was imported
-    └── StoreBusyError          another process held the store file too long (retryable)
+├── StoreError              a run store operation failed: the statement and the cause
+│   ├── ImportRefusedError      an export failed its checks; nothing was imported
+│   └── StoreBusyError          another process held the store file too long (retryable)
+└── ClusterError            a Dask cluster could not be reached or failed mid-run
 ```
 
 Per-sample scoring problems are not exceptions: they are data, an ``error`` value on that
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BudgetExhaustedError",
+    "ClusterError",
     "ComparisonError",
     "DatasetError",
     "DeadlineExceededError",
@@ -181,3 +183,8 @@ class StoreBusyError(StoreError):
     """
 
     retryable: ClassVar[bool] = True
+
+
+class ClusterError(EvalframeError):
+    """A Dask cluster could not be reached, or failed during a run (its scheduler lost, a task
+    failing for good, Dask not installed); nothing was saved."""

@@ -25,7 +25,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import polars as pl
 import yaml
@@ -48,7 +48,10 @@ from evalframe.core._yaml import (
     yaml_value,
 )
 
-__all__ = ["align_outputs", "read_outputs"]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["align_outputs", "check_coverage", "outputs_from_table", "read_outputs"]
 
 _SUBJECT: Final = "Saved outputs file"
 _MAX_LISTED_IDS: Final = 20
@@ -127,7 +130,18 @@ def align_outputs(dataset: Dataset, outputs: pl.DataFrame) -> pl.DataFrame:
         [('a', '1'), ('b', '2')]
     """
     _check_outputs_frame(outputs)
-    given = outputs.get_column(C.SAMPLE_ID)
+    check_coverage(dataset, outputs.get_column(C.SAMPLE_ID))
+    order = dataset.select(C.SAMPLE_ID)
+    return order.join(outputs, on=C.SAMPLE_ID, how="left", maintain_order="left")
+
+
+def check_coverage(dataset: Dataset, given: pl.Series) -> None:
+    """Check that the output ids ``given`` (from one file or many pieces) cover the dataset:
+    no sample missing, no unknown id.
+
+    Raises:
+        DatasetError: as ``align_outputs`` says.
+    """
     wanted = dataset.get_column(C.SAMPLE_ID)
     missing = wanted.filter(~wanted.is_in(given.implode())).to_list()
     unknown = given.filter(~given.is_in(wanted.implode())).to_list()
@@ -144,8 +158,6 @@ def align_outputs(dataset: Dataset, outputs: pl.DataFrame) -> pl.DataFrame:
         )
     if problems:
         raise DatasetError(" ".join(problems))
-    order = dataset.select(C.SAMPLE_ID)
-    return order.join(outputs, on=C.SAMPLE_ID, how="left", maintain_order="left")
 
 
 def _check_outputs_frame(outputs: pl.DataFrame) -> None:
@@ -432,6 +444,12 @@ def _from_parquet(data: bytes, where: str) -> pl.DataFrame:
         table = pq.read_table(pa.BufferReader(data))
     except (pa.ArrowException, OSError) as exc:
         raise DatasetError(f"{where}: {_SUBJECT} is not a valid Parquet file: {exc}") from exc
+    return outputs_from_table(table, where)
+
+
+def outputs_from_table(table: pa.Table, where: str) -> pl.DataFrame:
+    """Saved outputs from an Arrow table with the Parquet layout (one file, or one piece of
+    a partitioned source), checked as ``read_outputs`` checks a file; ``where`` names it."""
     columns = {c: table.column(c).to_pylist() for c in _TABLE_COLUMNS if c in table.column_names}
     return _from_columns(columns, table.column_names, where, from_text=False)
 

@@ -20,6 +20,7 @@ from evalframe.core._system import System, call_system
 from evalframe.enrich import providers_for, score
 from evalframe.metrics._registry import MetricFactory, resolve
 from evalframe.metrics._spec import Metric
+from evalframe.metrics.judge_toolbox import attach_baseline
 from evalframe.providers import EmbeddingClient, JudgeClient, Providers
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ def evaluate(
     rate_limit: int | None = None,
     rate_window_seconds: float = 60.0,
     baselines_from: Store | str | os.PathLike[str] | None = None,
+    dask: Any = None,
 ) -> Run:
     """Score a dataset's outputs, or a system under test, with metrics.
 
@@ -114,6 +116,11 @@ def evaluate(
         rate_window_seconds: the sliding window of ``rate_limit``, in seconds (default 60).
         baselines_from: the store whose runs ``pairwise(baseline=run:REF)`` compares with
             (default: ``store``).
+        dask: score on a Dask cluster: a ``distributed.Client``, a scheduler address
+            (``"tcp://host:8786"``) or ``"local:N"`` (N worker processes started and stopped
+            here). Parquet ``outputs`` (a file, directory, glob or fsspec URL) are read by the
+            workers piece by piece; the scores equal the in-process ones row for row. Needs
+            ``outputs=`` and the dask extra; see docs/scaling-out.md.
         strict: abort on the first captured error (a system under test's, then a metric's,
             in dataset order) with ``StrictModeError`` instead of recording it; nothing is
             saved.
@@ -148,6 +155,11 @@ def evaluate(
         )
     if (outputs is None) == (system is None):
         raise ValueError("Pass exactly one of outputs= (saved outputs) or system= (a callable).")
+    if dask is not None and system is not None:
+        raise ValueError(
+            "dask= scores saved outputs on a cluster; a system under test is called in-process "
+            "(pass outputs=, or drop dask=)."
+        )
     context = providers_for(resolved, providers)  # a missing judge fails before any work
     rate = context.ledger.rate if context is not None else None
     if rate_limit is not None:
@@ -162,6 +174,7 @@ def evaluate(
     if checkpoint_every is not None and checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be at least 1; got {checkpoint_every}.")
     run_id = resume or run_id or uuid.uuid4().hex[:16]
+    produced: pl.DataFrame | None
     if system is not None and checkpointed:
         from evalframe.engine._checkpoint import call_with_checkpoints
         from evalframe.store import as_store
@@ -183,18 +196,36 @@ def evaluate(
         produced = call_system(
             base, system, repetitions=reps, concurrency=concurrency, progress=progress, rate=rate
         )
+    elif dask is not None:
+        produced = None  # read by the cluster's workers below
     elif outputs is not None:
         aligned = align_outputs(ds, _as_outputs(outputs))
         produced = pl.concat(
             [aligned.with_columns(pl.lit(r, pl.Int64).alias(C.REPETITION)) for r in range(reps)]
         )
-    frame = produced.join(base, on=C.SAMPLE_ID, how="left", maintain_order="left")
-    if strict:
-        _abort_on_system_error(frame)
-    frame = _with_run_baselines(frame, resolved, baselines_from or store)
     if context is not None:
         context.begin_run()  # usage, cost, budget and deadline are per run
-    scores = score(frame, resolved, run_id=run_id, context=context)
+    baselines = _run_baselines(resolved, baselines_from or store)
+    if produced is None:
+        from evalframe.engine._on_dask import evaluate_on_dask
+
+        frame, scores = evaluate_on_dask(
+            dask,
+            ds,
+            outputs,
+            resolved,
+            repetitions=reps,
+            run_id=run_id,
+            context=context,
+            baselines=baselines,
+        )
+    else:
+        frame = produced.join(base, on=C.SAMPLE_ID, how="left", maintain_order="left")
+        if strict:
+            _abort_on_system_error(frame)
+        for baseline, stored in baselines.items():
+            frame = attach_baseline(frame, baseline, stored)
+        scores = score(frame, resolved, run_id=run_id, context=context)
     if strict:
         _abort_on_metric_error(scores)
     finished = time.time()
@@ -260,15 +291,15 @@ def _abort_on_metric_error(scores: pl.DataFrame) -> None:
         )
 
 
-def _with_run_baselines(
-    frame: pl.DataFrame, metrics: Sequence[Metric], store: Store | str | os.PathLike[str] | None
-) -> pl.DataFrame:
-    """``frame`` with a column per ``pairwise(baseline=run:REF)``: that stored run's outputs."""
-    from evalframe.metrics.judge_toolbox import RUN_BASELINE, attach_baseline, run_baselines
+def _run_baselines(
+    metrics: Sequence[Metric], store: Store | str | os.PathLike[str] | None
+) -> dict[str, pl.DataFrame]:
+    """The stored outputs each ``pairwise(baseline=run:REF)`` compares with, by baseline."""
+    from evalframe.metrics.judge_toolbox import RUN_BASELINE, run_baselines
 
     wanted = run_baselines(metrics)
     if not wanted:
-        return frame
+        return {}
     if store is None:
         raise ValueError(
             f"pairwise(baseline={wanted[0]}) compares with a stored run: pass store= or "
@@ -277,6 +308,4 @@ def _with_run_baselines(
     from evalframe.store import as_store
 
     db = as_store(store)
-    for baseline in wanted:
-        frame = attach_baseline(frame, baseline, db.outputs_of(baseline[len(RUN_BASELINE) :]))
-    return frame
+    return {b: db.outputs_of(b[len(RUN_BASELINE) :]) for b in wanted}

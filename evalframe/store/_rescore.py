@@ -19,6 +19,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -32,6 +33,7 @@ from evalframe.enrich import providers_for, score
 from evalframe.providers import EmbeddingClient, JudgeClient, Providers
 from evalframe.store import _read
 from evalframe.store._connect import Connector, execute, fetch, query, store_error
+from evalframe.store._rescore_dask import parts_folder, remove_parts, score_parts
 from evalframe.store._sandbox import user_query
 from evalframe.store._schema import fill_stats
 from evalframe.store._write import (
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
     from evalframe.metrics._registry import MetricFactory
     from evalframe.metrics._spec import Metric
 
-__all__ = ["rescore_runs", "whole_samples"]
+__all__ = ["rescore_runs", "sample_statistics", "whole_samples", "with_extra"]
 
 _STAT_COLUMNS: Final = (
     C.SAMPLE_ID,
@@ -122,8 +124,13 @@ def rescore_runs(
     batch_size: int,
     memory_limit: str | None,
     providers: Providers | EmbeddingClient | JudgeClient | None,
+    dask: Any = None,
 ) -> list[str]:
-    """Rescore each source run into a new run; returns the new run ids."""
+    """Rescore each source run into a new run; returns the new run ids.
+
+    With ``dask`` (a client, a scheduler address or ``local:N``), workers score the source
+    in parts (``_rescore_dask``); the one writer here registers them.
+    """
     from evalframe.metrics._registry import resolve
 
     if batch_size < 1:
@@ -136,20 +143,27 @@ def rescore_runs(
     sandbox = any(_read.looks_like_sql(r) for r in refs)  # a query from the user
     with connector.connect(write=False, sandbox=sandbox) as con:
         sources = list(dict.fromkeys(_sources(con, runs)))
-    return [
-        _rescore_one(
-            connector,
-            source,
-            requested,
-            keep=keep,
-            force=force,
-            name=name,
-            batch_size=batch_size,
-            memory_limit=memory_limit,
-            providers=context,
-        )
-        for source in sources
-    ]
+    with ExitStack() as stack:
+        client = None
+        if dask is not None:
+            from evalframe import cluster
+
+            client = stack.enter_context(cluster.dask_client(dask))
+        return [
+            _rescore_one(
+                connector,
+                source,
+                requested,
+                keep=keep,
+                force=force,
+                name=name,
+                batch_size=batch_size,
+                memory_limit=memory_limit,
+                providers=context,
+                client=client,
+            )
+            for source in sources
+        ]
 
 
 def _rescore_one(
@@ -163,6 +177,7 @@ def _rescore_one(
     batch_size: int,
     memory_limit: str | None,
     providers: Providers | None,
+    client: Any,
 ) -> str:
     new_id = uuid.uuid4().hex[:16]
     started = time.time()
@@ -184,6 +199,10 @@ def _rescore_one(
             name=name,
             batch_size=batch_size,
             providers=providers,
+            client=client,
+            parts=None
+            if client is None
+            else parts_folder(connector.path, new_id, in_memory=connector.in_memory),
         )
     return new_id
 
@@ -200,60 +219,173 @@ def _rescore_in(  # the body of one rescore, in one transaction
     name: str | None,
     batch_size: int,
     providers: Providers | None,
+    client: Any = None,
+    parts: Path | None = None,
 ) -> None:
-    with transaction(con):
-        source = query(con, "SELECT * FROM runs WHERE run_id = ?", [source_id]).row(0, named=True)
-        source_metrics = query(
-            con, "SELECT * FROM run_metrics WHERE run_id = ? ORDER BY ordinal", [source_id]
-        )
-        have = set(source_metrics.get_column("metric").to_list())
-        wanted = {m.id for m in requested}
-        carried = (
-            source_metrics.filter(~pl.col("metric").is_in(list(wanted)))
-            if keep
-            else source_metrics.clear()
-        )
-        copied = [m.id for m in requested if m.id in have and not force]
-        copied += carried.get_column("metric").to_list()
-        computed = [m for m in requested if m.id not in copied]
-        insert(con, "run_metrics", metrics_frame(new_id, requested, carried))
-        if copied:
-            execute(
+    try:
+        with transaction(con):
+            _rescore_body(
                 con,
-                "INSERT INTO scores BY NAME SELECT * REPLACE (?::VARCHAR AS run_id) "
-                "FROM scores WHERE run_id = ? AND list_contains(?::VARCHAR[], metric)",
-                [new_id, source_id, copied],
+                new_id,
+                source_id,
+                requested,
+                started=started,
+                keep=keep,
+                force=force,
+                name=name,
+                batch_size=batch_size,
+                providers=providers,
+                client=client,
+                parts=parts,
             )
-        with tempfile.TemporaryDirectory(prefix="evalframe-rescore-") as tmp:
-            stage = _StatsStage(tmp)
-            # With nothing copied, each scored chunk holds every metric of its samples,
-            # so the statistics come from the chunks; otherwise from a sorted read-back.
-            if computed:
-                _score_stream(
-                    con,
-                    source,
-                    computed,
-                    new_id,
-                    batch_size=batch_size,
-                    providers=providers,
-                    stage=None if copied else stage,
-                )
-            if copied:
-                _sample_stats(con, new_id, stage, batch_size=batch_size)
-            stage.insert(con, new_id, source["dataset_hash"])
-        finished = time.time()
-        _insert_run(
+    finally:
+        if parts is not None:
+            remove_parts(parts)
+
+
+def _rescore_body(  # one rescore's statements, inside its transaction
+    con: duckdb.DuckDBPyConnection,
+    new_id: str,
+    source_id: str,
+    requested: list[Metric],
+    *,
+    started: float,
+    keep: bool,
+    force: bool,
+    name: str | None,
+    batch_size: int,
+    providers: Providers | None,
+    client: Any,
+    parts: Path | None,
+) -> None:
+    source = query(con, "SELECT * FROM runs WHERE run_id = ?", [source_id]).row(0, named=True)
+    source_metrics = query(
+        con, "SELECT * FROM run_metrics WHERE run_id = ? ORDER BY ordinal", [source_id]
+    )
+    have = set(source_metrics.get_column("metric").to_list())
+    wanted = {m.id for m in requested}
+    carried = (
+        source_metrics.filter(~pl.col("metric").is_in(list(wanted)))
+        if keep
+        else source_metrics.clear()
+    )
+    copied = [m.id for m in requested if m.id in have and not force]
+    copied += carried.get_column("metric").to_list()
+    computed = [m for m in requested if m.id not in copied]
+    insert(con, "run_metrics", metrics_frame(new_id, requested, carried))
+    if copied:
+        execute(
             con,
-            source,
-            new_id,
-            name=name,
-            started=started,
-            finished=finished,
-            copied=copied,
-            computed=[m.id for m in computed],
-            usage=providers.usage_frame() if providers is not None else None,
+            "INSERT INTO scores BY NAME SELECT * REPLACE (?::VARCHAR AS run_id) "
+            "FROM scores WHERE run_id = ? AND list_contains(?::VARCHAR[], metric)",
+            [new_id, source_id, copied],
         )
-        fill_stats(con, new_id)  # after the runs row: the cohort view joins it
+    with tempfile.TemporaryDirectory(prefix="evalframe-rescore-") as tmp:
+        stage = _StatsStage(tmp)
+        # With nothing copied, each scored chunk holds every metric of its samples,
+        # so the statistics come from the chunks; otherwise from a sorted read-back.
+        if computed and client is not None and parts is not None:
+            stats = _score_on_cluster(
+                con,
+                client,
+                source,
+                computed,
+                new_id,
+                parts=parts,
+                batch_size=batch_size,
+                providers=providers,
+                with_stats=not copied,
+            )
+            if stats is not None:
+                insert_statistics(con, stats, new_id, source["dataset_hash"])
+        elif computed:
+            _score_stream(
+                con,
+                source,
+                computed,
+                new_id,
+                batch_size=batch_size,
+                providers=providers,
+                stage=None if copied else stage,
+            )
+        if copied:
+            _sample_stats(con, new_id, stage, batch_size=batch_size)
+        stage.insert(con, new_id, source["dataset_hash"])
+    finished = time.time()
+    _insert_run(
+        con,
+        source,
+        new_id,
+        name=name,
+        started=started,
+        finished=finished,
+        copied=copied,
+        computed=[m.id for m in computed],
+        usage=providers.usage_frame() if providers is not None else None,
+    )
+    fill_stats(con, new_id)  # after the runs row: the cohort view joins it
+
+
+def _baselines(con: duckdb.DuckDBPyConnection, metrics: list[Metric]) -> dict[str, pl.DataFrame]:
+    """The stored outputs each ``pairwise(baseline=run:REF)`` reads (loaded once)."""
+    from evalframe.metrics.judge_toolbox import RUN_BASELINE, run_baselines
+
+    return {
+        b: query(
+            con,
+            "SELECT sample_id, repetition, actual_output FROM run_outputs WHERE run_id = ?",
+            [_read.resolve(con, b[len(RUN_BASELINE) :])],
+        )
+        for b in run_baselines(metrics)
+    }
+
+
+def _source_statement() -> str:
+    """The source run's evaluation frame: its outputs joined with their dataset rows
+    (parameters: the dataset hash and the outputs' run id)."""
+    outputs = ", ".join(f"o.{c}" for c in OUTPUT_COLUMNS)
+    dataset = ", ".join(f"d.{c}" for c in C.DATASET_SCHEMA.names() if c != C.SAMPLE_ID)
+    return (
+        f"SELECT o.sample_id, o.repetition, {outputs}, o.extra AS __extra, {dataset} "
+        "FROM outputs AS o JOIN samples AS d "
+        "ON d.dataset_hash = ? AND d.sample_id = o.sample_id "
+        "WHERE o.run_id = ?"
+    )
+
+
+def _score_on_cluster(
+    con: duckdb.DuckDBPyConnection,
+    client: Any,
+    source: dict[str, Any],
+    metrics: list[Metric],
+    new_id: str,
+    *,
+    parts: Path,
+    batch_size: int,
+    providers: Providers | None,
+    with_stats: bool,
+) -> str | None:
+    """Score the source on the cluster and insert the workers' scores; returns the glob of
+    the per-sample statistics parts (``None`` without ``with_stats`` or rows)."""
+    rows = fetch(con, "SELECT count(*) FROM outputs WHERE run_id = ?", [source["outputs_run_id"]])
+    if not rows:
+        return None
+    scores, stats = score_parts(
+        con,
+        client,
+        statement=_source_statement(),
+        params=[source["dataset_hash"], source["outputs_run_id"]],
+        rows=int(rows),
+        metrics=metrics,
+        run_id=new_id,
+        folder=parts,
+        batch_size=batch_size,
+        providers=providers,
+        baselines=_baselines(con, metrics),
+        with_stats=with_stats,
+    )
+    execute(con, "INSERT INTO scores BY NAME SELECT * FROM read_parquet(?)", [scores])
+    return stats
 
 
 def _score_stream(
@@ -271,34 +403,20 @@ def _score_stream(
     A ``pairwise(baseline=run:REF)`` metric reads that stored run's outputs (loaded once),
     attached to each chunk as a column.
     """
-    from evalframe.metrics.judge_toolbox import RUN_BASELINE, attach_baseline, run_baselines
+    from evalframe.metrics.judge_toolbox import attach_baseline
 
-    baselines = {
-        b: query(
-            con,
-            "SELECT sample_id, repetition, actual_output FROM run_outputs WHERE run_id = ?",
-            [_read.resolve(con, b[len(RUN_BASELINE) :])],
-        )
-        for b in run_baselines(metrics)
-    }
-    outputs = ", ".join(f"o.{c}" for c in OUTPUT_COLUMNS)
-    dataset = ", ".join(f"d.{c}" for c in C.DATASET_SCHEMA.names() if c != C.SAMPLE_ID)
+    baselines = _baselines(con, metrics)
     # Repetitions of one sample must share a chunk; with one repetition every row is a
     # whole sample and the (out-of-core, but not free) sort is skipped.
     order = " ORDER BY o.sample_id, o.repetition" if (source["repetitions"] or 1) > 1 else ""
-    statement = (
-        f"SELECT o.sample_id, o.repetition, {outputs}, o.extra AS __extra, {dataset} "
-        "FROM outputs AS o JOIN samples AS d "
-        "ON d.dataset_hash = ? AND d.sample_id = o.sample_id "
-        f"WHERE o.run_id = ?{order}"
-    )
+    statement = _source_statement() + order
     reader_con = con.cursor()
     try:
         reader = reader_con.sql(
             statement, params=[source["dataset_hash"], source["outputs_run_id"]]
         ).to_arrow_reader(batch_size)
         for chunk in whole_samples(reader, batch_size):
-            frame = _with_extra(chunk)
+            frame = with_extra(chunk)
             for baseline, stored in baselines.items():
                 frame = attach_baseline(frame, baseline, stored)
             scores = score(frame, metrics, run_id=new_id, context=providers)
@@ -311,7 +429,7 @@ def _score_stream(
         reader_con.close()
 
 
-def _with_extra(chunk: pl.DataFrame) -> pl.DataFrame:
+def with_extra(chunk: pl.DataFrame) -> pl.DataFrame:
     """Unpack the ``extra`` output columns (stored as JSON) beside the typed ones."""
     extra = chunk.get_column("__extra")
     frame = chunk.drop("__extra").with_columns(pl.col(C.REPETITION).cast(pl.Int64))
@@ -325,6 +443,14 @@ def _with_extra(chunk: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([frame, unpacked.select(fresh)], how="horizontal")
 
 
+def sample_statistics(scores: pl.DataFrame) -> pl.DataFrame:
+    """The per-sample statistics of the whole samples in ``scores`` (no row hash yet)."""
+    order = scores.select(C.SAMPLE_ID).unique(maintain_order=True)
+    return row_aggregates(
+        scores, order.with_columns(pl.lit(None, pl.String).alias(C.ROW_HASH))
+    ).select(_STAT_COLUMNS)
+
+
 class _StatsStage:
     """Per-sample statistics, chunk by chunk, staged in a temporary Parquet file."""
 
@@ -336,11 +462,7 @@ class _StatsStage:
         """Add the statistics of the whole samples in ``scores``."""
         import pyarrow.parquet as pq
 
-        order = scores.select(C.SAMPLE_ID).unique(maintain_order=True)
-        rows = row_aggregates(
-            scores, order.with_columns(pl.lit(None, pl.String).alias(C.ROW_HASH))
-        ).select(_STAT_COLUMNS)
-        table = rows.to_arrow()
+        table = sample_statistics(scores).to_arrow()
         if self._writer is None:
             self._writer = pq.ParquetWriter(self.path, table.schema)
         self._writer.write_table(table)
@@ -354,13 +476,19 @@ class _StatsStage:
         self.close()
         if self._writer is None:
             return
-        execute(
-            con,
-            "INSERT INTO sample_stats BY NAME "
-            "SELECT p.*, ?::VARCHAR AS run_id, d.row_hash FROM read_parquet(?) AS p "
-            "JOIN samples AS d ON d.dataset_hash = ? AND d.sample_id = p.sample_id",
-            [run_id, str(self.path), digest],
-        )
+        insert_statistics(con, str(self.path), run_id, digest)
+
+
+def insert_statistics(con: duckdb.DuckDBPyConnection, files: str, run_id: str, digest: str) -> None:
+    """Append per-sample statistics from Parquet ``files`` (a path or glob) to ``sample_stats``,
+    with each sample's row hash."""
+    execute(
+        con,
+        "INSERT INTO sample_stats BY NAME "
+        "SELECT p.*, ?::VARCHAR AS run_id, d.row_hash FROM read_parquet(?) AS p "
+        "JOIN samples AS d ON d.dataset_hash = ? AND d.sample_id = p.sample_id",
+        [run_id, files, digest],
+    )
 
 
 def _sample_stats(

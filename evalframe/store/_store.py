@@ -263,6 +263,7 @@ class Store:
         batch_size: int = 100_000,
         memory_limit: str | None = "2GB",
         providers: Any = None,
+        dask: Any = None,
     ) -> list[str]:
         """Score stored outputs with new or changed metrics, writing one new run per source.
 
@@ -292,6 +293,13 @@ class Store:
                 when a metric needs one). One set serves the whole call, so every batch and
                 every source run share its cache, budget and loaded embedder; each new run
                 records its own provider usage.
+            dask: score on a Dask cluster: a ``distributed.Client``, a scheduler address
+                (``"tcp://host:8786"``) or ``"local:N"`` (N worker processes started and
+                stopped here). Workers score Parquet parts written next to the store file
+                (``<store>.parts/``, which a remote cluster must reach on a shared
+                filesystem), in parts of about ``batch_size`` rows; this process inserts
+                them in the rescore's transaction and removes them. Scores equal the
+                in-process ones. Needs the dask extra; see docs/scaling-out.md.
 
         Returns:
             The new run ids, one per source run.
@@ -320,6 +328,7 @@ class Store:
             batch_size=batch_size,
             memory_limit=memory_limit,
             providers=providers,
+            dask=dask,
         )
 
     def export(self, runs: str | Sequence[str], to: str | os.PathLike[str]) -> Path:

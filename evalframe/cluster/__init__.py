@@ -1,0 +1,38 @@
+"""Scoring past one process: the kernel every engine calls, Parquet pieces, and Dask.
+
+``dask_client`` reaches a cluster (``local:N``, a scheduler address or a client);
+``parquet_pieces`` cuts Parquet inputs into pieces that workers read themselves; the tasks
+in ``_kernel`` are pure functions of one part. Dask is imported only when a cluster is asked
+for (``pip install "evalframe[dask]"``).
+"""
+
+from __future__ import annotations
+
+from evalframe.cluster._client import INSTALL_HINT, DaskTarget, dask_client, describe
+from evalframe.cluster._kernel import (
+    POSITION,
+    evaluation_part,
+    load_outputs,
+    sample_ids,
+    score_part,
+)
+from evalframe.cluster._pieces import Piece, is_parquet_source, parquet_pieces, read_piece
+from evalframe.cluster._tasks import gather, submit_each
+
+__all__ = [
+    "INSTALL_HINT",
+    "POSITION",
+    "DaskTarget",
+    "Piece",
+    "dask_client",
+    "describe",
+    "evaluation_part",
+    "gather",
+    "is_parquet_source",
+    "load_outputs",
+    "parquet_pieces",
+    "read_piece",
+    "sample_ids",
+    "score_part",
+    "submit_each",
+]

@@ -1,0 +1,190 @@
+"""Rescoring on a Dask cluster: workers score Parquet parts, one writer registers them.
+
+The source run's evaluation frame is written by DuckDB (out of core) as Parquet, one folder
+per hash bucket of ``sample_id`` so each part holds whole samples, under
+``<store>.parts/<new run id>/`` next to the store file (a shared filesystem for a remote
+cluster). Each worker reads its part, scores it with the one kernel and writes its scores,
+and its per-sample statistics when asked, as Parquet under the same folder, replacing the
+file atomically: a task Dask reruns after losing a worker rewrites its own file, so no row
+is doubled or lost. The store's single writer then inserts every part in the rescore's
+transaction, streaming them through DuckDB; the folder is removed afterwards, whether the
+rescore succeeded or not.
+
+Provider-backed metrics: the parts are read here once, the provider columns filled over the
+whole input (one call per distinct text or prompt, under one concurrency and rate limit, one
+budget, through the provider cache), and written beside each part for its worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import duckdb
+import polars as pl
+
+from evalframe import cluster
+from evalframe.core import schema as C
+from evalframe.enrich import fill
+
+if TYPE_CHECKING:
+    from evalframe.metrics._spec import Metric
+    from evalframe.providers import Providers
+
+__all__ = ["PARTS_SUFFIX", "parts_folder", "remove_parts", "score_parts"]
+
+PARTS_SUFFIX: Final = ".parts"
+
+
+def parts_folder(store_path: str, run_id: str, *, in_memory: bool) -> Path:
+    """Where a rescore's parts live: beside a file store, in a temporary folder otherwise."""
+    root = (
+        Path(tempfile.gettempdir()) / "evalframe-parts"
+        if in_memory
+        else Path(store_path).with_name(Path(store_path).name + PARTS_SUFFIX)
+    )
+    return root / run_id
+
+
+def _write_atomically(frame: pl.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+    frame.write_parquet(partial)
+    os.replace(partial, path)
+
+
+def _score_bucket(
+    files: Sequence[str],
+    filled: str | None,
+    out: str,
+    stats: str | None,
+    *,
+    metrics: Sequence[Metric],
+    run_id: str,
+    unavailable: Mapping[str, str],
+    baselines: Mapping[str, pl.DataFrame],
+) -> int:
+    """A worker's task: score one bucket's part and write its scores (and statistics)."""
+    from evalframe.metrics.judge_toolbox import attach_baseline
+    from evalframe.store._rescore import sample_statistics, with_extra
+
+    frame = with_extra(pl.read_parquet(list(files)))
+    for baseline, stored in baselines.items():
+        frame = attach_baseline(frame, baseline, stored)
+    columns = pl.read_parquet(filled) if filled is not None else None
+    scores = cluster.score_part(
+        frame, columns, metrics=metrics, run_id=run_id, unavailable=unavailable
+    )
+    _write_atomically(scores.select(C.SCORES_SCHEMA.names()), Path(out))
+    if stats is not None:
+        _write_atomically(sample_statistics(scores), Path(stats))
+    return scores.height
+
+
+def score_parts(
+    con: duckdb.DuckDBPyConnection,
+    client: Any,
+    *,
+    statement: str,
+    params: list[Any],
+    rows: int,
+    metrics: list[Metric],
+    run_id: str,
+    folder: Path,
+    batch_size: int,
+    providers: Providers | None,
+    baselines: Mapping[str, pl.DataFrame],
+    with_stats: bool,
+) -> tuple[str, str | None]:
+    """Score the frame ``statement`` selects on the cluster; returns the globs of the
+    scores parts and of the statistics parts (``None`` without ``with_stats``)."""
+    from evalframe.store._connect import execute
+
+    workers = max(len(client.scheduler_info().get("workers", {})), 1)
+    buckets = max(2 * workers, math.ceil(rows / batch_size), 1)
+    source = folder / "input"
+    source.parent.mkdir(parents=True, exist_ok=True)
+    execute(
+        con,
+        f"COPY (SELECT *, hash(sample_id) % {buckets} AS __bucket FROM ({statement})) "
+        f"TO '{_sql_path(source)}' (FORMAT parquet, PARTITION_BY (__bucket))",
+        params,
+    )
+    parts = sorted(p for p in source.iterdir() if p.is_dir())
+    files = [tuple(sorted(str(f) for f in p.glob("*.parquet"))) for p in parts]
+    filled_files: list[str | None] = [None] * len(parts)
+    unavailable: dict[str, str] = {}
+    if providers is not None and any(m.needs() for m in metrics):
+        filled_files, unavailable = _fill_here(files, metrics, providers, folder, baselines)
+    name = cluster.describe(client)
+    scores_at, stats_at = folder / "scores", folder / "stats"
+    items = [
+        (
+            list(f),
+            filled_files[i],
+            str(scores_at / f"part-{i:06d}.parquet"),
+            str(stats_at / f"part-{i:06d}.parquet") if with_stats else None,
+        )
+        for i, f in enumerate(files)
+    ]
+    futures = cluster.submit_each(
+        client,
+        _score_bucket,
+        items,
+        step="rescore",
+        tag=run_id,
+        metrics=metrics,
+        run_id=run_id,
+        unavailable=unavailable,
+        baselines=dict(baselines),
+    )
+    cluster.gather(client, futures, cluster=name)
+    return str(scores_at / "*.parquet"), str(stats_at / "*.parquet") if with_stats else None
+
+
+def _fill_here(
+    files: list[tuple[str, ...]],
+    metrics: list[Metric],
+    providers: Providers,
+    folder: Path,
+    baselines: Mapping[str, pl.DataFrame],
+) -> tuple[list[str | None], dict[str, str]]:
+    """Fill the provider columns once over every part; each part's columns as a file."""
+    from evalframe.metrics.judge_toolbox import attach_baseline
+    from evalframe.store._rescore import with_extra
+
+    frames = []
+    for f in files:
+        frame = with_extra(pl.read_parquet(list(f)))
+        for baseline, stored in baselines.items():
+            frame = attach_baseline(frame, baseline, stored)
+        frames.append(frame)
+    whole = pl.concat(frames, how="diagonal_relaxed")
+    filled, unavailable = fill(whole, metrics, providers)
+    added = filled.select([c for c in filled.columns if c not in whole.columns])
+    out: list[str | None] = []
+    start = 0
+    for i, frame in enumerate(frames):
+        path = folder / "filled" / f"part-{i:06d}.parquet"
+        _write_atomically(added.slice(start, frame.height), path)
+        out.append(str(path))
+        start += frame.height
+    return out, unavailable
+
+
+def _sql_path(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def remove_parts(folder: Path) -> None:
+    """Remove a rescore's parts folder (and the root when it is left empty)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):  # other rescores' parts are still there
+        folder.parent.rmdir()
