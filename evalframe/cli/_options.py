@@ -100,13 +100,13 @@ def open_store(store_path: Path | None, *, create: bool = False) -> Any:
     return Store(store_path)
 
 
-def system_options(outputs_help: str) -> Callable[[F], F]:
+def system_options(outputs_help: str, *, sources: bool = False) -> Callable[[F], F]:
     """``--outputs FILE``, ``--system MODULE:FUNCTION`` and ``--concurrency N``: where the
-    outputs come from (saved, or a system under test called for them)."""
+    outputs come from (saved, or a system under test called for them). With ``sources``,
+    ``--outputs`` also takes a directory, glob or URL of Parquet files (kept as text)."""
+    kind = click.Path() if sources else click.Path(dir_okay=False, path_type=Path)
     options = (
-        click.option(
-            "--outputs", type=click.Path(dir_okay=False, path_type=Path), help=outputs_help
-        ),
+        click.option("--outputs", type=kind, help=outputs_help),
         click.option(
             "--system",
             "system_ref",
@@ -130,6 +130,18 @@ def system_options(outputs_help: str) -> Callable[[F], F]:
         return f
 
     return apply
+
+
+def dask_option(help: str) -> Callable[[F], F]:
+    """``--dask ADDRESS``: a Dask scheduler address, or ``local:N``."""
+    return click.option(
+        "--dask",
+        "dask",
+        metavar="ADDRESS",
+        default=None,
+        help=f"{help} ADDRESS is a scheduler (tcp://host:8786) or local:N, a cluster of N "
+        'worker processes on this machine started for the command (pip install "evalframe[dask]").',
+    )
 
 
 def out_option(help: str = "Write the report here instead of stdout.") -> Callable[[F], F]:

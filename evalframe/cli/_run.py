@@ -14,6 +14,7 @@ from evalframe.cli._options import (
     EXIT_CODES,
     Clearable,
     ProviderSettings,
+    dask_option,
     emit,
     evidence_option,
     format_option,
@@ -35,7 +36,11 @@ if TYPE_CHECKING:
 @click.command(epilog=EXIT_CODES)
 @profile_option
 @click.argument("dataset", type=click.Path(dir_okay=False, path_type=Path))
-@system_options("Saved outputs (JSON/YAML/JSONL/CSV/Parquet).")
+@system_options(
+    "Saved outputs: a JSON/YAML/JSONL/CSV/Parquet file, or a directory, glob or fsspec URL of "
+    "Parquet files.",
+    sources=True,
+)
 @click.option(
     "-m",
     "--metric",
@@ -91,6 +96,7 @@ if TYPE_CHECKING:
 )
 @evidence_option
 @provider_options
+@dask_option("Score on a Dask cluster, its workers reading Parquet outputs piece by piece.")
 @click.option(
     "--otel",
     is_flag=True,
@@ -100,7 +106,7 @@ if TYPE_CHECKING:
 )
 def run(
     dataset: Path,
-    outputs: Path | None,
+    outputs: str | None,
     system_ref: str | None,
     concurrency: int,
     metrics: tuple[str, ...],
@@ -118,6 +124,7 @@ def run(
     promoted_dataset: str | None,
     include_evidence: bool,
     provider_settings: ProviderSettings,
+    dask: str | None,
     otel: bool,
 ) -> None:
     """Score DATASET, print (or --out) the report, then save the run to --store.
@@ -154,6 +161,7 @@ def run(
             resume=resume,
             strict=strict,
             baselines_from=store_path,
+            dask=dask,
         )
         saved = checkpointed
     except StrictModeError as exc:

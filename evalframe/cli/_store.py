@@ -18,6 +18,7 @@ import polars as pl
 from evalframe.cli._options import (
     EXIT_CODES,
     ProviderSettings,
+    dask_option,
     emit,
     format_option,
     open_store,
@@ -419,6 +420,7 @@ def list_baselines(store_path: Path | None) -> None:
     help="DuckDB's memory limit while rescoring; beyond it, joins and sorts spill to disk.",
 )
 @provider_options
+@dask_option("Rescore on a Dask cluster: its workers score parts of about --batch-size rows.")
 @click.option(
     "--otel",
     is_flag=True,
@@ -435,6 +437,7 @@ def rescore(
     batch_size: int,
     memory_limit: str,
     provider_settings: ProviderSettings,
+    dask: str | None,
     otel: bool,
 ) -> None:
     """Score stored outputs with new or changed metrics; one new run per source run.
@@ -456,6 +459,7 @@ def rescore(
         batch_size=batch_size,
         memory_limit=memory_limit,
         providers=providers,
+        dask=dask,
     )
     if otel:
         from evalframe.integrations._otel import export_run

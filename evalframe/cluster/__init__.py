@@ -11,8 +11,10 @@ from __future__ import annotations
 from evalframe.cluster._client import INSTALL_HINT, DaskTarget, dask_client, describe
 from evalframe.cluster._kernel import (
     POSITION,
+    check_unique,
     evaluation_part,
     load_outputs,
+    read_outputs_pieces,
     sample_ids,
     score_part,
 )
@@ -24,6 +26,7 @@ __all__ = [
     "POSITION",
     "DaskTarget",
     "Piece",
+    "check_unique",
     "dask_client",
     "describe",
     "evaluation_part",
@@ -31,6 +34,7 @@ __all__ = [
     "is_parquet_source",
     "load_outputs",
     "parquet_pieces",
+    "read_outputs_pieces",
     "read_piece",
     "sample_ids",
     "score_part",

@@ -71,13 +71,18 @@ def dask_client(target: DaskTarget) -> Iterator[Any]:
             raise ClusterError(
                 f"--dask {target}: a local cluster takes 1 to {MAX_LOCAL_WORKERS} workers."
             )
-        cluster = distributed.LocalCluster(
-            n_workers=n,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-        )
+        try:
+            cluster = distributed.LocalCluster(
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=":0",  # any free port: never collide with a running cluster
+            )
+        except Exception as exc:  # Dask reports a failed start as a bare RuntimeError
+            raise ClusterError(
+                f"--dask {target}: the local cluster failed to start: {exc}"
+            ) from exc
         try:
             with distributed.Client(cluster) as client:
                 yield client

@@ -16,13 +16,22 @@ import polars as pl
 
 from evalframe.cluster._pieces import Piece, read_piece
 from evalframe.core import schema as C
+from evalframe.core._errors import DatasetError
 from evalframe.core._outputs import outputs_from_table
 from evalframe.core._score import score
 
 if TYPE_CHECKING:
     from evalframe.metrics._spec import Metric
 
-__all__ = ["POSITION", "evaluation_part", "load_outputs", "sample_ids", "score_part"]
+__all__ = [
+    "POSITION",
+    "check_unique",
+    "evaluation_part",
+    "load_outputs",
+    "read_outputs_pieces",
+    "sample_ids",
+    "score_part",
+]
 
 # A dataset row's position, carried through a part so the client restores the in-process order.
 POSITION = "__evalframe_position"
@@ -31,6 +40,28 @@ POSITION = "__evalframe_position"
 def load_outputs(piece: Piece) -> pl.DataFrame:
     """Saved outputs from one Parquet piece, checked as ``read_outputs`` checks a file."""
     return outputs_from_table(read_piece(piece), piece.where())
+
+
+def read_outputs_pieces(source: str) -> pl.DataFrame:
+    """Saved outputs from a partitioned Parquet source, read here piece by piece (the
+    in-process engine's reading of what Dask workers read in parallel)."""
+    from evalframe.cluster._pieces import parquet_pieces
+
+    parts = [load_outputs(p) for p in parquet_pieces(source, rows_per_piece=1_000_000)]
+    outputs = pl.concat(parts, how="diagonal_relaxed")
+    check_unique(outputs.get_column(C.SAMPLE_ID), source)
+    return outputs
+
+
+def check_unique(ids: pl.Series, source: str) -> None:
+    """Each sample's output once across the pieces of ``source``.
+
+    Raises:
+        DatasetError: an id appears twice (the first one is named).
+    """
+    repeated = ids.filter(ids.is_duplicated())
+    if repeated.len():
+        raise DatasetError(f"{source}: Duplicate saved output for sample '{repeated[0]}'.")
 
 
 def sample_ids(outputs: pl.DataFrame) -> pl.Series:

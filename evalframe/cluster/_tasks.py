@@ -42,7 +42,8 @@ def gather(client: Any, futures: Any, *, cluster: str) -> Any:
     except EvalframeError:
         raise
     except Exception as exc:  # Dask's own failures: lost scheduler, killed workers, timeouts
+        detail = str(exc).strip().rstrip(".") or "no detail"
         raise ClusterError(
             f"The Dask cluster ({cluster}) failed during the run: {type(exc).__name__}: "
-            f"{exc or 'no detail'}. Nothing was saved."
+            f"{detail}. Nothing was saved."
         ) from exc

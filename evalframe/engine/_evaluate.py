@@ -60,6 +60,10 @@ def _as_outputs(outputs: str | os.PathLike[str] | pl.DataFrame | Mapping[str, st
             {C.SAMPLE_ID: list(outputs), C.ACTUAL_OUTPUT: list(outputs.values())},
             schema={C.SAMPLE_ID: pl.String, C.ACTUAL_OUTPUT: pl.String},
         )
+    from evalframe.cluster import is_parquet_source, read_outputs_pieces
+
+    if is_parquet_source(outputs):  # a directory, glob or URL of Parquet files
+        return read_outputs_pieces(os.fspath(outputs))
     return read_outputs(outputs)
 
 
@@ -89,8 +93,9 @@ def evaluate(
 
     Args:
         dataset: a ``Dataset``, a path to one, or a frame with the canonical columns.
-        outputs: saved outputs: a path, a frame (sample_id, actual_output) or a mapping
-            of sample id to output. Exclusive with ``system``.
+        outputs: saved outputs: a path (a file; or a directory, glob or fsspec URL of
+            Parquet files), a frame (sample_id, actual_output) or a mapping of sample id to
+            output. Exclusive with ``system``.
         system: a callable receiving a sample's ``input`` map and returning a string.
         metrics: spec strings, metric values or factories; defaults to the dataset's
             ``metrics:`` list.

@@ -22,7 +22,6 @@ import polars as pl
 from evalframe import cluster
 from evalframe.core import schema as C
 from evalframe.core._dataset import Dataset
-from evalframe.core._errors import DatasetError
 from evalframe.core._outputs import align_outputs, check_coverage
 from evalframe.enrich import fill
 from evalframe.metrics._spec import Metric
@@ -80,9 +79,7 @@ def evaluate_on_dask(
                 cluster=name,
             )
             given = pl.concat(ids) if ids else pl.Series(C.SAMPLE_ID, [], pl.String)
-            repeated = given.filter(given.is_duplicated())
-            if repeated.len():
-                raise DatasetError(f"{outputs}: Duplicate saved output for sample '{repeated[0]}'.")
+            cluster.check_unique(given, os.fspath(outputs))
             check_coverage(ds, given)
         else:
             loaded = client.scatter(local_parts)

@@ -1,0 +1,479 @@
+"""Scoring and rescoring on a real Dask cluster (LocalCluster, worker processes on 127.0.0.1):
+the same rows as the in-process engine, a worker killed mid-run, a scheduler lost mid-run,
+``--dask local:2`` from the command line, and no Dask import without it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+from click.testing import CliRunner
+from openai_stub import StubOpenAI
+
+import evalframe as ef
+from evalframe.cli import cli
+from evalframe.providers import ENV, Providers
+from evalframe.store import Store
+
+N = 240
+METRICS = [
+    "exact-match",
+    "contains",
+    "rouge-l(beta=2.0)",
+    "json-valid",
+    "retrieval-ndcg-at-k(k=3)",
+    "retrieval-mrr",
+]
+SCORE_COLUMNS = "sample_id, repetition, metric, score, passed, error, details"
+
+
+@pytest.fixture(autouse=True)
+def _no_provider_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ENV.values():
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=":0",
+        ) as cluster,
+        Client(cluster) as c,
+    ):
+        yield c
+
+
+def dataset() -> ef.Dataset:
+    """Strings, JSON and ranked-retrieval samples, tagged in three cohorts. Retrieval metrics
+    error on the string rows and lexical ones score everything: error rows on every part."""
+    records = []
+    for i in range(N):
+        expected: Any = [f"doc-{i % 7}", f"doc-{i % 5}"] if i % 3 == 0 else f"answer {i % 11}"
+        records.append(
+            {
+                "id": f"s{i:03d}",
+                "input": {"question": f"question {i}"},
+                "expected_output": expected,
+                "metadata": {"tags": [["red"], ["blue"], ["red", "green"]][i % 3]},
+            }
+        )
+    return ef.Dataset.from_records(records, name="mixed")
+
+
+def outputs_frame() -> pl.DataFrame:
+    texts = []
+    for i in range(N):
+        if i % 3 == 0:
+            texts.append(json.dumps([f"doc-{(i + k) % 7}" for k in range(4)]))
+        elif i % 4 == 0:
+            texts.append(json.dumps({"answer": f"answer {i % 11}"}))
+        else:
+            texts.append(f"the answer {i % 13} is here")
+    return pl.DataFrame(
+        {
+            "sample_id": [f"s{i:03d}" for i in range(N)],
+            "actual_output": texts,
+            "latency_ms": [float(i) for i in range(N)],
+        }
+    )
+
+
+def write_parts(folder: Path, frame: pl.DataFrame, files: int = 3) -> Path:
+    """``frame`` as ``files`` Parquet files (shuffled order) of two row groups each."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shuffled = frame.sample(fraction=1.0, shuffle=True, seed=7)
+    size = -(-shuffled.height // files)
+    for k in range(files):
+        part = shuffled.slice(k * size, size)
+        part.write_parquet(folder / f"part-{k}.parquet", row_group_size=max(size // 2, 1))
+    return folder
+
+
+def test_evaluate_on_dask_equals_the_in_process_run(client: Any, tmp_path: Path) -> None:
+    ds = dataset()
+    single = tmp_path / "outputs.parquet"
+    outputs_frame().write_parquet(single)
+    parts = write_parts(tmp_path / "outputs", outputs_frame())
+    here = ef.evaluate(ds, outputs=single, metrics=METRICS, repetitions=2, run_id="r1")
+    there = ef.evaluate(ds, outputs=parts, metrics=METRICS, repetitions=2, run_id="r1", dask=client)
+    assert there.scores.height == N * 2 * len(METRICS)
+    assert there.scores.get_column("error").null_count() < there.scores.height  # some scored
+    assert there.scores.filter(pl.col("error").is_not_null()).height > 0  # and some errors
+    assert there.scores.equals(here.scores)
+    assert there.frame.equals(here.frame)
+    assert there.summary.equals(here.summary)
+    assert there.cohorts.equals(here.cohorts)
+    assert there.macro_f1 == here.macro_f1
+    # The report people read is the same, but for the run's clock.
+    a, b = json.loads(here.report().to_json()), json.loads(there.report().to_json())
+    clock = ("timestamp", "started_at", "finished_at", "duration_seconds", "duration_s")
+    for report in (a, b):
+        for key in clock:
+            report.pop(key, None)
+            report.get("run", {}).pop(key, None)
+    assert a == b
+
+
+def test_parquet_directories_read_in_process_and_a_glob_on_the_cluster(
+    client: Any, tmp_path: Path
+) -> None:
+    ds = dataset()
+    parts = write_parts(tmp_path / "outputs", outputs_frame(), files=4)
+    reference = ef.evaluate(ds, outputs=outputs_frame(), metrics=["rouge-l"], run_id="r")
+    folder = ef.evaluate(ds, outputs=parts, metrics=["rouge-l"], run_id="r")
+    globbed = ef.evaluate(
+        ds, outputs=str(parts / "part-*.parquet"), metrics=["rouge-l"], run_id="r", dask=client
+    )
+    assert folder.scores.equals(reference.scores)
+    assert globbed.scores.equals(reference.scores)
+
+
+def test_coverage_errors_name_the_sample_as_in_process(client: Any, tmp_path: Path) -> None:
+    ds = dataset()
+    frame = outputs_frame()
+    missing = write_parts(tmp_path / "missing", frame.filter(pl.col("sample_id") != "s017"))
+    with pytest.raises(ef.DatasetError, match="are missing sample ids: s017"):
+        ef.evaluate(ds, outputs=missing, metrics=["exact-match"], dask=client)
+    twice = write_parts(tmp_path / "twice", pl.concat([frame, frame.slice(5, 1)]))
+    with pytest.raises(ef.DatasetError, match="Duplicate saved output for sample 's005'"):
+        ef.evaluate(ds, outputs=twice, metrics=["exact-match"], dask=client)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x.parquet").write_bytes(b"not parquet")
+    with pytest.raises(ef.DatasetError, match=r"x\.parquet: not a valid Parquet file"):
+        ef.evaluate(ds, outputs=bad, metrics=["exact-match"], dask=client)
+    with pytest.raises(ef.DatasetError, match="no Parquet file found"):
+        ef.evaluate(ds, outputs=tmp_path / "none-*.parquet", metrics=["exact-match"], dask=client)
+
+
+def test_provider_metrics_ask_each_distinct_text_once_for_the_whole_cluster(
+    client: Any, tmp_path: Path
+) -> None:
+    ds = dataset()
+    parts = write_parts(tmp_path / "outputs", outputs_frame())
+    with StubOpenAI() as stub:
+
+        def providers() -> Providers:
+            return Providers.from_env(
+                embeddings_base_url=stub.url,
+                embeddings_model="stub-embed",
+                cache=tmp_path / "cache.duckdb",
+            )
+
+        there = ef.evaluate(
+            ds, outputs=parts, metrics=["cosine-embedding"], providers=providers(), dask=client
+        )
+        sent = [t for call in stub.calls("embeddings") for t in call.body["input"]]
+        answers = outputs_frame().get_column("actual_output")
+        # Only string-expected rows are embedded (the retrieval rows expect id lists).
+        texts = {answers[i] for i in range(N) if i % 3} | {
+            f"answer {i % 11}" for i in range(N) if i % 3
+        }
+        assert sorted(sent) == sorted(texts)  # one request, each distinct text once
+        assert len(stub.calls("embeddings")) == 1
+        again = ef.evaluate(
+            ds, outputs=parts, metrics=["cosine-embedding"], providers=providers(), dask=client
+        )
+        assert len(stub.calls("embeddings")) == 1  # the second run is served by the cache
+        here = ef.evaluate(
+            ds, outputs=outputs_frame(), metrics=["cosine-embedding"], providers=providers()
+        )
+    keep = ["sample_id", "repetition", "metric", "score", "passed", "error", "details"]
+    assert there.scores.select(keep).equals(here.scores.select(keep))
+    assert again.scores.select(keep).equals(here.scores.select(keep))
+    assert there.usage.height == 1 and again.usage.height == 0
+
+
+def stored(tmp_path: Path) -> tuple[Store, str]:
+    store = Store(tmp_path / "runs.duckdb")
+    run = ef.evaluate(
+        dataset(), outputs=outputs_frame(), metrics=["exact-match"], repetitions=3, store=store
+    )
+    return store, run.run_id
+
+
+def rows(store: Store, run_id: str) -> dict[str, pl.DataFrame]:
+    return {
+        "scores": store.sql(
+            f"SELECT {SCORE_COLUMNS} FROM scores WHERE run_id = ? ORDER BY ALL", [run_id]
+        ),
+        "stats": store.sql(
+            "SELECT * EXCLUDE (run_id) FROM sample_stats WHERE run_id = ? ORDER BY sample_id",
+            [run_id],
+        ),
+        "summary": store.sql(
+            "SELECT * EXCLUDE (run_id) FROM metric_summary WHERE run_id = ? ORDER BY metric",
+            [run_id],
+        ),
+        "run": store.sql(
+            "SELECT n_samples, n_executions, repetitions, n_failures, macro_f1, source_run_id "
+            "FROM runs WHERE run_id = ?",
+            [run_id],
+        ),
+    }
+
+
+def same(a: dict[str, pl.DataFrame], b: dict[str, pl.DataFrame]) -> None:
+    """Row for row equal; the store's means agree to 1e-12 (DuckDB sums in storage order)."""
+    for table in a:
+        if table == "summary":
+            assert_frame_equal(b[table], a[table], check_exact=False, rel_tol=1e-12)
+        else:
+            assert b[table].equals(a[table]), table
+
+
+def test_rescore_on_dask_stores_the_rows_of_the_in_process_rescore(
+    client: Any, tmp_path: Path
+) -> None:
+    store, source = stored(tmp_path)
+    (here,) = store.rescore(METRICS, runs=source, batch_size=50)
+    (there,) = store.rescore(METRICS, runs=source, batch_size=50, dask=client)
+    a, b = rows(store, here), rows(store, there)
+    assert b["scores"].height == N * 3 * len(METRICS)
+    same(a, b)
+    # Copied metrics (--keep) and computed ones together: statistics from the read-back.
+    (kept_here,) = store.rescore(["rouge-l"], runs=source, keep=True, dask=None)
+    (kept_there,) = store.rescore(["rouge-l"], runs=source, keep=True, dask=client)
+    same(rows(store, kept_here), rows(store, kept_there))
+    assert not (tmp_path / "runs.duckdb.parts").exists()  # the parts are gone
+
+
+BLOCKER = textwrap.dedent(
+    """
+    import os, time
+    import polars as pl
+    import evalframe as ef
+
+    def blocker(marker: str, released: str) -> ef.metrics.MetricFactory:
+        @ef.metrics.metric("blocker", family="custom", replace=True)
+        def blocking() -> ef.metrics.Scored:
+            '''Scores 1; the first part to arrive blocks (its process id in ``marker``).'''
+            def fn(s: pl.Series) -> pl.Series:
+                if not os.path.exists(released):
+                    try:
+                        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                    except FileExistsError:
+                        pass
+                    else:
+                        os.write(fd, str(os.getpid()).encode())
+                        os.close(fd)
+                        time.sleep(600)
+                return pl.Series([1.0] * len(s), dtype=pl.Float64)
+
+            return ef.metrics.Scored(
+                score=pl.col("actual_output").map_batches(fn, return_dtype=pl.Float64)
+            )
+
+        return blocking
+    """
+)
+
+
+@pytest.fixture
+def blocker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A metric whose first task blocks until its worker is killed; the module is imported
+    by value so workers need not import it."""
+    import cloudpickle
+
+    module_dir = tmp_path / "blockmod"
+    module_dir.mkdir()
+    (module_dir / "blockmod.py").write_text(BLOCKER, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(module_dir))
+    import blockmod
+
+    cloudpickle.register_pickle_by_value(blockmod)
+    yield blockmod
+    cloudpickle.unregister_pickle_by_value(blockmod)
+    sys.modules.pop("blockmod", None)
+
+
+def wait_for(path: Path, thread: threading.Thread, outcome: dict[str, Any]) -> int:
+    """The process id a blocked task wrote to ``path`` (the run must not end first)."""
+    while not path.exists() or not path.read_text():
+        assert thread.is_alive(), f"the run ended before a task blocked: {outcome}"
+        time.sleep(0.05)
+    return int(path.read_text())
+
+
+def test_a_worker_killed_mid_rescore_loses_and_doubles_nothing(
+    tmp_path: Path, blocker: Any
+) -> None:
+    store, source = stored(tmp_path)
+    marker, released = tmp_path / "pid", tmp_path / "released"
+    metric = blocker.blocker(str(marker), str(released))
+    outcome: dict[str, Any] = {}
+
+    def rescore() -> None:
+        try:
+            outcome["ids"] = store.rescore(
+                [metric(), "rouge-l"], runs=source, batch_size=40, dask="local:2"
+            )
+        except BaseException as exc:  # reported by the assertion below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=rescore)
+    worker.start()
+    pid = wait_for(marker, worker, outcome)
+    released.write_text("go")  # the rerun of the killed task scores
+    os.kill(pid, signal.SIGKILL)
+    worker.join()
+    assert "error" not in outcome, outcome.get("error")
+    (new,) = outcome["ids"]
+    counts = store.sql(
+        "SELECT metric, count(*) AS n, count(DISTINCT (sample_id, repetition)) AS distinct_rows "
+        "FROM scores WHERE run_id = ? GROUP BY metric ORDER BY metric",
+        [new],
+    )
+    assert counts.rows() == [("blocker", N * 3, N * 3), ("rouge-l", N * 3, N * 3)]
+    (here,) = store.rescore(["rouge-l"], runs=source)
+    want = rows(store, here)["scores"]
+    got = store.sql(
+        f"SELECT {SCORE_COLUMNS} FROM scores WHERE run_id = ? AND metric = 'rouge-l' ORDER BY ALL",
+        [new],
+    )
+    assert got.equals(want)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_lost_scheduler_fails_the_rescore_and_leaves_the_store_unchanged(
+    tmp_path: Path, blocker: Any
+) -> None:
+    store, source = stored(tmp_path)
+    before = (
+        store.sql("SELECT count(*) FROM runs").item(),
+        store.sql("SELECT count(*) FROM scores").item(),
+    )
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    scheduler = subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1"]
+        + ["--port", str(port), "--no-dashboard"],
+        **quiet,  # type: ignore[call-overload]
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1"]
+        + ["--no-dashboard", "--host", "127.0.0.1", "--death-timeout", "30"],
+        **quiet,  # type: ignore[call-overload]
+    )
+    marker = tmp_path / "pid"
+    metric = blocker.blocker(str(marker), str(tmp_path / "never"))
+    outcome: dict[str, Any] = {}
+
+    def rescore() -> None:
+        try:
+            outcome["ids"] = store.rescore([metric()], runs=source, dask=address)
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    try:
+        thread = threading.Thread(target=rescore)
+        thread.start()
+        wait_for(marker, thread, outcome)
+        scheduler.kill()
+        thread.join()
+    finally:
+        for process in (scheduler, worker):
+            process.kill()
+            process.wait()
+    error = outcome.get("error")
+    assert isinstance(error, ef.ClusterError), outcome
+    assert f"The Dask cluster ({address}) failed during the run" in str(error)
+    assert "Nothing was saved." in str(error)
+    after = (
+        store.sql("SELECT count(*) FROM runs").item(),
+        store.sql("SELECT count(*) FROM scores").item(),
+    )
+    assert after == before
+    assert not (tmp_path / "runs.duckdb.parts").exists()
+
+
+def test_cli_run_and_rescore_with_a_local_cluster(tmp_path: Path) -> None:
+    ds = tmp_path / "mixed.jsonl"
+    records = [
+        {"id": r["sample_id"], "input": {"question": "q"}, "expected_output": r["expected"]}
+        for r in dataset()
+        .select("sample_id", pl.col("expected_output").alias("expected"))
+        .iter_rows(named=True)
+    ]
+    ds.write_text("\n".join(json.dumps(r) for r in records), encoding="utf-8")
+    parts = write_parts(tmp_path / "outputs", outputs_frame())
+    db = tmp_path / "runs.duckdb"
+    runner = CliRunner()
+    common = ["run", str(ds), "--outputs", str(parts), "-m", "rouge-l", "-m", "contains"]
+    common += ["--format", "json", "--store", str(db)]
+    done = runner.invoke(cli, [*common, "--dask", "local:2"])
+    plain = runner.invoke(cli, [*common])
+    assert done.exit_code == plain.exit_code, done.stderr
+    report, reference = json.loads(done.stdout), json.loads(plain.stdout)
+    assert report["metrics"] == reference["metrics"]
+    assert report["samples"] == reference["samples"]
+    assert report["total_failures"] == reference["total_failures"]
+    assert len(report["samples"]) == N
+    store = Store(db)
+    first = store.sql("SELECT run_id FROM runs ORDER BY seq LIMIT 1").item()
+    args = ["rescore", "--store", str(db), "--runs", first, "-m", "exact-match"]
+    rescored = runner.invoke(cli, [*args, "--dask", "local:2", "--batch-size", "60"])
+    assert rescored.exit_code in (0, 1), rescored.stderr
+    assert "run " in rescored.stdout
+    bad = runner.invoke(cli, [*args, "--dask", "local:0"])
+    assert bad.exit_code != 0
+    assert "a local cluster takes 1 to 256 workers" in bad.stderr + str(bad.exception)
+
+
+def test_bad_cluster_targets_fail_clearly() -> None:
+    ds = dataset()
+    outputs = outputs_frame()
+    with pytest.raises(ef.ClusterError, match="is not a scheduler address"):
+        ef.evaluate(ds, outputs=outputs, metrics=["exact-match"], dask="somewhere")
+    with pytest.raises(ef.ClusterError, match="write local:N"):
+        ef.evaluate(ds, outputs=outputs, metrics=["exact-match"], dask="local")
+    with pytest.raises(ef.ClusterError, match="No Dask scheduler answered at tcp://127.0.0.1:"):
+        ef.evaluate(
+            ds, outputs=outputs, metrics=["exact-match"], dask=f"tcp://127.0.0.1:{free_port()}"
+        )
+    with pytest.raises(ValueError, match="a system under test is called in-process"):
+        ef.evaluate(ds, system=lambda _: "x", metrics=["exact-match"], dask="local:1")
+
+
+def test_without_dask_nothing_imports_it(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        f"""
+        import sys
+        import evalframe as ef
+        from evalframe.store import Store
+        ds = ef.Dataset.from_records([{{"id": "a", "input": {{}}, "expected_output": "b"}}],
+                                     name="d")
+        store = Store({str(tmp_path / "s.duckdb")!r})
+        run = ef.evaluate(ds, outputs={{"a": "b"}}, metrics=["exact-match"], store=store)
+        store.rescore(["rouge-l"], runs=run.run_id)
+        print(sorted(m for m in ("dask", "distributed") if m in sys.modules))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stderr
