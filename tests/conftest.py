@@ -155,3 +155,24 @@ def frame(
         schema_overrides={"tags": pl.List(pl.String), "actual_output": pl.String},
     )
     return base.with_columns(**extra)
+
+
+# --- a Dask cluster of two worker processes on loopback, shared by a module's tests ---------
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    """A ``distributed.Client`` of a LocalCluster: 2 worker processes on 127.0.0.1."""
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=":0",
+        ) as cluster,
+        Client(cluster) as c,
+    ):
+        yield c

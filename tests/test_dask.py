@@ -13,15 +13,14 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
-from polars.testing import assert_frame_equal
 from click.testing import CliRunner
 from openai_stub import StubOpenAI
+from polars.testing import assert_frame_equal
 
 import evalframe as ef
 from evalframe.cli import cli
@@ -44,23 +43,6 @@ SCORE_COLUMNS = "sample_id, repetition, metric, score, passed, error, details"
 def _no_provider_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ENV.values():
         monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=":0",
-        ) as cluster,
-        Client(cluster) as c,
-    ):
-        yield c
 
 
 def dataset() -> ef.Dataset:
@@ -201,7 +183,8 @@ def test_provider_metrics_ask_each_distinct_text_once_for_the_whole_cluster(
     keep = ["sample_id", "repetition", "metric", "score", "passed", "error", "details"]
     assert there.scores.select(keep).equals(here.scores.select(keep))
     assert again.scores.select(keep).equals(here.scores.select(keep))
-    assert there.usage.height == 1 and again.usage.height == 0
+    assert there.usage.height == 1
+    assert again.usage.height == 0
 
 
 def stored(tmp_path: Path) -> tuple[Store, str]:
@@ -235,11 +218,11 @@ def rows(store: Store, run_id: str) -> dict[str, pl.DataFrame]:
 
 def same(a: dict[str, pl.DataFrame], b: dict[str, pl.DataFrame]) -> None:
     """Row for row equal; the store's means agree to 1e-12 (DuckDB sums in storage order)."""
-    for table in a:
+    for table, want in a.items():
         if table == "summary":
-            assert_frame_equal(b[table], a[table], check_exact=False, rel_tol=1e-12)
+            assert_frame_equal(b[table], want, check_exact=False, rel_tol=1e-12)
         else:
-            assert b[table].equals(a[table]), table
+            assert b[table].equals(want), table
 
 
 def test_rescore_on_dask_stores_the_rows_of_the_in_process_rescore(
@@ -354,6 +337,10 @@ def test_a_worker_killed_mid_rescore_loses_and_doubles_nothing(
     assert got.equals(want)
 
 
+def dask_cli(command: str) -> list[str]:
+    return [sys.executable, "-m", f"distributed.cli.{command}"]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -372,13 +359,11 @@ def test_a_lost_scheduler_fails_the_rescore_and_leaves_the_store_unchanged(
     address = f"tcp://127.0.0.1:{port}"
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     scheduler = subprocess.Popen(
-        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1"]
-        + ["--port", str(port), "--no-dashboard"],
+        [*dask_cli("dask_scheduler"), "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
         **quiet,  # type: ignore[call-overload]
     )
     worker = subprocess.Popen(
-        [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1"]
-        + ["--no-dashboard", "--host", "127.0.0.1", "--death-timeout", "30"],
+        [*dask_cli("dask_worker"), address, "--nthreads", "1", "--no-dashboard"],
         **quiet,  # type: ignore[call-overload]
     )
     marker = tmp_path / "pid"
@@ -453,7 +438,7 @@ def test_bad_cluster_targets_fail_clearly() -> None:
         ef.evaluate(ds, outputs=outputs, metrics=["exact-match"], dask="somewhere")
     with pytest.raises(ef.ClusterError, match="write local:N"):
         ef.evaluate(ds, outputs=outputs, metrics=["exact-match"], dask="local")
-    with pytest.raises(ef.ClusterError, match="No Dask scheduler answered at tcp://127.0.0.1:"):
+    with pytest.raises(ef.ClusterError, match=r"No Dask scheduler answered at tcp://127\.0\.0\.1:"):
         ef.evaluate(
             ds, outputs=outputs, metrics=["exact-match"], dask=f"tcp://127.0.0.1:{free_port()}"
         )

@@ -98,6 +98,15 @@ if TYPE_CHECKING:
 @provider_options
 @dask_option("Score on a Dask cluster, its workers reading Parquet outputs piece by piece.")
 @click.option(
+    "--batch-size",
+    type=Clearable(click.IntRange(min=1)),
+    default=None,
+    metavar="N",
+    help="Stream Parquet --outputs larger than memory into --store, N rows at a time: the "
+    "peak memory is about the dataset, a few batches of N rows and DuckDB's 2 GB limit. "
+    "Prints the per-metric summary (the full report: evalframe report RUN).",
+)
+@click.option(
     "--otel",
     is_flag=True,
     envvar="EVALFRAME_OTEL",
@@ -125,6 +134,7 @@ def run(
     include_evidence: bool,
     provider_settings: ProviderSettings,
     dask: str | None,
+    batch_size: int | None,
     otel: bool,
 ) -> None:
     """Score DATASET, print (or --out) the report, then save the run to --store.
@@ -138,6 +148,12 @@ def run(
             "Pass either --outputs FILE (the system under test's saved outputs) or --system "
             "MODULE:FUNCTION (a system under test to call), not both."
         )
+    if batch_size is not None:
+        _streamed(
+            dataset, outputs, store_path, list(metrics) or None, repetitions, name, labels,
+            batch_size, provider_settings, dask, fmt, out,
+        )  # fmt: skip
+        return
     system = _load_system(system_ref) if system_ref is not None else None
     providers = provider_settings.build()
     checkpointed = checkpoint_every is not None or resume is not None
@@ -203,6 +219,67 @@ def run(
     if failures:
         click.echo(f"{failures} (sample, metric) failure(s); see the report's failures.", err=True)
         raise SystemExit(1)
+
+
+def _streamed(
+    dataset: Path,
+    outputs: str | None,
+    store_path: Path | None,
+    metrics: list[str] | None,
+    repetitions: int | None,
+    name: str | None,
+    labels: dict[str, str],
+    batch_size: int,
+    provider_settings: ProviderSettings,
+    dask: str | None,
+    fmt: str,
+    out: Path | None,
+) -> None:
+    """``run --batch-size``: Parquet outputs streamed into the store, the summary printed."""
+    from evalframe.cli._options import open_store
+    from evalframe.cli._table import render
+
+    if outputs is None or store_path is None:
+        raise click.UsageError("--batch-size streams saved --outputs into a --store: pass both.")
+    if fmt != "markdown":
+        raise click.UsageError(
+            "--batch-size prints the per-metric summary; for the JSON report run "
+            "evalframe report RUN --store DB --format json afterwards."
+        )
+    store = open_store(store_path, create=True)
+    run_id = store.score_outputs(
+        dataset,
+        outputs,
+        metrics,
+        repetitions=repetitions,
+        name=name,
+        labels=labels or None,
+        batch_size=batch_size,
+        providers=provider_settings.build(),
+        dask=dask,
+    )
+    summary = store.sql(
+        "SELECT metric, n, n_scored, n_errors, mean, p50, p95, pass_rate FROM metric_summary "
+        "WHERE run_id = ? ORDER BY ordinal",
+        [run_id],
+    )
+    record = store.sql("SELECT macro_f1, n_failures FROM runs WHERE run_id = ?", [run_id])
+    macro, failures = record.row(0)
+    body = [[fmt_cell(v) for v in row] for row in summary.rows()]
+    text = f"run {run_id}: macro-F1 {fmt_cell(macro)}\n\n" + render(summary.columns, body) + "\n"
+    emit(text, out, note=f" (run {run_id})")
+    click.echo(f"saved run {run_id} to {store_path}", err=True)
+    if failures:
+        click.echo(
+            f"{failures} (sample, metric) failure(s); see evalframe report {run_id}.", err=True
+        )
+        raise SystemExit(1)
+
+
+def fmt_cell(value: object) -> str:
+    from evalframe.views._format import fmt
+
+    return fmt(value) if isinstance(value, float) else str(value)
 
 
 RECOVERY_PREFIX = "evalframe-recovery-"

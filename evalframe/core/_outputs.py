@@ -51,10 +51,17 @@ from evalframe.core._yaml import (
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["align_outputs", "check_coverage", "outputs_from_table", "read_outputs"]
+__all__ = [
+    "MAX_LISTED_IDS",
+    "align_outputs",
+    "check_coverage",
+    "coverage_problem",
+    "outputs_from_table",
+    "read_outputs",
+]
 
 _SUBJECT: Final = "Saved outputs file"
-_MAX_LISTED_IDS: Final = 20
+MAX_LISTED_IDS: Final = 20
 _INTEGER_TEXT: Final = re.compile(r"\s*[+-]?[0-9]+\s*")
 CONFIDENCE: Final = "confidence"
 # Typed numeric fields an entry may carry: the operational ones and the system's confidence.
@@ -145,19 +152,28 @@ def check_coverage(dataset: Dataset, given: pl.Series) -> None:
     wanted = dataset.get_column(C.SAMPLE_ID)
     missing = wanted.filter(~wanted.is_in(given.implode())).to_list()
     unknown = given.filter(~given.is_in(wanted.implode())).to_list()
+    problem = coverage_problem(dataset.name, missing, len(missing), unknown, len(unknown))
+    if problem:
+        raise DatasetError(problem)
+
+
+def coverage_problem(
+    name: str, missing: list[str], n_missing: int, unknown: list[str], n_unknown: int
+) -> str | None:
+    """The message for outputs that miss ``n_missing`` samples (the first ones ``missing``) or
+    name ``n_unknown`` unknown ids; ``None`` when they cover dataset ``name`` exactly."""
     problems = []
-    if missing:
+    if n_missing:
         problems.append(
-            f"Saved outputs for dataset '{dataset.name}' are missing sample ids: "
-            f"{_id_list(missing)}."
+            f"Saved outputs for dataset '{name}' are missing sample ids: "
+            f"{_id_list(missing, n_missing)}."
         )
-    if unknown:
+    if n_unknown:
         problems.append(
-            f"Saved outputs for dataset '{dataset.name}' contain unknown sample ids: "
-            f"{_id_list(unknown)}."
+            f"Saved outputs for dataset '{name}' contain unknown sample ids: "
+            f"{_id_list(unknown, n_unknown)}."
         )
-    if problems:
-        raise DatasetError(" ".join(problems))
+    return " ".join(problems) or None
 
 
 def _check_outputs_frame(outputs: pl.DataFrame) -> None:
@@ -182,9 +198,9 @@ def _check_outputs_frame(outputs: pl.DataFrame) -> None:
         raise DatasetError(f"Duplicate saved output for sample '{repeated[0]}'.")
 
 
-def _id_list(ids: list[str]) -> str:
-    shown = ", ".join(ids[:_MAX_LISTED_IDS])
-    more = len(ids) - _MAX_LISTED_IDS
+def _id_list(ids: list[str], total: int) -> str:
+    shown = ", ".join(ids[:MAX_LISTED_IDS])
+    more = total - min(len(ids), MAX_LISTED_IDS)
     return f"{shown} and {more} more" if more > 0 else shown
 
 

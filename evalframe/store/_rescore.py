@@ -18,7 +18,7 @@ import json
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -51,7 +51,13 @@ if TYPE_CHECKING:
     from evalframe.metrics._registry import MetricFactory
     from evalframe.metrics._spec import Metric
 
-__all__ = ["rescore_runs", "sample_statistics", "whole_samples", "with_extra"]
+__all__ = [
+    "rescore_runs",
+    "sample_statistics",
+    "score_into_run",
+    "whole_samples",
+    "with_extra",
+]
 
 _STAT_COLUMNS: Final = (
     C.SAMPLE_ID,
@@ -224,10 +230,13 @@ def _rescore_in(  # the body of one rescore, in one transaction
 ) -> None:
     try:
         with transaction(con):
-            _rescore_body(
+            source = query(con, "SELECT * FROM runs WHERE run_id = ?", [source_id]).row(
+                0, named=True
+            )
+            score_into_run(
                 con,
                 new_id,
-                source_id,
+                source,
                 requested,
                 started=started,
                 keep=keep,
@@ -243,10 +252,10 @@ def _rescore_in(  # the body of one rescore, in one transaction
             remove_parts(parts)
 
 
-def _rescore_body(  # one rescore's statements, inside its transaction
+def score_into_run(
     con: duckdb.DuckDBPyConnection,
     new_id: str,
-    source_id: str,
+    source: dict[str, Any],
     requested: list[Metric],
     *,
     started: float,
@@ -257,10 +266,13 @@ def _rescore_body(  # one rescore's statements, inside its transaction
     providers: Providers | None,
     client: Any,
     parts: Path | None,
+    record: Mapping[str, Any] | None = None,
 ) -> None:
-    source = query(con, "SELECT * FROM runs WHERE run_id = ?", [source_id]).row(0, named=True)
+    """Score the stored outputs of ``source`` (a ``runs`` row, or the same fields for outputs
+    just stored) into run ``new_id``, with its statistics and record; call inside a
+    transaction. ``record`` overrides fields of the new run's record."""
     source_metrics = query(
-        con, "SELECT * FROM run_metrics WHERE run_id = ? ORDER BY ordinal", [source_id]
+        con, "SELECT * FROM run_metrics WHERE run_id = ? ORDER BY ordinal", [source["run_id"]]
     )
     have = set(source_metrics.get_column("metric").to_list())
     wanted = {m.id for m in requested}
@@ -278,7 +290,7 @@ def _rescore_body(  # one rescore's statements, inside its transaction
             con,
             "INSERT INTO scores BY NAME SELECT * REPLACE (?::VARCHAR AS run_id) "
             "FROM scores WHERE run_id = ? AND list_contains(?::VARCHAR[], metric)",
-            [new_id, source_id, copied],
+            [new_id, source["run_id"], copied],
         )
     with tempfile.TemporaryDirectory(prefix="evalframe-rescore-") as tmp:
         stage = _StatsStage(tmp)
@@ -322,6 +334,7 @@ def _rescore_body(  # one rescore's statements, inside its transaction
         copied=copied,
         computed=[m.id for m in computed],
         usage=providers.usage_frame() if providers is not None else None,
+        record=record or {},
     )
     fill_stats(con, new_id)  # after the runs row: the cohort view joins it
 
@@ -518,6 +531,7 @@ def _insert_run(
     copied: list[str],
     computed: list[str],
     usage: pl.DataFrame | None,
+    record: Mapping[str, Any],
 ) -> None:
     n, passed, executions, variance = execute(
         con,
@@ -550,6 +564,7 @@ def _insert_run(
             "repetitions": source["repetitions"],
             "n_failures": int(failures),
             "macro_f1": float(macro),
+            **record,
         },
         started=started,
         finished=finished,

@@ -331,6 +331,79 @@ class Store:
             dask=dask,
         )
 
+    def score_outputs(
+        self,
+        dataset: Any,
+        outputs: str | os.PathLike[str],
+        metrics: Sequence[str | Metric | MetricFactory] | None = None,
+        *,
+        repetitions: int | None = None,
+        name: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        batch_size: int = 100_000,
+        memory_limit: str | None = "2GB",
+        providers: Any = None,
+        dask: Any = None,
+    ) -> str:
+        """Score saved outputs larger than memory straight into this store; returns the run id.
+
+        The Parquet ``outputs`` (a file, directory, glob or fsspec URL) are read and stored
+        about ``batch_size`` rows at a time, then scored as ``rescore`` scores a stored run:
+        streamed back in whole-sample batches (or by a Dask cluster's workers with
+        ``dask=``). Peak memory is about the dataset, a few batches of ``batch_size`` rows
+        and DuckDB's ``memory_limit``. One transaction: a failure stores nothing. The run
+        is the one ``ef.evaluate(..., store=self)`` would save, without holding it in memory;
+        read it with SQL or ``load``.
+
+        Args:
+            dataset: a ``Dataset`` or a path to one (read whole: the outputs stream).
+            outputs: the Parquet outputs.
+            metrics: spec strings, metric values or factories (default: the dataset's).
+            repetitions: executions per row (default: the dataset's, else 1).
+            name, labels: as for ``ef.evaluate``.
+            batch_size: rows per read and per scoring batch.
+            memory_limit: DuckDB's memory limit meanwhile (as for ``rescore``).
+            providers, dask: as for ``rescore``.
+
+        Raises:
+            DatasetError: the outputs do not cover the dataset (the messages of
+                ``ef.read_outputs`` and ``ef.evaluate``), or a piece is unreadable.
+
+        Examples:
+            >>> import pathlib, tempfile
+            >>> import polars as pl
+            >>> import evalframe as ef
+            >>> from evalframe.store import Store
+            >>> folder = pathlib.Path(tempfile.mkdtemp())
+            >>> pl.DataFrame({"sample_id": ["q1"], "actual_output": ["Paris"]}).write_parquet(
+            ...     folder / "part-0.parquet")
+            >>> ds = ef.Dataset.from_records(
+            ...     [{"id": "q1", "input": {}, "expected_output": "Paris"}], name="geo")
+            >>> store = Store(":memory:")
+            >>> run_id = store.score_outputs(ds, folder, ["exact-match"], batch_size=1000)
+            >>> store.sql("SELECT score FROM scores WHERE run_id = ?", [run_id]).item()
+            1.0
+        """
+        from evalframe.core._dataset import Dataset, read_dataset
+        from evalframe.store._stream import score_outputs
+
+        ds = dataset if isinstance(dataset, Dataset) else read_dataset(dataset)
+        specs = list(metrics) if metrics is not None else list(ds.metrics)
+        reps = repetitions if repetitions is not None else (ds.repetitions or 1)
+        return score_outputs(
+            self._connector,
+            ds,
+            os.fspath(outputs),
+            specs,
+            repetitions=reps,
+            name=name,
+            labels=labels,
+            batch_size=batch_size,
+            memory_limit=memory_limit,
+            providers=providers,
+            dask=dask,
+        )
+
     def export(self, runs: str | Sequence[str], to: str | os.PathLike[str]) -> Path:
         """Write runs (references) and their rows as Parquet files in directory ``to``."""
         from evalframe.store._transfer import export_runs

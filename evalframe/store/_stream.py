@@ -1,0 +1,223 @@
+"""Scoring saved outputs larger than memory straight into the store.
+
+The outputs (Parquet: a file, directory, glob or URL) are read piece by piece, about
+``batch_size`` rows at a time, checked as ``read_outputs`` checks a file, and appended to the
+store's ``outputs`` table; coverage of the dataset (no sample missing, no unknown or repeated
+id) is checked in SQL over what was stored. The run is then scored as a rescore scores a
+stored run: streamed back from DuckDB in whole-sample chunks (or on a Dask cluster), its
+scores and statistics appended chunk by chunk. One transaction holds it all, so a failure
+stores nothing. The peak memory is about the dataset, a few pieces of ``batch_size`` rows and
+DuckDB's memory limit.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import polars as pl
+
+from evalframe import cluster
+from evalframe.core import schema as C
+from evalframe.core._errors import DatasetError
+from evalframe.core._outputs import MAX_LISTED_IDS, coverage_problem
+from evalframe.enrich import providers_for
+from evalframe.store._connect import Connector, execute, fetch, query
+from evalframe.store._rescore import score_into_run
+from evalframe.store._rescore_dask import parts_folder, remove_parts
+from evalframe.store._write import dataset_hash, git_info, insert, outputs_frame, transaction
+
+if TYPE_CHECKING:
+    from evalframe.core._dataset import Dataset
+    from evalframe.metrics._registry import MetricFactory
+    from evalframe.metrics._spec import Metric
+    from evalframe.providers import Providers
+
+__all__ = ["score_outputs"]
+
+
+def score_outputs(
+    connector: Connector,
+    dataset: Dataset,
+    outputs: str,
+    metrics: Sequence[str | Metric | MetricFactory],
+    *,
+    repetitions: int,
+    name: str | None,
+    labels: Mapping[str, str] | None,
+    batch_size: int,
+    memory_limit: str | None,
+    providers: Any,
+    dask: Any,
+) -> str:
+    """Score Parquet ``outputs`` of ``dataset`` into a new stored run; returns its id."""
+    from evalframe.metrics._registry import resolve
+
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1; got {batch_size}")
+    requested = resolve(metrics)
+    context = providers_for(requested, providers)
+    pieces = cluster.parquet_pieces(outputs, rows_per_piece=batch_size)
+    run_id = uuid.uuid4().hex[:16]
+    started = time.time()
+    if context is not None:
+        context.begin_run()
+    with ExitStack() as stack:
+        client = stack.enter_context(cluster.dask_client(dask)) if dask is not None else None
+        with connector.connect(write=True) as con:
+            if memory_limit is not None and not connector.in_memory:
+                execute(con, "SET memory_limit = ?", [memory_limit])
+            parts = (
+                None
+                if client is None
+                else parts_folder(connector.path, run_id, in_memory=connector.in_memory)
+            )
+            # Two transactions: the scoring reads the outputs back on a second cursor, which
+            # sees only committed rows. A failure after the first removes what it stored.
+            with transaction(con):
+                source, new_samples = _store_outputs(
+                    con, dataset, pieces, outputs, run_id, repetitions, name, labels
+                )
+            try:
+                with transaction(con):
+                    score_into_run(
+                        con,
+                        run_id,
+                        source,
+                        requested,
+                        started=started,
+                        keep=False,
+                        force=True,
+                        name=source["name"],
+                        batch_size=batch_size,
+                        providers=context,
+                        client=client,
+                        parts=parts,
+                        record=_record(source, repetitions, batch_size, context),
+                    )
+            except BaseException:
+                with transaction(con):
+                    execute(con, "DELETE FROM outputs WHERE run_id = ?", [run_id])
+                    if new_samples:
+                        execute(
+                            con,
+                            "DELETE FROM samples WHERE dataset_hash = ?",
+                            [source["dataset_hash"]],
+                        )
+                raise
+            finally:
+                if parts is not None:
+                    remove_parts(parts)
+    return run_id
+
+
+def _store_outputs(
+    con: duckdb.DuckDBPyConnection,
+    dataset: Dataset,
+    pieces: list[cluster.Piece],
+    source: str,
+    run_id: str,
+    repetitions: int,
+    name: str | None,
+    labels: Mapping[str, str] | None,
+) -> tuple[dict[str, Any], bool]:
+    """Append the samples (once per dataset) and every piece's outputs; check coverage.
+    Returns the run's source fields and whether the samples were new."""
+    digest = dataset_hash(dataset)
+    new_samples = not fetch(con, "SELECT count(*) FROM samples WHERE dataset_hash = ?", [digest])
+    if new_samples:
+        insert(
+            con,
+            "samples",
+            dataset.select(C.DATASET_SCHEMA.names()).with_columns(
+                pl.lit(digest).alias("dataset_hash"),
+                pl.int_range(pl.len(), dtype=pl.Int64).alias("ordinal"),
+            ),
+        )
+    for piece in pieces:
+        part = cluster.load_outputs(piece)
+        for r in range(repetitions):
+            rows = part.with_columns(pl.lit(r, pl.Int64).alias(C.REPETITION))
+            insert(con, "outputs", outputs_frame(rows, run_id))
+    _check_coverage(con, dataset.name, digest, run_id, source)
+    commit, branch = git_info()
+    fields: dict[str, Any] = {
+        "run_id": run_id,
+        "name": name or dataset.name,
+        "dataset": dataset.name,
+        "dataset_hash": digest,
+        "git_commit": commit,
+        "git_branch": branch,
+        "models": [],
+        "labels": json.dumps(dict(labels or {}), ensure_ascii=False, default=str),
+        "outputs_run_id": run_id,
+        "n_samples": dataset.height,
+        "n_executions": dataset.height * repetitions,
+        "repetitions": repetitions,
+    }
+    return fields, new_samples
+
+
+def _check_coverage(
+    con: duckdb.DuckDBPyConnection, name: str, digest: str, run_id: str, source: str
+) -> None:
+    """Each dataset sample has exactly one output, and no output names an unknown sample."""
+    repeated = query(
+        con,
+        "SELECT sample_id FROM outputs WHERE run_id = ? AND repetition = 0 "
+        "GROUP BY sample_id HAVING count(*) > 1 LIMIT 1",
+        [run_id],
+    )
+    if repeated.height:
+        raise DatasetError(f"{source}: Duplicate saved output for sample '{repeated.item()}'.")
+    missing = _ids(
+        con,
+        "FROM samples AS s WHERE s.dataset_hash = ? AND NOT EXISTS (SELECT 1 FROM outputs AS o "
+        "WHERE o.run_id = ? AND o.repetition = 0 AND o.sample_id = s.sample_id)",
+        [digest, run_id],
+        order="s.ordinal",
+        column="s.sample_id",
+    )
+    unknown = _ids(
+        con,
+        "FROM outputs AS o WHERE o.run_id = ? AND o.repetition = 0 AND NOT EXISTS (SELECT 1 "
+        "FROM samples AS s WHERE s.dataset_hash = ? AND s.sample_id = o.sample_id)",
+        [run_id, digest],
+        order="o.sample_id",
+        column="o.sample_id",
+    )
+    problem = coverage_problem(name, missing[0], missing[1], unknown[0], unknown[1])
+    if problem:
+        raise DatasetError(problem)
+
+
+def _ids(
+    con: duckdb.DuckDBPyConnection, body: str, params: list[Any], *, order: str, column: str
+) -> tuple[list[str], int]:
+    """The first ids (in ``order``) a query body selects, and how many it selects."""
+    total = int(fetch(con, f"SELECT count(*) {body}", params))
+    if not total:
+        return [], 0
+    first = query(
+        con, f"SELECT {column} AS id {body} ORDER BY {order} LIMIT {MAX_LISTED_IDS}", params
+    )
+    return [str(v) for v in first.get_column("id").to_list()], total
+
+
+def _record(
+    source: Mapping[str, Any], repetitions: int, batch_size: int, providers: Providers | None
+) -> dict[str, Any]:
+    """The fields of a streamed run's record that differ from a rescore's."""
+    extra: dict[str, Any] = {"outputs": "saved", "streamed": {"batch_size": batch_size}}
+    if providers is not None:
+        extra["cost"] = providers.cost_summary()
+    return {
+        "source_run_id": None,
+        "extra": json.dumps(extra, ensure_ascii=False, default=str),
+        "labels": source["labels"],
+    }

@@ -1,0 +1,140 @@
+"""Saved outputs larger than memory, streamed into the store (``store.score_outputs``,
+``evalframe run --batch-size``): the run ``evaluate`` would save, checked coverage, nothing
+stored on a failure, and the same on a Dask cluster."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from test_dask import METRICS, N, dataset, outputs_frame, rows, same, write_parts
+
+import evalframe as ef
+from evalframe.cli import cli
+from evalframe.store import Store
+
+
+def counts(store: Store) -> tuple[int, ...]:
+    return tuple(
+        store.sql(f"SELECT count(*) FROM {table}").item()
+        for table in ("runs", "outputs", "scores", "samples", "sample_stats")
+    )
+
+
+def test_a_streamed_run_is_the_run_evaluate_saves(tmp_path: Path) -> None:
+    parts = write_parts(tmp_path / "outputs", outputs_frame(), files=3)
+    store = Store(tmp_path / "runs.duckdb")
+    streamed = store.score_outputs(
+        dataset(), parts, METRICS, repetitions=2, batch_size=37, name="big", labels={"k": "v"}
+    )
+    saved = ef.evaluate(
+        dataset(), outputs=outputs_frame(), metrics=METRICS, repetitions=2, store=store
+    ).run_id
+    a, b = rows(store, streamed), rows(store, saved)
+    assert a["scores"].height == N * 2 * len(METRICS)
+    same(b, a)
+    record = store.sql(
+        "SELECT name, dataset, labels, extra, outputs_run_id FROM runs WHERE run_id = ?",
+        [streamed],
+    ).row(0, named=True)
+    assert record["name"] == "big"
+    assert record["dataset"] == "mixed"
+    assert json.loads(record["labels"]) == {"k": "v"}
+    assert json.loads(record["extra"])["streamed"] == {"batch_size": 37}
+    assert record["outputs_run_id"] == streamed
+    cohorts = "SELECT * EXCLUDE (run_id) FROM run_cohort_stats WHERE run_id = ? ORDER BY ALL"
+    assert store.sql(cohorts, [streamed]).height == store.sql(cohorts, [saved]).height > 0
+    loaded = store.load(streamed)  # a stored run like any other
+    assert loaded.scores.height == a["scores"].height
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda f: f.filter(pl.col("sample_id") != "s100"), "are missing sample ids: s100"),
+        (
+            lambda f: pl.concat([f, f.head(1).with_columns(sample_id=pl.lit("zz"))]),
+            "contain unknown sample ids: zz",
+        ),
+        (lambda f: pl.concat([f, f.slice(3, 1)]), "Duplicate saved output for sample 's003'"),
+    ],
+)
+def test_outputs_that_do_not_cover_the_dataset_store_nothing(
+    tmp_path: Path, change: Any, message: str
+) -> None:
+    store = Store(tmp_path / "runs.duckdb")
+    ef.evaluate(dataset(), outputs=outputs_frame(), metrics=["exact-match"], store=store)
+    before = counts(store)
+    parts = write_parts(tmp_path / "outputs", change(outputs_frame()))
+    with pytest.raises(ef.DatasetError, match=message):
+        store.score_outputs(dataset(), parts, ["exact-match"], batch_size=50)
+    assert counts(store) == before
+
+
+def test_a_failure_while_scoring_removes_the_stored_outputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalframe.store import _stream
+
+    store = Store(tmp_path / "runs.duckdb")
+    parts = write_parts(tmp_path / "outputs", outputs_frame())
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(_stream, "score_into_run", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        store.score_outputs(dataset(), parts, ["exact-match"], batch_size=50)
+    assert counts(store) == (0, 0, 0, 0, 0)
+
+
+def test_a_streamed_run_on_a_cluster_stores_the_same_rows(client: Any, tmp_path: Path) -> None:
+    parts = write_parts(tmp_path / "outputs", outputs_frame())
+    store = Store(tmp_path / "runs.duckdb")
+    here = store.score_outputs(dataset(), parts, METRICS, repetitions=3, batch_size=100)
+    there = store.score_outputs(
+        dataset(), parts, METRICS, repetitions=3, batch_size=100, dask=client
+    )
+    same(rows(store, here), rows(store, there))
+
+
+def test_cli_run_with_batch_size_prints_the_summary_and_saves(tmp_path: Path) -> None:
+    records = [
+        {"id": r["sample_id"], "input": {"question": "q"}, "expected_output": r["e"]}
+        for r in dataset()
+        .select("sample_id", pl.col("expected_output").alias("e"))
+        .iter_rows(named=True)
+    ]
+    ds = tmp_path / "mixed.jsonl"
+    ds.write_text("\n".join(json.dumps(r) for r in records), encoding="utf-8")
+    parts = write_parts(tmp_path / "outputs", outputs_frame())
+    db = tmp_path / "runs.duckdb"
+    runner = CliRunner()
+    args = ["run", str(ds), "--outputs", str(parts), "-m", "rouge-l", "-m", "retrieval-mrr"]
+    done = runner.invoke(cli, [*args, "--store", str(db), "--batch-size", "64"])
+    assert done.exit_code == 1, done.stderr  # retrieval-mrr cannot score the text rows
+    store = Store(db)
+    run_id = store.sql("SELECT run_id FROM runs").item()
+    assert done.stdout.startswith(f"run {run_id}: macro-F1 ")
+    for metric in ("rouge-l", "retrieval-mrr"):
+        line = next(x for x in done.stdout.splitlines() if x.startswith(metric + " "))
+        n, scored, errors = line.split()[1:4]
+        stored = store.sql(
+            "SELECT n, n_scored, n_errors FROM metric_summary WHERE run_id = ? AND metric = ?",
+            [run_id, metric],
+        ).row(0)
+        assert (int(n), int(scored), int(errors)) == stored
+    assert f"saved run {run_id}" in done.stderr
+    assert "failure(s)" in done.stderr
+    missing_store = runner.invoke(cli, [*args, "--batch-size", "64"])
+    assert missing_store.exit_code == 2
+    assert "--batch-size streams saved --outputs into a --store" in missing_store.stderr
+    as_json = runner.invoke(
+        cli, [*args, "--store", str(db), "--batch-size", "9", "--format", "json"]
+    )
+    assert as_json.exit_code == 2
+    assert "evalframe report RUN --store DB --format json" in as_json.stderr
