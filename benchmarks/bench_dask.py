@@ -7,6 +7,12 @@ in-process and with ``dask=`` a LocalCluster of W worker processes (one thread e
 a fresh process so its peak memory is its own. Printed per engine: seconds, outputs/s, score
 rows/s and the peak resident memory of the client and of each worker; then whether both runs
 stored the same rows.
+
+``--phases`` times the phases of the cluster rescore instead (the capacity model's rates):
+writing the source as Parquet parts, scoring on the workers, inserting the scores.
+``--stream`` measures ``store.score_outputs`` (``run --batch-size``) on N outputs written as
+Parquet files, against ``ef.evaluate(..., store=)`` holding the same run in memory: seconds
+and peak memory of each, in fresh processes.
 """
 
 from __future__ import annotations
@@ -107,11 +113,133 @@ def rescore(path: str, n: int, workers: int) -> None:
     print(json.dumps(result), flush=True)
 
 
+def phases(n: int, workers: int) -> None:
+    """Time the cluster rescore's phases by wrapping the calls that make them."""
+    from distributed import Client, LocalCluster
+
+    from evalframe.store import _connect, _rescore, _rescore_dask
+
+    spent: dict[str, float] = {"export": 0.0, "score": 0.0, "insert": 0.0}
+
+    def timed(phase: str, fn: object, when: str | None = None) -> object:
+        def wrapper(*args: object, **kwargs: object) -> object:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)  # type: ignore[operator]
+            finally:
+                statement = str(args[1]) if len(args) > 1 else ""
+                if when is None or statement.startswith(when):
+                    spent[phase] += time.perf_counter() - t0
+
+        return wrapper
+
+    _connect.execute = timed("export", _connect.execute, "COPY")  # type: ignore[assignment]
+    _rescore_dask.cluster.gather = timed("score", _rescore_dask.cluster.gather)  # type: ignore[attr-defined]
+    _rescore.execute = timed(
+        "insert", _rescore.execute, "INSERT INTO scores BY NAME SELECT * FROM read_parquet"
+    )  # type: ignore[attr-defined]
+    with tempfile.TemporaryDirectory(prefix="bench-dask-") as tmp:
+        path = Path(tmp) / "store.duckdb"
+        build(path, n)
+        store = Store(path)
+        source = store.sql("SELECT run_id FROM runs").item()
+        with (
+            LocalCluster(
+                n_workers=workers, threads_per_worker=1, host="127.0.0.1", dashboard_address=":0"
+            ) as cluster,
+            Client(cluster) as client,
+        ):
+            t0 = time.perf_counter()
+            store.rescore(METRICS, runs=source, batch_size=250_000, dask=client)
+            total = time.perf_counter() - t0
+    rates = {
+        "export_outputs_per_s": round(n / spent["export"]),
+        "score_outputs_per_s_per_worker": round(n / spent["score"] / workers),
+        "insert_score_rows_per_s": round(n * len(METRICS) / spent["insert"]),
+    }
+    print(
+        json.dumps(
+            {
+                "rows": n,
+                "total_s": round(total, 1),
+                **{k: round(v, 1) for k, v in spent.items()},
+                **rates,
+            }
+        )
+    )
+
+
+def stream(mode: str, folder: str, n: int) -> None:
+    """One streamed or in-memory run of the Parquet outputs in ``folder`` (a fresh process)."""
+    ds = ef.Dataset._wrap(
+        pl.read_parquet(Path(folder) / "dataset.parquet"),
+        name="bench",
+        metrics=[],
+        repetitions=None,
+        path=None,
+    )
+    store = Store(Path(folder) / f"{mode}.duckdb")
+    warm = synthetic_run(synthetic_dataset(10), ["contains"], 1, seed=0).frame
+    ef.score(warm, [ef.metrics.get(m) for m in METRICS])
+    rss0 = reset_peak()
+    t0 = time.perf_counter()
+    if mode == "streamed":
+        store.score_outputs(ds, Path(folder) / "outputs", METRICS, batch_size=250_000)
+    else:
+        ef.evaluate(ds, outputs=Path(folder) / "outputs", metrics=METRICS, store=store)
+    elapsed = time.perf_counter() - t0
+    print(
+        json.dumps(
+            {
+                "mode": mode,
+                "rows": n,
+                "seconds": round(elapsed, 1),
+                "peak_gb": round(peak() / 1024, 2),
+                "start_gb": round(rss0 / 1024, 2),
+            }
+        )
+    )
+
+
+def stream_case(n: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-stream-") as tmp:
+        build(Path(tmp) / "source.duckdb", n)
+        store = Store(Path(tmp) / "source.duckdb")
+        outputs = Path(tmp) / "outputs"
+        outputs.mkdir()
+        store.sql("SELECT sample_id, actual_output FROM outputs ORDER BY sample_id").write_parquet(
+            outputs / "part.parquet", row_group_size=250_000
+        )
+        store.sql(
+            "SELECT sample_id, input, expected_output, expected_type, metadata, tags, row_hash "
+            "FROM samples ORDER BY ordinal"
+        ).write_parquet(Path(tmp) / "dataset.parquet")
+        size = sum(f.stat().st_size for f in outputs.iterdir()) / 1e9
+        print(f"{n:,} outputs: {size:.2f} GB of Parquet", flush=True)
+        for mode in ("streamed", "in-memory"):
+            out = subprocess.run(
+                [sys.executable, __file__, "stream", mode, tmp, str(n)],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            print(out.strip().splitlines()[-1], flush=True)
+
+
 def main() -> None:
     if sys.argv[1:2] == ["rescore"]:
         rescore(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
         return
+    if sys.argv[1:2] == ["stream"]:
+        stream(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        return
     n, workers = _arg("--rows", 10_000_000), _arg("--workers", 2)
+    if "--phases" in sys.argv:
+        phases(n, workers)
+        return
+    if "--stream" in sys.argv:
+        stream_case(n)
+        return
     with tempfile.TemporaryDirectory(prefix="bench-dask-") as tmp:
         path = Path(tmp) / "store.duckdb"
         t0 = time.perf_counter()
@@ -127,13 +255,15 @@ def main() -> None:
             ).stdout
             results.append(json.loads(out.strip().splitlines()[-1]))
             print(results[-1], flush=True)
-        store = Store(path)
-        query = (
-            "SELECT sample_id, metric, score, passed, error, details FROM scores "
-            "WHERE run_id = ? ORDER BY sample_id, metric"
+        # Compared in SQL by count and an order-free checksum of every row: 3 x N rows per
+        # run would not fit in memory twice, and a row-by-row EXCEPT takes minutes.
+        checksum = (
+            "SELECT count(*), sum(hash(sample_id, repetition, metric, score, passed, error, "
+            "details)::HUGEINT)::VARCHAR FROM scores WHERE run_id = ?"
         )
-        a, b = (store.sql(query, [r["run_id"]]) for r in results)
-        print(f"same rows: {a.equals(b)} ({a.height:,} score rows each)")
+        store = Store(path)
+        a, b = (store.sql(checksum, [r["run_id"]]).row(0) for r in results)
+        print(f"same rows (count, checksum): {a == b} ({a[0]:,} score rows each)")
         ratio = results[1]["outputs_per_s"] / results[0]["outputs_per_s"]
         print(f"local:{workers} / in-process throughput: {ratio:.2f}x")
 

@@ -126,8 +126,10 @@ def test_parquet_directories_read_in_process_and_a_glob_on_the_cluster(
     globbed = ef.evaluate(
         ds, outputs=str(parts / "part-*.parquet"), metrics=["rouge-l"], run_id="r", dask=client
     )
+    url = ef.evaluate(ds, outputs=f"file://{parts}", metrics=["rouge-l"], run_id="r")
     assert folder.scores.equals(reference.scores)
     assert globbed.scores.equals(reference.scores)
+    assert url.scores.equals(reference.scores)
 
 
 def test_coverage_errors_name_the_sample_as_in_process(client: Any, tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ def is_parquet_source(source: str | os.PathLike[str]) -> bool:
     """Whether ``source`` names Parquet by more than one file's path: a directory, a glob or
     a URL (a single local ``.parquet`` file reads in-process as saved outputs always have)."""
     text = os.fspath(source)
-    return _is_url(text) or any(c in text for c in _GLOB) or Path(text).is_dir()
+    return "://" in text or any(c in text for c in _GLOB) or Path(text).is_dir()
 
 
 def _filesystem(source: str) -> tuple[Any, str]:
