@@ -155,7 +155,15 @@ def check_yaml_limits(text: str) -> None:
         while True:
             try:
                 event: Any = get_event()
-            except yaml.YAMLError:
+            except yaml.YAMLError as exc:
+                # libyaml (0.2.5 and later) stops at its own nesting limit, deeper than ours
+                # but met first when it scans ahead: the same limit, crossed.
+                if "maximum nesting depth" in str(exc):
+                    mark = getattr(exc, "problem_mark", None)
+                    raise YamlLimitError(
+                        f"nests lists and maps more than {MAX_DEPTH} levels deep",
+                        (mark.line + 1) if mark is not None else 1,
+                    ) from None
                 return
             kind = event.__class__
             if kind is yaml.ScalarEvent:
