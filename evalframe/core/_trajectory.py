@@ -452,6 +452,8 @@ _NAME_LIST_FIELDS: Final = {
     "requires_approval": True,
 }
 """The name-list keys, and whether a single string stands for a one-item list."""
+_COUNT_FIELDS: Final = {"max_steps": pl.Int64(), "optimal_steps": pl.Int64()}
+"""The integer keys."""
 
 
 class Expectations:
@@ -510,14 +512,26 @@ class Expectations:
     def _decode(self, name: str) -> pl.Series:
         if name in _NAME_LIST_FIELDS:
             return self._names(name, single=_NAME_LIST_FIELDS[name])
-        if name in ("max_steps", "optimal_steps"):
-            raw = self._select(self._field(f"trajectory.{name}"))
-            number = pl.lit(raw).str.strip_chars().cast(pl.Int64, strict=False)
-            if name == "optimal_steps":
-                number = pl.when(number >= 0).then(number)
-            values = self._select(number)
-            bad = pl.lit(raw).is_not_null() & pl.lit(values).is_null()
-            self._problem(bad, f"trajectory.{name}", "an integer")
+        if name in _COUNT_FIELDS:
+            typed = self._typed()
+            if typed is None:
+                values, bad = self._count_by_path(self._frame, name)
+            else:
+                number = self._typed_field(typed, name)
+                values = typed.select(
+                    pl.when(pl.lit(number) >= 0).then(pl.lit(number))
+                    if name == "optimal_steps"
+                    else pl.lit(number)
+                ).to_series()
+                bad = number.is_not_null() & values.is_null()
+                exact = typed.get_column("exact")
+                if not exact.all():
+                    slow = self._count_by_path(self._frame.filter(~exact), name)
+                    values, bad = (
+                        _merge(exact, fast, path)
+                        for fast, path in zip((values, bad), slow, strict=True)
+                    )
+            self._problem(pl.lit(bad), f"trajectory.{name}", "an integer")
             return values
         if name == "skipped_arguments":
             self.get_column("tool_arguments")
@@ -526,9 +540,78 @@ class Expectations:
             return self._nested(name)
         raise KeyError(name)
 
+    def _count_by_path(self, frame: pl.DataFrame, name: str) -> tuple[pl.Series, pl.Series]:
+        raw = frame.select(self._field(f"trajectory.{name}")).to_series()
+        number = pl.lit(raw).str.strip_chars().cast(pl.Int64, strict=False)
+        if name == "optimal_steps":
+            number = pl.when(number >= 0).then(number)
+        values = frame.select(number).to_series()
+        return values, raw.is_not_null() & values.is_null()
+
     def _names(self, key: str, *, single: bool) -> pl.Series:
+        typed = self._typed()
+        if typed is None:  # some row has a shape the typed decoding cannot take
+            names, problem = self._names_by_path(self._frame, key, single=single)
+        else:
+            names, problem = self._names_typed(typed, key, single=single)
+        self._problems[self._decoding] = problem
+        return names
+
+    def _typed(self) -> pl.DataFrame | None:
+        """The name lists and counts of every row in one typed JSON decoding (instead of a
+        path lookup per field), where that decoding is exact; ``exact`` marks those rows.
+
+        Polars' typed decoding turns ``true``, ``false`` and ``null`` into text or numbers,
+        a lone value into a one-item list, a fraction or an exponent into an integer, and
+        drops integers too large for 64 bits, so rows whose metadata holds such a literal, a
+        name field that is not a list, or a count that is not a plain integer go to the
+        per-field path, which reads them as it always has (and reports the wrong shapes).
+        ``None`` when the decoding fails for the whole column (an object inside a name list,
+        a trajectory that is not a map).
+        """
+        if "typed" not in self._cache:
+            text = pl.col("metadata")
+            names = "|".join(_NAME_LIST_FIELDS)
+            inexact = text.str.contains(r"\btrue\b|\bfalse\b|\bnull\b") | text.str.contains(
+                rf'"(?:{names})"\s*:\s*[^\[\s]'
+                r'|"(?:max_steps|optimal_steps)"\s*:\s*(?:-?[0-9]+[.eE]|-?[0-9]{19}|[^-0-9\s])'
+            )
+            fields = {**dict.fromkeys(_NAME_LIST_FIELDS, _NAME_LIST), **_COUNT_FIELDS}
+            block = pl.Struct({"trajectory": pl.Struct(fields)})
+            try:
+                typed = self._frame.select(
+                    exact=~inexact.fill_null(False),
+                    block=pl.when(~inexact).then(text).str.json_decode(block),
+                )
+            except pl.exceptions.ComputeError:
+                return None
+            self._cache["typed"] = typed.to_struct("typed")
+        return self._cache["typed"].struct.unnest()
+
+    @staticmethod
+    def _typed_field(typed: pl.DataFrame, key: str) -> pl.Series:
+        return typed.select(
+            pl.col("block").struct.field("trajectory").struct.field(key)
+        ).to_series()
+
+    def _names_typed(
+        self, typed: pl.DataFrame, key: str, *, single: bool
+    ) -> tuple[pl.Series, pl.Series]:
+        exact = typed.get_column("exact")
+        names = self._typed_field(typed, key)
+        problem = pl.Series("problem", [None] * self.height, dtype=pl.String)
+        if not exact.all():
+            slow = self._names_by_path(self._frame.filter(~exact), key, single=single)
+            names, problem = (
+                _merge(exact, fast, path) for fast, path in zip((names, problem), slow, strict=True)
+            )
+        return names.alias("names"), problem
+
+    def _names_by_path(
+        self, frame: pl.DataFrame, key: str, *, single: bool
+    ) -> tuple[pl.Series, pl.Series]:
         # Materialize the two path lookups once; the rest reads plain columns.
-        parts = self._frame.select(
+        parts = frame.select(
             text=self._field(f"trajectory.{key}"),
             first=self._field(f"trajectory.{key}[0]"),
             sample_id=pl.col("sample_id"),
@@ -555,8 +638,7 @@ class Expectations:
                 )
             ),
         )
-        self._problems[self._decoding] = out.get_column("problem")
-        return out.get_column("names")
+        return out.get_column("names"), out.get_column("problem")
 
     def _nested(self, name: str) -> pl.Series:
         path = "mcp.tools" if name == "mcp_tools" else f"trajectory.{name}"
@@ -621,6 +703,13 @@ class Expectations:
         if name == "goal":
             return items_col.list.first()
         return items_col
+
+
+def _merge(exact: pl.Series, fast: pl.Series, path: pl.Series) -> pl.Series:
+    """``fast`` where ``exact``, else the next of ``path`` (one value per inexact row)."""
+    slot = (~exact).cast(pl.Int64).cum_sum() - 1
+    spread = path.gather(slot.clip(0)) if path.len() else fast
+    return pl.select(pl.when(exact).then(fast).otherwise(spread)).to_series().alias(fast.name)
 
 
 def _nested_items(name: str, value: object) -> tuple[list[tuple[str | None, str | None]], int]:
