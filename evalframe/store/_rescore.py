@@ -194,62 +194,34 @@ def _rescore_one(
         # in-memory store holds all its data in memory, so a limit there would cap the store.
         if memory_limit is not None and not connector.in_memory:
             execute(con, "SET memory_limit = ?", [memory_limit])
-        _rescore_in(
-            con,
-            new_id,
-            source_id,
-            requested,
-            started=started,
-            keep=keep,
-            force=force,
-            name=name,
-            batch_size=batch_size,
-            providers=providers,
-            client=client,
-            parts=None
+        parts = (
+            None
             if client is None
-            else parts_folder(connector.path, new_id, in_memory=connector.in_memory),
+            else parts_folder(connector.path, new_id, in_memory=connector.in_memory)
         )
+        try:
+            with transaction(con):
+                source = query(con, "SELECT * FROM runs WHERE run_id = ?", [source_id]).row(
+                    0, named=True
+                )
+                score_into_run(
+                    con,
+                    new_id,
+                    source,
+                    requested,
+                    started=started,
+                    keep=keep,
+                    force=force,
+                    name=name,
+                    batch_size=batch_size,
+                    providers=providers,
+                    client=client,
+                    parts=parts,
+                )
+        finally:
+            if parts is not None:
+                remove_parts(parts)
     return new_id
-
-
-def _rescore_in(  # the body of one rescore, in one transaction
-    con: duckdb.DuckDBPyConnection,
-    new_id: str,
-    source_id: str,
-    requested: list[Metric],
-    *,
-    started: float,
-    keep: bool,
-    force: bool,
-    name: str | None,
-    batch_size: int,
-    providers: Providers | None,
-    client: Any = None,
-    parts: Path | None = None,
-) -> None:
-    try:
-        with transaction(con):
-            source = query(con, "SELECT * FROM runs WHERE run_id = ?", [source_id]).row(
-                0, named=True
-            )
-            score_into_run(
-                con,
-                new_id,
-                source,
-                requested,
-                started=started,
-                keep=keep,
-                force=force,
-                name=name,
-                batch_size=batch_size,
-                providers=providers,
-                client=client,
-                parts=parts,
-            )
-    finally:
-        if parts is not None:
-            remove_parts(parts)
 
 
 def score_into_run(

@@ -30,7 +30,7 @@ from evalframe.enrich import providers_for
 from evalframe.store._connect import Connector, execute, fetch, query
 from evalframe.store._rescore import score_into_run
 from evalframe.store._rescore_dask import parts_folder, remove_parts
-from evalframe.store._write import dataset_hash, git_info, insert, outputs_frame, transaction
+from evalframe.store._write import git_info, insert, insert_samples, outputs_frame, transaction
 
 if TYPE_CHECKING:
     from evalframe.core._dataset import Dataset
@@ -128,17 +128,7 @@ def _store_outputs(
 ) -> tuple[dict[str, Any], bool]:
     """Append the samples (once per dataset) and every piece's outputs; check coverage.
     Returns the run's source fields and whether the samples were new."""
-    digest = dataset_hash(dataset)
-    new_samples = not fetch(con, "SELECT count(*) FROM samples WHERE dataset_hash = ?", [digest])
-    if new_samples:
-        insert(
-            con,
-            "samples",
-            dataset.select(C.DATASET_SCHEMA.names()).with_columns(
-                pl.lit(digest).alias("dataset_hash"),
-                pl.int_range(pl.len(), dtype=pl.Int64).alias("ordinal"),
-            ),
-        )
+    digest, new_samples = insert_samples(con, dataset)
     for piece in pieces:
         part = cluster.load_outputs(piece)
         for r in range(repetitions):

@@ -29,6 +29,7 @@ __all__ = [
     "dataset_hash",
     "git_info",
     "insert",
+    "insert_samples",
     "outputs_frame",
     "transaction",
     "usage_frame",
@@ -273,17 +274,12 @@ def _summaries(run: Run) -> tuple[pl.DataFrame, pl.DataFrame]:
     return run.summary, run.cohorts
 
 
-def _write_rows(
-    con: duckdb.DuckDBPyConnection,
-    run: Run,
-    per_row: Future[tuple[pl.DataFrame, dict[str, Any]]],
-    summaries: Future[tuple[pl.DataFrame, pl.DataFrame]],
-) -> None:
-    dataset = run.dataset
+def insert_samples(con: duckdb.DuckDBPyConnection, dataset: pl.DataFrame) -> tuple[str, bool]:
+    """Store the dataset's samples unless a dataset with the same hash is stored already;
+    returns the hash and whether the samples were new."""
     digest = dataset_hash(dataset)
-    metrics = metrics_frame(run.run_id, run.metrics)
-    insert(con, "run_metrics", metrics)
-    if not fetch(con, "SELECT count(*) FROM samples WHERE dataset_hash = ?", [digest]):
+    new = not fetch(con, "SELECT count(*) FROM samples WHERE dataset_hash = ?", [digest])
+    if new:
         insert(
             con,
             "samples",
@@ -292,6 +288,19 @@ def _write_rows(
                 pl.int_range(pl.len(), dtype=pl.Int64).alias("ordinal"),
             ),
         )
+    return digest, new
+
+
+def _write_rows(
+    con: duckdb.DuckDBPyConnection,
+    run: Run,
+    per_row: Future[tuple[pl.DataFrame, dict[str, Any]]],
+    summaries: Future[tuple[pl.DataFrame, pl.DataFrame]],
+) -> None:
+    dataset = run.dataset
+    metrics = metrics_frame(run.run_id, run.metrics)
+    insert(con, "run_metrics", metrics)
+    digest, _ = insert_samples(con, dataset)
     insert(con, "outputs", outputs_frame(run.frame, run.run_id))
     with _unordered(con):
         insert(
