@@ -19,7 +19,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -55,6 +55,7 @@ __all__ = [
     "rescore_runs",
     "sample_statistics",
     "score_into_run",
+    "scoring_connection",
     "whole_samples",
     "with_extra",
 ]
@@ -189,6 +190,34 @@ def _rescore_one(
     started = time.time()
     if providers is not None:
         providers.begin_run()  # each rescored run has its own usage, cost and budget
+    with (
+        scoring_connection(connector, new_id, client, memory_limit) as (con, parts),
+        transaction(con),
+    ):
+        source = query(con, "SELECT * FROM runs WHERE run_id = ?", [source_id]).row(0, named=True)
+        score_into_run(
+            con,
+            new_id,
+            source,
+            requested,
+            started=started,
+            keep=keep,
+            force=force,
+            name=name,
+            batch_size=batch_size,
+            providers=providers,
+            client=client,
+            parts=parts,
+        )
+    return new_id
+
+
+@contextmanager
+def scoring_connection(
+    connector: Connector, run_id: str, client: Any, memory_limit: str | None
+) -> Iterator[tuple[duckdb.DuckDBPyConnection, Path | None]]:
+    """A write connection for scoring run ``run_id``, and the folder of its cluster parts
+    (``None`` in-process), removed on exit whatever happened."""
     with connector.connect(write=True) as con:
         # A file store's connection is this operation's own database instance; an
         # in-memory store holds all its data in memory, so a limit there would cap the store.
@@ -197,31 +226,13 @@ def _rescore_one(
         parts = (
             None
             if client is None
-            else parts_folder(connector.path, new_id, in_memory=connector.in_memory)
+            else parts_folder(connector.path, run_id, in_memory=connector.in_memory)
         )
         try:
-            with transaction(con):
-                source = query(con, "SELECT * FROM runs WHERE run_id = ?", [source_id]).row(
-                    0, named=True
-                )
-                score_into_run(
-                    con,
-                    new_id,
-                    source,
-                    requested,
-                    started=started,
-                    keep=keep,
-                    force=force,
-                    name=name,
-                    batch_size=batch_size,
-                    providers=providers,
-                    client=client,
-                    parts=parts,
-                )
+            yield con, parts
         finally:
             if parts is not None:
                 remove_parts(parts)
-    return new_id
 
 
 def score_into_run(

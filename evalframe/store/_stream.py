@@ -28,8 +28,7 @@ from evalframe.core._errors import DatasetError
 from evalframe.core._outputs import MAX_LISTED_IDS, coverage_problem
 from evalframe.enrich import providers_for
 from evalframe.store._connect import Connector, execute, fetch, query
-from evalframe.store._rescore import score_into_run
-from evalframe.store._rescore_dask import parts_folder, remove_parts
+from evalframe.store._rescore import score_into_run, scoring_connection
 from evalframe.store._write import git_info, insert, insert_samples, outputs_frame, transaction
 
 if TYPE_CHECKING:
@@ -69,14 +68,7 @@ def score_outputs(
         context.begin_run()
     with ExitStack() as stack:
         client = stack.enter_context(cluster.dask_client(dask)) if dask is not None else None
-        with connector.connect(write=True) as con:
-            if memory_limit is not None and not connector.in_memory:
-                execute(con, "SET memory_limit = ?", [memory_limit])
-            parts = (
-                None
-                if client is None
-                else parts_folder(connector.path, run_id, in_memory=connector.in_memory)
-            )
+        with scoring_connection(connector, run_id, client, memory_limit) as (con, parts):
             # Two transactions: the scoring reads the outputs back on a second cursor, which
             # sees only committed rows. A failure after the first removes what it stored.
             with transaction(con):
@@ -110,9 +102,6 @@ def score_outputs(
                             [source["dataset_hash"]],
                         )
                 raise
-            finally:
-                if parts is not None:
-                    remove_parts(parts)
     return run_id
 
 
