@@ -22,6 +22,7 @@ from evalframe.store._write import transaction, write_run
 if TYPE_CHECKING:
     from evalframe.core._calibration import Calibration
     from evalframe.core._compare import Comparison
+    from evalframe.core._dataset import Dataset
     from evalframe.core._run import Run
     from evalframe.metrics._registry import MetricFactory
     from evalframe.metrics._spec import Metric
@@ -333,7 +334,7 @@ class Store:
 
     def score_outputs(
         self,
-        dataset: Any,
+        dataset: Dataset | str | os.PathLike[str],
         outputs: str | os.PathLike[str],
         metrics: Sequence[str | Metric | MetricFactory] | None = None,
         *,
