@@ -55,7 +55,20 @@ def test_rows_pass_at_or_below_the_threshold(error_rate: ef.metrics.MetricFactor
     assert "higher_is_better" not in report["metrics"]["exact-match"]
     found = dict(failing_samples(report))
     assert [(m, round(s, 4)) for m, s, _ in found["s2"] if m == "bang-rate"] == [("bang-rate", 1.0)]
-    assert "bang-rate 1.0000 (threshold 0.5, lower is better)" in report.to_markdown()
+    markdown = report.to_markdown()
+    assert "bang-rate 1.0000 (threshold 0.5, lower is better)" in markdown
+    # The metrics table says how each metric passes: at or below a lower-is-better threshold.
+    header = next(line for line in markdown.splitlines() if line.startswith("| metric "))
+    assert "pass-rate (meets threshold)" in header
+    assert "(>= threshold)" not in markdown
+    cells = {
+        line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
+        for line in markdown.splitlines()
+        if line.startswith(("| bang-rate ", "| exact-match "))
+    }
+    threshold = [c.strip() for c in header.split("|")[1:-1]].index("threshold")
+    assert cells["bang-rate"][threshold] == "≤ 0.5"
+    assert cells["exact-match"][threshold] == "0.5"
 
 
 def test_the_store_and_an_export_keep_the_rule(

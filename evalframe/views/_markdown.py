@@ -28,7 +28,16 @@ _COUNTS = ("threshold", "n_scored", "n_errors")
 
 
 def _passing(r: Report) -> str:
-    return "pass-rate (>= threshold)" if has_counts(r, _COUNTS) else "pass-rate (>= 0.5)"
+    if not has_counts(r, _COUNTS):
+        return "pass-rate (>= 0.5)"
+    if any(m.get("higher_is_better") is False for m in r["metrics"].values()):
+        return "pass-rate (meets threshold)"  # a lower-is-better metric passes at or below it
+    return "pass-rate (>= threshold)"
+
+
+def _threshold(m: Mapping[str, Any]) -> str:
+    """A metric's threshold cell: ``≤ t`` for a lower-is-better metric."""
+    return f"≤ {m['threshold']:g}" if m.get("higher_is_better") is False else f"{m['threshold']:g}"
 
 
 def _summary(r: Report) -> list[str]:
@@ -102,7 +111,7 @@ def _metrics(r: Report) -> list[str]:
         out += _table(
             ["metric", "mean", "p50", "p95", _passing(r), "threshold", "scored", "errors"],
             [
-                [name, *stat_cells(m), f"{m['threshold']:g}", m["n_scored"], m["n_errors"]]
+                [name, *stat_cells(m), _threshold(m), m["n_scored"], m["n_errors"]]
                 for name, m in metrics
             ],
         )
