@@ -13,11 +13,16 @@ writing the source as Parquet parts, scoring on the workers, inserting the score
 ``--stream`` measures ``store.score_outputs`` (``run --batch-size``) on N outputs written as
 Parquet files, against ``ef.evaluate(..., store=)`` holding the same run in memory: seconds
 and peak memory of each, in fresh processes.
+``--big GB`` writes GB gigabytes of incompressible outputs as Parquet (30,000-character
+answers, 10,000 per file, uncompressed), more than this machine's memory when GB is above
+it, and streams them into a store with exact-match and contains (``batch_size`` 10,000):
+seconds and the process's peak memory.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -226,7 +231,86 @@ def stream_case(n: int) -> None:
             print(out.strip().splitlines()[-1], flush=True)
 
 
+def big(gigabytes: int, folder: Path) -> None:
+    """Write ``gigabytes`` of outputs as Parquet, then stream them into a store (fresh process)."""
+    import base64
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    width, per_file = 30_000, 10_000
+    files = max(1, gigabytes * 1_000_000_000 // (width * per_file))
+    n = files * per_file
+    outputs = folder / "outputs"
+    outputs.mkdir(parents=True)
+    t0 = time.perf_counter()
+    for k in range(files):
+        blob = base64.b64encode(os.urandom(width * per_file * 3 // 4)).decode("ascii")
+        texts = [blob[i * width : (i + 1) * width] for i in range(per_file)]
+        ids = [f"s{k * per_file + i}" for i in range(per_file)]
+        table = pa.table({"sample_id": ids, "actual_output": texts})
+        pq.write_table(table, outputs / f"part-{k:05d}.parquet", compression="none")
+    size = sum(f.stat().st_size for f in outputs.iterdir()) / 1e9
+    print(
+        f"wrote {n:,} outputs, {size:.1f} GB of Parquet, in {time.perf_counter() - t0:.0f} s",
+        flush=True,
+    )
+    pl.DataFrame({"sample_id": [f"s{i}" for i in range(n)]}).with_columns(
+        input=pl.lit("{}"),
+        expected_output=pl.lit("x"),
+        expected_type=pl.lit("string"),
+        metadata=pl.lit("{}"),
+        tags=pl.lit([], pl.List(pl.String)),
+        row_hash=pl.col("sample_id").hash().cast(pl.String),
+    ).write_parquet(folder / "dataset.parquet")
+    out = subprocess.run(
+        [sys.executable, __file__, "big-run", str(folder), str(n)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    print(out.strip().splitlines()[-1], flush=True)
+    print(f"store file: {(folder / 'big.duckdb').stat().st_size / 1e9:.1f} GB", flush=True)
+
+
+def big_run(folder: str, n: int) -> None:
+    ds = ef.Dataset._wrap(
+        pl.read_parquet(Path(folder) / "dataset.parquet"),
+        name="big",
+        metrics=[],
+        repetitions=None,
+        path=None,
+    )
+    store = Store(Path(folder) / "big.duckdb")
+    rss0 = reset_peak()
+    t0 = time.perf_counter()
+    run_id = store.score_outputs(
+        ds, Path(folder) / "outputs", ["exact-match", "contains"], batch_size=10_000
+    )
+    elapsed = time.perf_counter() - t0
+    rows = store.sql("SELECT count(*) FROM scores WHERE run_id = ?", [run_id]).item()
+    print(
+        json.dumps(
+            {
+                "outputs": n,
+                "score_rows": rows,
+                "seconds": round(elapsed, 1),
+                "peak_gb": round(peak() / 1024, 2),
+                "start_gb": round(rss0 / 1024, 2),
+            }
+        )
+    )
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["big-run"]:
+        big_run(sys.argv[2], int(sys.argv[3]))
+        return
+    if "--big" in sys.argv:
+        root = Path(os.environ.get("BENCH_DIR", tempfile.gettempdir()))
+        with tempfile.TemporaryDirectory(prefix="bench-big-", dir=root) as tmp:
+            big(_arg("--big", 30), Path(tmp))
+        return
     if sys.argv[1:2] == ["rescore"]:
         rescore(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
         return

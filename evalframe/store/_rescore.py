@@ -402,17 +402,30 @@ def _score_stream(
     from evalframe.metrics.judge_toolbox import attach_baseline
 
     baselines = _baselines(con, metrics)
-    # Repetitions of one sample must share a chunk; with one repetition every row is a
-    # whole sample and the (out-of-core, but not free) sort is skipped.
+    # The outputs stream alone and each chunk is joined with the dataset rows here: a join
+    # in DuckDB may build its hash table on the outputs, whose long texts then exceed its
+    # memory limit. Repetitions of one sample must share a chunk; with one repetition every
+    # row is a whole sample and the (out-of-core, but not free) sort is skipped.
+    dataset_columns = [c for c in C.DATASET_SCHEMA.names() if c != C.SAMPLE_ID]
+    samples = query(
+        con,
+        f"SELECT sample_id, {', '.join(dataset_columns)} FROM samples WHERE dataset_hash = ?",
+        [source["dataset_hash"]],
+    )
+    outputs = ", ".join(f"o.{c}" for c in OUTPUT_COLUMNS)
     order = " ORDER BY o.sample_id, o.repetition" if (source["repetitions"] or 1) > 1 else ""
-    statement = _source_statement() + order
+    statement = (
+        f"SELECT o.sample_id, o.repetition, {outputs}, o.extra AS __extra "
+        f"FROM outputs AS o WHERE o.run_id = ?{order}"
+    )
     reader_con = con.cursor()
     try:
-        reader = reader_con.sql(
-            statement, params=[source["dataset_hash"], source["outputs_run_id"]]
-        ).to_arrow_reader(batch_size)
+        reader = reader_con.sql(statement, params=[source["outputs_run_id"]]).to_arrow_reader(
+            batch_size
+        )
         for chunk in whole_samples(reader, batch_size):
-            frame = with_extra(chunk)
+            rows = chunk.join(samples, on=C.SAMPLE_ID, how="inner", maintain_order="left")
+            frame = with_extra(rows)
             for baseline, stored in baselines.items():
                 frame = attach_baseline(frame, baseline, stored)
             scores = score(frame, metrics, run_id=new_id, context=providers)
