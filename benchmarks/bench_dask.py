@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import _common  # noqa: F401  (pins threads before Polars loads)
@@ -174,36 +175,41 @@ def phases(n: int, workers: int) -> None:
     )
 
 
+def _folder_dataset(folder: str, name: str) -> ef.Dataset:
+    """The dataset a case wrote as ``dataset.parquet`` in ``folder``."""
+    frame = pl.read_parquet(Path(folder) / "dataset.parquet")
+    return ef.Dataset._wrap(frame, name=name, metrics=[], repetitions=None, path=None)
+
+
+def _measured(run: Callable[[], object]) -> tuple[object, dict[str, float]]:
+    """``run()``'s result, and its seconds and this process's peak memory (and at start)."""
+    rss0 = reset_peak()
+    t0 = time.perf_counter()
+    result = run()
+    elapsed = time.perf_counter() - t0
+    return result, {
+        "seconds": round(elapsed, 1),
+        "peak_gb": round(peak() / 1024, 2),
+        "start_gb": round(rss0 / 1024, 2),
+    }
+
+
 def stream(mode: str, folder: str, n: int) -> None:
     """One streamed or in-memory run of the Parquet outputs in ``folder`` (a fresh process)."""
-    ds = ef.Dataset._wrap(
-        pl.read_parquet(Path(folder) / "dataset.parquet"),
-        name="bench",
-        metrics=[],
-        repetitions=None,
-        path=None,
-    )
+    ds = _folder_dataset(folder, "bench")
     store = Store(Path(folder) / f"{mode}.duckdb")
     warm = synthetic_run(synthetic_dataset(10), ["contains"], 1, seed=0).frame
     ef.score(warm, [ef.metrics.get(m) for m in METRICS])
-    rss0 = reset_peak()
-    t0 = time.perf_counter()
+    outputs = Path(folder) / "outputs"
     if mode == "streamed":
-        store.score_outputs(ds, Path(folder) / "outputs", METRICS, batch_size=250_000)
-    else:
-        ef.evaluate(ds, outputs=Path(folder) / "outputs", metrics=METRICS, store=store)
-    elapsed = time.perf_counter() - t0
-    print(
-        json.dumps(
-            {
-                "mode": mode,
-                "rows": n,
-                "seconds": round(elapsed, 1),
-                "peak_gb": round(peak() / 1024, 2),
-                "start_gb": round(rss0 / 1024, 2),
-            }
+        _, figures = _measured(
+            lambda: store.score_outputs(ds, outputs, METRICS, batch_size=250_000)
         )
-    )
+    else:
+        _, figures = _measured(
+            lambda: ef.evaluate(ds, outputs=outputs, metrics=METRICS, store=store)
+        )
+    print(json.dumps({"mode": mode, "rows": n, **figures}))
 
 
 def stream_case(n: int) -> None:
@@ -274,32 +280,14 @@ def big(gigabytes: int, folder: Path) -> None:
 
 
 def big_run(folder: str, n: int) -> None:
-    ds = ef.Dataset._wrap(
-        pl.read_parquet(Path(folder) / "dataset.parquet"),
-        name="big",
-        metrics=[],
-        repetitions=None,
-        path=None,
-    )
+    ds = _folder_dataset(folder, "big")
     store = Store(Path(folder) / "big.duckdb")
-    rss0 = reset_peak()
-    t0 = time.perf_counter()
-    run_id = store.score_outputs(
-        ds, Path(folder) / "outputs", ["exact-match", "contains"], batch_size=10_000
+    outputs = Path(folder) / "outputs"
+    run_id, figures = _measured(
+        lambda: store.score_outputs(ds, outputs, ["exact-match", "contains"], batch_size=10_000)
     )
-    elapsed = time.perf_counter() - t0
     rows = store.sql("SELECT count(*) FROM scores WHERE run_id = ?", [run_id]).item()
-    print(
-        json.dumps(
-            {
-                "outputs": n,
-                "score_rows": rows,
-                "seconds": round(elapsed, 1),
-                "peak_gb": round(peak() / 1024, 2),
-                "start_gb": round(rss0 / 1024, 2),
-            }
-        )
-    )
+    print(json.dumps({"outputs": n, "score_rows": rows, **figures}))
 
 
 def main() -> None:

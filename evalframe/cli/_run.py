@@ -20,6 +20,7 @@ from evalframe.cli._options import (
     format_option,
     label_option,
     max_rows_option,
+    open_store,
     out_option,
     provider_options,
     store_option,
@@ -236,7 +237,6 @@ def _streamed(
     out: Path | None,
 ) -> None:
     """``run --batch-size``: Parquet outputs streamed into the store, the summary printed."""
-    from evalframe.cli._options import open_store
     from evalframe.cli._table import render
 
     if outputs is None or store_path is None:
@@ -265,8 +265,8 @@ def _streamed(
     )
     record = store.sql("SELECT macro_f1, n_failures FROM runs WHERE run_id = ?", [run_id])
     macro, failures = record.row(0)
-    body = [[fmt_cell(v) for v in row] for row in summary.rows()]
-    text = f"run {run_id}: macro-F1 {fmt_cell(macro)}\n\n" + render(summary.columns, body) + "\n"
+    body = [[_cell(v) for v in row] for row in summary.rows()]
+    text = f"run {run_id}: macro-F1 {_cell(macro)}\n\n" + render(summary.columns, body) + "\n"
     emit(text, out, note=f" (run {run_id})")
     click.echo(f"saved run {run_id} to {store_path}", err=True)
     if failures:
@@ -276,7 +276,7 @@ def _streamed(
         raise SystemExit(1)
 
 
-def fmt_cell(value: object) -> str:
+def _cell(value: object) -> str:
     from evalframe.views._format import fmt
 
     return fmt(value) if isinstance(value, float) else str(value)

@@ -16,8 +16,7 @@ import polars as pl
 
 from evalframe.cluster._pieces import Piece, read_piece
 from evalframe.core import schema as C
-from evalframe.core._errors import DatasetError
-from evalframe.core._outputs import outputs_from_table
+from evalframe.core._outputs import duplicate_output, outputs_from_table
 from evalframe.core._score import score
 
 if TYPE_CHECKING:
@@ -61,7 +60,7 @@ def check_unique(ids: pl.Series, source: str) -> None:
     """
     repeated = ids.filter(ids.is_duplicated())
     if repeated.len():
-        raise DatasetError(f"{source}: Duplicate saved output for sample '{repeated[0]}'.")
+        raise duplicate_output(source, repeated[0])
 
 
 def sample_ids(outputs: pl.DataFrame) -> pl.Series:

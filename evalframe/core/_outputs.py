@@ -56,6 +56,7 @@ __all__ = [
     "align_outputs",
     "check_coverage",
     "coverage_problem",
+    "duplicate_output",
     "outputs_from_table",
     "read_outputs",
 ]
@@ -176,6 +177,12 @@ def coverage_problem(
     return " ".join(problems) or None
 
 
+def duplicate_output(where: str | None, sample_id: object) -> DatasetError:
+    """The error for a sample with two saved outputs (in the file or source ``where``)."""
+    prefix = f"{where}: " if where else ""
+    return DatasetError(f"{prefix}Duplicate saved output for sample '{sample_id}'.")
+
+
 def _check_outputs_frame(outputs: pl.DataFrame) -> None:
     absent = [c for c in (C.SAMPLE_ID, C.ACTUAL_OUTPUT) if c not in outputs.columns]
     if absent:
@@ -195,7 +202,7 @@ def _check_outputs_frame(outputs: pl.DataFrame) -> None:
         )
     repeated = ids.filter(ids.is_duplicated()).unique(maintain_order=True).to_list()
     if repeated:
-        raise DatasetError(f"Duplicate saved output for sample '{repeated[0]}'.")
+        raise duplicate_output(None, repeated[0])
 
 
 def _id_list(ids: list[str], total: int) -> str:
@@ -274,7 +281,7 @@ def _parse_yaml_outputs(text: str, where: str) -> object:
         ids = [] if node is None else [str(key.value) for key, _ in node.value]
         repeated = _repeated(ids)
         if repeated:
-            raise DatasetError(f"{where}: Duplicate saved output for sample '{repeated[0]}'.")
+            raise duplicate_output(where, repeated[0])
         if node is None:
             return yaml_value(loader, root)
         # Build the top level with a stand-in for the outputs map, whose keys stay as text.
@@ -327,7 +334,7 @@ def _from_document(document: object, where: str) -> pl.DataFrame:
         raise DatasetError(f"{where}: {_SUBJECT} must contain an outputs object or list.")
     repeated = getattr(outputs, "repeated", None)
     if repeated:
-        raise DatasetError(f"{where}: Duplicate saved output for sample '{repeated[0]}'.")
+        raise duplicate_output(where, repeated[0])
     ids: list[str] = []
     texts: list[str] = []
     for index, (key, text) in enumerate(outputs.items()):
@@ -493,7 +500,7 @@ def _frame(
 ) -> pl.DataFrame:
     repeated = _repeated(ids)
     if repeated:
-        raise DatasetError(f"{where}: Duplicate saved output for sample '{repeated[0]}'.")
+        raise duplicate_output(where, repeated[0])
     schema: dict[str, pl.DataType] = {C.SAMPLE_ID: pl.String(), C.ACTUAL_OUTPUT: pl.String()}
     schema.update({c: _NUMBERS[c] for c in operational})
     return pl.DataFrame({C.SAMPLE_ID: ids, C.ACTUAL_OUTPUT: texts, **operational}, schema)

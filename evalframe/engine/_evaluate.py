@@ -20,7 +20,6 @@ from evalframe.core._system import System, call_system
 from evalframe.enrich import providers_for, score
 from evalframe.metrics._registry import MetricFactory, resolve
 from evalframe.metrics._spec import Metric
-from evalframe.metrics.judge_toolbox import attach_baseline
 from evalframe.providers import EmbeddingClient, JudgeClient, Providers
 
 if TYPE_CHECKING:
@@ -225,6 +224,8 @@ def evaluate(
             baselines=baselines,
         )
     else:
+        from evalframe.metrics.judge_toolbox import attach_baseline
+
         frame = produced.join(base, on=C.SAMPLE_ID, how="left", maintain_order="left")
         if strict:
             _abort_on_system_error(frame)

@@ -52,6 +52,9 @@ if TYPE_CHECKING:
     from evalframe.metrics._spec import Metric
 
 __all__ = [
+    "dataset_rows",
+    "evaluation_chunk",
+    "outputs_statement",
     "rescore_runs",
     "sample_statistics",
     "score_into_run",
@@ -336,17 +339,36 @@ def _baselines(con: duckdb.DuckDBPyConnection, metrics: list[Metric]) -> dict[st
     }
 
 
-def _source_statement() -> str:
-    """The source run's evaluation frame: its outputs joined with their dataset rows
-    (parameters: the dataset hash and the outputs' run id)."""
+def outputs_statement(order: str = "") -> str:
+    """The stored outputs of one run, ``extra`` as ``__extra`` (parameter: the outputs' run
+    id). They are joined with their dataset rows chunk by chunk (``evaluation_chunk``), not
+    in DuckDB: its hash join may be built on the outputs, whose long texts then pass its
+    memory limit."""
     outputs = ", ".join(f"o.{c}" for c in OUTPUT_COLUMNS)
-    dataset = ", ".join(f"d.{c}" for c in C.DATASET_SCHEMA.names() if c != C.SAMPLE_ID)
     return (
-        f"SELECT o.sample_id, o.repetition, {outputs}, o.extra AS __extra, {dataset} "
-        "FROM outputs AS o JOIN samples AS d "
-        "ON d.dataset_hash = ? AND d.sample_id = o.sample_id "
-        "WHERE o.run_id = ?"
+        f"SELECT o.sample_id, o.repetition, {outputs}, o.extra AS __extra "
+        f"FROM outputs AS o WHERE o.run_id = ?{order}"
     )
+
+
+def dataset_rows(con: duckdb.DuckDBPyConnection, digest: str) -> pl.DataFrame:
+    """The stored dataset's rows: ``sample_id`` and the other dataset columns."""
+    columns = ", ".join(c for c in C.DATASET_SCHEMA.names() if c != C.SAMPLE_ID)
+    return query(con, f"SELECT sample_id, {columns} FROM samples WHERE dataset_hash = ?", [digest])
+
+
+def evaluation_chunk(
+    chunk: pl.DataFrame, samples: pl.DataFrame, baselines: Mapping[str, pl.DataFrame]
+) -> pl.DataFrame:
+    """A chunk of ``outputs_statement`` rows as an evaluation frame: joined with their dataset
+    rows, ``extra`` unpacked, and a column per stored baseline."""
+    from evalframe.metrics.judge_toolbox import attach_baseline
+
+    rows = chunk.join(samples, on=C.SAMPLE_ID, how="inner", maintain_order="left")
+    frame = with_extra(rows)
+    for baseline, stored in baselines.items():
+        frame = attach_baseline(frame, baseline, stored)
+    return frame
 
 
 def _score_on_cluster(
@@ -369,8 +391,8 @@ def _score_on_cluster(
     scores, stats = score_parts(
         con,
         client,
-        statement=_source_statement(),
-        params=[source["dataset_hash"], source["outputs_run_id"]],
+        outputs_run_id=source["outputs_run_id"],
+        samples=dataset_rows(con, source["dataset_hash"]),
         rows=int(rows),
         metrics=metrics,
         run_id=new_id,
@@ -399,35 +421,19 @@ def _score_stream(
     A ``pairwise(baseline=run:REF)`` metric reads that stored run's outputs (loaded once),
     attached to each chunk as a column.
     """
-    from evalframe.metrics.judge_toolbox import attach_baseline
-
     baselines = _baselines(con, metrics)
-    # The outputs stream alone and each chunk is joined with the dataset rows here: a join
-    # in DuckDB may build its hash table on the outputs, whose long texts then exceed its
-    # memory limit. Repetitions of one sample must share a chunk; with one repetition every
-    # row is a whole sample and the (out-of-core, but not free) sort is skipped.
-    dataset_columns = [c for c in C.DATASET_SCHEMA.names() if c != C.SAMPLE_ID]
-    samples = query(
-        con,
-        f"SELECT sample_id, {', '.join(dataset_columns)} FROM samples WHERE dataset_hash = ?",
-        [source["dataset_hash"]],
-    )
-    outputs = ", ".join(f"o.{c}" for c in OUTPUT_COLUMNS)
+    samples = dataset_rows(con, source["dataset_hash"])
+    # Repetitions of one sample must share a chunk; with one repetition every row is a
+    # whole sample and the (out-of-core, but not free) sort is skipped.
     order = " ORDER BY o.sample_id, o.repetition" if (source["repetitions"] or 1) > 1 else ""
-    statement = (
-        f"SELECT o.sample_id, o.repetition, {outputs}, o.extra AS __extra "
-        f"FROM outputs AS o WHERE o.run_id = ?{order}"
-    )
+    statement = outputs_statement(order)
     reader_con = con.cursor()
     try:
         reader = reader_con.sql(statement, params=[source["outputs_run_id"]]).to_arrow_reader(
             batch_size
         )
         for chunk in whole_samples(reader, batch_size):
-            rows = chunk.join(samples, on=C.SAMPLE_ID, how="inner", maintain_order="left")
-            frame = with_extra(rows)
-            for baseline, stored in baselines.items():
-                frame = attach_baseline(frame, baseline, stored)
+            frame = evaluation_chunk(chunk, samples, baselines)
             scores = score(frame, metrics, run_id=new_id, context=providers)
             insert(con, "scores", scores.select(C.SCORES_SCHEMA.names()))
             if stage is not None:

@@ -1,9 +1,10 @@
 """Rescoring on a Dask cluster: workers score Parquet parts, one writer registers them.
 
-The source run's evaluation frame is written by DuckDB (out of core) as Parquet, one folder
-per hash bucket of ``sample_id`` so each part holds whole samples, under
+The source run's outputs are written by DuckDB (out of core) as Parquet, one folder per
+hash bucket of ``sample_id`` so each part holds whole samples, under
 ``<store>.parts/<new run id>/`` next to the store file (a shared filesystem for a remote
-cluster). Each worker reads its part, scores it with the one kernel and writes its scores,
+cluster); their dataset rows are broadcast to the workers once. Each worker reads its part,
+joins its dataset rows, scores it with the one kernel and writes its scores,
 and its per-sample statistics when asked, as Parquet under the same folder, replacing the
 file atomically: a task Dask reruns after losing a worker rewrites its own file, so no row
 is doubled or lost. The store's single writer then inserts every part in the rescore's
@@ -69,15 +70,13 @@ def _score_bucket(
     metrics: Sequence[Metric],
     run_id: str,
     unavailable: Mapping[str, str],
+    samples: pl.DataFrame,
     baselines: Mapping[str, pl.DataFrame],
 ) -> int:
     """A worker's task: score one bucket's part and write its scores (and statistics)."""
-    from evalframe.metrics.judge_toolbox import attach_baseline
-    from evalframe.store._rescore import sample_statistics, with_extra
+    from evalframe.store._rescore import evaluation_chunk, sample_statistics
 
-    frame = with_extra(pl.read_parquet(list(files)))
-    for baseline, stored in baselines.items():
-        frame = attach_baseline(frame, baseline, stored)
+    frame = evaluation_chunk(pl.read_parquet(list(files)), samples, baselines)
     columns = pl.read_parquet(filled) if filled is not None else None
     scores = cluster.score_part(
         frame, columns, metrics=metrics, run_id=run_id, unavailable=unavailable
@@ -92,8 +91,8 @@ def score_parts(
     con: duckdb.DuckDBPyConnection,
     client: Any,
     *,
-    statement: str,
-    params: list[Any],
+    outputs_run_id: str,
+    samples: pl.DataFrame,
     rows: int,
     metrics: list[Metric],
     run_id: str,
@@ -103,9 +102,11 @@ def score_parts(
     baselines: Mapping[str, pl.DataFrame],
     with_stats: bool,
 ) -> tuple[str, str | None]:
-    """Score the frame ``statement`` selects on the cluster; returns the globs of the
-    scores parts and of the statistics parts (``None`` without ``with_stats``)."""
+    """Score the stored outputs of run ``outputs_run_id`` (of the dataset rows ``samples``)
+    on the cluster; returns the globs of the scores parts and of the statistics parts
+    (``None`` without ``with_stats``)."""
     from evalframe.store._connect import execute
+    from evalframe.store._rescore import outputs_statement
 
     workers = max(len(client.scheduler_info().get("workers", {})), 1)
     buckets = max(2 * workers, math.ceil(rows / batch_size), 1)
@@ -113,17 +114,21 @@ def score_parts(
     source.parent.mkdir(parents=True, exist_ok=True)
     execute(
         con,
-        f"COPY (SELECT *, hash(sample_id) % {buckets} AS __bucket FROM ({statement})) "
-        f"TO '{_sql_path(source)}' (FORMAT parquet, PARTITION_BY (__bucket))",
-        params,
+        f"COPY (SELECT *, hash(sample_id) % {buckets} AS __bucket FROM "
+        f"({outputs_statement()})) TO '{_sql_path(source)}' (FORMAT parquet, "
+        "PARTITION_BY (__bucket))",
+        [outputs_run_id],
     )
     parts = sorted(p for p in source.iterdir() if p.is_dir())
     files = [tuple(sorted(str(f) for f in p.glob("*.parquet"))) for p in parts]
     filled_files: list[str | None] = [None] * len(parts)
     unavailable: dict[str, str] = {}
     if providers is not None and any(m.needs() for m in metrics):
-        filled_files, unavailable = _fill_here(files, metrics, providers, folder, baselines)
+        filled_files, unavailable = _fill_here(
+            files, metrics, providers, folder, samples, baselines
+        )
     name = cluster.describe(client)
+    [shared] = client.scatter([samples], broadcast=True)
     scores_at, stats_at = folder / "scores", folder / "stats"
     items = [
         (
@@ -143,6 +148,7 @@ def score_parts(
         metrics=metrics,
         run_id=run_id,
         unavailable=unavailable,
+        samples=shared,
         baselines=dict(baselines),
     )
     cluster.gather(client, futures, cluster=name)
@@ -154,18 +160,13 @@ def _fill_here(
     metrics: list[Metric],
     providers: Providers,
     folder: Path,
+    samples: pl.DataFrame,
     baselines: Mapping[str, pl.DataFrame],
 ) -> tuple[list[str | None], dict[str, str]]:
     """Fill the provider columns once over every part; each part's columns as a file."""
-    from evalframe.metrics.judge_toolbox import attach_baseline
-    from evalframe.store._rescore import with_extra
+    from evalframe.store._rescore import evaluation_chunk
 
-    frames = []
-    for f in files:
-        frame = with_extra(pl.read_parquet(list(f)))
-        for baseline, stored in baselines.items():
-            frame = attach_baseline(frame, baseline, stored)
-        frames.append(frame)
+    frames = [evaluation_chunk(pl.read_parquet(list(f)), samples, baselines) for f in files]
     whole = pl.concat(frames, how="diagonal_relaxed")
     filled, unavailable = fill(whole, metrics, providers)
     added = filled.select([c for c in filled.columns if c not in whole.columns])

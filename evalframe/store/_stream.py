@@ -25,7 +25,7 @@ import polars as pl
 from evalframe import cluster
 from evalframe.core import schema as C
 from evalframe.core._errors import DatasetError
-from evalframe.core._outputs import MAX_LISTED_IDS, coverage_problem
+from evalframe.core._outputs import MAX_LISTED_IDS, coverage_problem, duplicate_output
 from evalframe.enrich import providers_for
 from evalframe.store._connect import Connector, execute, fetch, query
 from evalframe.store._rescore import score_into_run, scoring_connection
@@ -153,7 +153,7 @@ def _check_coverage(
         [run_id],
     )
     if repeated.height:
-        raise DatasetError(f"{source}: Duplicate saved output for sample '{repeated.item()}'.")
+        raise duplicate_output(source, repeated.item())
     missing = _ids(
         con,
         "FROM samples AS s WHERE s.dataset_hash = ? AND NOT EXISTS (SELECT 1 FROM outputs AS o "
