@@ -16,7 +16,9 @@ and peak memory of each, in fresh processes.
 ``--big GB`` writes GB gigabytes of incompressible outputs as Parquet (30,000-character
 answers, 10,000 per file, uncompressed), more than this machine's memory when GB is above
 it, and streams them into a store with exact-match and contains (``batch_size`` 10,000):
-seconds and the process's peak memory.
+seconds and the process's peak memory. With ``--words`` the answers are English-like text
+(sentences recurring with Zipf weights, words from a Zipf-distributed vocabulary), which the
+store compresses as it does real answers, so that a 50 GB input fits on a disk of 75 GB.
 """
 
 from __future__ import annotations
@@ -237,7 +239,24 @@ def stream_case(n: int) -> None:
             print(out.strip().splitlines()[-1], flush=True)
 
 
-def big(gigabytes: int, folder: Path) -> None:
+def _word_pool(chars: int) -> str:
+    """Seeded English-like text: sentences of 5-25 words from a 5,000-word vocabulary, the
+    sentences drawn with Zipf weights from 100,000, so that phrases recur as in real answers."""
+    rng = np.random.default_rng(7)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    vocab = np.array(["".join(rng.choice(letters, rng.integers(2, 10))) for _ in range(5000)])
+    zipf = 1 / np.arange(1, 5001) ** 1.1
+    sentences = np.array(
+        [
+            " ".join(vocab[rng.choice(5000, rng.integers(5, 26), p=zipf / zipf.sum())]) + "."
+            for _ in range(100_000)
+        ]
+    )
+    weights = 1 / np.arange(1, 100_001) ** 0.8
+    return " ".join(sentences[rng.choice(100_000, chars // 80, p=weights / weights.sum())])
+
+
+def big(gigabytes: int, folder: Path, *, words: bool = False) -> None:
     """Write ``gigabytes`` of outputs as Parquet, then stream them into a store (fresh process)."""
     import base64
 
@@ -250,9 +269,15 @@ def big(gigabytes: int, folder: Path) -> None:
     outputs = folder / "outputs"
     outputs.mkdir(parents=True)
     t0 = time.perf_counter()
+    pool = _word_pool(200_000_000) if words else ""
+    rng = np.random.default_rng(11)
     for k in range(files):
-        blob = base64.b64encode(os.urandom(width * per_file * 3 // 4)).decode("ascii")
-        texts = [blob[i * width : (i + 1) * width] for i in range(per_file)]
+        if words:
+            starts = rng.integers(0, len(pool) - width, per_file)
+            texts = [pool[int(o) : int(o) + width] for o in starts]
+        else:
+            blob = base64.b64encode(os.urandom(width * per_file * 3 // 4)).decode("ascii")
+            texts = [blob[i * width : (i + 1) * width] for i in range(per_file)]
         ids = [f"s{k * per_file + i}" for i in range(per_file)]
         table = pa.table({"sample_id": ids, "actual_output": texts})
         pq.write_table(table, outputs / f"part-{k:05d}.parquet", compression="none")
@@ -297,7 +322,7 @@ def main() -> None:
     if "--big" in sys.argv:
         root = Path(os.environ.get("BENCH_DIR", tempfile.gettempdir()))
         with tempfile.TemporaryDirectory(prefix="bench-big-", dir=root) as tmp:
-            big(_arg("--big", 30), Path(tmp))
+            big(_arg("--big", 30), Path(tmp), words="--words" in sys.argv)
         return
     if sys.argv[1:2] == ["rescore"]:
         rescore(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
