@@ -464,3 +464,38 @@ def test_without_dask_nothing_imports_it(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_rescore_on_dask_reads_trajectories_as_in_process(client: Any, tmp_path: Path) -> None:
+    entries = [
+        {
+            "id": f"s{i}",
+            "actual_output": "done",
+            "trajectory": {"tool_calls": [{"name": "search", "arguments": {"q": i}}, "book"]}
+            if i % 3
+            else None,
+        }
+        for i in range(40)
+    ]
+    samples = [
+        {
+            "id": f"s{i}",
+            "input": {"q": "x"},
+            "expected_output": "done",
+            "metadata": {"trajectory": {"tools": ["book"], "order": ["search", "book"]}},
+        }
+        for i in range(40)
+    ]
+    ds = ef.Dataset.from_records(samples, name="agents")
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps({"outputs": [{k: v for k, v in e.items() if v} for e in entries]}))
+    store = ef.Store(tmp_path / "runs.duckdb")
+    run = ef.evaluate(ds, outputs=path, metrics=["tool-called"], store=store)
+    metrics = ["tool-called", "tool-call-order"]
+    (here,) = store.rescore(metrics, runs=run.run_id, batch_size=7, force=True)
+    (there,) = store.rescore(metrics, runs=run.run_id, batch_size=7, force=True, dask=client)
+    a, b = rows(store, here), rows(store, there)
+    same(a, b)
+    scores = b["scores"]
+    assert scores.filter(pl.col("score").is_not_null()).height == 2 * 26  # those with one
+    assert scores.filter(pl.col("error").is_not_null()).height == 2 * 14  # the rest: an error

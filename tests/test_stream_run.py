@@ -140,3 +140,43 @@ def test_cli_run_with_batch_size_prints_the_summary_and_saves(tmp_path: Path) ->
     )
     assert as_json.exit_code == 2
     assert "evalframe report RUN --store DB --format json" in as_json.stderr
+
+
+def test_a_streamed_run_stores_trajectories_and_removes_them_on_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalframe.store import _stream
+
+    ds = ef.Dataset.from_records(
+        [
+            {
+                "id": f"a{i}",
+                "input": {"q": "x"},
+                "expected_output": "ok",
+                "metadata": {"trajectory": {"tools": ["book"]}},
+            }
+            for i in range(30)
+        ],
+        name="agents",
+    )
+    calls = [json.dumps({"tool_calls": ["search", "book"][: i % 3], "steps": i}) for i in range(30)]
+    file = tmp_path / "outputs" / "part.parquet"
+    file.parent.mkdir()
+    pl.DataFrame(
+        {"sample_id": [f"a{i}" for i in range(30)], "actual_output": "ok", "trajectory": calls}
+    ).write_parquet(file)
+    store = Store(tmp_path / "runs.duckdb")
+    streamed = store.score_outputs(ds, file, ["tool-called"], repetitions=2, batch_size=7)
+    saved = ef.evaluate(ds, outputs=file, metrics=["tool-called"], repetitions=2, store=store)
+    same(rows(store, saved.run_id), rows(store, streamed))
+    table = "SELECT * EXCLUDE (run_id) FROM trajectories WHERE run_id = ? ORDER BY ALL"
+    assert store.sql(table, [streamed]).equals(store.sql(table, [saved.run_id]))
+    assert store.sql(table, [streamed]).height == 60
+    passed = store.sql("SELECT count_if(passed) FROM scores WHERE run_id = ?", [streamed]).item()
+    assert passed == 2 * 10  # i % 3 == 2: the calls include book
+
+    monkeypatch.setattr(_stream, "score_into_run", lambda *a, **k: 1 / 0)
+    before = store.sql("SELECT count(*) FROM trajectories").item()
+    with pytest.raises(ZeroDivisionError):
+        store.score_outputs(ds, file, ["tool-called"], batch_size=7)
+    assert store.sql("SELECT count(*) FROM trajectories").item() == before == 120

@@ -251,7 +251,7 @@ def test_a_system_that_records_nothing_has_no_trajectory(tmp_path: Path) -> None
     assert "trajectory" not in run.frame.columns
 
 
-def _run_with_trajectories(tmp_path: Path) -> ef.Run:
+def _run_with_trajectories(tmp_path: Path, metrics: tuple[str, ...] = ("tool-called",)) -> ef.Run:
     path = tmp_path / "out.json"
     turns = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
     entries = [
@@ -259,7 +259,7 @@ def _run_with_trajectories(tmp_path: Path) -> ef.Run:
         {"id": "b", "actual_output": "hello", "turns": turns},
     ]
     path.write_text(json.dumps({"outputs": entries}))
-    return ef.evaluate(_dataset(tmp_path), outputs=path, metrics=["tool-called"])
+    return ef.evaluate(_dataset(tmp_path), outputs=path, metrics=list(metrics))
 
 
 def test_store_round_trip_views_and_export_import(tmp_path: Path) -> None:
@@ -279,14 +279,41 @@ def test_store_round_trip_views_and_export_import(tmp_path: Path) -> None:
     assert calls.get_column("latency_ms").to_list() == [None, 12.5]
     summary = store.sql("SELECT * FROM trajectories")
     assert summary.select(
-        "sample_id", "steps", "finish_reason", "approvals", "pending_approvals", "n_tool_calls"
-    ).rows() == [("a", 2, "stop", ["pay", "7"], 1, 2)]
+        "run_id", "sample_id", "steps", "finish_reason", "approvals", "pending_approvals"
+    ).rows() == [(run.run_id, "a", 2, "stop", ["pay", "7"], 1)]
+    # The trajectory is a table of its own, not a copy kept in the outputs' extra JSON.
+    extra = store.sql("SELECT extra FROM outputs ORDER BY sample_id").get_column("extra")
+    assert ["trajectory" in (e or "") for e in extra] == [False, False]
+    assert store.sql("SELECT n_tool_calls FROM run_trajectories").item() == 2
     exported = store.export([run.run_id], tmp_path / "export")
     other = ef.Store(tmp_path / "other.duckdb")
     assert other.import_runs(exported) == [run.run_id]
     assert other.sql("SELECT count(*) AS n FROM tool_calls").item() == 2
     again = other.load(run.run_id)
     assert again.frame.get_column("trajectory").to_list() == [_expected_a(), None]
+
+
+def test_a_rescored_run_reads_its_sources_trajectories(tmp_path: Path) -> None:
+    run = _run_with_trajectories(tmp_path)
+    store = ef.Store(tmp_path / "s.duckdb")
+    store.save(run)
+    both = ("tool-called", "steps-below")
+    (rescored,) = store.rescore(list(both), runs=run.run_id, force=True)
+    calls = store.sql(
+        "SELECT run_id, name FROM tool_calls WHERE run_id = ? ORDER BY position", [rescored]
+    )
+    assert calls.rows() == [(rescored, "search"), (rescored, "book")]
+    assert store.sql("SELECT count(*) FROM trajectories").item() == 1  # shared, not copied
+    direct = _run_with_trajectories(tmp_path, both).scores
+    got = store.load(rescored).scores
+    assert got.drop("run_id").equals(direct.drop("run_id"))
+    assert got.get_column("score").to_list()[0] == 1.0  # scored from the trajectory
+    # Exported without its source, the rescored run carries its own copy.
+    exported = store.export([rescored], tmp_path / "alone")
+    other = ef.Store(tmp_path / "other.duckdb")
+    assert other.import_runs(exported) == [rescored]
+    assert other.sql("SELECT run_id, sample_id FROM trajectories").rows() == [(rescored, "a")]
+    assert other.load(rescored).frame.get_column("trajectory").to_list() == [_expected_a(), None]
 
 
 def test_report_json_adds_trajectory_only_where_recorded(tmp_path: Path) -> None:
@@ -312,3 +339,144 @@ def test_report_json_adds_trajectory_only_where_recorded(tmp_path: Path) -> None
         "id", "row_hash", "repetition", "tags", "adversarial", "actual_output", "trajectory",
         "scores",
     ]  # fmt: skip
+
+
+# --- schema version 2 kept trajectories in outputs.extra ------------------------------------
+
+# Version 2's views over that JSON, as version 2 created them.
+_V2_VIEWS = (
+    """CREATE VIEW trajectories AS
+    SELECT run_id, sample_id, repetition,
+           CAST(json_extract(extra, '$.trajectory.steps') AS BIGINT) AS steps,
+           json_array_length(extra, '$.trajectory.tool_calls') AS n_tool_calls
+    FROM run_outputs WHERE extra IS NOT NULL AND json_type(extra, '$.trajectory') = 'OBJECT'""",
+    """CREATE VIEW tool_calls AS
+    SELECT run_id, sample_id, repetition,
+           unnest(CAST(json_extract(extra, '$.trajectory.tool_calls') AS JSON[])) AS call
+    FROM run_outputs
+    WHERE extra IS NOT NULL AND json_type(extra, '$.trajectory.tool_calls') = 'ARRAY'""",
+)
+
+# Version 2 wrote the frame's extra columns as one JSON object per output, the trajectory
+# among them (null where none was recorded), its fields in the dtype's order.
+_V2_EXTRA = """
+    UPDATE outputs AS o SET extra = '{"trajectory":' || coalesce(
+        (SELECT CAST(to_json(struct_pack(tool_calls := t.tool_calls, steps := t.steps,
+                finish_reason := t.finish_reason, approvals := t.approvals,
+                pending_approvals := t.pending_approvals)) AS VARCHAR)
+         FROM trajectories AS t WHERE t.run_id = o.run_id AND t.sample_id = o.sample_id
+         AND t.repetition = o.repetition), 'null') || ',' || substr(o.extra, 2)"""
+
+
+def _v2_file(path: Path, run: ef.Run) -> None:
+    """A version-2 store holding ``run``: its trajectories in ``outputs.extra``."""
+    import duckdb
+
+    ef.Store(path).save(run)
+    con = duckdb.connect(str(path))
+    try:
+        con.execute(_V2_EXTRA)
+        for statement in (
+            "DROP VIEW tool_calls",
+            "DROP VIEW run_trajectories",
+            "DROP TABLE trajectories",
+            *_V2_VIEWS,
+            "UPDATE meta SET value = '2' WHERE key = 'schema_version'",
+        ):
+            con.execute(statement)
+    finally:
+        con.close()
+
+
+def test_a_v2_store_moves_its_trajectories_into_their_table(tmp_path: Path) -> None:
+    import duckdb
+
+    run = _run_with_trajectories(tmp_path)
+    path = tmp_path / "v2.duckdb"
+    _v2_file(path, run)
+    con = duckdb.connect(str(path), read_only=True)
+    kept = con.sql("SELECT extra FROM outputs ORDER BY sample_id").fetchall()
+    con.close()
+    assert json.loads(kept[0][0])["trajectory"]["tool_calls"][1]["error"] == '{"code":500}'
+    store = ef.Store(path)
+    assert store.schema_version == 3
+    assert (
+        store.sql(
+            "SELECT table_type FROM information_schema.tables WHERE table_name = 'trajectories'"
+        ).item()
+        == "BASE TABLE"
+    )
+    assert store.sql("SELECT sample_id, steps, pending_approvals FROM trajectories").rows() == [
+        ("a", 2, 1)
+    ]
+    fresh = ef.Store(tmp_path / "v3.duckdb")
+    fresh.save(run)
+    statement = "SELECT extra FROM outputs ORDER BY sample_id"
+    migrated = [json.loads(e) for e in store.sql(statement).get_column("extra")]
+    assert migrated == [json.loads(e) for e in fresh.sql(statement).get_column("extra")]
+    assert migrated[0] == {"turns": None}
+    back = store.load(run.run_id)
+    assert back.frame.get_column("trajectory").to_list() == [_expected_a(), None]
+    assert back.scores.equals(run.scores)
+    assert store.sql("SELECT name FROM tool_calls ORDER BY position").to_series().to_list() == [
+        "search",
+        "book",
+    ]
+
+
+def test_an_export_of_schema_version_2_is_imported(tmp_path: Path) -> None:
+    from evalframe.store._verify import file_digest
+
+    run = _run_with_trajectories(tmp_path)
+    path = tmp_path / "v2.duckdb"
+    _v2_file(path, run)
+    export = tmp_path / "export"
+    # Version 2 exported the outputs table as it was, with no trajectories file.
+    ef.Store(tmp_path / "v3.duckdb").save(run)
+    ef.Store(tmp_path / "v3.duckdb").export([run.run_id], export)
+    import duckdb
+
+    con = duckdb.connect(str(path), read_only=True)
+    con.execute(f"COPY outputs TO '{export / 'outputs.parquet'}' (FORMAT parquet)")
+    con.close()
+    (export / "trajectories.parquet").unlink()
+    manifest = json.loads((export / "manifest.json").read_text())
+    manifest["schema_version"] = 2
+    del manifest["files"]["trajectories"], manifest["rows"]["trajectories"]
+    outputs = export / "outputs.parquet"
+    manifest["files"]["outputs"].update(bytes=outputs.stat().st_size, sha256=file_digest(outputs))
+    (export / "manifest.json").write_text(json.dumps(manifest))
+    store = ef.Store(tmp_path / "fresh.duckdb")
+    assert store.import_runs(export) == [run.run_id]
+    assert store.load(run.run_id).frame.get_column("trajectory").to_list() == [_expected_a(), None]
+    assert store.sql("SELECT count(*) FROM outputs WHERE extra LIKE '%trajectory%'").item() == 0
+
+
+def test_an_import_refuses_a_trajectory_without_its_execution(tmp_path: Path) -> None:
+    import duckdb
+
+    from evalframe.store._verify import file_digest
+
+    run = _run_with_trajectories(tmp_path)
+    store = ef.Store(tmp_path / "s.duckdb")
+    store.save(run)
+    export = store.export([run.run_id], tmp_path / "export")
+    file = export / "trajectories.parquet"
+    con = duckdb.connect()
+    con.execute(
+        f"COPY (SELECT * REPLACE ('zz' AS sample_id) FROM read_parquet('{file}')) "
+        f"TO '{tmp_path / 'edited.parquet'}' (FORMAT parquet)"
+    )
+    con.close()
+    (tmp_path / "edited.parquet").replace(file)
+    manifest = json.loads((export / "manifest.json").read_text())
+    manifest["files"]["trajectories"].update(bytes=file.stat().st_size, sha256=file_digest(file))
+    (export / "manifest.json").write_text(json.dumps(manifest))
+    other = ef.Store(tmp_path / "other.duckdb")
+    with pytest.raises(
+        ef.StoreError,
+        match=r"trajectories\.parquet: 1 execution\(s\) are invalid; "
+        r"the first, sample 'zz' \(repetition 0\) of run \w+, has no output",
+    ):
+        other.import_runs(export)
+    assert other.sql("SELECT count(*) FROM runs").item() == 0

@@ -29,9 +29,11 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._errors import StoreError
 from evalframe.core._precision import precision_from_counts, row_aggregates
+from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN
 from evalframe.enrich import providers_for, score
 from evalframe.providers import EmbeddingClient, JudgeClient, Providers
 from evalframe.store import _read
+from evalframe.store._agent import has_trajectories, trajectory_join, typed_agent_columns
 from evalframe.store._connect import Connector, execute, fetch, query, store_error
 from evalframe.store._rescore_dask import parts_folder, remove_parts, score_parts
 from evalframe.store._sandbox import user_query
@@ -339,15 +341,19 @@ def _baselines(con: duckdb.DuckDBPyConnection, metrics: list[Metric]) -> dict[st
     }
 
 
-def outputs_statement(order: str = "") -> str:
-    """The stored outputs of one run, ``extra`` as ``__extra`` (parameter: the outputs' run
-    id). They are joined with their dataset rows chunk by chunk (``evaluation_chunk``), not
-    in DuckDB: its hash join may be built on the outputs, whose long texts then pass its
-    memory limit."""
+def outputs_statement(con: duckdb.DuckDBPyConnection, outputs_run_id: str, order: str = "") -> str:
+    """The stored outputs of one run, ``extra`` as ``__extra``, with the ``trajectory``
+    column when the run recorded any (parameter: the outputs' run id). They are joined with
+    their dataset rows chunk by chunk (``evaluation_chunk``), not in DuckDB: its hash join
+    may be built on the outputs, whose long texts then pass its memory limit."""
     outputs = ", ".join(f"o.{c}" for c in OUTPUT_COLUMNS)
+    trajectory, join = ("", "")
+    if has_trajectories(con, outputs_run_id):
+        trajectory, join = trajectory_join()
+        trajectory = ", " + trajectory
     return (
-        f"SELECT o.sample_id, o.repetition, {outputs}, o.extra AS __extra "
-        f"FROM outputs AS o WHERE o.run_id = ?{order}"
+        f"SELECT o.sample_id, o.repetition, {outputs}, o.extra AS __extra{trajectory} "
+        f"FROM outputs AS o {join} WHERE o.run_id = ?{order}"
     )
 
 
@@ -426,7 +432,7 @@ def _score_stream(
     # Repetitions of one sample must share a chunk; with one repetition every row is a
     # whole sample and the (out-of-core, but not free) sort is skipped.
     order = " ORDER BY o.sample_id, o.repetition" if (source["repetitions"] or 1) > 1 else ""
-    statement = outputs_statement(order)
+    statement = outputs_statement(con, source["outputs_run_id"], order)
     reader_con = con.cursor()
     try:
         reader = reader_con.sql(statement, params=[source["outputs_run_id"]]).to_arrow_reader(
@@ -448,6 +454,8 @@ def with_extra(chunk: pl.DataFrame) -> pl.DataFrame:
     """Unpack the ``extra`` output columns (stored as JSON) beside the typed ones."""
     extra = chunk.get_column("__extra")
     frame = chunk.drop("__extra").with_columns(pl.col(C.REPETITION).cast(pl.Int64))
+    if TRAJECTORY_COLUMN in frame.columns:
+        frame = frame.with_columns(pl.col(TRAJECTORY_COLUMN).cast(TRAJECTORY))
     if extra.null_count() == extra.len():
         return frame
     decoded = extra.str.json_decode(infer_schema_length=None)
@@ -455,7 +463,8 @@ def with_extra(chunk: pl.DataFrame) -> pl.DataFrame:
         return frame
     unpacked = decoded.struct.unnest()
     fresh = [c for c in unpacked.columns if c not in frame.columns]
-    return pl.concat([frame, unpacked.select(fresh)], how="horizontal")
+    frame = pl.concat([frame, unpacked.select(fresh)], how="horizontal")
+    return typed_agent_columns(frame, extra)
 
 
 def sample_statistics(scores: pl.DataFrame) -> pl.DataFrame:

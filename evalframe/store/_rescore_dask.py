@@ -115,7 +115,7 @@ def score_parts(
     execute(
         con,
         f"COPY (SELECT *, hash(sample_id) % {buckets} AS __bucket FROM "
-        f"({outputs_statement()})) TO '{_sql_path(source)}' (FORMAT parquet, "
+        f"({outputs_statement(con, outputs_run_id)})) TO '{_sql_path(source)}' (FORMAT parquet, "
         "PARTITION_BY (__bucket))",
         [outputs_run_id],
     )

@@ -1,4 +1,4 @@
-"""The store's tables and views (schema version 1), and forward migrations to it.
+"""The store's tables and views (schema version 3), and forward migrations to it.
 
 The schema is a public contract, documented table by table in ``docs/store-schema.md``.
 Changing it means a new version number, a migration from the previous one in
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from evalframe.store._agent import AGENT_VIEWS
+from evalframe.store._agent import AGENT_VIEWS, TRAJECTORIES_TABLE, trajectories_from_extra
 
 if TYPE_CHECKING:
     import duckdb
@@ -37,7 +37,7 @@ __all__ = [
     "histogram_edges",
 ]
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """The schema version this evalframe writes; files of older versions are migrated on open."""
 
 # The aggregates both stats tables materialize (from metric_summary and cohort_summary).
@@ -123,6 +123,7 @@ TABLES: Final[dict[str, str]] = {
             retries BIGINT,
             extra VARCHAR USING COMPRESSION zstd
         )""",
+    "trajectories": TRAJECTORIES_TABLE,
     "scores": """
         CREATE TABLE IF NOT EXISTS scores (
             run_id VARCHAR NOT NULL,
@@ -397,7 +398,7 @@ def create(con: duckdb.DuckDBPyConnection) -> None:
     create_views(con)
 
 
-VIEWS.update(AGENT_VIEWS)  # trajectories, tool_calls: store/_agent.py
+VIEWS.update(AGENT_VIEWS)  # run_trajectories, tool_calls: store/_agent.py
 
 
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
@@ -454,7 +455,14 @@ V0_TABLES: Final[dict[str, str]] = {
 
 
 def _add_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """Versions that only add tables: create the ones the file lacks."""
+    """Create the tables the file lacks, first dropping a view of an older version that had
+    a table's name (version 2's ``trajectories`` view)."""
+    views = con.execute(
+        "SELECT view_name FROM duckdb_views() WHERE NOT internal AND list_contains(?, view_name)",
+        [list(TABLES)],
+    ).fetchall()
+    for (name,) in views:
+        con.execute(f"DROP VIEW {name}")
     for ddl in TABLES.values():
         con.execute(ddl)
 
@@ -479,8 +487,17 @@ def _v0_to_v1(con: duckdb.DuckDBPyConnection) -> None:
     fill_stats(con, None)
 
 
+def _v2_to_v3(con: duckdb.DuckDBPyConnection) -> None:
+    """Trajectories get their own table: version 2 kept them in ``outputs.extra``, read by
+    views named ``trajectories`` and ``tool_calls`` (the table takes the first name; the
+    views are recreated after the migrations)."""
+    _add_tables(con)
+    trajectories_from_extra(con, None)
+
+
 MIGRATIONS: Final[dict[int, Callable[[duckdb.DuckDBPyConnection], None]]] = {
     0: _v0_to_v1,
     1: _add_tables,  # 2: calibrations, checkpoints, eval_set_manifests, online_*
+    2: _v2_to_v3,
 }
 """``MIGRATIONS[v]`` upgrades a file from version ``v`` to ``v + 1``."""

@@ -29,7 +29,7 @@ from evalframe.core._outputs import MAX_LISTED_IDS, coverage_problem, duplicate_
 from evalframe.enrich import providers_for
 from evalframe.store._connect import Connector, execute, fetch, query
 from evalframe.store._rescore import score_into_run, scoring_connection
-from evalframe.store._write import git_info, insert, insert_samples, outputs_frame, transaction
+from evalframe.store._write import git_info, insert_outputs, insert_samples, transaction
 
 if TYPE_CHECKING:
     from evalframe.core._dataset import Dataset
@@ -94,7 +94,8 @@ def score_outputs(
                     )
             except BaseException:
                 with transaction(con):
-                    execute(con, "DELETE FROM outputs WHERE run_id = ?", [run_id])
+                    for table in ("outputs", "trajectories"):
+                        execute(con, f"DELETE FROM {table} WHERE run_id = ?", [run_id])
                     if new_samples:
                         execute(
                             con,
@@ -122,7 +123,7 @@ def _store_outputs(
         part = cluster.load_outputs(piece)
         for r in range(repetitions):
             rows = part.with_columns(pl.lit(r, pl.Int64).alias(C.REPETITION))
-            insert(con, "outputs", outputs_frame(rows, run_id))
+            insert_outputs(con, rows, run_id)
     _check_coverage(con, dataset.name, digest, run_id, source)
     commit, branch = git_info()
     fields: dict[str, Any] = {

@@ -2,10 +2,10 @@
 
 An export directory holds ``manifest.json`` (format ``evalframe.export.v1``, the store
 schema version, the run ids, and for every file its row count, size and SHA-256) and one
-Parquet file per table (``runs``, ``run_metrics``, ``samples``, ``outputs``, ``scores``,
-``sample_stats``, ``run_metric_stats``, ``run_cohort_stats``, ``usage``) with the store's
-columns. Rows stream through Arrow record batches both ways, so exporting or importing a run
-of any size needs bounded memory.
+Parquet file per table (``runs``, ``run_metrics``, ``samples``, ``outputs``,
+``trajectories``, ``scores``, ``sample_stats``, ``run_metric_stats``, ``run_cohort_stats``,
+``usage``) with the store's columns. Rows stream through Arrow record batches both ways,
+so exporting or importing a run of any size needs bounded memory.
 
 Import trusts nothing it reads: every file must match the manifest (size, SHA-256, rows) and
 the store table (columns and types); scores must lie in [0, 1] with ``passed`` agreeing with
@@ -13,7 +13,9 @@ the metric's threshold and each row holding a score or an error; every run must 
 its rows (outputs, scores, statistics, samples) and its samples must hash to the run's
 ``dataset_hash``. A failed check refuses the whole import with one paragraph naming the file
 and the first offending row; the import is one transaction, so nothing is kept. Runs already
-in the store are skipped, so importing twice is harmless.
+in the store are skipped, so importing twice is harmless. An export of schema version 2 (no
+``trajectories`` file: its trajectories are in the outputs' ``extra``) is imported as the
+2 -> 3 migration would have left it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import duckdb
 from evalframe._version import __version__
 from evalframe.core._errors import StoreError
 from evalframe.store import _read
+from evalframe.store._agent import trajectories_from_extra
 from evalframe.store._connect import Connector, execute, fetch, store_error
 from evalframe.store._schema import SCHEMA_VERSION
 from evalframe.store._verify import (
@@ -48,6 +51,7 @@ _RUN_TABLES: Final = (
     "runs",
     "run_metrics",
     "outputs",
+    "trajectories",
     "scores",
     "sample_stats",
     "run_metric_stats",
@@ -55,6 +59,9 @@ _RUN_TABLES: Final = (
     "usage",
 )
 _BATCH: Final = 200_000
+_NEW_IN_3: Final = "trajectories"
+_IMPORTABLE: Final = (2, SCHEMA_VERSION)
+"""Export schema versions ``import_runs`` reads (version 2 lacks the ``trajectories`` file)."""
 
 
 def export_runs(connector: Connector, refs: list[str], to: str | os.PathLike[str]) -> Path:
@@ -81,12 +88,13 @@ def export_runs(connector: Connector, refs: list[str], to: str | os.PathLike[str
             "outputs_run_id ELSE run_id END AS outputs_run_id) "
             "FROM runs WHERE list_contains($ids, run_id)"
         )
-        statements["outputs"] = (
-            "SELECT o.* REPLACE (r.run_id AS run_id) FROM runs AS r "
-            "JOIN outputs AS o ON o.run_id = r.outputs_run_id "
-            "WHERE list_contains($ids, r.run_id) "
-            "AND (r.outputs_run_id = r.run_id OR NOT list_contains($ids, r.outputs_run_id))"
-        )
+        for table in ("outputs", "trajectories"):
+            statements[table] = (
+                f"SELECT o.* REPLACE (r.run_id AS run_id) FROM runs AS r "
+                f"JOIN {table} AS o ON o.run_id = r.outputs_run_id "
+                "WHERE list_contains($ids, r.run_id) "
+                "AND (r.outputs_run_id = r.run_id OR NOT list_contains($ids, r.outputs_run_id))"
+            )
         statements["samples"] = (
             "SELECT * FROM samples WHERE dataset_hash IN "
             "(SELECT dataset_hash FROM runs WHERE list_contains($ids, run_id))"
@@ -134,13 +142,15 @@ def import_runs(connector: Connector, source: str | os.PathLike[str]) -> list[st
     if not isinstance(manifest, dict) or manifest.get("format") != EXPORT_FORMAT:
         raise StoreError(f"{manifest_path} is not an {EXPORT_FORMAT} manifest.")
     version = manifest.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if version not in _IMPORTABLE:
         raise StoreError(
             f"{folder} was exported with store schema version {version}; this evalframe "
-            f"imports version {SCHEMA_VERSION}. Import it with the evalframe that wrote it, "
-            "or open that store here (it migrates on open) and export again."
+            f"imports versions {', '.join(map(str, _IMPORTABLE))}. Import it with the "
+            "evalframe that wrote it, or open that store here (it migrates on open) and "
+            "export again."
         )
-    files = {t: folder / f"{t}.parquet" for t in (*_RUN_TABLES, "samples")}
+    tables = [t for t in (*_RUN_TABLES, "samples") if version == SCHEMA_VERSION or t != _NEW_IN_3]
+    files = {t: folder / f"{t}.parquet" for t in tables}
     missing = [str(p.name) for p in files.values() if not p.is_file()]
     if missing:
         raise StoreError(f"{folder} is missing {', '.join(missing)}; the export is incomplete.")
@@ -149,6 +159,8 @@ def import_runs(connector: Connector, source: str | os.PathLike[str]) -> list[st
         with connector.connect(write=True) as con, transaction(con):
             verify_schema(con, files)
             fresh = _insert(con, files)
+            if _NEW_IN_3 not in files:
+                trajectories_from_extra(con, fresh)
             verify_imported(con, fresh)  # a refusal rolls the whole import back
             return fresh
     except ImportRefusedError as exc:
@@ -199,6 +211,7 @@ def _insert(con: duckdb.DuckDBPyConnection, files: dict[str, Path]) -> list[str]
             [str(files[table]), fresh],
         )
         for table in _RUN_TABLES[1:]
+        if table in files
     ]
     for table, statement, params in statements:
         try:

@@ -6,7 +6,8 @@ before anything is inserted. ``verify_imported`` runs inside the import's transa
 the rows are in, on the store's own tables (a Parquet file's statistics are data an editor
 controls, and DuckDB trusts them when it filters the file, so values are checked once DuckDB
 has written them itself): scores lie in [0, 1] (or are null with an error), ``passed``
-agrees with each metric's threshold, every run has all of its rows, and each dataset's
+agrees with each metric's threshold, every run has all of its rows, each trajectory belongs to
+one execution of its run, and each dataset's
 samples hash to the ``dataset_hash`` its runs record. The checksums catch damage and edits of
 any byte; the row checks catch edits made together with a rewritten manifest, which a
 checksum beside the data cannot.
@@ -97,6 +98,7 @@ def verify_imported(con: duckdb.DuckDBPyConnection, fresh: list[str]) -> None:
         return
     _scores(con, fresh)
     _complete(con, fresh)
+    _trajectories(con, fresh)
     _datasets(con, fresh)
 
 
@@ -200,6 +202,32 @@ def _complete(con: duckdb.DuckDBPyConnection, fresh: list[str]) -> None:
                     f"{table}.parquet holds {got:,} row(s) for run {run}; the run has "
                     f"{want:,} ({rule}), so rows were removed or added."
                 )
+
+
+def _trajectories(con: duckdb.DuckDBPyConnection, fresh: list[str]) -> None:
+    """Each trajectory belongs to one of its run's executions, at most one per execution."""
+    checks = [
+        (
+            "SELECT run_id, sample_id, repetition FROM trajectories AS t "
+            "WHERE list_contains($fresh, run_id) AND NOT EXISTS (SELECT 1 FROM outputs AS o "
+            "WHERE o.run_id = t.run_id AND o.sample_id = t.sample_id "
+            "AND o.repetition = t.repetition)",
+            "has no output in outputs.parquet",
+        ),
+        (
+            "SELECT run_id, sample_id, repetition FROM trajectories "
+            "WHERE list_contains($fresh, run_id) GROUP BY ALL HAVING count(*) > 1",
+            "appears more than once",
+        ),
+    ]
+    for statement, what in checks:
+        n, row = _first(con, statement, {"fresh": fresh})
+        if row is not None:
+            run_id, sample_id, repetition = row
+            raise ImportRefusedError(
+                f"trajectories.parquet: {n:,} execution(s) are invalid; the first, sample "
+                f"'{sample_id}' (repetition {repetition}) of run {run_id}, {what}."
+            )
 
 
 def _datasets(con: duckdb.DuckDBPyConnection, fresh: list[str]) -> None:

@@ -18,6 +18,8 @@ import polars as pl
 from evalframe._version import __version__
 from evalframe.core import schema as C
 from evalframe.core._precision import precision_block
+from evalframe.core._trajectory import TRAJECTORY_COLUMN
+from evalframe.store._agent import trajectories_frame
 from evalframe.store._connect import execute, fetch, store_error
 
 if TYPE_CHECKING:
@@ -29,6 +31,7 @@ __all__ = [
     "dataset_hash",
     "git_info",
     "insert",
+    "insert_outputs",
     "insert_samples",
     "outputs_frame",
     "transaction",
@@ -135,9 +138,18 @@ def _git(*args: str) -> str | None:
     return out if done.returncode == 0 and out else None
 
 
+def insert_outputs(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame, run_id: str) -> None:
+    """Append an evaluation frame's ``outputs`` rows, and its ``trajectories`` rows."""
+    insert(con, "outputs", outputs_frame(frame, run_id))
+    recorded = trajectories_frame(frame, run_id)
+    if recorded is not None:
+        insert(con, "trajectories", recorded)
+
+
 def outputs_frame(frame: pl.DataFrame, run_id: str) -> pl.DataFrame:
-    """The ``outputs`` rows of an evaluation frame: known columns typed, the rest as JSON."""
-    known = set(C.DATASET_SCHEMA.names()) | {C.REPETITION, *OUTPUT_COLUMNS}
+    """The ``outputs`` rows of an evaluation frame: known columns typed, the rest (but the
+    trajectory, which has its own table) as JSON."""
+    known = set(C.DATASET_SCHEMA.names()) | {C.REPETITION, TRAJECTORY_COLUMN, *OUTPUT_COLUMNS}
     extra = [c for c in frame.columns if c not in known]
     cols: list[pl.Expr] = [
         pl.lit(run_id, pl.String).alias(C.RUN_ID),
@@ -301,7 +313,7 @@ def _write_rows(
     metrics = metrics_frame(run.run_id, run.metrics)
     insert(con, "run_metrics", metrics)
     digest, _ = insert_samples(con, dataset)
-    insert(con, "outputs", outputs_frame(run.frame, run.run_id))
+    insert_outputs(con, run.frame, run.run_id)
     with _unordered(con):
         insert(
             con,
