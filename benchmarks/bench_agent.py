@@ -11,6 +11,11 @@ its own expectations (its own metadata text), the worst case for the per-distinc
 parsing. Run from the repository root:
 
     .venv/bin/python benchmarks/bench_agent.py
+    .venv/bin/python benchmarks/bench_agent.py --store   # then the store round trip
+
+``--store`` also saves the run (eval-harness's seven metrics) to a DuckDB file and times
+``store.save``, ``store.load``, a forced ``store.rescore`` and a failure rate per tool over
+the ``tool_calls`` view, checking that the loaded trajectories equal the saved ones.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ _ARGS.add_argument("--naive", type=int, default=10_000, help="episodes for the P
 _ARGS.add_argument("--threads", type=int, default=os.cpu_count() or 1)
 _ARGS.add_argument("--repeat", type=int, default=3)
 _ARGS.add_argument("--seed", type=int, default=0)
+_ARGS.add_argument("--store", action="store_true", help="also time the store round trip")
 ARGS = _ARGS.parse_args()
 pin_threads(ARGS.threads)
 
@@ -237,6 +243,45 @@ def main() -> None:
         f"{(ARGS.episodes / seconds) / (len(subset) / parsing_seconds):.1f}x"
     )
     print(f"scores agree on all {len(subset) * len(METRICS):,} (episode, metric) pairs checked")
+    if ARGS.store:
+        store_round_trip(table)
+
+
+def store_round_trip(table: pl.DataFrame) -> None:
+    """Save, load, rescore and query the episodes' run in a DuckDB store file."""
+    import tempfile
+
+    dataset_columns = ["sample_id", "input", "expected_output", "expected_type", "metadata"]
+    ds = ef.Dataset.from_frame(table.select(*dataset_columns, "tags", "row_hash"), name="agents")
+    metrics = METRICS[:7]  # eval-harness's seven
+    run = ef.evaluate(
+        ds, outputs=table.select("sample_id", "actual_output", "trajectory"), metrics=metrics
+    )
+    worst = (
+        "SELECT name, count(*) AS calls, count(error) / count(*) AS failure_rate "
+        "FROM tool_calls WHERE run_id = ? GROUP BY name ORDER BY failure_rate DESC"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "agents.duckdb"
+        store = ef.Store(path)
+        times = {}
+        t0 = time.perf_counter()
+        store.save(run)
+        times["save"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        back = store.load(run.run_id)
+        times["load"] = time.perf_counter() - t0
+        assert back.frame.get_column("trajectory").equals(run.frame.get_column("trajectory"))
+        t0 = time.perf_counter()
+        store.rescore(metrics, runs=run.run_id, force=True)
+        times["rescore (7 metrics, forced)"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        tools = store.sql(worst, [run.run_id])
+        times["failure rate per tool over tool_calls"] = time.perf_counter() - t0
+        size = path.stat().st_size / 1e6
+    print(f"store round trip ({tools.height} tools, file {size:.0f} MB):")
+    for step, seconds in times.items():
+        print(f"  {step}: {seconds:.2f} s")
 
 
 if __name__ == "__main__":
