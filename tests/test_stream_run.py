@@ -180,3 +180,49 @@ def test_a_streamed_run_stores_trajectories_and_removes_them_on_failure(
     with pytest.raises(ZeroDivisionError):
         store.score_outputs(ds, file, ["tool-called"], batch_size=7)
     assert store.sql("SELECT count(*) FROM trajectories").item() == before == 120
+
+
+KILLED = """
+import os, signal, sys
+import polars as pl
+import evalframe as ef
+
+@ef.metrics.metric("suicide", family="custom")
+def suicide() -> ef.metrics.Scored:
+    '''Kills its own process the moment it scores (a crash mid-run).'''
+    def fn(s: pl.Series) -> pl.Series:
+        os.kill(os.getpid(), signal.SIGKILL)
+        return s
+    return ef.metrics.Scored(score=pl.col("actual_output").map_batches(fn, return_dtype=pl.Float64))
+
+sys.path.insert(0, sys.argv[1])
+from test_dask import dataset
+
+ef.Store(sys.argv[2]).score_outputs(dataset(), sys.argv[3], ["suicide"], batch_size=50)
+"""
+
+
+def test_what_a_killed_streamed_run_stored_is_removed_by_the_next(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    parts = write_parts(tmp_path / "outputs", outputs_frame())
+    store_path = tmp_path / "runs.duckdb"
+    Store(store_path)
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED, str(Path(__file__).parent), str(store_path), str(parts)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == -9, done.stderr
+    store = Store(store_path)
+    # Committed piece by piece, the outputs outlived the process; no run names them.
+    assert counts(store) == (0, N, 0, N, 0)
+    pending = store.sql("SELECT key FROM meta WHERE key LIKE 'streaming:%'").to_series()
+    assert pending.len() == 1
+    assert store.sql("SELECT count(*) FROM run_outputs").item() == 0
+    run_id = store.score_outputs(dataset(), parts, ["exact-match"], batch_size=50)
+    assert counts(store) == (1, N, N, N, N)  # only the new run's rows are left
+    assert store.sql("SELECT DISTINCT run_id FROM outputs").item() == run_id
+    assert store.sql("SELECT count(*) FROM meta WHERE key LIKE 'streaming:%'").item() == 0

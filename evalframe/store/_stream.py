@@ -5,9 +5,16 @@ The outputs (Parquet: a file, directory, glob or URL) are read piece by piece, a
 store's ``outputs`` table; coverage of the dataset (no sample missing, no unknown or repeated
 id) is checked in SQL over what was stored. The run is then scored as a rescore scores a
 stored run: streamed back from DuckDB in whole-sample chunks (or on a Dask cluster), its
-scores and statistics appended chunk by chunk. One transaction holds it all, so a failure
-stores nothing. The peak memory is about the dataset, a few pieces of ``batch_size`` rows and
+scores and statistics appended chunk by chunk, and its ``runs`` row written, in one
+transaction. The peak memory is about the dataset, a few pieces of ``batch_size`` rows and
 DuckDB's memory limit.
+
+Each piece's outputs are committed on their own: DuckDB keeps a transaction's uncommitted
+rows in its temporary files until the commit, so one transaction over all the outputs would
+need their whole uncompressed size in temporary disk space. Until the run's row is written,
+a ``meta`` entry (``streaming:<run id>``) lists what it stored; a failure removes it at once,
+and what a killed process left is removed by the next streamed run (the rows are invisible
+to every view meanwhile: no ``runs`` row names them).
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import duckdb
 import polars as pl
@@ -38,6 +45,8 @@ if TYPE_CHECKING:
     from evalframe.providers import Providers
 
 __all__ = ["score_outputs"]
+
+_PENDING: Final = "streaming:"
 
 
 def score_outputs(
@@ -69,13 +78,17 @@ def score_outputs(
     with ExitStack() as stack:
         client = stack.enter_context(cluster.dask_client(dask)) if dask is not None else None
         with scoring_connection(connector, run_id, client, memory_limit) as (con, parts):
-            # Two transactions: the scoring reads the outputs back on a second cursor, which
-            # sees only committed rows. A failure after the first removes what it stored.
             with transaction(con):
-                source, new_samples = _store_outputs(
-                    con, dataset, pieces, outputs, run_id, repetitions, name, labels
+                _remove_interrupted(con)
+                digest, new_samples = insert_samples(con, dataset)
+                pending = {"run_id": run_id, "dataset_hash": digest, "new_samples": new_samples}
+                execute(
+                    con, "INSERT INTO meta VALUES (?, ?)", [_PENDING + run_id, json.dumps(pending)]
                 )
             try:
+                source = _store_outputs(
+                    con, dataset, digest, pieces, outputs, run_id, repetitions, name, labels
+                )
                 with transaction(con):
                     score_into_run(
                         con,
@@ -92,41 +105,55 @@ def score_outputs(
                         parts=parts,
                         record=_record(source, repetitions, batch_size, context),
                     )
+                    execute(con, "DELETE FROM meta WHERE key = ?", [_PENDING + run_id])
             except BaseException:
                 with transaction(con):
-                    for table in ("outputs", "trajectories"):
-                        execute(con, f"DELETE FROM {table} WHERE run_id = ?", [run_id])
-                    if new_samples:
-                        execute(
-                            con,
-                            "DELETE FROM samples WHERE dataset_hash = ?",
-                            [source["dataset_hash"]],
-                        )
+                    _remove_interrupted(con)
                 raise
     return run_id
+
+
+def _remove_interrupted(con: duckdb.DuckDBPyConnection) -> None:
+    """Remove what streamed runs that did not finish stored (their outputs, trajectories,
+    and the samples they added that no run uses), as listed in ``meta``."""
+    for key, value in execute(
+        con, "SELECT key, value FROM meta WHERE starts_with(key, ?)", [_PENDING]
+    ):
+        pending = json.loads(value)
+        for table in ("outputs", "trajectories"):
+            execute(con, f"DELETE FROM {table} WHERE run_id = ?", [pending["run_id"]])
+        if pending["new_samples"]:
+            execute(
+                con,
+                "DELETE FROM samples WHERE dataset_hash = $h "
+                "AND NOT EXISTS (SELECT 1 FROM runs WHERE dataset_hash = $h)",
+                {"h": pending["dataset_hash"]},
+            )
+        execute(con, "DELETE FROM meta WHERE key = ?", [key])
 
 
 def _store_outputs(
     con: duckdb.DuckDBPyConnection,
     dataset: Dataset,
+    digest: str,
     pieces: list[cluster.Piece],
     source: str,
     run_id: str,
     repetitions: int,
     name: str | None,
     labels: Mapping[str, str] | None,
-) -> tuple[dict[str, Any], bool]:
-    """Append the samples (once per dataset) and every piece's outputs; check coverage.
-    Returns the run's source fields and whether the samples were new."""
-    digest, new_samples = insert_samples(con, dataset)
+) -> dict[str, Any]:
+    """Append every piece's outputs, a transaction per piece, and check coverage; returns
+    the run's source fields."""
     for piece in pieces:
         part = cluster.load_outputs(piece)
-        for r in range(repetitions):
-            rows = part.with_columns(pl.lit(r, pl.Int64).alias(C.REPETITION))
-            insert_outputs(con, rows, run_id)
+        with transaction(con):
+            for r in range(repetitions):
+                rows = part.with_columns(pl.lit(r, pl.Int64).alias(C.REPETITION))
+                insert_outputs(con, rows, run_id)
     _check_coverage(con, dataset.name, digest, run_id, source)
     commit, branch = git_info()
-    fields: dict[str, Any] = {
+    return {
         "run_id": run_id,
         "name": name or dataset.name,
         "dataset": dataset.name,
@@ -140,7 +167,6 @@ def _store_outputs(
         "n_executions": dataset.height * repetitions,
         "repetitions": repetitions,
     }
-    return fields, new_samples
 
 
 def _check_coverage(
