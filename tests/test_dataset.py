@@ -1212,3 +1212,46 @@ def test_an_empty_or_missing_id_keeps_the_reference_message(tmp_path: Path) -> N
     assert error_text(excinfo) == (
         f"{path}: Sample at index 0 missing required string field 'id' (got str '')."
     )
+
+
+def test_parquet_directories_globs_and_urls_read_as_one_dataset(tmp_path: Path) -> None:
+    rows = pa.table(
+        {
+            "id": [f"q{i:02d}" for i in range(30)],
+            "input": [f'{{"question": "Q{i}"}}' for i in range(30)],
+            "expected_output": [f"a{i}" for i in range(30)],
+            "tags": [["even"] if i % 2 == 0 else [] for i in range(30)],
+        }
+    )
+    whole = tmp_path / "whole.parquet"
+    pq.write_table(rows, whole)
+    folder = tmp_path / "golden"
+    (folder / "part=b").mkdir(parents=True)
+    pq.write_table(rows.slice(0, 10), folder / "a.parquet")  # sorted paths keep this order
+    pq.write_table(rows.slice(10, 15), folder / "part=b" / "b.parquet", row_group_size=4)
+    pq.write_table(rows.slice(25), folder / "part=b" / "c.parquet")
+    (folder / "notes.txt").write_text("not a dataset file")
+    expected = read_dataset(whole, name="golden")
+    assert read_dataset(folder).equals(expected)  # named after the directory
+    assert read_dataset(f"{folder}/**/*.parquet").equals(expected)
+    assert read_dataset(f"file://{folder}", name="golden").equals(expected)
+    assert read_dataset(f"{folder}/part=b/*.parquet", name="x").height == 20
+
+
+def test_parquet_source_errors_name_the_file_and_sample(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match=r"no Parquet file found there"):
+        read_dataset(tmp_path / "none" / "*.parquet")
+    folder = tmp_path / "golden"
+    folder.mkdir()
+    pq.write_table(
+        pa.table({"id": ["a"], "input": ["q"], "expected_output": ["x"]}), folder / "1.parquet"
+    )
+    pq.write_table(pa.table({"id": ["b"], "expected_output": ["y"]}), folder / "2.parquet")
+    with pytest.raises(DatasetError) as excinfo:
+        read_dataset(folder)
+    assert error_text(excinfo) == (
+        f"{folder}: Sample 'b' (index 1) missing required associative-array field 'input'."
+    )
+    (folder / "3.parquet").write_bytes(b"junk")
+    with pytest.raises(DatasetError, match=r"3\.parquet: not a valid Parquet file"):
+        read_dataset(folder)

@@ -226,3 +226,26 @@ def test_what_a_killed_streamed_run_stored_is_removed_by_the_next(tmp_path: Path
     assert counts(store) == (1, N, N, N, N)  # only the new run's rows are left
     assert store.sql("SELECT DISTINCT run_id FROM outputs").item() == run_id
     assert store.sql("SELECT count(*) FROM meta WHERE key LIKE 'streaming:%'").item() == 0
+
+
+def test_cli_run_reads_a_dataset_directory_of_parquet(tmp_path: Path) -> None:
+    golden = dataset()
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    half = golden.height // 2
+    golden.slice(0, half).rename({"sample_id": "id"}).write_parquet(folder / "a.parquet")
+    golden.slice(half).rename({"sample_id": "id"}).write_parquet(folder / "b.parquet")
+    parts = write_parts(tmp_path / "outputs", outputs_frame())
+    db = tmp_path / "runs.duckdb"
+    args = ["run", str(folder), "--outputs", str(parts), "-m", "exact-match", "--store", str(db)]
+    streamed = CliRunner().invoke(cli, [*args, "--batch-size", "64"])
+    assert streamed.exit_code == 1, streamed.stderr  # some rows fail exact-match
+    in_memory = CliRunner().invoke(cli, [*args, "--format", "json"])
+    assert in_memory.exit_code == 1, in_memory.stderr
+    assert json.loads(in_memory.stdout)["dataset"] == "mixed"
+    store = Store(db)
+    first, second = store.sql("SELECT run_id FROM runs ORDER BY seq").to_series().to_list()
+    same(rows(store, first), rows(store, second))
+    assert store.sql("SELECT DISTINCT dataset FROM runs").item() == "mixed"
+    assert store.sql("SELECT count(DISTINCT dataset_hash) FROM runs").item() == 1
+    assert store.sql("SELECT n_samples FROM runs").to_series().to_list() == [N, N]

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 @click.command(epilog=EXIT_CODES)
 @profile_option
-@click.argument("dataset", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("dataset", metavar="DATASET")
 @system_options(
     "Saved outputs: a JSON/YAML/JSONL/CSV/Parquet file, or a directory, glob or fsspec URL of "
     "Parquet files.",
@@ -115,7 +115,7 @@ if TYPE_CHECKING:
     "configured by the OTEL_EXPORTER_OTLP_* variables).",
 )
 def run(
-    dataset: Path,
+    dataset: str,
     outputs: str | None,
     system_ref: str | None,
     concurrency: int,
@@ -139,6 +139,9 @@ def run(
     otel: bool,
 ) -> None:
     """Score DATASET, print (or --out) the report, then save the run to --store.
+
+    DATASET is a dataset file (YAML, JSON, JSONL, CSV or Parquet), or a directory, glob or
+    fsspec URL of Parquet files.
 
     When the store cannot take the run, the run is kept as an export directory next to the
     report (or in the current directory) and the message gives the `evalframe import`
@@ -223,7 +226,7 @@ def run(
 
 
 def _streamed(
-    dataset: Path,
+    dataset: str,
     outputs: str | None,
     store_path: Path | None,
     metrics: list[str] | None,

@@ -8,20 +8,17 @@ a worker reads it without the client touching the rows.
 
 from __future__ import annotations
 
-import glob
 import os
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evalframe.core._errors import DatasetError
+from evalframe.core._parquet_source import is_parquet_source, open_source, parquet_files
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = ["Piece", "is_parquet_source", "parquet_pieces", "read_piece"]
-
-_GLOB = ("*", "?", "[")
 
 
 @dataclass(frozen=True)
@@ -45,56 +42,6 @@ class Piece:
         return f"{self.url} (row groups {self.row_groups[0]}-{self.row_groups[-1]})"
 
 
-def _is_url(source: str) -> bool:
-    return "://" in source and not source.startswith("file://")
-
-
-def is_parquet_source(source: str | os.PathLike[str]) -> bool:
-    """Whether ``source`` names Parquet by more than one file's path: a directory, a glob or
-    a URL (a single local ``.parquet`` file reads in-process as saved outputs always have)."""
-    text = os.fspath(source)
-    return "://" in text or any(c in text for c in _GLOB) or Path(text).is_dir()
-
-
-def _filesystem(source: str) -> tuple[Any, str]:
-    try:
-        from fsspec.core import url_to_fs
-    except ImportError as exc:
-        raise DatasetError(
-            f"{source}: reading a URL needs fsspec and the filesystem's package (for s3:// "
-            'pip install s3fs); pip install "evalframe[dask]" installs fsspec.'
-        ) from exc
-    try:
-        return url_to_fs(source)  # type: ignore[no-any-return]
-    except (ImportError, ValueError) as exc:
-        raise DatasetError(f"{source}: {exc}") from exc
-
-
-def _files(source: str) -> list[str]:
-    if _is_url(source):
-        fs, path = _filesystem(source)
-        if any(c in path for c in _GLOB):
-            found = fs.glob(path)
-        elif fs.isdir(path):
-            found = fs.glob(path.rstrip("/") + "/**/*.parquet")
-        else:
-            found = [path]
-        return sorted(fs.unstrip_protocol(p) for p in found)
-    local = source.removeprefix("file://")
-    if any(c in local for c in _GLOB):
-        return sorted(glob.glob(local, recursive=True))
-    if Path(local).is_dir():
-        return sorted(str(p) for p in Path(local).rglob("*.parquet"))
-    return [local]
-
-
-def _open(url: str) -> Any:
-    if _is_url(url):
-        fs, path = _filesystem(url)
-        return fs.open(path, "rb")
-    return open(url, "rb")
-
-
 def parquet_pieces(source: str | os.PathLike[str], *, rows_per_piece: int) -> list[Piece]:
     """The Parquet files of ``source`` cut into pieces of about ``rows_per_piece`` rows.
 
@@ -105,13 +52,13 @@ def parquet_pieces(source: str | os.PathLike[str], *, rows_per_piece: int) -> li
     import pyarrow.parquet as pq
 
     text = os.fspath(source)
-    files = _files(text)
+    files = parquet_files(text)
     if not files:
         raise DatasetError(f"{text}: no Parquet file found there.")
     pieces: list[Piece] = []
     for url in files:
         try:
-            with _open(url) as f:
+            with open_source(url) as f:
                 meta = pq.ParquetFile(f).metadata
         except FileNotFoundError as exc:
             raise DatasetError(f"{url} does not exist or is not a regular file.") from exc
@@ -140,7 +87,7 @@ def read_piece(piece: Piece) -> pa.Table:
     import pyarrow.parquet as pq
 
     try:
-        with _open(piece.url) as f:
+        with open_source(piece.url) as f:
             file = pq.ParquetFile(f)
             if not piece.row_groups:
                 return file.schema_arrow.empty_table()

@@ -55,9 +55,11 @@ from evalframe.core._formats import (
     Source,
     columnar_source,
     load_json,
+    read_parquet_source,
     records_from_columns,
 )
 from evalframe.core._gc import gc_paused
+from evalframe.core._parquet_source import is_parquet_source
 from evalframe.core._trajectory import check_expectations
 
 __all__ = ["SCHEMA_VERSION", "Dataset", "read_dataset"]
@@ -254,10 +256,12 @@ def _unpickle_dataset(data: bytes, attributes: dict[str, Any]) -> Dataset:
 
 
 def read_dataset(path: str | os.PathLike[str], *, name: str | None = None) -> Dataset:
-    """Read a dataset file (YAML, JSON, JSONL, CSV or Parquet, by extension).
+    """Read a dataset file (YAML, JSON, JSONL, CSV or Parquet, by extension), or Parquet
+    files named by a directory (searched recursively), a glob or an fsspec URL.
 
     Args:
-        path: the file.
+        path: the file; or a directory, glob or URL of Parquet files, read in sorted order
+            (``s3://`` and other remote filesystems need fsspec and their package).
         name: the dataset name. YAML files (and JSON files in the YAML document shape)
             declare their own name, which must then equal this one; for other files it
             defaults to the file stem.
@@ -283,7 +287,13 @@ def read_dataset(path: str | os.PathLike[str], *, name: str | None = None) -> Da
     """
     file = Path(path)
     where = os.fspath(path)
-    reader = READERS.get(file.suffix.lower())
+    suffix = file.suffix.lower()
+    parquet = suffix == ".parquet" or suffix not in READERS
+    if parquet and not file.is_file() and is_parquet_source(where):
+        with gc_paused():
+            many = read_parquet_source(where, name)
+            return Dataset._build(many.samples, many.source, many.name, (), None, None)
+    reader = READERS.get(suffix)
     if reader is None:
         raise DatasetError(
             f"{where}: unsupported dataset file extension {file.suffix!r}; expected one of "

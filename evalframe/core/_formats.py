@@ -28,6 +28,7 @@ import yaml
 
 from evalframe.core import schema as C
 from evalframe.core._errors import DatasetError
+from evalframe.core._parquet_source import open_source, parquet_files
 from evalframe.core._yaml import (
     MAX_ALIAS_NODES,
     MAX_DEPTH,
@@ -50,6 +51,7 @@ __all__ = [
     "depth_error",
     "load_json",
     "read_bytes",
+    "read_parquet_source",
     "read_text",
     "records_from_columns",
     "yaml_limit_error",
@@ -180,13 +182,56 @@ def _read_parquet(file: Path, where: str, name: str | None) -> Records:
         raise source.error("Dataset Parquet file is empty.")
     try:
         table = pq.read_table(pa.BufferReader(data))
-        wanted = [column for column in COLUMNAR_FIELDS if column in table.column_names]
-        # Arrow maps come back as dicts rather than lists of (key, value) pairs.
-        columns = {c: table.column(c).to_pylist(maps_as_pydicts="strict") for c in wanted}
     except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
         raise source.error(f"Dataset Parquet is not a valid Parquet file: {exc}") from exc
-    records = records_from_columns(columns, table.column_names, source)
-    return Records(records, source, name or file.stem)
+    return _table_records(table, source, name or file.stem)
+
+
+def _table_records(table: Any, source: Source, name: str) -> Records:
+    import pyarrow as pa
+
+    wanted = [column for column in COLUMNAR_FIELDS if column in table.column_names]
+    try:
+        # Arrow maps come back as dicts rather than lists of (key, value) pairs.
+        columns = {c: table.column(c).to_pylist(maps_as_pydicts="strict") for c in wanted}
+    except (pa.ArrowException, KeyError, ValueError) as exc:
+        raise source.error(f"Dataset Parquet could not be read: {exc}") from exc
+    return Records(records_from_columns(columns, table.column_names, source), source, name)
+
+
+def read_parquet_source(text: str, name: str | None) -> Records:
+    """Dataset records from a directory, glob or URL of Parquet files (``_parquet_source``),
+    read in sorted file order; the name defaults to the last plain part of the path.
+
+    Raises:
+        DatasetError: no file matched, a file is unreadable (named), the files' columns do
+            not agree, or a sample breaks a rule.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    plain = text.split("://", 1)[-1]
+    for mark in ("*", "?", "["):
+        plain = plain.split(mark, 1)[0]
+    stem = Path(plain.rstrip("/-_.")).stem or "dataset"
+    source = columnar_source(name or stem, "Parquet", text)
+    files = parquet_files(text)
+    if not files:
+        raise DatasetError(f"{text}: no Parquet file found there.")
+    tables = []
+    for url in files:
+        try:
+            with open_source(url) as f:
+                tables.append(pq.read_table(f))
+        except FileNotFoundError as exc:
+            raise DatasetError(f"{url} does not exist or is not a regular file.") from exc
+        except (pa.ArrowException, OSError) as exc:
+            raise DatasetError(f"{url}: not a valid Parquet file: {exc}") from exc
+    try:
+        table = pa.concat_tables(tables, promote_options="permissive")
+    except pa.ArrowException as exc:
+        raise source.error(f"the Parquet files' columns do not agree: {exc}") from exc
+    return _table_records(table, source, name or stem)
 
 
 READERS: Final[dict[str, Reader]] = {

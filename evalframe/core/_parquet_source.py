@@ -1,0 +1,72 @@
+"""Parquet named by more than one file's path: a directory, a glob or an fsspec URL.
+
+A directory is searched recursively for ``*.parquet``; a glob (``*``, ``?``, ``[``) is
+expanded, ``**`` recursively; a URL (``s3://bucket/runs/*.parquet``) needs fsspec and the
+filesystem's package (``s3fs``), which the user installs. Files are listed in sorted order, so
+rows keep one order from run to run. ``file://`` URLs are local paths.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+from typing import Any, Final
+
+from evalframe.core._errors import DatasetError
+
+__all__ = ["is_parquet_source", "is_url", "open_source", "parquet_files"]
+
+_GLOB: Final = ("*", "?", "[")
+
+
+def is_url(source: str) -> bool:
+    return "://" in source and not source.startswith("file://")
+
+
+def is_parquet_source(source: str | os.PathLike[str]) -> bool:
+    """Whether ``source`` names Parquet by more than one file's path: a directory, a glob or
+    a URL (a single local ``.parquet`` file reads in-process as saved outputs always have)."""
+    text = os.fspath(source)
+    return "://" in text or any(c in text for c in _GLOB) or Path(text).is_dir()
+
+
+def _filesystem(source: str) -> tuple[Any, str]:
+    try:
+        from fsspec.core import url_to_fs
+    except ImportError as exc:
+        raise DatasetError(
+            f"{source}: reading a URL needs fsspec and the filesystem's package (for s3:// "
+            'pip install s3fs); pip install "evalframe[dask]" installs fsspec.'
+        ) from exc
+    try:
+        return url_to_fs(source)  # type: ignore[no-any-return]
+    except (ImportError, ValueError) as exc:
+        raise DatasetError(f"{source}: {exc}") from exc
+
+
+def parquet_files(source: str) -> list[str]:
+    """The Parquet files ``source`` names, sorted (its path or URL when it names one file)."""
+    if is_url(source):
+        fs, path = _filesystem(source)
+        if any(c in path for c in _GLOB):
+            found = fs.glob(path)
+        elif fs.isdir(path):
+            found = fs.glob(path.rstrip("/") + "/**/*.parquet")
+        else:
+            found = [path]
+        return sorted(fs.unstrip_protocol(p) for p in found)
+    local = source.removeprefix("file://")
+    if any(c in local for c in _GLOB):
+        return sorted(glob.glob(local, recursive=True))
+    if Path(local).is_dir():
+        return sorted(str(p) for p in Path(local).rglob("*.parquet"))
+    return [local]
+
+
+def open_source(url: str) -> Any:
+    """A binary file object of one file of ``parquet_files``."""
+    if is_url(url):
+        fs, path = _filesystem(url)
+        return fs.open(path, "rb")
+    return open(url, "rb")
