@@ -228,11 +228,20 @@ def same(a: dict[str, pl.DataFrame], b: dict[str, pl.DataFrame]) -> None:
 
 
 def test_rescore_on_dask_stores_the_rows_of_the_in_process_rescore(
-    client: Any, tmp_path: Path
+    client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from evalframe.store import _rescore
+
     store, source = stored(tmp_path)
     (here,) = store.rescore(METRICS, runs=source, batch_size=50)
+
+    def on_the_client(*args: Any) -> None:
+        raise AssertionError("the client read the dataset rows")
+
+    # The workers read the outputs and their dataset rows from the parts; the client does not.
+    monkeypatch.setattr(_rescore, "dataset_rows", on_the_client)
     (there,) = store.rescore(METRICS, runs=source, batch_size=50, dask=client)
+    monkeypatch.undo()
     a, b = rows(store, here), rows(store, there)
     assert b["scores"].height == N * 3 * len(METRICS)
     same(a, b)

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "dataset_rows",
+    "dataset_statement",
     "evaluation_chunk",
     "outputs_statement",
     "rescore_runs",
@@ -357,10 +358,16 @@ def outputs_statement(con: duckdb.DuckDBPyConnection, outputs_run_id: str, order
     )
 
 
-def dataset_rows(con: duckdb.DuckDBPyConnection, digest: str) -> pl.DataFrame:
-    """The stored dataset's rows: ``sample_id`` and the other dataset columns."""
+def dataset_statement() -> str:
+    """The stored dataset's rows: ``sample_id`` and the other dataset columns (parameter: the
+    dataset hash)."""
     columns = ", ".join(c for c in C.DATASET_SCHEMA.names() if c != C.SAMPLE_ID)
-    return query(con, f"SELECT sample_id, {columns} FROM samples WHERE dataset_hash = ?", [digest])
+    return f"SELECT sample_id, {columns} FROM samples WHERE dataset_hash = ?"
+
+
+def dataset_rows(con: duckdb.DuckDBPyConnection, digest: str) -> pl.DataFrame:
+    """The stored dataset's rows (``dataset_statement``)."""
+    return query(con, dataset_statement(), [digest])
 
 
 def evaluation_chunk(
@@ -398,7 +405,7 @@ def _score_on_cluster(
         con,
         client,
         outputs_run_id=source["outputs_run_id"],
-        samples=dataset_rows(con, source["dataset_hash"]),
+        dataset_hash=source["dataset_hash"],
         rows=int(rows),
         metrics=metrics,
         run_id=new_id,

@@ -1,10 +1,11 @@
 """Rescoring on a Dask cluster: workers score Parquet parts, one writer registers them.
 
-The source run's outputs are written by DuckDB (out of core) as Parquet, one folder per
-hash bucket of ``sample_id`` so each part holds whole samples, under
-``<store>.parts/<new run id>/`` next to the store file (a shared filesystem for a remote
-cluster); their dataset rows are broadcast to the workers once. Each worker reads its part,
-joins its dataset rows, scores it with the one kernel and writes its scores,
+The source run's outputs and its dataset's rows are written by DuckDB (out of core) as
+Parquet, one folder per hash bucket of ``sample_id`` (the same buckets for both, so each part
+holds whole samples and their dataset rows), under ``<store>.parts/<new run id>/`` next to
+the store file (a shared filesystem for a remote cluster); no row passes through the client.
+Each worker reads its part's outputs and dataset rows, joins them, scores the part with the
+one kernel and writes its scores,
 and its per-sample statistics when asked, as Parquet under the same folder, replacing the
 file atomically: a task Dask reruns after losing a worker rewrites its own file, so no row
 is doubled or lost. The store's single writer then inserts every part in the rescore's
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["PARTS_SUFFIX", "parts_folder", "remove_parts", "score_parts"]
 
 PARTS_SUFFIX: Final = ".parts"
+_BUCKET: Final = "__bucket"
 
 
 def parts_folder(store_path: str, run_id: str, *, in_memory: bool) -> Path:
@@ -61,8 +63,19 @@ def _write_atomically(frame: pl.DataFrame, path: Path) -> None:
     os.replace(partial, path)
 
 
+def _bucket_frame(
+    files: Sequence[str], samples: Sequence[str], baselines: Mapping[str, pl.DataFrame]
+) -> pl.DataFrame:
+    """One bucket's evaluation frame: its outputs joined with its dataset rows."""
+    from evalframe.store._rescore import evaluation_chunk
+
+    rows = pl.read_parquet(list(samples)).drop(_BUCKET, strict=False)
+    return evaluation_chunk(pl.read_parquet(list(files)), rows, baselines)
+
+
 def _score_bucket(
     files: Sequence[str],
+    samples: Sequence[str],
     filled: str | None,
     out: str,
     stats: str | None,
@@ -70,13 +83,12 @@ def _score_bucket(
     metrics: Sequence[Metric],
     run_id: str,
     unavailable: Mapping[str, str],
-    samples: pl.DataFrame,
     baselines: Mapping[str, pl.DataFrame],
 ) -> int:
     """A worker's task: score one bucket's part and write its scores (and statistics)."""
-    from evalframe.store._rescore import evaluation_chunk, sample_statistics
+    from evalframe.store._rescore import sample_statistics
 
-    frame = evaluation_chunk(pl.read_parquet(list(files)), samples, baselines)
+    frame = _bucket_frame(files, samples, baselines)
     columns = pl.read_parquet(filled) if filled is not None else None
     scores = cluster.score_part(
         frame, columns, metrics=metrics, run_id=run_id, unavailable=unavailable
@@ -92,7 +104,7 @@ def score_parts(
     client: Any,
     *,
     outputs_run_id: str,
-    samples: pl.DataFrame,
+    dataset_hash: str,
     rows: int,
     metrics: list[Metric],
     run_id: str,
@@ -102,37 +114,45 @@ def score_parts(
     baselines: Mapping[str, pl.DataFrame],
     with_stats: bool,
 ) -> tuple[str, str | None]:
-    """Score the stored outputs of run ``outputs_run_id`` (of the dataset rows ``samples``)
+    """Score the stored outputs of run ``outputs_run_id`` (of the dataset ``dataset_hash``)
     on the cluster; returns the globs of the scores parts and of the statistics parts
     (``None`` without ``with_stats``)."""
     from evalframe.store._connect import execute
-    from evalframe.store._rescore import outputs_statement
+    from evalframe.store._rescore import dataset_statement, outputs_statement
 
     workers = max(len(client.scheduler_info().get("workers", {})), 1)
     buckets = max(2 * workers, math.ceil(rows / batch_size), 1)
-    source = folder / "input"
-    source.parent.mkdir(parents=True, exist_ok=True)
-    execute(
-        con,
-        f"COPY (SELECT *, hash(sample_id) % {buckets} AS __bucket FROM "
-        f"({outputs_statement(con, outputs_run_id)})) TO '{_sql_path(source)}' (FORMAT parquet, "
-        "PARTITION_BY (__bucket))",
-        [outputs_run_id],
-    )
-    parts = sorted(p for p in source.iterdir() if p.is_dir())
+    folder.mkdir(parents=True, exist_ok=True)
+    for target, statement, params in (
+        ("input", outputs_statement(con, outputs_run_id), [outputs_run_id]),
+        ("samples", dataset_statement(), [dataset_hash]),
+    ):
+        execute(
+            con,
+            f"COPY (SELECT *, hash(sample_id) % {buckets} AS {_BUCKET} FROM ({statement})) "
+            f"TO '{_sql_path(folder / target)}' (FORMAT parquet, PARTITION_BY ({_BUCKET}))",
+            params,
+        )
+    parts = sorted(p for p in (folder / "input").iterdir() if p.is_dir())
     files = [tuple(sorted(str(f) for f in p.glob("*.parquet"))) for p in parts]
+    # Every output's sample is in the dataset (a stored run covers it), so every bucket of
+    # outputs has its bucket of dataset rows.
+    samples = [
+        tuple(sorted(str(f) for f in (folder / "samples" / p.name).glob("*.parquet")))
+        for p in parts
+    ]
     filled_files: list[str | None] = [None] * len(parts)
     unavailable: dict[str, str] = {}
     if providers is not None and any(m.needs() for m in metrics):
         filled_files, unavailable = _fill_here(
-            files, metrics, providers, folder, samples, baselines
+            files, samples, metrics, providers, folder, baselines
         )
     name = cluster.describe(client)
-    [shared] = client.scatter([samples], broadcast=True)
     scores_at, stats_at = folder / "scores", folder / "stats"
     items = [
         (
             list(f),
+            list(samples[i]),
             filled_files[i],
             str(scores_at / f"part-{i:06d}.parquet"),
             str(stats_at / f"part-{i:06d}.parquet") if with_stats else None,
@@ -148,7 +168,6 @@ def score_parts(
         metrics=metrics,
         run_id=run_id,
         unavailable=unavailable,
-        samples=shared,
         baselines=dict(baselines),
     )
     cluster.gather(client, futures, cluster=name)
@@ -157,16 +176,14 @@ def score_parts(
 
 def _fill_here(
     files: list[tuple[str, ...]],
+    samples: list[tuple[str, ...]],
     metrics: list[Metric],
     providers: Providers,
     folder: Path,
-    samples: pl.DataFrame,
     baselines: Mapping[str, pl.DataFrame],
 ) -> tuple[list[str | None], dict[str, str]]:
     """Fill the provider columns once over every part; each part's columns as a file."""
-    from evalframe.store._rescore import evaluation_chunk
-
-    frames = [evaluation_chunk(pl.read_parquet(list(f)), samples, baselines) for f in files]
+    frames = [_bucket_frame(f, d, baselines) for f, d in zip(files, samples, strict=True)]
     whole = pl.concat(frames, how="diagonal_relaxed")
     filled, unavailable = fill(whole, metrics, providers)
     added = filled.select([c for c in filled.columns if c not in whole.columns])
