@@ -21,6 +21,7 @@ _GLOB: Final = ("*", "?", "[")
 
 
 def is_url(source: str) -> bool:
+    """Whether ``source`` is a remote URL (``file://`` is a local path)."""
     return "://" in source and not source.startswith("file://")
 
 

@@ -13,15 +13,17 @@ export).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import duckdb
 import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN
 from evalframe.core._turns import TURNS, TURNS_COLUMN
 from evalframe.store._connect import execute, fetch
+
+if TYPE_CHECKING:
+    import duckdb
 
 __all__ = [
     "AGENT_VIEWS",
