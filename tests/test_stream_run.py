@@ -249,3 +249,14 @@ def test_cli_run_reads_a_dataset_directory_of_parquet(tmp_path: Path) -> None:
     assert store.sql("SELECT DISTINCT dataset FROM runs").item() == "mixed"
     assert store.sql("SELECT count(DISTINCT dataset_hash) FROM runs").item() == 1
     assert store.sql("SELECT n_samples FROM runs").to_series().to_list() == [N, N]
+
+
+def test_outputs_are_committed_a_row_group_at_a_time() -> None:
+    from evalframe import cluster
+    from evalframe.store._stream import _ROW_GROUP, _commit_groups
+
+    pieces = [cluster.Piece(f"f{i}", (0,), rows) for i, rows in enumerate([50_000] * 7 + [10])]
+    groups = list(_commit_groups(pieces, repetitions=2))
+    assert [p for g in groups for p in g] == pieces  # every piece once, in order
+    assert [sum(p.rows for p in g) * 2 for g in groups] == [200_000, 200_000, 200_000, 100_020]
+    assert all(sum(p.rows for p in g) * 2 >= _ROW_GROUP for g in groups[:-1])
