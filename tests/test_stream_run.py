@@ -260,3 +260,22 @@ def test_outputs_are_committed_a_row_group_at_a_time() -> None:
     assert [p for g in groups for p in g] == pieces  # every piece once, in order
     assert [sum(p.rows for p in g) * 2 for g in groups] == [200_000, 200_000, 200_000, 100_020]
     assert all(sum(p.rows for p in g) * 2 >= _ROW_GROUP for g in groups[:-1])
+
+
+def test_cli_memory_limit_is_for_streamed_runs(tmp_path: Path) -> None:
+    parts = write_parts(tmp_path / "outputs", outputs_frame())
+    ds = tmp_path / "mixed.parquet"
+    dataset().rename({"sample_id": "id"}).write_parquet(ds)
+    args = ["run", str(ds), "--outputs", str(parts), "-m", "contains"]
+    refused = CliRunner().invoke(cli, [*args, "--memory-limit", "1GB"])
+    assert refused.exit_code == 2
+    assert "--memory-limit applies to streamed runs: add --batch-size N." in refused.stderr
+    db = tmp_path / "runs.duckdb"
+    store_args = ["--store", str(db), "--batch-size", "50", "--memory-limit", "1GB"]
+    streamed = CliRunner().invoke(cli, [*args, *store_args])
+    assert streamed.exit_code in (0, 1), streamed.stderr
+    assert Store(db).sql("SELECT count(*) FROM scores").item() == N
+    bad = CliRunner().invoke(cli, [*args, "--store", str(db), "--batch-size", "50",
+                                   "--memory-limit", "lots"])  # fmt: skip
+    assert bad.exit_code != 0
+    assert "'lots' is not a size such as 2GB, 512MB or 1.5GiB." in bad.stderr

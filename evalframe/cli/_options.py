@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import click
 
@@ -141,6 +142,28 @@ def dask_option(help: str) -> Callable[[F], F]:
         default=None,
         help=f"{help} ADDRESS is a scheduler (tcp://host:8786) or local:N, a cluster of N "
         'worker processes on this machine started for the command (pip install "evalframe[dask]").',
+    )
+
+
+_SIZE: Final = re.compile(r"\s*\d+(\.\d+)?\s*([KMGT]i?)?B\s*", re.IGNORECASE)
+
+
+def _size(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if not _SIZE.fullmatch(value):
+        raise click.BadParameter(f"{value!r} is not a size such as 2GB, 512MB or 1.5GiB.")
+    return value
+
+
+def memory_limit_option(help: str) -> Callable[[F], F]:
+    """``--memory-limit SIZE``: DuckDB's memory limit while scoring stored outputs."""
+    return click.option(
+        "--memory-limit",
+        default="2GB",
+        show_default=True,
+        metavar="SIZE",
+        callback=_size,
+        help=f"{help} Beyond it, DuckDB spills to temporary files beside the store; long "
+        "outputs (tens of kilobytes each) store faster with more.",
     )
 
 

@@ -20,6 +20,7 @@ from evalframe.cli._options import (
     format_option,
     label_option,
     max_rows_option,
+    memory_limit_option,
     open_store,
     out_option,
     provider_options,
@@ -104,9 +105,10 @@ if TYPE_CHECKING:
     default=None,
     metavar="N",
     help="Stream Parquet --outputs larger than memory into --store, N rows at a time: the "
-    "peak memory is about the dataset, a few batches of N rows and DuckDB's 2 GB limit. "
+    "peak memory is about the dataset, a few batches of N rows and DuckDB's --memory-limit. "
     "Prints the per-metric summary (the full report: evalframe report RUN).",
 )
+@memory_limit_option("With --batch-size: DuckDB's memory limit while storing and scoring.")
 @click.option(
     "--otel",
     is_flag=True,
@@ -136,6 +138,7 @@ def run(
     provider_settings: ProviderSettings,
     dask: str | None,
     batch_size: int | None,
+    memory_limit: str,
     otel: bool,
 ) -> None:
     """Score DATASET, print (or --out) the report, then save the run to --store.
@@ -152,10 +155,13 @@ def run(
             "Pass either --outputs FILE (the system under test's saved outputs) or --system "
             "MODULE:FUNCTION (a system under test to call), not both."
         )
+    given = click.get_current_context().get_parameter_source("memory_limit")
+    if batch_size is None and given is click.core.ParameterSource.COMMANDLINE:
+        raise click.UsageError("--memory-limit applies to streamed runs: add --batch-size N.")
     if batch_size is not None:
         _streamed(
             dataset, outputs, store_path, list(metrics) or None, repetitions, name, labels,
-            batch_size, provider_settings, dask, fmt, out,
+            batch_size, memory_limit, provider_settings, dask, fmt, out,
         )  # fmt: skip
         return
     system = _load_system(system_ref) if system_ref is not None else None
@@ -234,6 +240,7 @@ def _streamed(
     name: str | None,
     labels: dict[str, str],
     batch_size: int,
+    memory_limit: str,
     provider_settings: ProviderSettings,
     dask: str | None,
     fmt: str,
@@ -258,6 +265,7 @@ def _streamed(
         name=name,
         labels=labels or None,
         batch_size=batch_size,
+        memory_limit=memory_limit,
         providers=provider_settings.build(),
         dask=dask,
     )

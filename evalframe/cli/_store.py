@@ -21,6 +21,7 @@ from evalframe.cli._options import (
     dask_option,
     emit,
     format_option,
+    memory_limit_option,
     open_store,
     out_option,
     provider_options,
@@ -413,12 +414,7 @@ def list_baselines(store_path: Path | None) -> None:
 @click.option("--force", is_flag=True, help="Recompute metrics the source already scored.")
 @click.option("--name", default=None, help="The new runs' name (default: the source's).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=100_000, show_default=True)
-@click.option(
-    "--memory-limit",
-    default="2GB",
-    show_default=True,
-    help="DuckDB's memory limit while rescoring; beyond it, joins and sorts spill to disk.",
-)
+@memory_limit_option("DuckDB's memory limit while rescoring.")
 @provider_options
 @dask_option("Rescore on a Dask cluster: its workers score parts of about --batch-size rows.")
 @click.option(
