@@ -19,6 +19,9 @@ it, and streams them into a store with exact-match and contains (``batch_size`` 
 seconds and the process's peak memory. With ``--words`` the answers are English-like text
 (sentences recurring with Zipf weights, words from a Zipf-distributed vocabulary), which the
 store compresses as it does real answers, so that a 50 GB input fits on a disk of 75 GB.
+``--commits GB`` stores GB of such answers into the outputs table committing every 10,000
+rows, every row group's worth (122,880 rows, what streamed runs do) or once, at DuckDB memory
+limits of 2 and 6 GB: seconds, gigabytes written and peak temporary files (Linux).
 """
 
 from __future__ import annotations
@@ -258,6 +261,19 @@ def _word_pool(chars: int) -> str:
 
 def big(gigabytes: int, folder: Path, *, words: bool = False) -> None:
     """Write ``gigabytes`` of outputs as Parquet, then stream them into a store (fresh process)."""
+    n = write_big(gigabytes, folder, words=words)
+    out = subprocess.run(
+        [sys.executable, __file__, "big-run", str(folder), str(n)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    print(out.strip().splitlines()[-1], flush=True)
+    print(f"store file: {(folder / 'big.duckdb').stat().st_size / 1e9:.1f} GB", flush=True)
+
+
+def write_big(gigabytes: int, folder: Path, *, words: bool) -> int:
+    """Write ``gigabytes`` of 30,000-character outputs (and their dataset) as Parquet."""
     import base64
 
     import pyarrow as pa
@@ -294,14 +310,78 @@ def big(gigabytes: int, folder: Path, *, words: bool = False) -> None:
         tags=pl.lit([], pl.List(pl.String)),
         row_hash=pl.col("sample_id").hash().cast(pl.String),
     ).write_parquet(folder / "dataset.parquet")
-    out = subprocess.run(
-        [sys.executable, __file__, "big-run", str(folder), str(n)],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    print(out.strip().splitlines()[-1], flush=True)
-    print(f"store file: {(folder / 'big.duckdb').stat().st_size / 1e9:.1f} GB", flush=True)
+    return n
+
+
+COMMIT_POLICIES = (("piece", "2GB"), ("row group", "2GB"), ("one", "2GB"), ("row group", "6GB"))
+
+
+def commits(gigabytes: int, folder: Path) -> None:
+    """Store ``gigabytes`` of long outputs into DuckDB's outputs table committing each piece
+    of 10,000 rows, each row group's worth (122,880 rows) or all at once, at a memory limit:
+    seconds, bytes the process wrote, peak temporary files and WAL, each in a fresh process."""
+    write_big(gigabytes, folder, words=True)
+    for policy, memory in COMMIT_POLICIES:
+        out = subprocess.run(
+            [sys.executable, __file__, "commit-run", str(folder), policy, memory],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        print(out.strip().splitlines()[-1], flush=True)
+
+
+def commit_run(folder: str, policy: str, memory: str) -> None:
+    import threading
+
+    import duckdb
+
+    from evalframe.store._schema import TABLES
+
+    db = Path(folder) / f"commits-{policy.replace(' ', '-')}-{memory}.duckdb"
+    spill = [Path(f"{db}.tmp"), Path(f"{db}.wal")]
+    con = duckdb.connect(str(db))
+    con.execute(TABLES["outputs"])
+    con.execute(f"SET memory_limit = '{memory}'")
+    peak_spill, done = [0], threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.2):
+            size = sum(f.stat().st_size for p in spill if p.exists() for f in p.rglob("*"))
+            size += sum(p.stat().st_size for p in spill if p.is_file())
+            peak_spill[0] = max(peak_spill[0], size)
+
+    def written() -> int:
+        return int(Path("/proc/self/io").read_text().split("wchar: ")[1].split()[0])
+
+    threading.Thread(target=watch, daemon=True).start()
+    w0, t0, rows = written(), time.perf_counter(), 0
+    con.execute("BEGIN")
+    for f in sorted((Path(folder) / "outputs").iterdir()):
+        piece = pl.read_parquet(f).with_columns(run_id=pl.lit("r"), repetition=pl.lit(0))
+        arrow = piece.to_arrow()  # noqa: F841  (read by DuckDB's replacement scan)
+        con.execute("INSERT INTO outputs BY NAME SELECT * FROM arrow")
+        rows += piece.height
+        if policy == "piece" or (policy == "row group" and rows >= 122_880):
+            con.execute("COMMIT")
+            con.execute("BEGIN")
+            rows = 0
+    con.execute("COMMIT")
+    con.close()
+    done.set()
+    print(
+        json.dumps(
+            {
+                "commit": policy,
+                "memory_limit": memory,
+                "seconds": round(time.perf_counter() - t0, 1),
+                "written_gb": round((written() - w0) / 1e9, 1),
+                "peak_temp_and_wal_gb": round(peak_spill[0] / 1e9, 2),
+                "file_gb": round(db.stat().st_size / 1e9, 2),
+            }
+        )
+    )
+    db.unlink()
 
 
 def big_run(folder: str, n: int) -> None:
@@ -318,6 +398,14 @@ def big_run(folder: str, n: int) -> None:
 def main() -> None:
     if sys.argv[1:2] == ["big-run"]:
         big_run(sys.argv[2], int(sys.argv[3]))
+        return
+    if sys.argv[1:2] == ["commit-run"]:
+        commit_run(sys.argv[2], sys.argv[3], sys.argv[4])
+        return
+    if "--commits" in sys.argv:
+        root = Path(os.environ.get("BENCH_DIR", tempfile.gettempdir()))
+        with tempfile.TemporaryDirectory(prefix="bench-commits-", dir=root) as tmp:
+            commits(_arg("--commits", 12), Path(tmp))
         return
     if "--big" in sys.argv:
         root = Path(os.environ.get("BENCH_DIR", tempfile.gettempdir()))
