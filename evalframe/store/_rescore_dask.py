@@ -6,10 +6,10 @@ holds whole samples and their dataset rows), under ``<store>.parts/<new run id>/
 the store file (a shared filesystem for a remote cluster); no row passes through the client.
 Each worker reads its part's outputs and dataset rows, joins them, scores the part with the
 one kernel and writes its scores, and its per-sample statistics when asked, as Parquet under
-the same folder, replacing the file atomically: a task Dask reruns after losing a worker rewrites its own file, so no row
-is doubled or lost. The store's single writer then inserts every part in the rescore's
-transaction, streaming them through DuckDB; the folder is removed afterwards, whether the
-rescore succeeded or not.
+the same folder, replacing the file atomically: a task Dask reruns after losing a worker
+rewrites its own file, so no row is doubled or lost. The store's single writer then inserts
+every part in the rescore's transaction, streaming them through DuckDB; the folder is removed
+afterwards, whether the rescore succeeded or not.
 
 Provider-backed metrics: the parts are read here once, the provider columns filled over the
 whole input (one call per distinct text or prompt, under one concurrency and rate limit, one
