@@ -480,3 +480,31 @@ def test_an_import_refuses_a_trajectory_without_its_execution(tmp_path: Path) ->
     ):
         other.import_runs(export)
     assert other.sql("SELECT count(*) FROM runs").item() == 0
+
+
+def test_an_outputs_frame_may_carry_trajectories_as_json_text_or_structs(tmp_path: Path) -> None:
+    ds = _dataset(tmp_path)
+    as_text = pl.DataFrame(
+        {"sample_id": ["a", "b"], "actual_output": ["booked", "hi"],
+         "trajectory": [json.dumps(TRAJ_A), None]}
+    )  # fmt: skip
+    run = ef.evaluate(ds, outputs=as_text, metrics=["tool-called"])
+    assert run.frame.schema["trajectory"] == TRAJECTORY
+    assert run.frame.get_column("trajectory").to_list() == [_expected_a(), None]
+    # Structs Polars inferred from dicts (its own field order and types) are parsed the same.
+    plain = {"tool_calls": [{"name": "search", "arguments": {"q": "x"}}], "steps": 2}
+    as_structs = as_text.with_columns(pl.Series("trajectory", [plain, None]))
+    from_text = as_text.with_columns(pl.Series("trajectory", [json.dumps(plain), None]))
+    got = ef.evaluate(ds, outputs=as_structs, metrics=["tool-called"]).frame
+    want = ef.evaluate(ds, outputs=from_text, metrics=["tool-called"]).frame
+    assert got.get_column("trajectory").equals(want.get_column("trajectory"))
+    assert got.get_column("trajectory")[0]["tool_calls"][0]["arguments"] == '{"q":"x"}'
+    store = ef.Store(tmp_path / "s.duckdb")
+    store.save(run)
+    assert store.sql("SELECT count(*) FROM tool_calls").item() == 2
+    bad = as_text.with_columns(pl.Series("trajectory", ["[1]", None]))
+    with pytest.raises(ef.DatasetError) as excinfo:
+        ef.evaluate(ds, outputs=bad, metrics=["tool-called"])
+    assert str(excinfo.value) == (
+        "Outputs frame row 0 (sample 'a') field 'trajectory' must be an object; got list."
+    )

@@ -116,6 +116,31 @@ def with_agent_columns(frame: pl.DataFrame, rows: list[dict[str, Any]]) -> pl.Da
     return frame
 
 
+def typed_agent_frame(frame: pl.DataFrame, where: str) -> pl.DataFrame:
+    """An outputs frame given as a frame, its ``trajectory`` and ``turns`` columns parsed to
+    their dtypes when they hold anything else (JSON text, or structs Polars inferred).
+
+    Raises:
+        DatasetError: a value has the wrong shape; the message names ``where``, the row,
+            its sample and the field.
+    """
+    from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN
+
+    loose = [
+        c
+        for c, dtype in ((TRAJECTORY_COLUMN, TRAJECTORY), (TURNS_COLUMN, TURNS))
+        if c in frame.columns and frame.schema[c] != dtype
+    ]
+    if not loose:
+        return frame
+    ids = frame.get_column("sample_id").to_list()
+    rows = [
+        agent_fields(dict(zip(loose, values, strict=True)), f"{where} row {i} (sample '{ids[i]}')")
+        for i, values in enumerate(frame.select(loose).iter_rows())
+    ]
+    return with_agent_columns(frame.drop(loose), rows)
+
+
 def agent_result(result: object, recorder: Any, sample_id: str) -> tuple[object, dict[str, Any]]:
     """Split a system's return into its text and its agent fields.
 

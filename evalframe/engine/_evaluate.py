@@ -17,6 +17,7 @@ from evalframe.core._outputs import align_outputs, read_outputs
 from evalframe.core._rate import RateLimit
 from evalframe.core._run import Run
 from evalframe.core._system import System, call_system
+from evalframe.core._turns import typed_agent_frame
 from evalframe.enrich import providers_for, score
 from evalframe.metrics._registry import MetricFactory, resolve
 from evalframe.metrics._spec import Metric
@@ -47,7 +48,7 @@ def _as_outputs(outputs: str | os.PathLike[str] | pl.DataFrame | Mapping[str, st
         missing = {C.SAMPLE_ID, C.ACTUAL_OUTPUT} - set(outputs.columns)
         if missing:
             raise DatasetError(f"Outputs frame is missing column(s): {', '.join(sorted(missing))}.")
-        return outputs
+        return typed_agent_frame(outputs, "Outputs frame")
     if isinstance(outputs, Mapping):
         bad = [k for k, v in outputs.items() if not isinstance(v, str)]
         if bad:

@@ -19,7 +19,7 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN
-from evalframe.core._turns import TURNS, TURNS_COLUMN
+from evalframe.core._turns import TURNS, TURNS_COLUMN, typed_agent_frame
 from evalframe.store._connect import execute, fetch
 
 if TYPE_CHECKING:
@@ -97,7 +97,11 @@ def trajectories_frame(frame: pl.DataFrame, run_id: str) -> pl.DataFrame | None:
     """The ``trajectories`` rows of an evaluation frame (``None`` when it recorded none)."""
     if TRAJECTORY_COLUMN not in frame.columns:
         return None
-    recorded = frame.select(C.SAMPLE_ID, C.REPETITION, pl.col(TRAJECTORY_COLUMN).cast(TRAJECTORY))
+    if frame.schema[TRAJECTORY_COLUMN] != TRAJECTORY:  # a frame built by hand
+        frame = typed_agent_frame(frame.select(C.SAMPLE_ID, C.REPETITION, TRAJECTORY_COLUMN), "Run")
+        if TRAJECTORY_COLUMN not in frame.columns:
+            return None
+    recorded = frame.select(C.SAMPLE_ID, C.REPETITION, TRAJECTORY_COLUMN)
     recorded = recorded.filter(pl.col(TRAJECTORY_COLUMN).is_not_null())
     if recorded.height == 0:
         return None
