@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 __all__ = [
     "AGENT_VIEWS",
     "TRAJECTORIES_TABLE",
-    "has_trajectories",
     "trajectories_frame",
     "trajectories_from_extra",
     "trajectory_join",
@@ -74,23 +73,25 @@ AGENT_VIEWS: Final[dict[str, str]] = {
 """The views' DDL, created with the store's other views."""
 
 
-def has_trajectories(con: duckdb.DuckDBPyConnection, outputs_run_id: str) -> bool:
-    """Whether the run whose outputs these are recorded any trajectory."""
-    return bool(
-        fetch(con, "SELECT EXISTS (SELECT 1 FROM trajectories WHERE run_id = ?)", [outputs_run_id])
+def trajectory_join(
+    con: duckdb.DuckDBPyConnection, outputs_run_id: str, outputs: str = "o"
+) -> tuple[str, str]:
+    """SQL adding the ``trajectory`` column to the rows of ``outputs`` (an alias of that
+    table) of one run: a select item to append (``", ... AS trajectory"``, null where none
+    was recorded) and the join clause; both empty when the run recorded no trajectory, so
+    its frame has no such column."""
+    recorded = fetch(
+        con, "SELECT EXISTS (SELECT 1 FROM trajectories WHERE run_id = ?)", [outputs_run_id]
     )
-
-
-def trajectory_join(outputs: str = "o") -> tuple[str, str]:
-    """SQL to add the ``trajectory`` column to rows of ``outputs`` (an alias of that table):
-    the select expression (null where none was recorded) and the join clause."""
+    if not recorded:
+        return "", ""
     fields = ", ".join(f"{f} := t.{f}" for f in _FIELDS)
     column = f"CASE WHEN t.run_id IS NULL THEN NULL ELSE struct_pack({fields}) END"
     join = (
         f"LEFT JOIN trajectories AS t ON t.run_id = {outputs}.run_id "
         f"AND t.sample_id = {outputs}.sample_id AND t.repetition = {outputs}.repetition"
     )
-    return f"{column} AS {TRAJECTORY_COLUMN}", join
+    return f", {column} AS {TRAJECTORY_COLUMN}", join
 
 
 def trajectories_frame(frame: pl.DataFrame, run_id: str) -> pl.DataFrame | None:

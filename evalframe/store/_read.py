@@ -11,8 +11,8 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._errors import MetricError, StoreError
-from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN
-from evalframe.store._agent import has_trajectories, trajectory_join, typed_agent_columns
+from evalframe.core._trajectory import TRAJECTORY_COLUMN
+from evalframe.store._agent import trajectory_join, typed_agent_columns
 from evalframe.store._connect import execute, fetch, query
 from evalframe.store._sandbox import user_query
 from evalframe.store._write import OUTPUT_COLUMNS
@@ -283,10 +283,10 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str) -> Run:
     )
     metrics = [_metric(r) for r in metric_rows.iter_rows(named=True)]
     outputs_run = info["outputs_run_id"] or run_id
-    trajectory, join = trajectory_join() if has_trajectories(con, outputs_run) else ("", "")
+    trajectory, join = trajectory_join(con, outputs_run)
     outputs = query(
         con,
-        f"SELECT o.* EXCLUDE (run_id){trajectory and ', ' + trajectory} FROM outputs AS o "
+        f"SELECT o.* EXCLUDE (run_id){trajectory} FROM outputs AS o "
         f"JOIN samples AS d ON d.dataset_hash = ? AND d.sample_id = o.sample_id {join} "
         "WHERE o.run_id = ? ORDER BY o.repetition, d.ordinal",
         [digest, outputs_run],
@@ -330,14 +330,14 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str) -> Run:
 
 def _frame(outputs: pl.DataFrame, samples: pl.DataFrame) -> pl.DataFrame:
     """The evaluation frame: output columns (those with any value), repetition, dataset."""
-    keep: list[str | pl.Expr] = [C.SAMPLE_ID, C.ACTUAL_OUTPUT]
+    keep = [C.SAMPLE_ID, C.ACTUAL_OUTPUT]
     keep += [
         c
         for c in OUTPUT_COLUMNS
         if c != C.ACTUAL_OUTPUT and outputs.get_column(c).null_count() < outputs.height
     ]
-    if TRAJECTORY_COLUMN in outputs.columns:
-        keep.append(pl.col(TRAJECTORY_COLUMN).cast(TRAJECTORY))
+    if TRAJECTORY_COLUMN in outputs.columns:  # already of its dtype (``trajectory_join``)
+        keep.append(TRAJECTORY_COLUMN)
     produced = outputs.select(*keep)
     extra = outputs.get_column("extra")
     if extra.null_count() < outputs.height:

@@ -29,11 +29,10 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._errors import StoreError
 from evalframe.core._precision import precision_from_counts, row_aggregates
-from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN
 from evalframe.enrich import providers_for, score
 from evalframe.providers import EmbeddingClient, JudgeClient, Providers
 from evalframe.store import _read
-from evalframe.store._agent import has_trajectories, trajectory_join, typed_agent_columns
+from evalframe.store._agent import trajectory_join, typed_agent_columns
 from evalframe.store._connect import Connector, execute, fetch, query, store_error
 from evalframe.store._rescore_dask import parts_folder, remove_parts, score_parts
 from evalframe.store._sandbox import user_query
@@ -348,10 +347,7 @@ def outputs_statement(con: duckdb.DuckDBPyConnection, outputs_run_id: str, order
     their dataset rows chunk by chunk (``evaluation_chunk``), not in DuckDB: its hash join
     may be built on the outputs, whose long texts then pass its memory limit."""
     outputs = ", ".join(f"o.{c}" for c in OUTPUT_COLUMNS)
-    trajectory, join = ("", "")
-    if has_trajectories(con, outputs_run_id):
-        trajectory, join = trajectory_join()
-        trajectory = ", " + trajectory
+    trajectory, join = trajectory_join(con, outputs_run_id)
     return (
         f"SELECT o.sample_id, o.repetition, {outputs}, o.extra AS __extra{trajectory} "
         f"FROM outputs AS o {join} WHERE o.run_id = ?{order}"
@@ -461,8 +457,6 @@ def with_extra(chunk: pl.DataFrame) -> pl.DataFrame:
     """Unpack the ``extra`` output columns (stored as JSON) beside the typed ones."""
     extra = chunk.get_column("__extra")
     frame = chunk.drop("__extra").with_columns(pl.col(C.REPETITION).cast(pl.Int64))
-    if TRAJECTORY_COLUMN in frame.columns:
-        frame = frame.with_columns(pl.col(TRAJECTORY_COLUMN).cast(TRAJECTORY))
     if extra.null_count() == extra.len():
         return frame
     decoded = extra.str.json_decode(infer_schema_length=None)
