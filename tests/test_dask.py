@@ -508,3 +508,114 @@ def test_rescore_on_dask_reads_trajectories_as_in_process(client: Any, tmp_path:
     scores = b["scores"]
     assert scores.filter(pl.col("score").is_not_null()).height == 2 * 26  # those with one
     assert scores.filter(pl.col("error").is_not_null()).height == 2 * 14  # the rest: an error
+
+
+def test_a_cluster_rescore_leaves_its_scores_in_place_for_the_views(
+    client: Any, tmp_path: Path
+) -> None:
+    store, source = stored(tmp_path)
+    (here,) = store.rescore(METRICS, runs=source, batch_size=50, force=True)
+    (there,) = store.rescore(METRICS, runs=source, batch_size=50, force=True, dask=client)
+    # No row was inserted: the workers' files moved beside the store, registered.
+    for table in ("stored_scores", "stored_sample_stats"):
+        assert store.sql(f"SELECT count(*) FROM {table} WHERE run_id = ?", [there]).item() == 0
+    root = tmp_path / "runs.duckdb.runs"
+    files = sorted((root / "scores" / f"run_id={there}").glob("*.parquet"))
+    stats = sorted((root / "sample_stats" / f"run_id={there}").glob("*.parquet"))
+    assert len(files) == len(stats) > 1
+    registered = store.sql(
+        "SELECT relation, files, rows FROM run_files WHERE run_id = ? ORDER BY relation", [there]
+    ).rows()
+    assert registered == [("sample_stats", len(stats), N), ("scores", len(files), N * 18)]
+    same(rows(store, here), rows(store, there))
+    assert_frame_equal(
+        store.load(there).scores.drop("run_id"), store.load(here).scores.drop("run_id")
+    )
+    # The views read the files, checked against the files themselves.
+    on_disk = pl.read_parquet(files).sort("sample_id", "repetition", "metric")
+    assert_frame_equal(
+        store.sql("SELECT * FROM scores WHERE run_id = ? ORDER BY ALL", [there]).select(
+            on_disk.columns
+        ),
+        on_disk.select(pl.all()).sort(on_disk.columns),
+        check_dtypes=False,
+    )
+    # A query for another run opens none of the run's files (partition pruning).
+    import duckdb
+
+    con = duckdb.connect(str(tmp_path / "runs.duckdb"), read_only=True)
+    try:
+        plan = con.execute(
+            "EXPLAIN ANALYZE SELECT count(*) FROM scores WHERE run_id = ?", [here]
+        ).fetchall()[0][1]
+    finally:
+        con.close()
+    assert f"Scanning Files: 0/{len(files)}" in plan
+
+
+def test_a_moved_store_reads_its_files_and_the_sandbox_reads_nothing_else(
+    client: Any, tmp_path: Path
+) -> None:
+    import shutil
+
+    (tmp_path / "a").mkdir()
+    store, source = stored(tmp_path / "a")
+    (there,) = store.rescore(["contains", "rouge-l"], runs=source, batch_size=80, dask=client)
+    want = rows(store, there)
+    moved = tmp_path / "b" / "renamed.duckdb"
+    moved.parent.mkdir()
+    shutil.move(tmp_path / "a" / "runs.duckdb", moved)
+    shutil.move(tmp_path / "a" / "runs.duckdb.runs", tmp_path / "b" / "renamed.duckdb.runs")
+    shutil.rmtree(tmp_path / "a")
+    again = Store(moved)
+    same(want, rows(again, there))
+    folder = tmp_path / "b" / "renamed.duckdb.runs" / "scores" / f"run_id={there}"
+    assert again.sql(f"SELECT count(*) FROM read_parquet('{folder}/*.parquet')").item() == N * 6
+    secret = tmp_path / "b" / "secret.csv"
+    secret.write_text("a\n1\n")
+    for text in (
+        f"SELECT * FROM read_csv('{secret}')",
+        f"SELECT * FROM read_csv('{folder}/../../../secret.csv')",
+    ):
+        with pytest.raises(ef.StoreError, match="cannot read or write files"):
+            again.sql(text)
+
+
+def test_a_rescore_that_fails_leaves_no_files_and_orphans_go(
+    client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalframe.store import _rescore
+
+    store, source = stored(tmp_path)
+    root = tmp_path / "runs.duckdb.runs"
+    before = store.sql("SELECT count(*) FROM runs").item()
+
+    def failing(*args: Any, **kwargs: Any) -> None:
+        assert any(root.glob("scores/run_id=*/*.parquet"))  # the files had moved in
+        raise RuntimeError("the run record failed")
+
+    monkeypatch.setattr(_rescore, "_insert_run", failing)
+    with pytest.raises(RuntimeError, match="run record failed"):
+        store.rescore(["contains"], runs=source, batch_size=80, dask=client)
+    monkeypatch.undo()
+    assert not any(root.glob("*/run_id=*"))
+    assert store.sql("SELECT count(*) FROM runs").item() == before
+    assert store.sql("SELECT count(*) FROM run_files").item() == 0
+    # What a killed process moved in but never registered goes with the next registration.
+    orphan = root / "scores" / "run_id=0123456789abcdef"
+    orphan.mkdir(parents=True)
+    (orphan / "part-000000.parquet").write_bytes(b"not registered")
+    (there,) = store.rescore(["contains"], runs=source, batch_size=80, dask=client)
+    assert not orphan.exists()
+    assert [p.name for p in (root / "scores").iterdir()] == [f"run_id={there}"]
+
+
+def test_an_export_of_a_run_with_files_imports_as_rows(client: Any, tmp_path: Path) -> None:
+    store, source = stored(tmp_path)
+    (there,) = store.rescore(["contains", "rouge-l"], runs=source, batch_size=80, dask=client)
+    export = store.export([there], tmp_path / "export")
+    fresh = Store(tmp_path / "fresh.duckdb")
+    assert fresh.import_runs(export) == [there]
+    same(rows(store, there), rows(fresh, there))
+    assert fresh.sql("SELECT count(*) FROM stored_scores").item() == N * 3 * 2
+    assert not (tmp_path / "fresh.duckdb.runs").exists()

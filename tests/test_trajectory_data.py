@@ -377,6 +377,12 @@ def _v2_file(path: Path, run: ef.Run) -> None:
     try:
         con.execute(_V2_EXTRA)
         for statement in (
+            # version 4's layout undone first: scores and statistics were tables
+            "DROP VIEW scores",
+            "DROP VIEW sample_stats",
+            "ALTER TABLE stored_scores RENAME TO scores",
+            "ALTER TABLE stored_sample_stats RENAME TO sample_stats",
+            "DROP TABLE run_files",
             "DROP VIEW tool_calls",
             "DROP VIEW run_trajectories",
             "DROP TABLE trajectories",
@@ -399,7 +405,7 @@ def test_a_v2_store_moves_its_trajectories_into_their_table(tmp_path: Path) -> N
     con.close()
     assert json.loads(kept[0][0])["trajectory"]["tool_calls"][1]["error"] == '{"code":500}'
     store = ef.Store(path)
-    assert store.schema_version == 3
+    assert store.schema_version == ef.store.SCHEMA_VERSION
     assert (
         store.sql(
             "SELECT table_type FROM information_schema.tables WHERE table_name = 'trajectories'"

@@ -27,18 +27,18 @@ import polars as pl
 from evalframe.core._errors import StoreBusyError, StoreError
 
 __all__ = [
-    "SANDBOX_CONFIG",
+    "FILES_SUFFIX",
     "Connector",
     "StoreBusyError",
     "execute",
     "fetch",
+    "files_root",
     "query",
     "store_error",
 ]
 
 MEMORY: Final = ":memory:"
-SANDBOX_CONFIG: Final = {"enable_external_access": False, "lock_configuration": True}
-"""DuckDB settings of every read-only connection to a store file (see ``_sandbox``)."""
+FILES_SUFFIX: Final = ".runs"
 _LOCK_MARKERS: Final = ("Could not set lock", "Conflicting lock")
 _FILE_LOCKS: dict[str, threading.RLock] = {}
 _FILE_LOCKS_GUARD = threading.Lock()
@@ -51,6 +51,11 @@ def _file_lock(path: str) -> threading.RLock:
     key = os.path.realpath(path)
     with _FILE_LOCKS_GUARD:
         return _FILE_LOCKS.setdefault(key, threading.RLock())
+
+
+def files_root(store_path: str) -> str:
+    """The folder beside a store file whose Parquet files its views read (``<store>.runs``)."""
+    return os.path.abspath(store_path) + FILES_SUFFIX
 
 
 def store_error(message: str, statement: str | None, exc: BaseException) -> StoreError:
@@ -127,6 +132,17 @@ def _is_lock_conflict(exc: BaseException) -> bool:
     return isinstance(exc, duckdb.ConnectionException) and "different configuration" in str(exc)
 
 
+def _seal(con: duckdb.DuckDBPyConnection, store_path: str) -> None:
+    """Sandbox a connection for users' SQL (see ``_sandbox``) before it runs anything: the
+    store's files folder stays readable and nothing else, and no setting can change that
+    back. DuckDB takes ``allowed_directories`` only once the database has started and no
+    longer once external access is off, hence the order."""
+    folder = (files_root(store_path) + os.sep).replace("'", "''")
+    con.execute(f"SET allowed_directories = ['{folder}']")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
 class Connector:
     """Opens connections to one store: a file (per operation) or an in-memory database.
 
@@ -155,7 +171,9 @@ class Connector:
 
     def _config(self, *, sandbox: bool = False) -> dict[str, Any]:
         config: dict[str, Any] = {"threads": self.threads} if self.threads else {}
-        return config | SANDBOX_CONFIG if sandbox else config
+        # Stated explicitly, so that DuckDB sees another configuration than a plain
+        # connection's and will not hand the sandbox a database instance the caller opened.
+        return config | {"lock_configuration": False} if sandbox else config
 
     @contextmanager
     def connect(self, *, write: bool, sandbox: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -177,6 +195,8 @@ class Connector:
         with _file_lock(self.path):
             con = self._open(write=write, sandbox=sandbox and not write)
             try:
+                if sandbox and not write:
+                    _seal(con, self.path)
                 yield con
             finally:
                 con.close()

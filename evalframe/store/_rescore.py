@@ -34,6 +34,14 @@ from evalframe.providers import EmbeddingClient, JudgeClient, Providers
 from evalframe.store import _read
 from evalframe.store._agent import trajectory_join, typed_agent_columns
 from evalframe.store._connect import Connector, execute, fetch, query, store_error
+from evalframe.store._files import (
+    IN_PLACE,
+    SAMPLE_STATS_TABLE,
+    SCORES_TABLE,
+    discard,
+    in_a_file,
+    register,
+)
 from evalframe.store._rescore_dask import parts_folder, remove_parts, score_parts
 from evalframe.store._sandbox import user_query
 from evalframe.store._schema import fill_stats
@@ -235,6 +243,10 @@ def scoring_connection(
         )
         try:
             yield con, parts
+        except BaseException:
+            if not connector.in_memory:
+                discard(connector.path, run_id)  # moved in, but never committed
+            raise
         finally:
             if parts is not None:
                 remove_parts(parts)
@@ -276,7 +288,7 @@ def score_into_run(
     if copied:
         execute(
             con,
-            "INSERT INTO scores BY NAME SELECT * REPLACE (?::VARCHAR AS run_id) "
+            f"INSERT INTO {SCORES_TABLE} BY NAME SELECT * REPLACE (?::VARCHAR AS run_id) "
             "FROM scores WHERE run_id = ? AND list_contains(?::VARCHAR[], metric)",
             [new_id, source["run_id"], copied],
         )
@@ -285,7 +297,7 @@ def score_into_run(
         # With nothing copied, each scored chunk holds every metric of its samples,
         # so the statistics come from the chunks; otherwise from a sorted read-back.
         if computed and client is not None and parts is not None:
-            stats = _score_on_cluster(
+            _score_on_cluster(
                 con,
                 client,
                 source,
@@ -296,8 +308,6 @@ def score_into_run(
                 providers=providers,
                 with_stats=not copied,
             )
-            if stats is not None:
-                insert_statistics(con, stats, new_id, source["dataset_hash"])
         elif computed:
             _score_stream(
                 con,
@@ -391,13 +401,14 @@ def _score_on_cluster(
     batch_size: int,
     providers: Providers | None,
     with_stats: bool,
-) -> str | None:
-    """Score the source on the cluster and insert the workers' scores; returns the glob of
-    the per-sample statistics parts (``None`` without ``with_stats`` or rows)."""
+) -> None:
+    """Score the source on the cluster: the workers' scores (and per-sample statistics, with
+    ``with_stats``) are registered where they are for a store file's views to read, and
+    inserted into an in-memory store's tables."""
     rows = fetch(con, "SELECT count(*) FROM outputs WHERE run_id = ?", [source["outputs_run_id"]])
     if not rows:
-        return None
-    scores, stats = score_parts(
+        return
+    files = score_parts(
         con,
         client,
         outputs_run_id=source["outputs_run_id"],
@@ -411,8 +422,16 @@ def _score_on_cluster(
         baselines=_baselines(con, metrics),
         with_stats=with_stats,
     )
-    execute(con, "INSERT INTO scores BY NAME SELECT * FROM read_parquet(?)", [scores])
-    return stats
+    if in_a_file(con):
+        register(con, new_id, files)
+        return
+    for view, paths in files.items():
+        if paths:
+            execute(
+                con,
+                f"INSERT INTO {IN_PLACE[view]} BY NAME SELECT * FROM read_parquet(?)",
+                [[str(p) for p in paths]],
+            )
 
 
 def _score_stream(
@@ -444,7 +463,7 @@ def _score_stream(
         for chunk in whole_samples(reader, batch_size):
             frame = evaluation_chunk(chunk, samples, baselines)
             scores = score(frame, metrics, run_id=new_id, context=providers)
-            insert(con, "scores", scores.select(C.SCORES_SCHEMA.names()))
+            insert(con, SCORES_TABLE, scores.select(C.SCORES_SCHEMA.names()))
             if stage is not None:
                 stage.add(scores)
     except duckdb.Error as exc:
@@ -509,7 +528,7 @@ def insert_statistics(con: duckdb.DuckDBPyConnection, files: str, run_id: str, d
     with each sample's row hash."""
     execute(
         con,
-        "INSERT INTO sample_stats BY NAME "
+        f"INSERT INTO {SAMPLE_STATS_TABLE} BY NAME "
         "SELECT p.*, ?::VARCHAR AS run_id, d.row_hash FROM read_parquet(?) AS p "
         "JOIN samples AS d ON d.dataset_hash = ? AND d.sample_id = p.sample_id",
         [run_id, files, digest],

@@ -7,8 +7,9 @@ the store file (a shared filesystem for a remote cluster); no row passes through
 Each worker reads its part's outputs and dataset rows, joins them, scores the part with the
 one kernel and writes its scores, and its per-sample statistics when asked, as Parquet under
 the same folder, replacing the file atomically: a task Dask reruns after losing a worker
-rewrites its own file, so no row is doubled or lost. The store's single writer then inserts
-every part in the rescore's transaction, streaming them through DuckDB; the folder is removed
+rewrites its own file, so no row is doubled or lost. The store's single writer then moves the
+parts beside a store file and registers them in the rescore's transaction, where the store's
+views read them in place (``_files``; an in-memory store inserts them); the folder is removed
 afterwards, whether the rescore succeeded or not.
 
 Provider-backed metrics: the parts are read here once, the provider columns filled over the
@@ -94,7 +95,11 @@ def _score_bucket(
     )
     _write_atomically(scores.select(C.SCORES_SCHEMA.names()), Path(out))
     if stats is not None:
-        _write_atomically(sample_statistics(scores), Path(stats))
+        hashes = frame.select(C.SAMPLE_ID, C.ROW_HASH).unique(C.SAMPLE_ID, keep="first")
+        statistics = sample_statistics(scores).join(
+            hashes, on=C.SAMPLE_ID, how="left", maintain_order="left"
+        )
+        _write_atomically(statistics.with_columns(pl.lit(run_id).alias(C.RUN_ID)), Path(stats))
     return scores.height
 
 
@@ -112,10 +117,10 @@ def score_parts(
     providers: Providers | None,
     baselines: Mapping[str, pl.DataFrame],
     with_stats: bool,
-) -> tuple[str, str | None]:
+) -> dict[str, list[Path]]:
     """Score the stored outputs of run ``outputs_run_id`` (of the dataset ``dataset_hash``)
-    on the cluster; returns the globs of the scores parts and of the statistics parts
-    (``None`` without ``with_stats``)."""
+    on the cluster; returns the scores parts and the per-sample statistics parts (none
+    without ``with_stats``), by the view that reads them, as complete rows of its table."""
     from evalframe.store._connect import execute
     from evalframe.store._rescore import dataset_statement, outputs_statement
 
@@ -170,7 +175,10 @@ def score_parts(
         baselines=dict(baselines),
     )
     cluster.gather(client, futures, cluster=name)
-    return str(scores_at / "*.parquet"), str(stats_at / "*.parquet") if with_stats else None
+    return {
+        "scores": sorted(scores_at.glob("*.parquet")),
+        "sample_stats": sorted(stats_at.glob("*.parquet")) if with_stats else [],
+    }
 
 
 def _fill_here(

@@ -5,8 +5,9 @@ first: exactly one statement, of type SELECT (which covers WITH, FROM-first quer
 VALUES, DESCRIBE, SUMMARIZE and SHOW); ATTACH, COPY, EXPORT, INSTALL, LOAD, SET, PRAGMA,
 CALL, writes and several statements at once are refused with one line. Then the query runs
 on a connection opened read-only with ``enable_external_access = false`` (no file, glob or
-URL can be read or written, no database attached, no Python variable scanned) and
-``lock_configuration = true`` (no setting can turn that back on): ``SANDBOX_CONFIG``.
+URL can be read or written, no database attached, no Python variable scanned) but for the
+store's own Parquet folder (``allowed_directories``, which its ``scores`` view reads), and
+``lock_configuration = true`` (no setting can turn that back on).
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
-"""The store's tables and views (schema version 3), and forward migrations to it.
+"""The store's tables and views (schema version 4), and forward migrations to it.
 
 The schema is a public contract, documented table by table in ``docs/store-schema.md``.
 Changing it means a new version number, a migration from the previous one in
 ``MIGRATIONS`` and a test that opens a file of the old version.
 
-Large tables (``scores``, ``outputs``, ``samples``, ``sample_stats``) carry no primary key
-on purpose: DuckDB keeps ART indexes in memory and maintains them on every insert, which
-would make saving a million score rows several times slower. Their keys are unique by
+Large tables (``stored_scores``, ``outputs``, ``samples``, ``stored_sample_stats``) carry no
+primary key on purpose: DuckDB keeps ART indexes in memory and maintains them on every insert,
+which would make saving a million score rows several times slower. Their keys are unique by
 construction (one transaction writes a whole run; a dataset's samples are written once).
 
 Long free text (outputs, details, inputs, metadata) and the per-row ``sample_id`` columns
@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from evalframe.store._agent import AGENT_VIEWS, TRAJECTORIES_TABLE, trajectories_from_extra
+from evalframe.store._files import IN_PLACE, SAMPLE_STATS_TABLE, SCORES_TABLE, in_place_views
 
 if TYPE_CHECKING:
     import duckdb
@@ -37,7 +38,7 @@ __all__ = [
     "histogram_edges",
 ]
 
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 """The schema version this evalframe writes; files of older versions are migrated on open."""
 
 # The aggregates both stats tables materialize (from metric_summary and cohort_summary).
@@ -124,8 +125,8 @@ TABLES: Final[dict[str, str]] = {
             extra VARCHAR USING COMPRESSION zstd
         )""",
     "trajectories": TRAJECTORIES_TABLE,
-    "scores": """
-        CREATE TABLE IF NOT EXISTS scores (
+    SCORES_TABLE: """
+        CREATE TABLE IF NOT EXISTS stored_scores (
             run_id VARCHAR NOT NULL,
             sample_id VARCHAR NOT NULL USING COMPRESSION zstd,
             repetition BIGINT NOT NULL,
@@ -135,8 +136,8 @@ TABLES: Final[dict[str, str]] = {
             error VARCHAR,
             details VARCHAR USING COMPRESSION zstd
         )""",
-    "sample_stats": """
-        CREATE TABLE IF NOT EXISTS sample_stats (
+    SAMPLE_STATS_TABLE: """
+        CREATE TABLE IF NOT EXISTS stored_sample_stats (
             run_id VARCHAR NOT NULL,
             sample_id VARCHAR NOT NULL USING COMPRESSION zstd,
             row_hash VARCHAR USING COMPRESSION zstd,
@@ -149,6 +150,14 @@ TABLES: Final[dict[str, str]] = {
             unstable BOOLEAN NOT NULL,
             score_mean DOUBLE,
             score_stddev DOUBLE
+        )""",
+    "run_files": """
+        CREATE TABLE IF NOT EXISTS run_files (
+            run_id VARCHAR NOT NULL,
+            relation VARCHAR NOT NULL,
+            files BIGINT NOT NULL,
+            rows BIGINT NOT NULL,
+            PRIMARY KEY (run_id, relation)
         )""",
     "usage": """
         CREATE TABLE IF NOT EXISTS usage (
@@ -402,6 +411,8 @@ VIEWS.update(AGENT_VIEWS)  # run_trajectories, tool_calls: store/_agent.py
 
 
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
+    """(Re)create every view: ``scores`` and ``sample_stats`` first, which the others read."""
+    in_place_views(con)
     for ddl in VIEWS.values():
         con.execute(ddl)
 
@@ -447,7 +458,7 @@ V0_TABLES: Final[dict[str, str]] = {
             run_id VARCHAR NOT NULL, sample_id VARCHAR NOT NULL, repetition BIGINT NOT NULL,
             metric VARCHAR NOT NULL, score DOUBLE, error VARCHAR, details VARCHAR
         )""",
-    "sample_stats": TABLES["sample_stats"],
+    "sample_stats": TABLES[SAMPLE_STATS_TABLE].replace(SAMPLE_STATS_TABLE, "sample_stats"),
     "usage": TABLES["usage"],
     "baselines": TABLES["baselines"],
 }
@@ -495,9 +506,23 @@ def _v2_to_v3(con: duckdb.DuckDBPyConnection) -> None:
     trajectories_from_extra(con, None)
 
 
+def _v3_to_v4(con: duckdb.DuckDBPyConnection) -> None:
+    """Scores may live in files: the ``scores`` and ``sample_stats`` tables become
+    ``stored_scores`` and ``stored_sample_stats`` behind views of the old names (recreated,
+    with every other view, after the migrations), and ``run_files`` registers the files."""
+    views = con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
+    for (name,) in views:
+        con.execute(f"DROP VIEW {name}")
+    for view, table in IN_PLACE.items():
+        con.execute(f"DROP TABLE IF EXISTS {table}")  # empty: an earlier step's _add_tables
+        con.execute(f"ALTER TABLE {view} RENAME TO {table}")
+    _add_tables(con)
+
+
 MIGRATIONS: Final[dict[int, Callable[[duckdb.DuckDBPyConnection], None]]] = {
     0: _v0_to_v1,
     1: _add_tables,  # 2: calibrations, checkpoints, eval_set_manifests, online_*
     2: _v2_to_v3,
+    3: _v3_to_v4,
 }
 """``MIGRATIONS[v]`` upgrades a file from version ``v`` to ``v + 1``."""

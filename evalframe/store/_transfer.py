@@ -33,6 +33,7 @@ from evalframe.core._errors import StoreError
 from evalframe.store import _read
 from evalframe.store._agent import trajectories_from_extra
 from evalframe.store._connect import Connector, execute, fetch, store_error
+from evalframe.store._files import IN_PLACE
 from evalframe.store._schema import SCHEMA_VERSION
 from evalframe.store._verify import (
     ImportRefusedError,
@@ -206,7 +207,7 @@ def _insert(con: duckdb.DuckDBPyConnection, files: dict[str, Path]) -> list[str]
     statements += [
         (
             table,
-            f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?) "
+            f"INSERT INTO {IN_PLACE.get(table, table)} BY NAME SELECT * FROM read_parquet(?) "
             "WHERE list_contains(?::VARCHAR[], run_id)",
             [str(files[table]), fresh],
         )

@@ -21,6 +21,7 @@ from evalframe.core._precision import precision_block
 from evalframe.core._trajectory import TRAJECTORY_COLUMN
 from evalframe.store._agent import trajectories_frame
 from evalframe.store._connect import execute, fetch, store_error
+from evalframe.store._files import SAMPLE_STATS_TABLE, SCORES_TABLE
 
 if TYPE_CHECKING:
     from evalframe.core._run import Run
@@ -317,13 +318,13 @@ def _write_rows(
     with _unordered(con):
         insert(
             con,
-            "scores",
+            SCORES_TABLE,
             run.scores.with_columns(pl.lit(run.run_id, pl.String).alias(C.RUN_ID)).select(
                 C.SCORES_SCHEMA.names()
             ),
         )
     rows, precision = per_row.result()
-    insert(con, "sample_stats", rows.with_columns(pl.lit(run.run_id).alias(C.RUN_ID)))
+    insert(con, SAMPLE_STATS_TABLE, rows.with_columns(pl.lit(run.run_id).alias(C.RUN_ID)))
     summary, cohorts = summaries.result()
     commit, branch = git_info()
     extra = {k: v for k, v in run.extra.items() if k != "models"}
