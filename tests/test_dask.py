@@ -619,3 +619,19 @@ def test_an_export_of_a_run_with_files_imports_as_rows(client: Any, tmp_path: Pa
     same(rows(store, there), rows(fresh, there))
     assert fresh.sql("SELECT count(*) FROM stored_scores").item() == N * 3 * 2
     assert not (tmp_path / "fresh.duckdb.runs").exists()
+
+
+def test_an_in_memory_store_inserts_the_cluster_s_scores(client: Any) -> None:
+    store = Store(":memory:")
+    run = ef.evaluate(
+        dataset(), outputs=outputs_frame(), metrics=["exact-match"], repetitions=2, store=store
+    )
+    (here,) = store.rescore(["contains", "rouge-l"], runs=run.run_id, batch_size=100, force=True)
+    (there,) = store.rescore(
+        ["contains", "rouge-l"], runs=run.run_id, batch_size=100, force=True, dask=client
+    )
+    same(rows(store, here), rows(store, there))
+    assert store.sql("SELECT count(*) FROM stored_scores WHERE run_id = ?", [there]).item() == (
+        N * 2 * 2
+    )
+    assert store.sql("SELECT count(*) FROM run_files").item() == 0

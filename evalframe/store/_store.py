@@ -303,8 +303,9 @@ class Store:
                 (``"tcp://host:8786"``) or ``"local:N"`` (N worker processes started and
                 stopped here). Workers score Parquet parts written next to the store file
                 (``<store>.parts/``, which a remote cluster must reach on a shared
-                filesystem), in parts of about ``batch_size`` rows; this process inserts
-                them in the rescore's transaction and removes them. Scores equal the
+                filesystem), in parts of about ``batch_size`` rows; their scores move to
+                ``<store>.runs/``, registered in the rescore's transaction and read in place
+                by the ``scores`` view (an in-memory store inserts them). Scores equal the
                 in-process ones. Needs the dask extra; see docs/scaling-out.md.
 
         Returns:
