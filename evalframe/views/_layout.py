@@ -53,7 +53,7 @@ from evalframe.metrics._njit import njit
 from evalframe.metrics._text import utf8_buffers
 from evalframe.views._report import _python_floats
 
-__all__ = ["MAX_DEPTH", "Entries", "section"]
+__all__ = ["MAX_DEPTH", "Entries", "Texts", "section"]
 
 MAX_DEPTH = 64
 """Deeper documents are written by orjson, not by the compiled pass."""
@@ -365,6 +365,17 @@ def _by_orjson(documents: list[str], indent: int) -> list[str]:
     ]
 
 
+Texts = pl.Series | tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]
+"""A String Series, or rows already laid out as one UTF-8 buffer and its offsets."""
+
+
+def _texts(texts: Texts) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    if isinstance(texts, pl.Series):
+        buf, off, _ = utf8_buffers(texts)
+        return buf, off
+    return texts
+
+
 @dataclass(frozen=True)
 class Entries:
     """The entries of each row's trailing object, in row order.
@@ -375,7 +386,7 @@ class Entries:
     """
 
     bounds: npt.NDArray[np.int64]
-    prefixes: pl.Series
+    prefixes: Texts
     documents: pl.Series | None = None
     indent: int = 0
     suffix: str = ""
@@ -395,7 +406,7 @@ def _documents(
     npt.NDArray[np.int64],
 ]:
     """Document buffers, laid-out sizes, and orjson's texts for the ones the pass flags."""
-    n = entries.prefixes.len()
+    n = int(entries.bounds[-1])
     alt_of = np.full(n, -1, dtype=np.int64)
     if entries.documents is None:
         none = np.full(n, -1, dtype=np.int64)
@@ -412,14 +423,14 @@ def _documents(
     return buf, off, sizes, alt_buf, alt_off, alt_of
 
 
-def section(heads: pl.Series, entries: Entries, literals: tuple[str, ...]) -> npt.NDArray[np.uint8]:
+def section(heads: Texts, entries: Entries, literals: tuple[str, ...]) -> npt.NDArray[np.uint8]:
     """UTF-8 bytes of every row: its head, then its entries' object, then the row end.
 
     ``literals`` are the separator between rows (and between entries), the text of an empty
     object, the object's opening and closing, and the row end.
     """
-    head_buf, head_off, _ = utf8_buffers(heads)
-    pre_buf, pre_off, _ = utf8_buffers(entries.prefixes)
+    head_buf, head_off = _texts(heads)
+    pre_buf, pre_off = _texts(entries.prefixes)
     doc_buf, doc_off, doc_size, alt_buf, alt_off, alt_of = _documents(entries)
     parts = [t.encode("utf-8") for t in (*literals, entries.suffix)]
     lit = np.frombuffer(b"".join(parts), dtype=np.uint8)

@@ -2,12 +2,13 @@
 
 The bytes are those of ``build_report(run).to_json()``, but the two sections that grow with
 the run (``sample_aggregates`` and ``samples``) are never turned into Python objects. Each
-row's fixed members are one string column built with Polars expressions at the indentation
-they have in the document; a compiled pass (``_layout.section``) then writes every row, its
-entries and its re-indented ``details`` documents straight into one buffer, which is spliced
-into the orjson text of the rest. Strings are JSON-encoded by Polars (the same escapes as
-``json.dumps(..., ensure_ascii=False)``), and numbers are cast to text with the few below 1e-4
-respelled as Python writes them.
+row's fixed members and each entry's opening are written by a compiled pass over typed
+columns (``_records``: numbers rounded to six places spelled as Python spells them); a second
+pass (``_layout.section``) then writes every row, its entries and its re-indented ``details``
+documents straight into one buffer, which is spliced into the orjson text of the rest.
+Strings are JSON-encoded by Polars (the same escapes as ``json.dumps(...,
+ensure_ascii=False)``), and scores are cast to text with the few below 1e-4 respelled as
+Python writes them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._gc import gc_paused
 from evalframe.views._layout import Entries, section
+from evalframe.views._records import Template, records
 from evalframe.views._report import (
     _build_report,
     _executions,
@@ -74,26 +76,6 @@ def _spelled(frame: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
     return frame.with_columns(out)
 
 
-def _boolean(expr: pl.Expr) -> pl.Expr:
-    return (
-        pl.when(expr.is_null())
-        .then(pl.lit("null"))
-        .when(expr)
-        .then(pl.lit("true"))
-        .otherwise(pl.lit("false"))
-    )
-
-
-def _fields(indent: int, fields: list[tuple[str, pl.Expr]]) -> pl.Expr:
-    """An object's text: one ``"key": value`` line per field at ``indent`` spaces."""
-    pad = _pad(indent)
-    parts: list[pl.Expr | str] = ["{\n"]
-    for i, (key, value) in enumerate(fields):
-        parts += [f'{pad}"{key}": ', value, ",\n" if i < len(fields) - 1 else "\n"]
-    parts.append(_pad(indent - 2) + "}")
-    return pl.concat_str([pl.lit(p) if isinstance(p, str) else p for p in parts])
-
-
 def _container(joined: pl.Expr, indent: int, brackets: str) -> pl.Expr:
     """``joined`` entries (at ``indent`` spaces) wrapped in brackets; empty when null."""
     opening, closing = brackets[0], brackets[1]
@@ -111,16 +93,6 @@ def _member(names: pl.Series, indent: int) -> pl.Series:
     keys = names.unique().to_list()
     mapping = {k: _pad(indent) + json.dumps(k, ensure_ascii=False) + ": " for k in keys}
     return names.replace_strict(mapping, return_dtype=pl.String)
-
-
-def _members(indent: int, fields: list[tuple[str, pl.Expr]], last: str) -> pl.Expr:
-    """An object's opening text up to its ``last`` key: ``{``, the fields, ``"last": ``."""
-    pad = _pad(indent)
-    parts: list[pl.Expr | str] = ["{\n"]
-    for key, value in fields:
-        parts += [f'{pad}"{key}": ', value, ",\n"]
-    parts.append(f'{pad}"{last}": ')
-    return pl.concat_str([pl.lit(p) if isinstance(p, str) else p for p in parts])
 
 
 def _bounds(positions: pl.Series, rows: int) -> npt.NDArray[np.int64]:
@@ -145,18 +117,17 @@ def _samples_text(run: Run) -> list[bytes | npt.NDArray[np.uint8]]:
     if rows.height == 0:
         return _array(b"")
     scored = _spelled(scored, [C.SCORE])
-    prefixes = scored.select(
-        pl.concat_str(
-            _member(scored.get_column(C.METRIC), 8),
-            pl.lit("{\n" + _pad(10) + '"score": '),
-            pl.col(C.SCORE),
-            pl.lit(",\n" + _pad(10) + '"details": '),
-        )
-    ).to_series()
+    at10 = "\n" + _pad(10)
+    prefix = (
+        Template()
+        .text("", _member(scored.get_column(C.METRIC), 8))
+        .text("{" + at10 + '"score": ', scored.get_column(C.SCORE))
+        .end("," + at10 + '"details": ')
+    )
     # ``scored`` comes in execution order, each execution's scores in the run's metric order.
     entries = Entries(
         bounds=_bounds(scored.get_column("_pos"), rows.height),
-        prefixes=prefixes,
+        prefixes=records(prefix, scored.height),
         documents=scored.get_column("details"),
         indent=10,
         suffix="\n" + _pad(8) + "}",
@@ -168,31 +139,26 @@ def _samples_text(run: Run) -> list[bytes | npt.NDArray[np.uint8]]:
         .group_by("_pos", maintain_order=True)
         .agg(pl.concat_str(pl.lit(_pad(8)), _string(pl.col(C.TAGS))).str.join(",\n").alias("_tags"))
     )
-    adversarial = _adversarial_texts(rows.get_column(C.METADATA))
-    rows = (
-        rows.join(tags, on="_pos", how="left", maintain_order="left")
-        .with_columns(adversarial.alias("_adversarial"))
-        .with_columns(trajectory_suffixes(rows, 6).alias("_trajectory"))
+    texts = rows.join(tags, on="_pos", how="left", maintain_order="left").select(
+        _string(pl.col(C.SAMPLE_ID)).alias("id"),
+        _string(pl.col(C.ROW_HASH)).alias("hash"),
+        _container(pl.col("_tags"), 8, "[]").alias("tags"),
+        _string(pl.col(C.ACTUAL_OUTPUT)).alias("output"),
     )
-    heads = rows.select(
-        pl.concat_str(
-            pl.lit(_pad(4)),
-            _members(
-                6,
-                [
-                    ("id", _string(pl.col(C.SAMPLE_ID))),
-                    ("row_hash", _string(pl.col(C.ROW_HASH))),
-                    ("repetition", pl.col(C.REPETITION).cast(pl.String)),
-                    ("tags", _container(pl.col("_tags"), 8, "[]")),
-                    ("adversarial", pl.col("_adversarial")),
-                    # a trajectory only where one was recorded: it trails actual_output
-                    ("actual_output", _string(pl.col(C.ACTUAL_OUTPUT)) + pl.col("_trajectory")),
-                ],
-                "scores",
-            ),
-        )
-    ).to_series()
-    return _array(section(heads, entries, _ROWS))
+    at6 = "\n" + _pad(6)
+    head = (
+        Template()
+        .text(_pad(4) + "{" + at6 + '"id": ', texts.get_column("id"))
+        .text("," + at6 + '"row_hash": ', texts.get_column("hash"))
+        .integer("," + at6 + '"repetition": ', rows.get_column(C.REPETITION))
+        .text("," + at6 + '"tags": ', texts.get_column("tags"))
+        .text("," + at6 + '"adversarial": ', _adversarial_texts(rows.get_column(C.METADATA)))
+        .text("," + at6 + '"actual_output": ', texts.get_column("output"))
+        # a trajectory only where one was recorded: it trails actual_output
+        .text("", trajectory_suffixes(rows, 6))
+        .end("," + at6 + '"scores": ')
+    )
+    return _array(section(records(head, rows.height), entries, _ROWS))
 
 
 def _adversarial_texts(metadata: pl.Series) -> pl.Series:
@@ -212,53 +178,45 @@ def _aggregates_text(run: Run) -> list[bytes | npt.NDArray[np.uint8]]:
     if rows.height == 0:
         return _array(b"")
     floats = ["pass_rate", "pass_rate_low", "pass_rate_high", "score_mean", "score_stddev"]
-    rows = _spelled(
-        rows.with_columns(_r6(pl.col(f)) for f in floats),
-        [*floats, "repetitions", "passed", "errored"],
-    ).with_row_index("_pos")
-    stats = ["mean", "stddev", "min", "max", "observations"]
+    rows = rows.with_columns(_r6(pl.col(f)) for f in floats).with_row_index("_pos")
     per_metric = (
-        _spelled(_sample_metric_stats(run), stats)
+        _sample_metric_stats(run)
         .join(rows.select(C.SAMPLE_ID, "_pos"), on=C.SAMPLE_ID, how="inner")
         .sort("_pos", C.METRIC)
     )
-    prefixes = per_metric.select(
-        pl.concat_str(
-            _member(per_metric.get_column(C.METRIC), 8),
-            _fields(10, [(k, pl.col(k)) for k in stats]),
-        )
-    ).to_series()
-    entries = Entries(bounds=_bounds(per_metric.get_column("_pos"), rows.height), prefixes=prefixes)
-    ci = _fields(
-        8,
-        [
-            ("low", pl.col("pass_rate_low")),
-            ("high", pl.col("pass_rate_high")),
-            ("confidence", pl.lit("0.95")),
-        ],
+    pad = "\n" + _pad(10)
+    entry = Template().text("", _member(per_metric.get_column(C.METRIC), 8))
+    for i, stat in enumerate(("mean", "stddev", "min", "max")):
+        entry.number(("{" if i == 0 else ",") + f'{pad}"{stat}": ', per_metric.get_column(stat))
+    entry.integer(f',{pad}"observations": ', per_metric.get_column("observations"))
+    entry.end("\n" + _pad(8) + "}")
+    entries = Entries(
+        bounds=_bounds(per_metric.get_column("_pos"), rows.height),
+        prefixes=records(entry, per_metric.height),
     )
-    heads = rows.select(
-        pl.concat_str(
-            pl.lit(_pad(4)),
-            _members(
-                6,
-                [
-                    ("id", _string(pl.col(C.SAMPLE_ID))),
-                    ("row_hash", _string(pl.col(C.ROW_HASH))),
-                    ("repetitions", pl.col("repetitions")),
-                    ("passed", pl.col("passed")),
-                    ("errored", pl.col("errored")),
-                    ("pass_rate", pl.col("pass_rate")),
-                    ("pass_rate_ci", ci),
-                    ("unstable", _boolean(pl.col("unstable"))),
-                    ("score_mean", pl.col("score_mean")),
-                    ("score_stddev", pl.col("score_stddev")),
-                ],
-                "metrics",
-            ),
+    ids = rows.select(
+        _string(pl.col(C.SAMPLE_ID)).alias("id"), _string(pl.col(C.ROW_HASH)).alias("hash")
+    )
+    at6, at8 = "\n" + _pad(6), "\n" + _pad(8)
+    head = (
+        Template()
+        .text(_pad(4) + "{" + at6 + '"id": ', ids.to_series(0))
+        .text("," + at6 + '"row_hash": ', ids.to_series(1))
+        .integer("," + at6 + '"repetitions": ', rows.get_column("repetitions"))
+        .integer("," + at6 + '"passed": ', rows.get_column("passed"))
+        .integer("," + at6 + '"errored": ', rows.get_column("errored"))
+        .number("," + at6 + '"pass_rate": ', rows.get_column("pass_rate"))
+        .number("," + at6 + '"pass_rate_ci": {' + at8 + '"low": ', rows.get_column("pass_rate_low"))
+        .number("," + at8 + '"high": ', rows.get_column("pass_rate_high"))
+        .boolean(
+            "," + at8 + '"confidence": 0.95' + at6 + "}," + at6 + '"unstable": ',
+            rows.get_column("unstable"),
         )
-    ).to_series()
-    return _array(section(heads, entries, _ROWS))
+        .number("," + at6 + '"score_mean": ', rows.get_column("score_mean"))
+        .number("," + at6 + '"score_stddev": ', rows.get_column("score_stddev"))
+        .end("," + at6 + '"metrics": ')
+    )
+    return _array(section(records(head, rows.height), entries, _ROWS))
 
 
 def report_json_parts(run: Run, *, include_evidence: bool = False) -> list[memoryview]:
