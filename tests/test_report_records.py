@@ -64,3 +64,12 @@ def test_no_rows_and_no_fields() -> None:
     assert _rows(Template().number("x", pl.Series([], dtype=pl.Float64)).end("y"), 0) == []
     assert _rows(Template().end("{}"), 2) == ["{}", "{}"]
     assert math.isclose(float(_rows(Template().number("", pl.Series([0.1])).end(""), 1)[0]), 0.1)
+
+
+def test_strings_are_escaped_as_json_dumps_escapes_them() -> None:
+    rng = random.Random(5)
+    alphabet = [chr(c) for c in range(0x20)] + list('"\\/ aZ~\x7f') + ["é", "\u2028", "😀"]
+    values = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(12))) for _ in range(500)]
+    values += ["", None]
+    got = _rows(Template().string("", pl.Series(values, dtype=pl.String)).end(""), len(values))
+    assert got == [json.dumps(v, ensure_ascii=False) for v in values]

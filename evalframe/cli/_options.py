@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -368,16 +369,22 @@ def provider_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
-def emit(text: str | bytes | list[memoryview], out: Path | None, *, note: str = "") -> None:
-    """Print ``text`` (bytes are UTF-8; a list is UTF-8 pieces written in order), or write it
-    to ``out`` and say so on stderr (``note`` follows the path)."""
-    if isinstance(text, list):
+def emit(text: str | bytes | Iterable[memoryview], out: Path | None, *, note: str = "") -> None:
+    """Print ``text`` (bytes are UTF-8; an iterable is UTF-8 pieces written in order), or
+    write it to ``out`` and say so on stderr (``note`` follows the path). Pieces go to a
+    temporary file renamed to ``out`` at the end, so a failure midway leaves no half file."""
+    if not isinstance(text, str | bytes):
         if out is None:
             for part in text:  # click finds the binary stream (also under a test runner)
                 click.echo(bytes(part), nl=False)
         else:
-            with out.open("wb") as f:
-                f.writelines(text)
+            partial = out.with_name(f".{out.name}.partial")
+            try:
+                with partial.open("wb") as f:
+                    f.writelines(text)
+                os.replace(partial, out)
+            finally:
+                partial.unlink(missing_ok=True)
     elif out is None:
         click.echo(text, nl=False)
     elif isinstance(text, bytes):

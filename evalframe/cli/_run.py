@@ -32,6 +32,8 @@ from evalframe.core._errors import StoreError, StrictModeError
 from evalframe.engine._evaluate import MAX_REPETITIONS
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from evalframe.core._run import Run
 
 
@@ -205,7 +207,9 @@ def run(
         from evalframe.views._report_json import report_json_parts
 
         # written from the frames, piece by piece: fast at any size
-        text: str | list[memoryview] = report_json_parts(result, include_evidence=include_evidence)
+        text: str | Iterator[memoryview] = report_json_parts(
+            result, include_evidence=include_evidence
+        )
     else:
         text = result.report(samples=False).to_markdown(
             max_rows=max_rows

@@ -95,13 +95,24 @@ def row_aggregates(scores: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
         (pl.col(C.ERROR).count() > 0).alias("errored"),
         pl.col(C.SCORE).mean().alias("exec_mean"),
     )
-    rows = executions.group_by(C.SAMPLE_ID).agg(
-        pl.len().cast(pl.Int64).alias("repetitions"),
-        (pl.col("clean") & pl.col("all_passed")).sum().cast(pl.Int64).alias("passed"),
-        pl.col("errored").sum().cast(pl.Int64).alias("errored"),
-        pl.col("exec_mean").mean().alias("score_mean"),
-        pl.col("exec_mean").std(ddof=0).alias("score_stddev"),
-    )
+    if scores.get_column(C.REPETITION).max() == 0:  # one execution per row: no second pass
+        mean = pl.col("exec_mean")
+        rows = executions.select(
+            C.SAMPLE_ID,
+            pl.lit(1, pl.Int64).alias("repetitions"),
+            (pl.col("clean") & pl.col("all_passed")).cast(pl.Int64).alias("passed"),
+            pl.col("errored").cast(pl.Int64),
+            mean.alias("score_mean"),
+            pl.when(mean.is_not_null()).then(0.0).alias("score_stddev"),
+        )
+    else:
+        rows = executions.group_by(C.SAMPLE_ID).agg(
+            pl.len().cast(pl.Int64).alias("repetitions"),
+            (pl.col("clean") & pl.col("all_passed")).sum().cast(pl.Int64).alias("passed"),
+            pl.col("errored").sum().cast(pl.Int64).alias("errored"),
+            pl.col("exec_mean").mean().alias("score_mean"),
+            pl.col("exec_mean").std(ddof=0).alias("score_stddev"),
+        )
     order = frame.select(C.SAMPLE_ID, C.ROW_HASH).unique(C.SAMPLE_ID, maintain_order=True)
     out = order.join(rows, on=C.SAMPLE_ID, how="inner", maintain_order="left")
     n = pl.col("repetitions")

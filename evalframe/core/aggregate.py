@@ -242,7 +242,11 @@ _DIMENSION_ORDER = ("correctness", "groundedness", "safety", "trajectory", "perf
 
 
 def dimensions(
-    scores: pl.DataFrame, dimension_of: Mapping[str, str], *, metrics: Sequence[str] | None = None
+    scores: pl.DataFrame,
+    dimension_of: Mapping[str, str],
+    *,
+    metrics: Sequence[str] | None = None,
+    summary: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Roll the per-metric aggregates up to each metric's dimension.
 
@@ -256,6 +260,8 @@ def dimensions(
         scores: a long scores frame.
         dimension_of: metric id to dimension (``{m.id: m.dimension for m in run.metrics}``).
         metrics: the metrics to include (default: every key of ``dimension_of``).
+        summary: ``summarize(scores, metrics=metrics)`` when it is at hand already (a
+            run's ``summary``), so as not to compute it again.
 
     Returns:
         One row per dimension that has a metric, in the order correctness, groundedness,
@@ -279,7 +285,9 @@ def dimensions(
         },
         schema={C.METRIC: pl.String, "dimension": pl.String, "_metric_order": pl.Int64},
     )
-    per_metric = summarize(scores, metrics=order).join(keys, on=C.METRIC, how="left")
+    per_metric = (summarize(scores, metrics=order) if summary is None else summary).join(
+        keys, on=C.METRIC, how="left"
+    )
     macro = per_metric.group_by("dimension").agg(
         pl.col(C.METRIC).sort_by("_metric_order").alias("metrics"),
         pl.len().cast(pl.Int64).alias("n_metrics"),

@@ -61,12 +61,12 @@ MAX_DEPTH = 64
 _FLAGGED = -1
 
 
-@njit
+@njit(inline="always")
 def _is_space(c: int) -> bool:
     return c in (32, 10, 13, 9)
 
 
-@njit
+@njit(inline="always")
 def _newline(out: npt.NDArray[np.uint8], pos: int, pad: int, write: bool) -> int:
     if write:
         out[pos] = 10
@@ -75,7 +75,7 @@ def _newline(out: npt.NDArray[np.uint8], pos: int, pad: int, write: bool) -> int
     return pos + 1 + pad
 
 
-@njit
+@njit(inline="always")
 def _string_end(buf: npt.NDArray[np.uint8], i: int, end: int) -> int:
     """Index after the string starting at ``buf[i] == '"'``, or -1 if not canonical."""
     i += 1
@@ -110,7 +110,7 @@ def _string_end(buf: npt.NDArray[np.uint8], i: int, end: int) -> int:
     return -1
 
 
-@njit
+@njit(inline="always")
 def _scalar_end(buf: npt.NDArray[np.uint8], i: int, end: int) -> int:
     """Index after the number or literal at ``i``, or -1 if not spelled as Python does."""
     c = buf[i]
@@ -150,7 +150,7 @@ def _scalar_end(buf: npt.NDArray[np.uint8], i: int, end: int) -> int:
     return j
 
 
-@njit
+@njit(inline="always")
 def _render(
     buf: npt.NDArray[np.uint8],
     start: int,
@@ -233,7 +233,7 @@ def _lengths(
             sizes[r] = _render(buf, off[r], off[r + 1], base, scratch, 0, False)
 
 
-@njit
+@njit(inline="always")
 def _copy(
     src: npt.NDArray[np.uint8], a: int, b: int, out: npt.NDArray[np.uint8], pos: int, write: bool
 ) -> int:
@@ -246,7 +246,7 @@ def _copy(
     return pos + b - a
 
 
-@njit
+@njit(inline="always")
 def _row(
     r: int,
     head_buf: npt.NDArray[np.uint8],

@@ -403,6 +403,16 @@ def _columns(frame: pl.DataFrame) -> list[list[Any]]:
 def _sample_metric_stats(run: Run) -> pl.DataFrame:
     """Per sample and metric: the scores' mean, stddev, min, max and count, where scored."""
     score = pl.col(C.SCORE)
+    if run.repetitions == 1:  # one score per sample and metric: no grouping to do
+        return run.scores.filter(score.is_not_null()).select(
+            C.SAMPLE_ID,
+            C.METRIC,
+            _r6(score).alias("mean"),
+            pl.lit(0.0).alias("stddev"),
+            _r6(score).alias("min"),
+            _r6(score).alias("max"),
+            pl.lit(1, pl.UInt32).alias("observations"),
+        )
     return (
         run.scores.group_by(C.SAMPLE_ID, C.METRIC)
         .agg(
@@ -568,7 +578,9 @@ def _dimension_of(run: Run) -> dict[str, str]:
 
 def _dimensions_block(run: Run) -> dict[str, Any]:
     """Per-dimension roll-ups: pooled aggregates and the mean of the per-metric ones."""
-    dims = aggregate.dimensions(run.scores, _dimension_of(run), metrics=run.metric_ids)
+    dims = aggregate.dimensions(
+        run.scores, _dimension_of(run), metrics=run.metric_ids, summary=run.summary
+    )
     return {
         r["dimension"]: {
             "metrics": r["metrics"],

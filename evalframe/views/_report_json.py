@@ -6,14 +6,14 @@ row's fixed members and each entry's opening are written by a compiled pass over
 columns (``_records``: numbers rounded to six places spelled as Python spells them); a second
 pass (``_layout.section``) then writes every row, its entries and its re-indented ``details``
 documents straight into one buffer, which is spliced into the orjson text of the rest.
-Strings are JSON-encoded by Polars (the same escapes as ``json.dumps(...,
-ensure_ascii=False)``), and scores are cast to text with the few below 1e-4 respelled as
-Python writes them.
+Strings are JSON-encoded with the escapes of ``json.dumps(..., ensure_ascii=False)``, and
+scores are cast to text with the few below 1e-4 respelled as Python writes them.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -139,21 +139,20 @@ def _samples_text(run: Run) -> list[bytes | npt.NDArray[np.uint8]]:
         .group_by("_pos", maintain_order=True)
         .agg(pl.concat_str(pl.lit(_pad(8)), _string(pl.col(C.TAGS))).str.join(",\n").alias("_tags"))
     )
-    texts = rows.join(tags, on="_pos", how="left", maintain_order="left").select(
-        _string(pl.col(C.SAMPLE_ID)).alias("id"),
-        _string(pl.col(C.ROW_HASH)).alias("hash"),
-        _container(pl.col("_tags"), 8, "[]").alias("tags"),
-        _string(pl.col(C.ACTUAL_OUTPUT)).alias("output"),
+    tags_text = (
+        rows.join(tags, on="_pos", how="left", maintain_order="left")
+        .select(_container(pl.col("_tags"), 8, "[]"))
+        .to_series()
     )
     at6 = "\n" + _pad(6)
     head = (
         Template()
-        .text(_pad(4) + "{" + at6 + '"id": ', texts.get_column("id"))
-        .text("," + at6 + '"row_hash": ', texts.get_column("hash"))
+        .string(_pad(4) + "{" + at6 + '"id": ', rows.get_column(C.SAMPLE_ID))
+        .string("," + at6 + '"row_hash": ', rows.get_column(C.ROW_HASH))
         .integer("," + at6 + '"repetition": ', rows.get_column(C.REPETITION))
-        .text("," + at6 + '"tags": ', texts.get_column("tags"))
+        .text("," + at6 + '"tags": ', tags_text)
         .text("," + at6 + '"adversarial": ', _adversarial_texts(rows.get_column(C.METADATA)))
-        .text("," + at6 + '"actual_output": ', texts.get_column("output"))
+        .string("," + at6 + '"actual_output": ', rows.get_column(C.ACTUAL_OUTPUT))
         # a trajectory only where one was recorded: it trails actual_output
         .text("", trajectory_suffixes(rows, 6))
         .end("," + at6 + '"scores": ')
@@ -194,14 +193,11 @@ def _aggregates_text(run: Run) -> list[bytes | npt.NDArray[np.uint8]]:
         bounds=_bounds(per_metric.get_column("_pos"), rows.height),
         prefixes=records(entry, per_metric.height),
     )
-    ids = rows.select(
-        _string(pl.col(C.SAMPLE_ID)).alias("id"), _string(pl.col(C.ROW_HASH)).alias("hash")
-    )
     at6, at8 = "\n" + _pad(6), "\n" + _pad(8)
     head = (
         Template()
-        .text(_pad(4) + "{" + at6 + '"id": ', ids.to_series(0))
-        .text("," + at6 + '"row_hash": ', ids.to_series(1))
+        .string(_pad(4) + "{" + at6 + '"id": ', rows.get_column(C.SAMPLE_ID))
+        .string("," + at6 + '"row_hash": ', rows.get_column(C.ROW_HASH))
         .integer("," + at6 + '"repetitions": ', rows.get_column("repetitions"))
         .integer("," + at6 + '"passed": ', rows.get_column("passed"))
         .integer("," + at6 + '"errored": ', rows.get_column("errored"))
@@ -219,11 +215,12 @@ def _aggregates_text(run: Run) -> list[bytes | npt.NDArray[np.uint8]]:
     return _array(section(records(head, rows.height), entries, _ROWS))
 
 
-def report_json_parts(run: Run, *, include_evidence: bool = False) -> list[memoryview]:
+def report_json_parts(run: Run, *, include_evidence: bool = False) -> Iterator[memoryview]:
     """The run's report JSON as UTF-8 pieces to write in order (see :func:`report_json`).
 
     Writing the pieces one after another spares joining a document of hundreds of
-    megabytes in memory first.
+    megabytes in memory first, and the first pieces are written while the samples are
+    still being laid out.
     """
     with gc_paused(), ThreadPoolExecutor(2) as pool:
         # Polars and the layout kernels release the GIL: the three parts overlap.
@@ -238,8 +235,14 @@ def report_json_parts(run: Run, *, include_evidence: bool = False) -> list[memor
         head = _python_floats(head)
         first, rest = head.split(_AGGREGATES)
         middle, last = rest.split(_SAMPLES)
-        parts = [first, *aggregates.result(), middle, *samples.result(), last]
-        return [memoryview(p) for p in parts]  # type: ignore[arg-type]  # numpy arrays are buffers
+        yield memoryview(first)
+        # numpy arrays are buffers (numpy's stubs do not say so)
+        for part in aggregates.result():
+            yield memoryview(part)  # type: ignore[arg-type]
+        yield memoryview(middle)
+        for part in samples.result():
+            yield memoryview(part)  # type: ignore[arg-type]
+        yield memoryview(last)
 
 
 def report_json(run: Run, *, include_evidence: bool = False) -> bytes:
