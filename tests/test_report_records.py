@@ -1,10 +1,13 @@
-"""The compiled record writer of the report's aggregates against ``json.dumps``."""
+"""The compiled record writer of the report's aggregates against ``json.dumps``, and how
+the report's pieces reach a file."""
 
 from __future__ import annotations
 
 import json
 import math
 import random
+from collections.abc import Iterator
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -73,3 +76,21 @@ def test_strings_are_escaped_as_json_dumps_escapes_them() -> None:
     values += ["", None]
     got = _rows(Template().string("", pl.Series(values, dtype=pl.String)).end(""), len(values))
     assert got == [json.dumps(v, ensure_ascii=False) for v in values]
+
+
+def test_a_report_that_fails_midway_leaves_no_file(tmp_path: Path) -> None:
+    from evalframe.cli._options import emit
+
+    out = tmp_path / "report.json"
+    out.write_text("the previous report")
+
+    def pieces() -> Iterator[memoryview]:
+        yield memoryview(b'{"a": ')
+        raise RuntimeError("laying out the samples failed")
+
+    with pytest.raises(RuntimeError, match="samples failed"):
+        emit(pieces(), out)
+    assert out.read_text() == "the previous report"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+    emit(iter([memoryview(b'{"a": '), memoryview(b"1}")]), out)
+    assert json.loads(out.read_text()) == {"a": 1}

@@ -48,6 +48,21 @@ _ESCAPED = np.array(
     dtype=np.uint8,
 )
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+
+_Columns = tuple[
+    npt.NDArray[np.int64],  # kinds: each field's kind
+    npt.NDArray[np.int64],  # column: each field's column among those of its kind
+    npt.NDArray[np.uint8],  # literals: each field's, then the end's
+    npt.NDArray[np.int64],  # their offsets
+    npt.NDArray[np.uint8],  # the text columns' bytes
+    npt.NDArray[np.int64],  # each (row, text column)'s start
+    npt.NDArray[np.int64],  # and end
+    npt.NDArray[np.int64],  # numbers in micro-units, a column per number field
+    npt.NDArray[np.int64],  # the text column spelling a number instead, or -1
+    npt.NDArray[np.int64],  # integers and booleans, a column per field
+    npt.NDArray[np.bool_],  # whether each (row, field) is not null
+]
+"""The arrays the compiled pass reads, as one argument."""
 # Words the pass writes: null, true, false, 0.0 and the exponent's "e-0".
 _WORDS = np.frombuffer(b"nulltruefalse0.0e-0", dtype=np.uint8)
 _NULL, _TRUE, _FALSE, _ZERO, _EXPONENT = (0, 4), (4, 8), (8, 13), (13, 16), (16, 19)
@@ -175,28 +190,14 @@ def _json_string(
 
 
 @njit(inline="always")
-def _row(
-    r: int,
-    kinds: npt.NDArray[np.int64],
-    column: npt.NDArray[np.int64],
-    lit: npt.NDArray[np.uint8],
-    lit_off: npt.NDArray[np.int64],
-    text_buf: npt.NDArray[np.uint8],
-    text_start: npt.NDArray[np.int64],
-    text_end: npt.NDArray[np.int64],
-    numbers: npt.NDArray[np.int64],
-    spelled: npt.NDArray[np.int64],
-    integers: npt.NDArray[np.int64],
-    valid: npt.NDArray[np.bool_],
-    out: npt.NDArray[np.uint8],
-    pos: int,
-    write: bool,
-) -> int:
+def _row(r: int, columns: _Columns, out: npt.NDArray[np.uint8], pos: int, write: bool) -> int:
     """Size or write row ``r``: each field's literal, then its value; then the end literal.
 
     ``numbers`` hold micro-units (``round(v * 10**6)``) unless ``spelled`` names the row's
     text for that value in the text columns; ``valid`` is per field.
     """
+    (kinds, column, lit, lit_off, text_buf, text_start, text_end, numbers, spelled, integers,
+     valid) = columns  # fmt: skip
     for f in range(kinds.shape[0]):
         a, b = int(lit_off[f]), int(lit_off[f + 1])
         pos = _put(lit, a, b, out, pos) if write else pos + b - a
@@ -223,53 +224,20 @@ def _row(
 
 
 @njit
-def _sizes(
-    n: int,
-    kinds: npt.NDArray[np.int64],
-    column: npt.NDArray[np.int64],
-    lit: npt.NDArray[np.uint8],
-    lit_off: npt.NDArray[np.int64],
-    text_buf: npt.NDArray[np.uint8],
-    text_start: npt.NDArray[np.int64],
-    text_end: npt.NDArray[np.int64],
-    numbers: npt.NDArray[np.int64],
-    spelled: npt.NDArray[np.int64],
-    integers: npt.NDArray[np.int64],
-    valid: npt.NDArray[np.bool_],
-) -> npt.NDArray[np.int64]:
+def _sizes(n: int, columns: _Columns) -> npt.NDArray[np.int64]:
     starts = np.zeros(n + 1, dtype=np.int64)
     scratch = np.empty(0, dtype=np.uint8)
     for r in range(n):
-        starts[r + 1] = _row(
-            r, kinds, column, lit, lit_off, text_buf, text_start, text_end, numbers, spelled,
-            integers, valid, scratch, starts[r], False,
-        )  # fmt: skip
+        starts[r + 1] = _row(r, columns, scratch, starts[r], False)
     return starts
 
 
 @njit
 def _write(
-    kinds: npt.NDArray[np.int64],
-    column: npt.NDArray[np.int64],
-    lit: npt.NDArray[np.uint8],
-    lit_off: npt.NDArray[np.int64],
-    text_buf: npt.NDArray[np.uint8],
-    text_start: npt.NDArray[np.int64],
-    text_end: npt.NDArray[np.int64],
-    numbers: npt.NDArray[np.int64],
-    spelled: npt.NDArray[np.int64],
-    integers: npt.NDArray[np.int64],
-    valid: npt.NDArray[np.bool_],
-    starts: npt.NDArray[np.int64],
-    out: npt.NDArray[np.uint8],
-    r0: int,
-    r1: int,
+    columns: _Columns, starts: npt.NDArray[np.int64], out: npt.NDArray[np.uint8], r0: int, r1: int
 ) -> None:
     for r in range(r0, r1):
-        _row(
-            r, kinds, column, lit, lit_off, text_buf, text_start, text_end, numbers, spelled,
-            integers, valid, out, starts[r], True,
-        )  # fmt: skip
+        _row(r, columns, out, starts[r], True)
 
 
 def _micro_units(values: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.int64], list[int]]:
@@ -360,15 +328,15 @@ def records(template: Template, n: int) -> tuple[npt.NDArray[np.uint8], npt.NDAr
     lit = np.frombuffer(b"".join(parts) + b" ", dtype=np.uint8)
     lit_off = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([len(p) for p in parts], out=lit_off[1:])
-    args = (
+    columns = (
         kinds, column, lit, lit_off, text_buf, text_start, text_end,
         _matrix(numbers, n), spelled, _matrix(integers, n), valid,
     )  # fmt: skip
-    starts = _sizes(n, *args)
+    starts = _sizes(n, columns)
     out = np.empty(int(starts[-1]), dtype=np.uint8)
     cuts = np.linspace(0, n, _threads_for(n) + 1).astype(np.int64).tolist()
     with ThreadPoolExecutor(max(len(cuts) - 1, 1)) as pool:
-        for done in [pool.submit(_write, *args, starts, out, a, b) for a, b in pairwise(cuts)]:
+        for done in [pool.submit(_write, columns, starts, out, a, b) for a, b in pairwise(cuts)]:
             done.result()
     return out, starts
 
