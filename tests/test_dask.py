@@ -635,3 +635,18 @@ def test_an_in_memory_store_inserts_the_cluster_s_scores(client: Any) -> None:
         N * 2 * 2
     )
     assert store.sql("SELECT count(*) FROM run_files").item() == 0
+
+
+def test_a_run_whose_folder_is_gone_loses_its_rows_and_nothing_else(
+    client: Any, tmp_path: Path
+) -> None:
+    import shutil
+
+    store, source = stored(tmp_path)
+    (first,) = store.rescore(["contains"], runs=source, batch_size=80, dask=client)
+    (second,) = store.rescore(["rouge-l"], runs=source, batch_size=80, dask=client)
+    want = rows(store, second)
+    shutil.rmtree(tmp_path / "runs.duckdb.runs" / "scores" / f"run_id={first}")
+    counts = store.sql("SELECT run_id, count(*) FROM scores GROUP BY run_id").rows()
+    assert dict(counts) == {source: N * 3, second: N * 3}
+    same(want, rows(store, second))

@@ -6,8 +6,8 @@ statistics) next to the store file. The store's single writer moves the parts th
 registers them in ``run_files`` in the rescore's transaction; the ``scores`` and
 ``sample_stats`` views then read the stored tables and every registered run's files
 (``read_parquet`` with the ``run_id=`` folders as a partition, so a query for one run opens
-no other run's files). No row passes through the writer, so a run of any size registers in
-the time it takes to list its files.
+no other run's files; rows of folders no registration names are left out). No row passes
+through the writer, so a run of any size registers in the time it takes to list its files.
 
 The views name the folder by its absolute path, written again when the store file has moved
 (checked when a ``Store`` opens it). Files of a run that never committed (a process killed
@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from evalframe.core._errors import StoreError
 from evalframe.store._connect import execute, fetch, files_root
 
 if TYPE_CHECKING:
@@ -95,18 +96,17 @@ def in_place_views(con: duckdb.DuckDBPyConnection) -> None:
         ]
         names = ", ".join(name for name, _ in columns)
         statement = f"CREATE OR REPLACE VIEW {view} AS SELECT {names} FROM {table}"
-        runs = [
-            r
-            for (r,) in execute(
-                con, "SELECT run_id FROM run_files WHERE relation = ? ORDER BY run_id", [view]
-            )
-        ]
-        if runs and root is not None:
-            globs = ", ".join(_quoted(str(_folder(root, view, r) / "*.parquet")) for r in runs)
+        registered = fetch(con, "SELECT count(*) FROM run_files WHERE relation = ?", [view])
+        if registered and root is not None:
+            # One glob over every run's folder, kept to the registered runs: a run whose
+            # folder went missing loses its rows instead of failing every query, and a
+            # constant run_id filter still opens no other run's files.
+            files = _quoted(str(Path(root) / view / "*" / "*.parquet"))
             cast = ", ".join(f"CAST({name} AS {kind}) AS {name}" for name, kind in columns)
             statement += (
-                f" UNION ALL SELECT {cast} FROM read_parquet([{globs}], hive_partitioning = true,"
-                " hive_types = {'run_id': VARCHAR})"
+                f" UNION ALL SELECT {cast} FROM read_parquet({files}, hive_partitioning = true,"
+                " hive_types = {'run_id': VARCHAR}) WHERE run_id IN "
+                f"(SELECT run_id FROM run_files WHERE relation = {_quoted(view)})"
             )
         execute(con, statement)
     if root is not None:
@@ -149,8 +149,14 @@ def register(
     in_place_views(con)
 
 
-def discard(store_path: str, run_id: str) -> None:
-    """Remove run ``run_id``'s files (its registration did not commit)."""
+def discard(con: duckdb.DuckDBPyConnection, store_path: str, run_id: str) -> None:
+    """Remove run ``run_id``'s files after a failure, unless its registration committed
+    (or cannot be checked: the next registration removes what is left unregistered)."""
+    try:
+        if fetch(con, "SELECT count(*) FROM run_files WHERE run_id = ?", [run_id]):
+            return
+    except StoreError:
+        return
     for view in IN_PLACE:
         shutil.rmtree(_folder(files_root(store_path), view, run_id), ignore_errors=True)
 

@@ -245,7 +245,7 @@ def scoring_connection(
             yield con, parts
         except BaseException:
             if not connector.in_memory:
-                discard(connector.path, run_id)  # moved in, but never committed
+                discard(con, connector.path, run_id)  # moved in, but never committed
             raise
         finally:
             if parts is not None:
