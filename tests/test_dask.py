@@ -650,3 +650,23 @@ def test_a_run_whose_folder_is_gone_loses_its_rows_and_nothing_else(
     counts = store.sql("SELECT run_id, count(*) FROM scores GROUP BY run_id").rows()
     assert dict(counts) == {source: N * 3, second: N * 3}
     same(want, rows(store, second))
+
+
+def test_a_store_copied_without_its_folder_reads_its_tables_until_the_folder_comes(
+    client: Any, tmp_path: Path
+) -> None:
+    import shutil
+
+    (tmp_path / "a").mkdir()
+    store, source = stored(tmp_path / "a")
+    (there,) = store.rescore(["contains"], runs=source, batch_size=80, dask=client)
+    want = rows(store, there)
+    (tmp_path / "b").mkdir()
+    copy = tmp_path / "b" / "runs.duckdb"
+    shutil.copy(tmp_path / "a" / "runs.duckdb", copy)
+    alone = Store(copy)
+    counts = alone.sql("SELECT run_id, count(*) FROM scores GROUP BY run_id").rows()
+    assert counts == [(source, N * 3)]
+    assert alone.sql("SELECT count(*) FROM sample_stats WHERE run_id = ?", [there]).item() == 0
+    shutil.copytree(tmp_path / "a" / "runs.duckdb.runs", tmp_path / "b" / "runs.duckdb.runs")
+    same(want, rows(Store(copy), there))

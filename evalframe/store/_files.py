@@ -9,9 +9,11 @@ registers them in ``run_files`` in the rescore's transaction; the ``scores`` and
 no other run's files; rows of folders no registration names are left out). No row passes
 through the writer, so a run of any size registers in the time it takes to list its files.
 
-The views name the folder by its absolute path, written again when the store file has moved
-(checked when a ``Store`` opens it). Files of a run that never committed (a process killed
-between moving them and its commit) are not in any view; the next registration removes them.
+The views name the folder by its absolute path, written again when the store file has moved,
+or when its folder is gone or back (checked when a ``Store`` opens it): a file copied without
+its folder reads its tables instead of failing every query. Files of a run that never
+committed (a process killed between moving them and its commit) are not in any view; the
+next registration removes them.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ __all__ = [
     "discard",
     "in_a_file",
     "in_place_views",
-    "moved",
     "register",
+    "stale",
 ]
 
 SCORES_TABLE: Final = "stored_scores"
@@ -70,6 +72,21 @@ def _folder(root: Path | str, view: str, run_id: str) -> Path:
     return Path(root) / view / f"run_id={run_id}"
 
 
+def _branches(con: duckdb.DuckDBPyConnection, root: str | None) -> dict[str, bool]:
+    """Per view, whether it reads files: some run registered them and some are there (a
+    store file copied without its folder reads its tables instead of failing every query)."""
+    return {
+        view: root is not None
+        and bool(fetch(con, "SELECT count(*) FROM run_files WHERE relation = ?", [view]))
+        and next((Path(root) / view).glob("*/*.parquet"), None) is not None
+        for view in IN_PLACE
+    }
+
+
+def _signature(root: str | None, branches: dict[str, bool]) -> str:
+    return f"{root}|{','.join(v for v, files in branches.items() if files)}"
+
+
 def in_place_views(con: duckdb.DuckDBPyConnection) -> None:
     """(Re)create the ``scores`` and ``sample_stats`` views over their tables and files.
 
@@ -84,6 +101,7 @@ def in_place_views(con: duckdb.DuckDBPyConnection) -> None:
         return
     path = _store_path(con)
     root = files_root(path) if path is not None else None
+    branches = _branches(con, root)
     for view, table in IN_PLACE.items():
         columns = [
             (name, kind)
@@ -96,12 +114,11 @@ def in_place_views(con: duckdb.DuckDBPyConnection) -> None:
         ]
         names = ", ".join(name for name, _ in columns)
         statement = f"CREATE OR REPLACE VIEW {view} AS SELECT {names} FROM {table}"
-        registered = fetch(con, "SELECT count(*) FROM run_files WHERE relation = ?", [view])
-        if registered and root is not None:
+        if branches[view]:
             # One glob over every run's folder, kept to the registered runs: a run whose
             # folder went missing loses its rows instead of failing every query, and a
             # constant run_id filter still opens no other run's files.
-            files = _quoted(str(Path(root) / view / "*" / "*.parquet"))
+            files = _quoted(str(Path(str(root)) / view / "*" / "*.parquet"))
             cast = ", ".join(f"CAST({name} AS {kind}) AS {name}" for name, kind in columns)
             statement += (
                 f" UNION ALL SELECT {cast} FROM read_parquet({files}, hive_partitioning = true,"
@@ -110,17 +127,19 @@ def in_place_views(con: duckdb.DuckDBPyConnection) -> None:
             )
         execute(con, statement)
     if root is not None:
-        execute(con, "INSERT OR REPLACE INTO meta VALUES (?, ?)", [_ROOT_KEY, root])
+        signature = _signature(root, branches)
+        execute(con, "INSERT OR REPLACE INTO meta VALUES (?, ?)", [_ROOT_KEY, signature])
 
 
-def moved(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether the views name another folder than this store file's (it was moved or
-    renamed since a run registered files)."""
+def stale(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the views no longer match the files: the store file was moved or renamed
+    since a run registered files, or its folder is gone, or came back."""
     path = _store_path(con)
     if path is None or not fetch(con, "SELECT count(*) FROM run_files"):
         return False
+    root = files_root(path)
     recorded = fetch(con, "SELECT value FROM meta WHERE key = ?", [_ROOT_KEY])
-    return bool(recorded != files_root(path))
+    return bool(recorded != _signature(root, _branches(con, root)))
 
 
 def register(

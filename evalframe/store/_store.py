@@ -16,7 +16,7 @@ from evalframe.core import _seam
 from evalframe.core._errors import StoreError
 from evalframe.store import _calibrations, _read, _schema
 from evalframe.store._connect import MEMORY, Connector, execute, fetch
-from evalframe.store._files import in_place_views, moved
+from evalframe.store._files import in_place_views, stale
 from evalframe.store._sandbox import user_query
 from evalframe.store._write import transaction, write_run
 
@@ -84,8 +84,8 @@ class Store:
         if self._connector.exists and not self._connector.in_memory:
             with self._connector.connect(write=False) as con:
                 version = _version(con)
-                stale = version == _schema.SCHEMA_VERSION and moved(con)
-            if stale:  # the file moved since a run registered files: the views follow it
+                outdated = version == _schema.SCHEMA_VERSION and stale(con)
+            if outdated:  # moved, or its files gone or back: the views follow the files
                 with self._connector.connect(write=True) as con, transaction(con):
                     in_place_views(con)
             if version == _schema.SCHEMA_VERSION:
