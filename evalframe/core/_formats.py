@@ -28,7 +28,7 @@ import yaml
 
 from evalframe.core import schema as C
 from evalframe.core._errors import DatasetError
-from evalframe.core._parquet_source import open_source, parquet_files
+from evalframe.core._parquet_source import open_source, parquet_files, source_stem
 from evalframe.core._yaml import (
     MAX_ALIAS_NODES,
     MAX_DEPTH,
@@ -210,10 +210,7 @@ def read_parquet_source(text: str, name: str | None) -> Records:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    plain = text.split("://", 1)[-1]
-    for mark in ("*", "?", "["):
-        plain = plain.split(mark, 1)[0]
-    stem = Path(plain.rstrip("/-_.")).stem or "dataset"
+    stem = source_stem(text)
     source = columnar_source(name or stem, "Parquet", text)
     files = parquet_files(text)
     if not files:

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from evalframe.core._errors import DatasetError
 
-__all__ = ["is_parquet_source", "is_url", "open_source", "parquet_files"]
+__all__ = ["is_parquet_source", "is_url", "open_source", "parquet_files", "source_stem"]
 
 _GLOB: Final = ("*", "?", "[")
 
@@ -30,6 +30,15 @@ def is_parquet_source(source: str | os.PathLike[str]) -> bool:
     a URL (a single local ``.parquet`` file reads in-process as saved outputs always have)."""
     text = os.fspath(source)
     return "://" in text or any(c in text for c in _GLOB) or Path(text).is_dir()
+
+
+def source_stem(source: str) -> str:
+    """The name a source suggests: the last part of its path before any glob, without its
+    extension (``golden`` for ``s3://bucket/golden/*.parquet``)."""
+    plain = source.split("://", 1)[-1]
+    for mark in _GLOB:
+        plain = plain.split(mark, 1)[0]
+    return Path(plain.rstrip("/-_.")).stem or "dataset"
 
 
 def _filesystem(source: str) -> tuple[Any, str]:

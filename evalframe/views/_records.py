@@ -106,23 +106,25 @@ def _digits(n: int, out: npt.NDArray[np.uint8], pos: int, width: int, write: boo
 
 
 @njit(inline="always")
+def _sign(n: int, out: npt.NDArray[np.uint8], pos: int, write: bool) -> int:
+    """A minus sign when ``n`` is negative; the position after it."""
+    if n >= 0:
+        return pos
+    if write:
+        out[pos] = 45
+    return pos + 1
+
+
+@njit(inline="always")
 def _integer(n: int, out: npt.NDArray[np.uint8], pos: int, write: bool) -> int:
-    if n < 0:
-        if write:
-            out[pos] = 45
-        pos += 1
-        n = -n
-    return _digits(n, out, pos, 1, write)
+    return _digits(abs(n), out, _sign(n, out, pos, write), 1, write)
 
 
 @njit(inline="always")
 def _micros(n: int, out: npt.NDArray[np.uint8], pos: int, write: bool) -> int:
     """``n / 10**6`` as Python's ``repr`` writes it (``n`` not 0)."""
-    if n < 0:
-        if write:
-            out[pos] = 45
-        pos += 1
-        n = -n
+    pos = _sign(n, out, pos, write)
+    n = abs(n)
     if n < 100:  # below 1e-4: 5e-06, 1.2e-05, 9e-05
         if n < 10:
             pos = _digits(n, out, pos, 1, write)
