@@ -187,7 +187,7 @@ def test_kernels_compile_when_no_cache_directory_is_writable(
     def add(x: int, y: int) -> int:
         return x + y
 
-    from evalframe.metrics._njit import njit
+    from evalframe.core._njit import njit
 
     assert njit(add)(1, 2) == 3
 

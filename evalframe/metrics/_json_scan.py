@@ -17,10 +17,11 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from evalframe.metrics._njit import njit
+from evalframe.core._json_bytes import hex4, put_utf8
+from evalframe.core._njit import njit
 from evalframe.metrics._text import utf8_buffers
 
-__all__ = ["JSON_ERRORS", "KINDS", "hex4", "json_leaves", "put_utf8"]
+__all__ = ["JSON_ERRORS", "KINDS", "json_leaves"]
 
 KINDS = ("null", "false", "true", "number", "string", "empty object", "empty array")
 """Leaf kinds, indexed by the ``kind`` code :func:`json_leaves` returns."""
@@ -58,48 +59,6 @@ def _room(arr: Any, used: int, extra: int) -> Any:
     bigger = np.empty(max(2 * len(arr), used + extra), dtype=arr.dtype)
     bigger[:used] = arr[:used]
     return bigger
-
-
-@njit
-def put_utf8(out: Any, n: int, cp: int) -> int:
-    """Write code point ``cp`` as UTF-8 at ``out[n]``; the position after it."""
-    if cp < 0x80:
-        out[n] = cp
-        return n + 1
-    if cp < 0x800:
-        out[n] = 0xC0 | (cp >> 6)
-        out[n + 1] = 0x80 | (cp & 0x3F)
-        return n + 2
-    if cp < 0x10000:
-        out[n] = 0xE0 | (cp >> 12)
-        out[n + 1] = 0x80 | ((cp >> 6) & 0x3F)
-        out[n + 2] = 0x80 | (cp & 0x3F)
-        return n + 3
-    out[n] = 0xF0 | (cp >> 18)
-    out[n + 1] = 0x80 | ((cp >> 12) & 0x3F)
-    out[n + 2] = 0x80 | ((cp >> 6) & 0x3F)
-    out[n + 3] = 0x80 | (cp & 0x3F)
-    return n + 4
-
-
-@njit
-def hex4(buf: Any, pos: int, end: int) -> int:
-    """The value of four hex digits at ``pos``, or -1."""
-    if pos + 4 > end:
-        return -1
-    v = 0
-    for k in range(pos, pos + 4):
-        c = buf[k]
-        if 0x30 <= c <= 0x39:
-            d = c - 0x30
-        elif 0x41 <= c <= 0x46:
-            d = c - 0x41 + 10
-        elif 0x61 <= c <= 0x66:
-            d = c - 0x61 + 10
-        else:
-            return -1
-        v = v * 16 + d
-    return v
 
 
 @njit

@@ -30,7 +30,7 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.core._errors import MetricError
-from evalframe.metrics._njit import njit
+from evalframe.core._njit import njit
 from evalframe.metrics._text import (
     _ASCII_LOWER,
     _PRIME,

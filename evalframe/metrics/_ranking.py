@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from evalframe.metrics._njit import njit
+from evalframe.core._njit import njit
 
 __all__ = [
     "dedupe_lists",

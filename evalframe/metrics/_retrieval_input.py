@@ -21,8 +21,15 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.core._errors import MetricError
-from evalframe.metrics._json_scan import hex4, put_utf8
-from evalframe.metrics._njit import njit
+from evalframe.core._json_bytes import (
+    JSON_WS,
+    PLAIN,
+    json_string,
+    member_key,
+    next_member,
+    skip_ws,
+)
+from evalframe.core._njit import njit
 from evalframe.metrics._ranking import dedupe_lists, flat
 from evalframe.metrics._text import utf8_buffers
 
@@ -202,79 +209,11 @@ _TEXT_KEY = np.frombuffer(b"text", np.uint8)
 _TRUE = np.frombuffer(b"true", np.uint8)
 _FALSE = np.frombuffer(b"false", np.uint8)
 _NULL = np.frombuffer(b"null", np.uint8)
-# bytes a JSON string holds as they are (not '"', '\' or a control character)
-_PLAIN = np.ones(256, np.bool_)
-_PLAIN[[*range(32), ord('"'), ord("\\")]] = False
-_JSON_WS = np.zeros(256, np.bool_)
-_JSON_WS[[9, 10, 13, 32]] = True
-_PHP_WS = _JSON_WS.copy()  # what PHP's trim() strips
+_PHP_WS = JSON_WS.copy()  # what PHP's trim() strips
 _PHP_WS[[0, 11]] = True
 # UTF-8 lead byte bits and continuation count by code point size
 _QUOTE, _BACKSLASH, _COLON, _COMMA = 34, 92, 58, 44
 _OPEN_ARRAY, _CLOSE_ARRAY, _OPEN_OBJECT, _CLOSE_OBJECT = 91, 93, 123, 125
-
-
-@njit
-def _skip_ws(data: Any, p: int, end: int) -> int:
-    while p < end and _JSON_WS[data[p]]:
-        p += 1
-    return p
-
-
-@njit
-def _string(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, int]:
-    """Decode the JSON string opening at ``p`` into ``out[o:]``.
-
-    Returns the position after it and the end of the decoded bytes, or (-1, -1) where
-    Python's reader fails (control character, bad escape, no closing quote) or would keep a
-    lone surrogate (the exact reader reports those). The decoded text is never longer than
-    the JSON that spells it.
-    """
-    p += 1
-    while p < end:
-        c = data[p]
-        if _PLAIN[c]:
-            out[o] = c
-            o += 1
-            p += 1
-            continue
-        if c == _QUOTE:
-            return p + 1, o
-        if c != _BACKSLASH or p + 1 >= end:
-            return -1, -1
-        e = data[p + 1]
-        p += 2
-        if e in (_QUOTE, _BACKSLASH, 47):
-            out[o] = e
-        elif e == 98:
-            out[o] = 8
-        elif e == 102:
-            out[o] = 12
-        elif e == 110:
-            out[o] = 10
-        elif e == 114:
-            out[o] = 13
-        elif e == 116:
-            out[o] = 9
-        elif e == 117:
-            cp = hex4(data, p, end)
-            if cp < 0 or 0xDC00 <= cp <= 0xDFFF:
-                return -1, -1
-            p += 4
-            if 0xD800 <= cp <= 0xDBFF:
-                if p + 1 >= end or data[p] != _BACKSLASH or data[p + 1] != 117:
-                    return -1, -1
-                low = hex4(data, p + 2, end)
-                if not 0xDC00 <= low <= 0xDFFF:
-                    return -1, -1
-                p += 6
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
-            o = put_utf8(out, o, cp)
-            continue
-        else:
-            return -1, -1
-        o += 1
-    return -1, -1
 
 
 @njit
@@ -323,39 +262,11 @@ def _scalar(data: Any, p: int, end: int) -> int:
 
 
 @njit
-def _key(data: Any, p: int, end: int, scratch: Any) -> tuple[int, int]:
-    """Read ``"key" :`` at ``p`` into ``scratch``: the value's position and the key's length,
-    or (-1, -1)."""
-    if p >= end or data[p] != _QUOTE:
-        return -1, -1
-    p, k = _string(data, p, end, scratch, 0)
-    if p < 0:
-        return -1, -1
-    p = _skip_ws(data, p, end)
-    if p >= end or data[p] != _COLON:
-        return -1, -1
-    p = _skip_ws(data, p + 1, end)
-    return (p, k) if p < end else (-1, -1)
-
-
-@njit
 def _ignored(data: Any, p: int, end: int, scratch: Any) -> int:
     """The position after a string or scalar value at ``p`` (-1 for anything else)."""
     if data[p] == _QUOTE:
-        return _string(data, p, end, scratch, 0)[0]
+        return json_string(data, p, end, scratch, 0)[0]
     return _scalar(data, p, end)
-
-
-@njit
-def _next(data: Any, p: int, end: int, close: int) -> tuple[int, bool]:
-    """After a member: (position of the next one, False) after a comma, (position after the
-    ``close`` bracket, True) at the end, or (-1, True)."""
-    p = _skip_ws(data, p, end)
-    if p < end and data[p] == _COMMA:
-        return _skip_ws(data, p + 1, end), False
-    if p < end and data[p] == close:
-        return p + 1, True
-    return -1, True
 
 
 @njit
@@ -365,21 +276,21 @@ def _entry(
     """Read an ``{id, text, ...}`` object at ``p``: the position after it (-1: not read), the
     end of its id in ``ids`` (``i0`` or less: no usable id) and of its text in ``texts``."""
     id_stop, text_stop = -1, t0
-    p = _skip_ws(data, p + 1, end)
+    p = skip_ws(data, p + 1, end)
     if p < end and data[p] == _CLOSE_OBJECT:
         return p + 1, id_stop, text_stop
     done = False
     while not done:
-        p, k = _key(data, p, end, scratch)
+        p, k = member_key(data, p, end, scratch)
         if p < 0:
             return -1, -1, -1
         is_id = _equals(scratch, 0, k, _ID_KEY)
         is_text = _equals(scratch, 0, k, _TEXT_KEY)
         # a repeated key keeps its last value, as Python's and PHP's decoders do
         if is_id and data[p] == _QUOTE:
-            p, id_stop = _string(data, p, end, ids, i0)
+            p, id_stop = json_string(data, p, end, ids, i0)
         elif is_text and data[p] == _QUOTE:
-            p, text_stop = _string(data, p, end, texts, t0)
+            p, text_stop = json_string(data, p, end, texts, t0)
         else:
             p = _ignored(data, p, end, scratch)
             if is_id:
@@ -388,7 +299,7 @@ def _entry(
                 text_stop = t0
         if p < 0:
             return -1, -1, -1
-        p, done = _next(data, p, end, _CLOSE_OBJECT)
+        p, done = next_member(data, p, end, _CLOSE_OBJECT)
         if p < 0:
             return -1, -1, -1
     return p, id_stop, text_stop
@@ -398,13 +309,13 @@ def _entry(
 def _wrapped(data: Any, p: int, end: int, scratch: Any) -> int:
     """The position of the last ``"retrieved"`` array of the object at ``p`` whose other
     values are strings or scalars and which ends at ``end``; -2 for ``{}``, -1 otherwise."""
-    p = _skip_ws(data, p + 1, end)
+    p = skip_ws(data, p + 1, end)
     if p < end and data[p] == _CLOSE_OBJECT:
         return -2 if p + 1 == end else -1
     at = -1
     done = False
     while not done:
-        p, k = _key(data, p, end, scratch)
+        p, k = member_key(data, p, end, scratch)
         if p < 0:
             return -1
         if _equals(scratch, 0, k, _RETRIEVED_KEY):
@@ -416,7 +327,7 @@ def _wrapped(data: Any, p: int, end: int, scratch: Any) -> int:
             while p < end:
                 c = data[p]
                 if c == _QUOTE:
-                    p = _string(data, p, end, scratch, 0)[0]
+                    p = json_string(data, p, end, scratch, 0)[0]
                     if p < 0:
                         return -1
                     continue
@@ -434,7 +345,7 @@ def _wrapped(data: Any, p: int, end: int, scratch: Any) -> int:
             p = _ignored(data, p, end, scratch)
             if p < 0:
                 return -1
-        p, done = _next(data, p, end, _CLOSE_OBJECT)
+        p, done = next_member(data, p, end, _CLOSE_OBJECT)
         if p < 0:
             return -1
     return at if p == end else -1
@@ -487,7 +398,7 @@ def _scan_retrieval(data: Any, offsets: Any, valid: Any) -> tuple[Any, ...]:
                 continue
             p = at
         first, bad = n, False
-        p = _skip_ws(data, p + 1, end)
+        p = skip_ws(data, p + 1, end)
         done = p < end and data[p] == _CLOSE_ARRAY
         p += done
         while not done:
@@ -499,14 +410,14 @@ def _scan_retrieval(data: Any, offsets: Any, valid: Any) -> tuple[Any, ...]:
                 # the usual id: plain bytes up to the closing quote, copied here (a call per
                 # id costs more than the copy); anything else is decoded by _string
                 q, id_stop = p + 1, i0
-                while q < end and _PLAIN[data[q]]:
+                while q < end and PLAIN[data[q]]:
                     ids[id_stop] = data[q]
                     id_stop += 1
                     q += 1
                 if q < end and data[q] == _QUOTE:
                     p = q + 1
                 else:
-                    p, id_stop = _string(data, p, end, ids, i0)
+                    p, id_stop = json_string(data, p, end, ids, i0)
                 text_stop = t0
             elif data[p] == _OPEN_OBJECT:
                 has_text[r] = True
@@ -522,10 +433,10 @@ def _scan_retrieval(data: Any, offsets: Any, valid: Any) -> tuple[Any, ...]:
                     id_end, text_end = _grow(id_end), _grow(text_end)
                 n += 1
                 id_end[n], text_end[n] = id_stop, text_stop
-            while p < end and _JSON_WS[data[p]]:
+            while p < end and JSON_WS[data[p]]:
                 p += 1
             if p < end and data[p] == _COMMA:
-                p = _skip_ws(data, p + 1, end)
+                p = skip_ws(data, p + 1, end)
             elif p < end and data[p] == _CLOSE_ARRAY:
                 p += 1
                 done = True

@@ -46,7 +46,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from evalframe.metrics._njit import njit, numba_object
+from evalframe.core._njit import njit, numba_object
 
 __all__ = ["TOKEN_PATTERN", "intern", "intern_texts", "tokens", "utf8_buffers"]
 

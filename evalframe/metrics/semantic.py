@@ -26,8 +26,8 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._errors import MetricError
+from evalframe.core._njit import njit
 from evalframe.metrics._batched import batched, sample_error, type_error
-from evalframe.metrics._njit import njit
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Range, Scored, format_value
 from evalframe.metrics._text import tokens

@@ -26,9 +26,9 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.core import schema as C
+from evalframe.core._njit import njit
 from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN, Expectations
 from evalframe.metrics._batched import batched
-from evalframe.metrics._njit import njit
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Derived, Range, Scored
 from evalframe.metrics._text import IdArray, OffsetArray, intern

@@ -48,8 +48,8 @@ import numpy.typing as npt
 import orjson
 import polars as pl
 
+from evalframe.core._njit import njit
 from evalframe.metrics._lcs import _threads_for
-from evalframe.metrics._njit import njit
 from evalframe.metrics._text import utf8_buffers
 from evalframe.views._report import _python_floats
 

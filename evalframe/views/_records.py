@@ -32,8 +32,8 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from evalframe.core._njit import njit
 from evalframe.metrics._lcs import _threads_for
-from evalframe.metrics._njit import njit
 from evalframe.metrics._text import utf8_buffers
 
 __all__ = ["Template", "records"]

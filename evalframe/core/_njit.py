@@ -9,7 +9,7 @@ needs (an intrinsic, say) is named with ``numba_object("numba.module", "name")``
 imported the same way, when the first kernel that reads it compiles.
 
 Examples:
-    >>> from evalframe.metrics._njit import njit
+    >>> from evalframe.core._njit import njit
     >>> @njit
     ... def add(x, y):
     ...     return x + y
