@@ -21,6 +21,7 @@ family's brier-score, calibration-error and discrimination), kept as a Float64 c
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -33,6 +34,7 @@ import yaml
 from evalframe.core import schema as C
 from evalframe.core._contexts import CONTEXTS, _BadContexts, contexts_columns, parse_contexts
 from evalframe.core._dataset import Dataset
+from evalframe.core._dataset_columns import first_surrogate
 from evalframe.core._errors import DatasetError
 from evalframe.core._formats import (
     decode_utf8,
@@ -63,6 +65,9 @@ __all__ = [
 
 _SUBJECT: Final = "Saved outputs file"
 MAX_LISTED_IDS: Final = 20
+# A map-form file from this size on is read by one compiled pass first (core/_outputs_map.py);
+# below it Python's json module is as fast, and numba stays unloaded.
+_COMPILED_FROM: Final = 4 << 20
 _INTEGER_TEXT: Final = re.compile(r"\s*[+-]?[0-9]+\s*")
 CONFIDENCE: Final = "confidence"
 # Typed numeric fields an entry may carry: the operational ones and the system's confidence.
@@ -105,6 +110,12 @@ def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
     suffix = file.suffix.lower()
     if suffix == ".parquet":
         return _from_parquet(data, where)
+    if len(data) >= _COMPILED_FROM and suffix not in {".jsonl", ".csv", ".yaml", ".yml"}:
+        from evalframe.core._outputs_map import outputs_map  # imports numpy and numba
+
+        frame = outputs_map(data.removeprefix(codecs.BOM_UTF8))
+        if frame is not None:
+            return frame
     text = decode_utf8(data, where, _SUBJECT)
     if not text.strip():
         raise DatasetError(f"{where}: {_SUBJECT} must not be empty.")
@@ -503,7 +514,33 @@ def _frame(
         raise duplicate_output(where, repeated[0])
     schema: dict[str, pl.DataType] = {C.SAMPLE_ID: pl.String(), C.ACTUAL_OUTPUT: pl.String()}
     schema.update({c: _NUMBERS[c] for c in operational})
-    return pl.DataFrame({C.SAMPLE_ID: ids, C.ACTUAL_OUTPUT: texts, **operational}, schema)
+    try:
+        return pl.DataFrame({C.SAMPLE_ID: ids, C.ACTUAL_OUTPUT: texts, **operational}, schema)
+    except UnicodeEncodeError:
+        raise _lone_surrogate(ids, texts, where) from None
+
+
+def _lone_surrogate(ids: list[str], texts: list[str], where: str) -> DatasetError:
+    """The error for the first output whose id or text holds a lone surrogate (a ``\\udXXX``
+    escape without its pair), which no UTF-8 text can hold."""
+    index = first_surrogate(ids, texts)
+    assert index is not None  # the frame refused a string: one of them holds a surrogate
+    field, text = (C.SAMPLE_ID, ids[index]), (C.ACTUAL_OUTPUT, texts[index])
+    name, value = next(pair for pair in (field, text) if _has_surrogate(pair[1]))
+    bad = next(c for c in value if _has_surrogate(c)).encode("unicode_escape").decode("ascii")
+    sample = ids[index].encode("utf-8", "backslashreplace").decode("utf-8")
+    return DatasetError(
+        f"{where}: Saved output for sample '{sample}' (index {index}) holds a lone surrogate "
+        f"{bad} in field '{name}'; text must be valid Unicode."
+    )
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _type_name(value: object) -> str:

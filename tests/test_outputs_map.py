@@ -1,0 +1,162 @@
+"""The compiled reader of map-form saved outputs, against Python's json module as the oracle."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import write
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_outputs import outputs_error
+
+from evalframe.core import _outputs
+from evalframe.core._outputs import read_outputs
+from evalframe.core._outputs_map import outputs_map
+
+
+def expected_rows(document: bytes) -> list[tuple[str, str]]:
+    """The rows of a map-form document as Python's json module reads it."""
+    outputs = json.loads(document)["outputs"]
+    return [(str(key), value) for key, value in outputs.items()]
+
+
+# Text as users' outputs hold it: quotes, backslashes, control characters, non-ASCII, astral.
+texts = st.text(
+    st.characters(codec="utf-8") | st.sampled_from('"\\/\b\f\n\r\t\x00\x1f\u2028é😀'),
+    max_size=30,
+)
+ids = texts.filter(lambda s: s.strip() != "")
+spellings = st.sampled_from(
+    [
+        {},
+        {"ensure_ascii": False},
+        {"indent": 2},
+        {"indent": "\t", "ensure_ascii": False},
+        {"separators": (",", ":")},
+        {"separators": (" ,\r\n", " :\t")},
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(ids, texts, max_size=12), spellings)
+def test_vouches_for_every_map_of_strings_and_reads_it_as_python_does(
+    outputs: dict[str, str], spelling: dict[str, object]
+) -> None:
+    document = json.dumps({"outputs": outputs}, **spelling).encode()  # type: ignore[arg-type]
+    frame = outputs_map(document)
+    assert frame is not None
+    assert frame.schema == pl.Schema({"sample_id": pl.String(), "actual_output": pl.String()})
+    assert frame.rows() == expected_rows(document)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        b'{"outputs": [{"id": "a", "actual_output": "x"}]}',  # the list form
+        b'{"run": "r1", "outputs": {"a": "x"}}',  # a member beside outputs
+        b'{"outputs": {"a": "x"}, "run": "r1"}',
+        b'{"outputs": {"a": 3}}',  # not a string
+        b'{"outputs": {"a": null}}',
+        b'{"outputs": {"": "x"}}',  # empty id
+        b'{"outputs": {" \\t": "x"}}',  # blank ids, as str.strip() sees them
+        b'{"outputs": {"\\u001c": "x"}}',
+        b'{"outputs": {"\\u00a0\\u2003": "x"}}',
+        b'{"outputs": {"a": "x", "a": "y"}}',  # repeated id
+        b'{"outputs": {}, "outputs": {"a": "x"}}',  # repeated member
+        b'{"outputs": {"a": "x\\ud800"}}',  # lone surrogates
+        b'{"outputs": {"a": "\\udc00x"}}',
+        b'{"outputs": {"a": "x\xff"}}',  # invalid UTF-8
+        b'{"outputs": {"\xc3": "x"}}',
+        b'{"outputs": {"a": "x\ny"}}',  # a raw control character
+        b'{"outputs": {"a": "\\x"}}',  # a bad escape
+        b'{"outputs": {"a": "x",}}',  # a trailing comma
+        b'{"outputs": {"a": "x"}} {}',  # data after the document
+        b'{"outputs": {"a": "x"}',  # cut short
+        b'{"outputs": {"a": "x"',
+        b'["outputs"]',
+        b"",
+    ],
+)
+def test_declines_what_the_exact_reader_must_judge(document: bytes) -> None:
+    assert outputs_map(document) is None
+
+
+def test_accepts_what_python_accepts_at_the_edges() -> None:
+    # an escaped key spelling "outputs", an empty map, a surrogate pair, a blank-looking id
+    # that is not blank, space around everything
+    document = b' \n{ "outp\\u0075ts" : { } } \r\n'
+    frame = outputs_map(document)
+    assert frame is not None
+    assert frame.height == 0
+    document = b'{"outputs": {"\\u200b": "\\ud83d\\ude00", "a": "\\/"}}'
+    frame = outputs_map(document)
+    assert frame is not None
+    assert frame.rows() == expected_rows(document) == [("\u200b", "😀"), ("a", "/")]
+
+
+@pytest.fixture
+def compiled_always(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file tries the compiled reader first, whatever its size."""
+    monkeypatch.setattr(_outputs, "_COMPILED_FROM", 0)
+
+
+@pytest.mark.usefixtures("compiled_always")
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"outputs": {"a": 3}}', "Saved output for sample 'a' must be a string; got int."),
+        ('{"outputs": {"": "x"}}', "Saved outputs contain an empty sample id."),
+        (
+            '{"outputs": {"a": "x", "b": "y", "a": "z"}}',
+            "Duplicate saved output for sample 'a'.",
+        ),
+        (
+            '{"outputs": {}, "outputs": {"a": "x"}}',
+            "Saved outputs file has the key 'outputs' more than once.",
+        ),
+        (
+            '{"outputs": {"a": "x", "\\u001c ": "y"}}',
+            "Saved outputs contain a blank sample id: key '\\x1c ' at index 1 of field "
+            "'outputs' is only whitespace; an id must be a non-empty string that is not only "
+            "whitespace.",
+        ),
+        (
+            '{"outputs": {"a": "x\\ud800y"}}',
+            "Saved output for sample 'a' (index 0) holds a lone surrogate \\ud800 in field "
+            "'actual_output'; text must be valid Unicode.",
+        ),
+        (
+            '{"outputs": {"b": "x", "a\\udc00": "y"}}',
+            "Saved output for sample 'a\\udc00' (index 1) holds a lone surrogate \\udc00 in "
+            "field 'sample_id'; text must be valid Unicode.",
+        ),
+    ],
+)
+def test_errors_keep_their_messages(tmp_path: Path, content: str, message: str) -> None:
+    path = write(tmp_path, "o.json", content)
+    assert outputs_error(path) == f"{path}: {message}"
+
+
+@pytest.mark.usefixtures("compiled_always")
+def test_invalid_utf8_keeps_its_message(tmp_path: Path) -> None:
+    path = write(tmp_path, "o.json", b'{"outputs": {"a": "\xff"}}')
+    assert outputs_error(path) == (
+        f"{path}: Saved outputs file is not valid UTF-8: byte 0xff at line 1 (byte offset 19) "
+        "is invalid start byte."
+    )
+
+
+def test_a_large_file_reads_as_a_small_one(tmp_path: Path) -> None:
+    # 5 MiB of ranked lists with a BOM, over the size where the compiled reader takes over
+    ranked = {f"q{i}": json.dumps([f"doc-{i * 7 + j}" for j in range(40)]) for i in range(9000)}
+    ranked["é 😀"] = 'line\n"quoted"\t\\'
+    document = json.dumps({"outputs": ranked}, ensure_ascii=False).encode()
+    assert len(document) >= _outputs._COMPILED_FROM
+    path = write(tmp_path, "o.json", b"\xef\xbb\xbf" + document)
+    frame = read_outputs(path)
+    assert frame.rows() == list(ranked.items())
+    assert outputs_map(document) is not None  # this file was read by the compiled pass
