@@ -726,6 +726,36 @@ def test_one_hundred_thousand_queries_from_json() -> None:
         assert ndcg[i] == pytest.approx(want["retrieval-ndcg-at-k"], abs=1e-12)
 
 
+def test_parsing_many_rows_in_parts_keeps_ids_texts_and_rows() -> None:
+    # Enough rows for one part per thread; texts only in the second half, ids short enough to
+    # sit in a string view and long enough not to, escapes and non-ASCII among them.
+    n = 20_000
+    bare = [
+        [f"d{i}", "a-long-document-id-" + "x" * (i % 7), "caf\u00e9", f"d{i}"] for i in range(n)
+    ]
+    objects = [[{"id": f"o{i}", "text": "t\n" * (i % 3)}, {"id": "é😀"}] for i in range(n)]
+    rows = [json.dumps(r) for r in bare] + [json.dumps(r) for r in objects]
+    parsed = retrieval.parse_retrieval(pl.Series(rows, dtype=pl.String))
+    want_ids = [list(dict.fromkeys(r)) for r in bare] + [[e["id"] for e in r] for r in objects]
+    want_texts = [None] * n + [[e.get("text", "") for e in r] for r in objects]
+    assert parsed.get_column("ids").to_list() == want_ids
+    assert parsed.get_column("texts").to_list() == want_texts
+    assert parsed.get_column("error").null_count() == 2 * n
+
+
+def test_short_ids_packed_tight_are_all_kept() -> None:
+    # One- and two-character ids without spaces: more entries than the scanner first makes
+    # room for (one per 8 bytes), so it scans again with room for every entry that can fit.
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    rows = [
+        [alphabet[(i + j) % 36] + alphabet[j // 36][: j % 2] for j in range(60)] for i in range(500)
+    ]
+    text = pl.Series([json.dumps(r, separators=(",", ":")) for r in rows])
+    parsed = retrieval.parse_retrieval(text)
+    assert parsed.get_column("ids").to_list() == [list(dict.fromkeys(r)) for r in rows]
+    assert parsed.get_column("error").null_count() == len(rows)
+
+
 def test_empty_frame_scores_to_an_empty_long_frame() -> None:
     frame = _frame([], [])
     scores = ef.score(frame, [ef.metrics.get(s) for s in [*RANKING, "answer-containment-at-k"]])

@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 
 from evalframe.core import schema as C
+from evalframe.core._arrow_text import string_array
 from evalframe.core._json_bytes import json_string, member_key, next_member, skip_ws
 from evalframe.core._njit import njit
 
@@ -97,17 +98,16 @@ def _scan(data: Any, ids: Any, texts: Any) -> tuple[int, Any, Any]:
 
 
 def _strings(n: int, offsets: Any, values: Any) -> Any:
-    """A large-string Arrow array of ``n`` strings, or None when they are not valid UTF-8."""
+    """An Arrow array of ``n`` strings, or None when they are not valid UTF-8."""
     import pyarrow as pa
 
-    array = pa.LargeStringArray.from_buffers(
-        n, pa.py_buffer(offsets[: n + 1]), pa.py_buffer(values[: offsets[n]])
-    )
     try:
-        array.validate(full=True)
+        pa.LargeStringArray.from_buffers(
+            n, pa.py_buffer(offsets[: n + 1]), pa.py_buffer(values[: offsets[n]])
+        ).validate(full=True)
     except pa.ArrowInvalid:
         return None
-    return array
+    return string_array(offsets[: n + 1], values)
 
 
 def outputs_map(data: bytes) -> pl.DataFrame | None:

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from evalframe.core._arrow_text import string_array
 from evalframe.core._errors import MetricError
 from evalframe.core._json_bytes import (
     JSON_WS,
@@ -34,7 +35,7 @@ from evalframe.metrics._ranking import dedupe_lists, flat
 from evalframe.metrics._text import utf8_buffers
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    pass
 
 __all__ = [
     "GAINS",
@@ -352,20 +353,15 @@ def _wrapped(data: Any, p: int, end: int, scratch: Any) -> int:
 
 
 @njit
-def _grow(a: Any) -> Any:
-    bigger = np.empty(2 * a.size, a.dtype)
-    bigger[: a.size] = a
-    return bigger
-
-
-@njit
-def _scan_retrieval(data: Any, offsets: Any, valid: Any) -> tuple[Any, ...]:
+def _scan_retrieval(data: Any, offsets: Any, valid: Any, room: int) -> tuple[Any, ...]:
     """Read every row that is an array (bare or the ``"retrieved"`` of an object) of id
     strings and ``{id, text}`` objects whose other values are strings or scalars.
 
     Returns the row status (``_OK``; ``_BAD_ENTRY``; ``_EXACT``: the exact reader must take
     the row), whether the row held an object, the rows' offsets into the entries, and the
-    entries' ids and texts as Arrow string buffers (bytes, then offsets).
+    entries' ids and texts as Arrow string buffers (bytes, then offsets); or, when more than
+    ``room`` entries are kept, a status array of size 0. (The entry offsets do not grow in
+    the loop: an array reassigned there costs a third of the scan.)
     """
     rows = offsets.size - 1
     status = np.zeros(rows, np.int8)
@@ -375,8 +371,9 @@ def _scan_retrieval(data: Any, offsets: Any, valid: Any) -> tuple[Any, ...]:
     ids = np.empty(size, np.uint8)
     texts = np.empty(size, np.uint8)
     scratch = np.empty(size, np.uint8)
-    id_end = np.zeros(rows + 16, np.int64)
-    text_end = np.zeros(rows + 16, np.int64)
+    id_end = np.empty(room + 1, np.int64)
+    text_end = np.empty(room + 1, np.int64)
+    id_end[0] = text_end[0] = 0
     n = 0  # entries kept so far
     for r in range(rows):
         row_off[r] = n
@@ -429,8 +426,8 @@ def _scan_retrieval(data: Any, offsets: Any, valid: Any) -> tuple[Any, ...]:
             if id_stop <= i0:
                 bad = True
             else:
-                if n + 1 == id_end.size:
-                    id_end, text_end = _grow(id_end), _grow(text_end)
+                if n == room:
+                    return status[:0], has_text, row_off, ids, id_end, texts, text_end
                 n += 1
                 id_end[n], text_end[n] = id_stop, text_stop
             while p < end and JSON_WS[data[p]]:
@@ -511,37 +508,45 @@ def _reject_empty_ids(rows: pl.DataFrame, aligned: str, message: str) -> pl.Data
     )
 
 
-def _from_buffers(offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8]) -> pa.Array:
-    """A large_string Arrow array from Arrow-style offsets and UTF-8 bytes."""
-    import pyarrow as pa
-
-    return pa.LargeStringArray.from_buffers(
-        offsets.size - 1, pa.py_buffer(offsets), pa.py_buffer(data[: offsets[-1]])
-    )
-
-
 _ROWS_PER_THREAD: Final = 4096
 
 
 def _scan_in_threads(
     data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64], valid: npt.NDArray[np.bool_]
 ) -> list[tuple[Any, ...]]:
-    """``_scan_retrieval`` over byte-balanced runs of rows, one per Polars thread (the kernel
-    releases the GIL); the results in row order."""
+    """``_scan_part`` over byte-balanced runs of rows, one per Polars thread (the kernels
+    release the GIL); the results in row order."""
     rows = offsets.size - 1
     parts = max(1, min(pl.thread_pool_size(), rows // _ROWS_PER_THREAD))
     if parts == 1:
-        return [_scan_retrieval(data, offsets, valid)]
+        return [_scan_part(data, offsets, valid)]
     targets = np.linspace(offsets[0], offsets[-1], parts + 1)[1:-1]
     cuts = [0, *np.unique(np.searchsorted(offsets, targets).clip(1, rows - 1)).tolist(), rows]
     with ThreadPoolExecutor(len(cuts) - 1) as pool:
         return list(
             pool.map(
-                lambda lo, hi: _scan_retrieval(data, offsets[lo : hi + 1], valid[lo:hi]),
+                lambda lo, hi: _scan_part(data, offsets[lo : hi + 1], valid[lo:hi]),
                 cuts[:-1],
                 cuts[1:],
             )
         )
+
+
+def _scan_part(
+    data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64], valid: npt.NDArray[np.bool_]
+) -> tuple[Any, ...]:
+    """Status, has-text flags and list offsets of the rows, their ids and texts as Arrow
+    string arrays (texts None when no row has one)."""
+    size, rows = int(offsets[-1] - offsets[0]), offsets.size - 1
+    # Room for ids of 8 bytes with their quotes and comma, then for as many as can fit: a
+    # kept entry takes at least 4 bytes ('"x",'), and a row's brackets 2.
+    for room in (size // 8 + rows + 16, size // 4 + rows + 16):
+        scanned = _scan_retrieval(data, offsets, valid, room)
+        if scanned[0].size == rows:
+            break
+    status, has_text, row_off, id_bytes, id_end, text_bytes, text_end = scanned
+    texts = string_array(text_end, text_bytes) if has_text.any() else None
+    return status, has_text, row_off, string_array(id_end, id_bytes), texts
 
 
 def parse_retrieval(actual: pl.Series) -> pl.DataFrame:
@@ -560,26 +565,28 @@ def parse_retrieval(actual: pl.Series) -> pl.DataFrame:
     text = actual.cast(pl.String)
     chunks = _scan_in_threads(*utf8_buffers(text))
     status = np.concatenate([c[0] for c in chunks])
+    any_text = any(c[4] is not None for c in chunks)
     ids, texts = [], []
-    for chunk_status, has_text, row_off, id_bytes, id_end, text_bytes, text_end in chunks:
+    for chunk_status, has_text, row_off, id_array, text_array in chunks:
         unread = chunk_status != _OK
         list_offsets = pa.array(row_off)
-        ids.append(
-            pa.LargeListArray.from_arrays(
-                list_offsets, _from_buffers(id_end, id_bytes), mask=pa.array(unread)
+        ids.append(pa.LargeListArray.from_arrays(list_offsets, id_array, mask=pa.array(unread)))
+        if any_text:
+            texts.append(
+                pa.nulls(unread.size, pa.large_list(pa.string_view()))
+                if text_array is None
+                else pa.LargeListArray.from_arrays(
+                    list_offsets, text_array, mask=pa.array(unread | ~has_text)
+                )
             )
-        )
-        texts.append(
-            pa.LargeListArray.from_arrays(
-                list_offsets,
-                _from_buffers(text_end, text_bytes),
-                mask=pa.array(unread | ~has_text),
-            )
-        )
     out = pl.DataFrame(
         {
             "ids": pl.Series("ids", pa.chunked_array(ids), dtype=_IDS),
-            "texts": pl.Series("texts", pa.chunked_array(texts), dtype=_IDS),
+            "texts": (
+                pl.Series("texts", pa.chunked_array(texts), dtype=_IDS)
+                if any_text
+                else pl.Series("texts", dtype=_IDS).extend_constant(None, status.size)
+            ),
             "error": pl.Series("error", status == _BAD_ENTRY),
         }
     ).with_columns(error=pl.when("error").then(pl.lit(BAD_ENTRY)))

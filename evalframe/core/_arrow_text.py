@@ -1,0 +1,70 @@
+"""Strings a compiled kernel wrote, as an Arrow array Polars takes without copying.
+
+A kernel that decodes text writes its bytes one after the other with Arrow-style offsets.
+Polars keeps strings as views (16 bytes each: the length and, up to 12 bytes, the string
+itself, else its first 4 bytes and where it lies in a data buffer); handed offsets and bytes it
+copies every string into that form, 0.05-0.1 s per 5 million. :func:`string_array` writes
+the views in one compiled pass instead and hands Polars a ``string_view`` array over the same
+bytes, which it imports as it is.
+
+Examples:
+    >>> import numpy as np, polars as pl
+    >>> data = np.frombuffer(b"shorta string longer than twelve", np.uint8)
+    >>> pl.Series(string_array(np.array([0, 5, data.size]), data)).to_list()
+    ['short', 'a string longer than twelve']
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from evalframe.core._njit import njit
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["string_array"]
+
+_INLINE = 12  # bytes a view holds in place
+_MAX_OFFSET = 2**31 - 1  # a view names its place in the buffer with an int32
+
+
+@njit
+def _put_int32(views: Any, at: int, value: int) -> None:
+    for k in range(4):
+        views[at + k] = (value >> (8 * k)) & 0xFF
+
+
+@njit
+def _views(offsets: Any, data: Any) -> Any:
+    n = offsets.size - 1
+    views = np.zeros(16 * n, np.uint8)
+    for i in range(n):
+        lo, hi = offsets[i], offsets[i + 1]
+        at = 16 * i
+        _put_int32(views, at, hi - lo)
+        if hi - lo <= _INLINE:
+            for k in range(hi - lo):
+                views[at + 4 + k] = data[lo + k]
+        else:
+            for k in range(4):
+                views[at + 4 + k] = data[lo + k]
+            _put_int32(views, at + 12, lo)  # buffer 0, at bytes 8-11, is already zero
+    return views
+
+
+def string_array(offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8]) -> pa.Array:
+    """The strings ``data[offsets[i]:offsets[i + 1]]`` (valid UTF-8) as an Arrow array:
+    ``string_view`` (which Polars imports without a copy) while the bytes fit a view's offset,
+    else ``large_string``."""
+    import pyarrow as pa
+
+    n, size = offsets.size - 1, int(offsets[-1])
+    body = pa.py_buffer(data[:size])
+    if size > _MAX_OFFSET:
+        return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), body)
+    views = _views(offsets, data)
+    return pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(views), body])
