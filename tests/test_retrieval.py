@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import evalframe as ef
 from evalframe.core._canon import expected_type_of
-from evalframe.metrics import _ranking, retrieval
+from evalframe.metrics import _ranking, _retrieval_input, retrieval
 
 RANKING = [
     "retrieval-hit-at-k",
@@ -754,6 +754,49 @@ def test_short_ids_packed_tight_are_all_kept() -> None:
     parsed = retrieval.parse_retrieval(text)
     assert parsed.get_column("ids").to_list() == [list(dict.fromkeys(r)) for r in rows]
     assert parsed.get_column("error").null_count() == len(rows)
+
+
+_GAIN_NUMBERS = st.one_of(
+    st.integers(-(10**20), 10**20).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.floats(allow_nan=False, allow_infinity=False).map(lambda x: f"{x:.17e}"),
+    st.floats(-1e6, 1e6).map(lambda x: f"{x:.6f}"),
+    st.sampled_from(["0", "-0", "-0.0", "0.000", "1e400", "-1E-400", "0.1e1", "4.9e-324"]),
+)
+_GAIN_KEYS = st.text(
+    st.characters(codec="utf-8", exclude_characters='"\\'), min_size=1, max_size=6
+).filter(lambda key: not key.isdigit())
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.lists(st.tuples(_GAIN_KEYS, _GAIN_NUMBERS), min_size=1, max_size=6),
+        min_size=1,
+        max_size=20,
+    ),
+    st.sampled_from(["", " ", "\n\t"]),
+)
+def test_gain_maps_read_as_the_exact_reader_reads_them(
+    maps: list[list[tuple[str, str]]], space: str
+) -> None:
+    # Maps written as JSON text (repeated keys, any number spelling, control characters in
+    # keys); the compiled reader must give what the PHP-compatible reader gives, row by row.
+    texts = [
+        "{" + f"{space},".join(f'{space}"{k}"{space}:{space}{v}' for k, v in m) + "}" for m in maps
+    ]
+    parsed = retrieval.parse_relevance(pl.Series(texts), pl.Series(["map"] * len(texts)))
+    for row, text in zip(parsed.iter_rows(named=True), texts, strict=True):
+        ids, gains, error = _retrieval_input._read_relevance("map", text)
+        assert (row["ids"], row["gains"], row["error"]) == (ids, gains, error), text
+
+
+def test_plain_gain_maps_take_the_compiled_reader() -> None:
+    texts = pl.Series(['{"d1":1,"d2": 2.5}', '{ "a b" : 1e2 , "c":-0.125 }', '{"d":1e23}'])
+    ids, gains, read = _retrieval_input._read_gain_maps(texts, pl.Series([True, True, True]))
+    assert read.to_list() == [True, True, False]  # 10^23 is past the exact fast path
+    assert ids.to_list()[:2] == [["d1", "d2"], ["a b", "c"]]
+    assert gains.to_list()[:2] == [[1.0, 2.5], [100.0, -0.125]]
 
 
 def test_empty_frame_scores_to_an_empty_long_frame() -> None:

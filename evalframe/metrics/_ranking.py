@@ -21,6 +21,7 @@ from evalframe.core._njit import njit
 
 __all__ = [
     "dedupe_lists",
+    "may_repeat",
     "rank_matches",
     "reference_dedupe",
     "reference_ranking",
@@ -232,6 +233,12 @@ def reference_ranking(
 # --- the column kernels ---------------------------------------------------------------------
 
 
+def may_repeat(ids: pl.Series) -> Bool:
+    """Per list of ``ids``, whether two of its ids may be equal (they share a hash): every
+    list that repeats an id, and rarely one that does not."""
+    return _kernel(_has_duplicate)(_hash(flat(ids)), offsets_of(ids))  # type: ignore[no-any-return]
+
+
 def dedupe_lists(
     ids: pl.Series, *aligned: pl.Series, with_hashes: bool = False
 ) -> tuple[pl.Series, ...]:
@@ -241,9 +248,8 @@ def dedupe_lists(
     ``aligned`` series, with their names and lengths, and with ``with_hashes`` a last
     List(UInt64) series of the ids' hashes (for ``rank_matches``, which then hashes nothing).
     """
-    values = flat(ids)
     offsets = offsets_of(ids)
-    hashes = _hash(values)
+    hashes = _hash(flat(ids))
 
     def done(out: tuple[pl.Series, ...], hashes: U64, offsets: I64) -> tuple[pl.Series, ...]:
         if not with_hashes:

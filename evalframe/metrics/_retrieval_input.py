@@ -31,7 +31,7 @@ from evalframe.core._json_bytes import (
     skip_ws,
 )
 from evalframe.core._njit import njit
-from evalframe.metrics._ranking import dedupe_lists, flat
+from evalframe.metrics._ranking import dedupe_lists, flat, may_repeat
 from evalframe.metrics._text import utf8_buffers
 
 if TYPE_CHECKING:
@@ -448,6 +448,126 @@ def _scan_retrieval(data: Any, offsets: Any, valid: Any, room: int) -> tuple[Any
     return status, has_text, row_off, ids, id_end[: n + 1], texts, text_end[: n + 1]
 
 
+# Exact doubles 10^0 .. 10^22: a mantissa below 2^53 times or over one of them is one IEEE
+# operation on exact operands, so it rounds as a correct decimal reader does (Clinger).
+_POW10 = np.array([10.0**e for e in range(23)])
+_EXACT_MANTISSA = 2**53
+
+
+@njit(inline="always")
+def _gain(data: Any, p: int, end: int) -> tuple[int, float]:
+    """The JSON number at ``p`` (its grammar already checked): the position after it and its
+    value, or position -1 where the exact fast path cannot vouch for the value."""
+    neg = data[p] == 0x2D
+    p += neg
+    m, digits, e10 = 0, 0, 0
+    fraction = False
+    while p < end:
+        c = data[p]
+        if c == 0x2E:
+            fraction = True
+        elif 0x30 <= c <= 0x39:
+            if m > 0 or c != 0x30:
+                digits += 1
+                if digits > 18:
+                    return -1, 0.0
+            m = m * 10 + (c - 0x30)
+            e10 -= fraction
+        else:
+            break
+        p += 1
+    if p < end and (data[p] == 0x65 or data[p] == 0x45):
+        p += 1
+        sign = 1
+        if data[p] == 0x2D or data[p] == 0x2B:
+            sign = -1 if data[p] == 0x2D else 1
+            p += 1
+        x = 0
+        while p < end and 0x30 <= data[p] <= 0x39:
+            x = min(x * 10 + (data[p] - 0x30), 10_000)
+            p += 1
+        e10 += sign * x
+    if m == 0:
+        value = 0.0
+    elif m > _EXACT_MANTISSA or e10 < -22 or e10 > 22:
+        return -1, 0.0
+    elif e10 >= 0:
+        value = m * _POW10[e10]
+    else:
+        value = m / _POW10[-e10]
+    return p, -value if neg else value
+
+
+@njit
+def _gain_maps(data: Any, offsets: Any, take: Any) -> tuple[Any, ...]:
+    """Read the rows ``take`` marks, each a ``{"id": number, ...}`` map whose grammar
+    ``_MAP_NUM`` has checked (keys without escapes, JSON numbers).
+
+    Returns whether each row was read (a control character in a key, or a number the exact
+    fast path cannot vouch for, leaves it to the exact reader), the rows' offsets into the
+    entries, the keys as Arrow string buffers (bytes, then offsets) and the gains.
+    """
+    rows = offsets.size - 1
+    size = offsets[rows] - offsets[0]
+    room = size // 6 + 1  # an entry takes at least 6 bytes: '"a":1,'
+    read = np.zeros(rows, np.bool_)
+    row_off = np.zeros(rows + 1, np.int64)
+    keys = np.empty(size, np.uint8)
+    key_end = np.empty(room + 1, np.int64)
+    gains = np.empty(room, np.float64)
+    key_end[0] = 0
+    n = 0
+    for r in range(rows):
+        row_off[r] = n
+        if not take[r]:
+            continue
+        p, end = offsets[r], offsets[r + 1]
+        first, good = n, True
+        p = skip_ws(data, p + 1, end)
+        while good and data[p] != _CLOSE_OBJECT:
+            k = key_end[n]
+            p += 1
+            while data[p] != _QUOTE:
+                good &= data[p] >= 0x20
+                keys[k] = data[p]
+                k += 1
+                p += 1
+            p = skip_ws(data, skip_ws(data, p + 1, end) + 1, end)
+            p, value = _gain(data, p, end)
+            if p < 0:
+                good = False
+                break
+            gains[n] = value
+            n += 1
+            key_end[n] = k
+            p = skip_ws(data, p, end)
+            if data[p] == _COMMA:
+                p = skip_ws(data, p + 1, end)
+        if good:
+            read[r] = True
+        else:
+            n = first
+    row_off[rows] = n
+    return read, row_off, keys, key_end[: n + 1], gains[:n]
+
+
+def _read_gain_maps(text: pl.Series, take: pl.Series) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """The ids and gains of the maps ``take`` marks (null elsewhere), and which were read: a
+    map that repeats a key is left to the exact reader too (its last value counts)."""
+    import pyarrow as pa
+
+    data, offsets, _ = utf8_buffers(text)
+    read, row_off, keys, key_end, gains = _gain_maps(data, offsets, take.to_numpy())
+    unread = pa.array(~read)
+    list_offsets = pa.array(row_off)
+    ids = pl.Series(
+        "ids", pa.LargeListArray.from_arrays(list_offsets, string_array(key_end, keys), mask=unread)
+    )
+    read &= ~may_repeat(ids)
+    values = pa.LargeListArray.from_arrays(list_offsets, pa.array(gains), mask=unread)
+    return ids, pl.Series("gains", values), pl.Series("read", read)
+
+
 # --- parsing whole columns ------------------------------------------------------------------
 
 
@@ -619,23 +739,20 @@ def parse_relevance(expected: pl.Series, kind: pl.Series) -> pl.DataFrame:
     kind_ = pl.col("kind")
     list_text = pl.when(kind_ == "string").then(text.str.strip_chars(" \t\n\r")).otherwise(text)
     is_list = kind_.is_in(["string", "list"]) & list_text.str.contains(_COMPACT_IDS)
-    is_map = (kind_ == "map") & text.str.contains(_MAP_NUM)
     listed = _split_ids(pl.when(is_list).then(list_text).otherwise(pl.lit("[]")))
-    mapped = (
-        pl.when(is_map)
-        .then(text)
-        .otherwise(pl.lit("{}"))
-        .str.json_decode(pl.Map(pl.String, pl.Float64))
+    map_ids, map_gains, is_map = _read_gain_maps(
+        frame.get_column("text"),
+        frame.select((kind_ == "map") & text.str.contains(_MAP_NUM)).to_series(),
     )
-    fast = frame.select(
+    fast = frame.with_columns(map_ids, map_gains, is_map).select(
         "index",
-        pl.when(is_list).then(listed).when(is_map).then(mapped.map.keys()).alias("ids"),
+        pl.when(is_list).then(listed).when("read").then("ids").alias("ids"),
         pl.when(is_list)
         .then(listed.list.eval(pl.element().str.len_bytes().cast(pl.Float64) * 0.0 + 1.0))
-        .when(is_map)
-        .then(mapped.map.values())
+        .when("read")
+        .then("gains")
         .alias("gains"),
-        (is_list | is_map).alias("fast"),
+        (is_list | pl.col("read")).alias("fast"),
     )
     empty_id = pl.col("ids").list.eval(pl.element().str.len_bytes() == 0).list.any()
     fast = fast.with_columns(error=pl.when(pl.col("fast") & empty_id).then(pl.lit(BAD_IDS)))
