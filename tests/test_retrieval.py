@@ -218,6 +218,13 @@ def test_k_comes_from_metadata_only_when_it_is_a_positive_integer(
     assert row["details"]["k"] == want_k
 
 
+def test_k_spelled_with_an_escape_still_counts_and_rows_without_k_are_null() -> None:
+    frame = pl.DataFrame({"metadata": ['{"\\u006b":3}', "{}", '{"kk":2}']})
+    assert retrieval._metadata_k(frame).get_column("k").to_list() == [3, None, None]
+    frame = pl.DataFrame({"metadata": ["{}", '{"kk":2}']})
+    assert retrieval._metadata_k(frame).get_column("k").to_list() == [None, None]
+
+
 def test_k_defaults_to_five() -> None:
     assert _one('["a"]', ["a"], "retrieval-recall-at-k")["details"]["k"] == 5
     assert ef.metrics.retrieval_recall_at_k(k=5).id == "retrieval-recall-at-k"

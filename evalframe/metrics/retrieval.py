@@ -107,6 +107,10 @@ def _metadata_k(frame: pl.DataFrame) -> pl.DataFrame:
     """``metadata.k`` when it is a JSON integer > 0, else null."""
     # A JSONPath filter keeps numbers only, so "3" (a string) is ignored; the regex then
     # drops floats such as 3.0 and 1e2, and the strict cast integers beyond Int64 (PHP floats).
+    # Without a "k" key (or an escape that could spell one) anywhere, no row has a k: the
+    # JSONPath match costs a third of a second per million rows, the substring search little.
+    if not frame.select(pl.col(C.METADATA).str.contains(r'"k"|\\u').any()).item():
+        return frame.select(k=pl.repeat(None, pl.len(), dtype=pl.Int64))
     wrapped = pl.concat_str(pl.lit("["), pl.col(C.METADATA), pl.lit("]"))
     found = wrapped.str.json_path_match("$[?(@.k > 0)].k")
     return frame.select(
