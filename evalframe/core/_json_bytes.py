@@ -31,6 +31,7 @@ __all__ = [
     "member_key",
     "next_member",
     "put_utf8",
+    "short_escape",
     "skip_ws",
 ]
 
@@ -92,6 +93,24 @@ def hex4(buf: Any, pos: int, end: int) -> int:
     return v
 
 
+@njit(inline="always")
+def short_escape(e: int) -> int:
+    """The byte the one-character escape ``\\e`` stands for, or -1 (``\\u`` or invalid)."""
+    if e in (_QUOTE, _BACKSLASH, 0x2F):
+        return e
+    if e == 0x62:
+        return 0x08
+    if e == 0x66:
+        return 0x0C
+    if e == 0x6E:
+        return 0x0A
+    if e == 0x72:
+        return 0x0D
+    if e == 0x74:
+        return 0x09
+    return -1
+
+
 @njit
 def json_string(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, int]:
     """Decode the JSON string opening at ``p`` into ``out[o:]``.
@@ -115,36 +134,26 @@ def json_string(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, int
             return -1, -1
         e = data[p + 1]
         p += 2
-        if e in (_QUOTE, _BACKSLASH, 47):
-            out[o] = e
-        elif e == 98:
-            out[o] = 8
-        elif e == 102:
-            out[o] = 12
-        elif e == 110:
-            out[o] = 10
-        elif e == 114:
-            out[o] = 13
-        elif e == 116:
-            out[o] = 9
-        elif e == 117:
-            cp = hex4(data, p, end)
-            if cp < 0 or 0xDC00 <= cp <= 0xDFFF:
-                return -1, -1
-            p += 4
-            if 0xD800 <= cp <= 0xDBFF:
-                if p + 1 >= end or data[p] != _BACKSLASH or data[p + 1] != 117:
-                    return -1, -1
-                low = hex4(data, p + 2, end)
-                if not 0xDC00 <= low <= 0xDFFF:
-                    return -1, -1
-                p += 6
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
-            o = put_utf8(out, o, cp)
+        b = short_escape(e)
+        if b >= 0:
+            out[o] = b
+            o += 1
             continue
-        else:
+        if e != 117:
             return -1, -1
-        o += 1
+        cp = hex4(data, p, end)
+        if cp < 0 or 0xDC00 <= cp <= 0xDFFF:
+            return -1, -1
+        p += 4
+        if 0xD800 <= cp <= 0xDBFF:
+            if p + 1 >= end or data[p] != _BACKSLASH or data[p + 1] != 117:
+                return -1, -1
+            low = hex4(data, p + 2, end)
+            if not 0xDC00 <= low <= 0xDFFF:
+                return -1, -1
+            p += 6
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
+        o = put_utf8(out, o, cp)
     return -1, -1
 
 

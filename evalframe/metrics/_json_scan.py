@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from evalframe.core._json_bytes import hex4, put_utf8
+from evalframe.core._json_bytes import hex4, put_utf8, short_escape
 from evalframe.core._njit import njit
 from evalframe.metrics._text import utf8_buffers
 
@@ -85,39 +85,29 @@ def _string(buf: Any, pos: int, end: int, out: Any, n: int) -> tuple[int, int, i
             return pos + 1, n, _E_END
         e = buf[pos + 1]
         pos += 2
-        if e in (0x22, 0x5C, 0x2F):
-            out[n] = e
-        elif e == 0x62:
-            out[n] = 0x08
-        elif e == 0x66:
-            out[n] = 0x0C
-        elif e == 0x6E:
-            out[n] = 0x0A
-        elif e == 0x72:
-            out[n] = 0x0D
-        elif e == 0x74:
-            out[n] = 0x09
-        elif e == 0x75:
-            cp = hex4(buf, pos, end)
-            if cp < 0:
-                return pos, n, _E_ESCAPE
-            pos += 4
-            if 0xD800 <= cp <= 0xDBFF:
-                low = -1
-                if pos + 1 < end and buf[pos] == 0x5C and buf[pos + 1] == 0x75:
-                    low = hex4(buf, pos + 2, end)
-                if 0xDC00 <= low <= 0xDFFF:
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
-                    pos += 6
-                else:
-                    cp = 0xFFFD
-            elif 0xDC00 <= cp <= 0xDFFF:
-                cp = 0xFFFD
-            n = put_utf8(out, n, cp)
+        b = short_escape(e)
+        if b >= 0:
+            out[n] = b
+            n += 1
             continue
-        else:
+        if e != 0x75:
             return pos - 1, n, _E_ESCAPE
-        n += 1
+        cp = hex4(buf, pos, end)
+        if cp < 0:
+            return pos, n, _E_ESCAPE
+        pos += 4
+        if 0xD800 <= cp <= 0xDBFF:
+            low = -1
+            if pos + 1 < end and buf[pos] == 0x5C and buf[pos + 1] == 0x75:
+                low = hex4(buf, pos + 2, end)
+            if 0xDC00 <= low <= 0xDFFF:
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
+                pos += 6
+            else:
+                cp = 0xFFFD
+        elif 0xDC00 <= cp <= 0xDFFF:
+            cp = 0xFFFD
+        n = put_utf8(out, n, cp)
     return pos, n, _E_END
 
 
