@@ -11,7 +11,6 @@ from conftest import write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_outputs import outputs_error
-from test_outputs import test_invalid_utf8 as invalid_utf8_case
 
 from evalframe.core import _outputs
 from evalframe.core._outputs import read_outputs
@@ -144,7 +143,11 @@ def test_errors_keep_their_messages(tmp_path: Path, content: str, message: str) 
 
 @pytest.mark.usefixtures("compiled_always")
 def test_invalid_utf8_keeps_its_message(tmp_path: Path) -> None:
-    invalid_utf8_case(tmp_path)
+    path = write(tmp_path, "o.json", b'{"outputs": {"b": "y", "a": "\xff"}}')
+    assert outputs_error(path) == (
+        f"{path}: Saved outputs file is not valid UTF-8: byte 0xff at line 1 (byte offset 31) "
+        "is invalid start byte."
+    )
 
 
 def test_a_large_file_reads_as_a_small_one(tmp_path: Path) -> None:

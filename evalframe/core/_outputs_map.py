@@ -38,22 +38,15 @@ _MAYBE_BLANK: Final = r"^[\s\x1c-\x1f]*$"
 
 
 @njit
-def _grown(offsets: Any, n: int) -> Any:
-    """``offsets``, or a copy twice as long, so that index ``n`` fits."""
-    if n < offsets.size:
-        return offsets
-    bigger = np.empty(2 * offsets.size, np.int64)
-    bigger[: offsets.size] = offsets
-    return bigger
-
-
-@njit
 def _scan(data: Any, ids: Any, texts: Any) -> tuple[int, Any, Any]:
     """The number of entries, and the id and text offsets into ``ids`` and ``texts``; -1 for a
     document this pass does not vouch for. ``ids`` and ``texts`` are ``data``'s size."""
     end = data.size
-    id_off = np.zeros(1024, np.int64)
-    text_off = np.zeros(1024, np.int64)
+    # An entry takes at least 7 bytes ('"a":"",'); sized once, the offsets are not reassigned
+    # in the loop, where Numba would count references on every entry.
+    id_off = np.empty(end // 7 + 2, np.int64)
+    text_off = np.empty(end // 7 + 2, np.int64)
+    id_off[0] = text_off[0] = 0
     p = skip_ws(data, 0, end)
     if p >= end or data[p] != _OPEN:
         return -1, id_off, text_off
@@ -84,8 +77,6 @@ def _scan(data: Any, ids: Any, texts: Any) -> tuple[int, Any, Any]:
         if p < 0:
             return -1, id_off, text_off
         n += 1
-        id_off = _grown(id_off, n)
-        text_off = _grown(text_off, n)
         id_off[n] = id_stop
         text_off[n] = text_stop
         p, done = next_member(data, p, end, _CLOSE)
