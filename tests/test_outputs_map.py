@@ -145,7 +145,7 @@ def test_errors_keep_their_messages(tmp_path: Path, content: str, message: str) 
 def test_invalid_utf8_keeps_its_message(tmp_path: Path) -> None:
     path = write(tmp_path, "o.json", b'{"outputs": {"b": "y", "a": "\xff"}}')
     assert outputs_error(path) == (
-        f"{path}: Saved outputs file is not valid UTF-8: byte 0xff at line 1 (byte offset 31) "
+        f"{path}: Saved outputs file is not valid UTF-8: byte 0xff at line 1 (byte offset 29) "
         "is invalid start byte."
     )
 
