@@ -106,6 +106,31 @@ def test_system_failures_are_recorded_per_sample(dataset: ef.Dataset) -> None:
     assert run.frame.get_column("latency_ms").min() >= 0  # type: ignore[operator]
 
 
+def test_a_lone_surrogate_from_the_system_is_that_samples_error(dataset: ef.Dataset) -> None:
+    # Python strings may hold half a UTF-16 pair; no UTF-8 column can. The sample with one
+    # (in its output, contexts or trajectory) fails alone, the others are scored.
+    replies: dict[str, object] = {
+        "2+2?": "4\ud800",
+        "ids": {"output": "ok", "contexts": ["fine", "c\udc00"]},
+    }
+
+    def system(inp: dict[str, str]) -> object:
+        return replies.get(inp["question"], "Paris")
+
+    run = ef.evaluate(dataset, system=system, metrics=["exact-match"], progress=False)
+    errors = dict(run.scores.select("sample_id", "error").iter_rows())
+    assert errors == {
+        "q1": None,
+        "q2": "System-under-test for sample 'q2' returned a lone surrogate \\ud800 in field "
+        "'actual_output'; text must be valid Unicode.",
+        "q3": "System-under-test for sample 'q3' returned a lone surrogate \\udc00 in field "
+        "'contexts'; text must be valid Unicode.",
+    }
+    trajectory = {"output": "ok", "trajectory": {"tool_calls": ["search\udbff"]}}
+    run = ef.evaluate(dataset, system=lambda _: trajectory, metrics=["exact-match"], progress=False)
+    assert run.scores.get_column("error").str.contains("in field 'trajectory'").all()
+
+
 def test_system_calls_run_concurrently_and_bounded(dataset: ef.Dataset) -> None:
     active, peak, lock = 0, 0, threading.Lock()
 

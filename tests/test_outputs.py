@@ -258,6 +258,45 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert isinstance(excinfo.value.__cause__, PermissionError)
 
 
+@pytest.mark.parametrize(
+    ("name", "content", "sample", "field"),
+    [
+        ("o.json", '{"outputs": {"a": "x\\ud800y"}}', "a", "actual_output"),
+        ("o.json", '{"outputs": {"a\\udc00": "y", "b": "x"}}', "a\\udc00", "sample_id"),
+        ("o.json", '{"outputs": [{"id": "a", "actual_output": "\\udbff"}]}', "a", "actual_output"),
+        (
+            "o.jsonl",
+            '{"id": "a", "actual_output": "x", "contexts": ["ok\\ud800"]}\n',
+            "a",
+            "contexts",
+        ),
+        (
+            "o.jsonl",
+            '{"id": "a", "actual_output": "x", '
+            '"trajectory": {"tool_calls": [{"name": "s\\ud800", "arguments": {}}]}}\n',
+            "a",
+            "trajectory",
+        ),
+        (
+            "o.jsonl",
+            '{"id": "a", "actual_output": "x", '
+            '"turns": [{"role": "user", "content": "\\ud800"}]}\n',
+            "a",
+            "turns",
+        ),
+        ("o.csv", 'sample_id,actual_output,contexts\na,x,"[""\\ud800""]"\n', "a", "contexts"),
+    ],
+)
+def test_a_lone_surrogate_names_the_sample_and_field(
+    tmp_path: Path, name: str, content: str, sample: str, field: str
+) -> None:
+    # JSON can spell half a UTF-16 pair (\\ud800); no UTF-8 text can hold it.
+    path = write(tmp_path, name, content)
+    message = outputs_error(path)
+    assert message.startswith(f"{path}: Saved output for sample '{sample}' (index 0) holds a lone ")
+    assert message.endswith(f" in field '{field}'; text must be valid Unicode.")
+
+
 def test_invalid_utf8(tmp_path: Path) -> None:
     path = write(tmp_path, "o.json", b'{"outputs": {"a": "\xff"}}')
     assert outputs_error(path) == (

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 from collections.abc import Callable
 from json.encoder import (  # type: ignore[attr-defined]  # the C encoder is not in the stubs
     c_make_encoder,
@@ -29,7 +30,7 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._canon import JSONValue, php_canonical_json
 
-__all__ = ["dataset_columns", "first_surrogate", "first_surrogate_sample"]
+__all__ = ["dataset_columns", "first_surrogate", "first_surrogate_sample", "lone_surrogate_in"]
 
 
 def _not_json(value: object) -> object:
@@ -158,6 +159,23 @@ def first_surrogate(*columns: list[str]) -> int | None:
                         found = index
                         break
     return found
+
+
+def lone_surrogate_in(value: object) -> str | None:
+    """The first lone surrogate in ``value``'s text (escaped, as ``\\udXXX``), or None.
+
+    Examples:
+        >>> lone_surrogate_in({"a": ["ok", "x\\ud800"]})
+        '\\\\ud800'
+        >>> lone_surrogate_in("fine") is None
+        True
+    """
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return text[exc.start].encode("unicode_escape").decode("ascii")
+    return None
 
 
 def _list_series(rows: list[list[str]]) -> pl.Series:

@@ -34,7 +34,7 @@ import yaml
 from evalframe.core import schema as C
 from evalframe.core._contexts import CONTEXTS, _BadContexts, contexts_columns, parse_contexts
 from evalframe.core._dataset import Dataset
-from evalframe.core._dataset_columns import first_surrogate
+from evalframe.core._dataset_columns import lone_surrogate_in
 from evalframe.core._errors import DatasetError
 from evalframe.core._formats import (
     decode_utf8,
@@ -412,8 +412,12 @@ def _from_entries(
         agent.append(agent_fields(entry, f"{where}: {at}"))
     present = [c for c in _NUMBERS if any(c in extra for extra in extras)]
     columns: dict[str, Any] = {c: [extra.get(c) for extra in extras] for c in present}
-    frame = _frame(ids, texts, columns, where).with_columns(**contexts_columns(contexts))
-    return with_agent_columns(frame, agent)
+    frame = _frame(ids, texts, columns, where)
+    try:
+        return with_agent_columns(frame.with_columns(**contexts_columns(contexts)), agent)
+    except UnicodeEncodeError:
+        fields = ([(CONTEXTS, c), *a.items()] for c, a in zip(contexts, agent, strict=True))
+        raise _lone_surrogate(where, ids, fields) from None
 
 
 def _operational(value: object, column: str, dtype: Any, at: str, from_text: bool) -> object:
@@ -517,30 +521,25 @@ def _frame(
     try:
         return pl.DataFrame({C.SAMPLE_ID: ids, C.ACTUAL_OUTPUT: texts, **operational}, schema)
     except UnicodeEncodeError:
-        raise _lone_surrogate(ids, texts, where) from None
+        raise _lone_surrogate(where, ids, ([(C.ACTUAL_OUTPUT, t)] for t in texts)) from None
 
 
-def _lone_surrogate(ids: list[str], texts: list[str], where: str) -> DatasetError:
-    """The error for the first output whose id or text holds a lone surrogate (a ``\\udXXX``
-    escape without its pair), which no UTF-8 text can hold."""
-    index = first_surrogate(ids, texts)
-    assert index is not None  # the frame refused a string: one of them holds a surrogate
-    field, text = (C.SAMPLE_ID, ids[index]), (C.ACTUAL_OUTPUT, texts[index])
-    name, value = next(pair for pair in (field, text) if _has_surrogate(pair[1]))
-    bad = next(c for c in value if _has_surrogate(c)).encode("unicode_escape").decode("ascii")
-    sample = ids[index].encode("utf-8", "backslashreplace").decode("utf-8")
-    return DatasetError(
-        f"{where}: Saved output for sample '{sample}' (index {index}) holds a lone surrogate "
-        f"{bad} in field '{name}'; text must be valid Unicode."
-    )
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+def _lone_surrogate(
+    where: str, ids: list[str], fields: Iterable[Iterable[tuple[str, object]]]
+) -> DatasetError:
+    """The error for the first output with a lone surrogate (a ``\\udXXX`` escape without
+    its pair, which no UTF-8 text can hold) in its id or one of its ``fields`` (per output:
+    name and value pairs)."""
+    for index, (sample_id, named) in enumerate(zip(ids, fields, strict=True)):
+        for name, value in ((C.SAMPLE_ID, sample_id), *named):
+            bad = lone_surrogate_in(value)
+            if bad is not None:
+                sample = sample_id.encode("utf-8", "backslashreplace").decode("utf-8")
+                return DatasetError(
+                    f"{where}: Saved output for sample '{sample}' (index {index}) holds a lone "
+                    f"surrogate {bad} in field '{name}'; text must be valid Unicode."
+                )
+    raise AssertionError("no lone surrogate found")  # only called once Polars refused one
 
 
 def _type_name(value: object) -> str:

@@ -25,7 +25,14 @@ from typing import Any
 import polars as pl
 
 from evalframe.core import schema as C
-from evalframe.core._contexts import Parsed, _BadContexts, contexts_columns, system_reply
+from evalframe.core._contexts import (
+    CONTEXTS,
+    Parsed,
+    _BadContexts,
+    contexts_columns,
+    system_reply,
+)
+from evalframe.core._dataset_columns import lone_surrogate_in
 from evalframe.core._outputs import CONFIDENCE
 from evalframe.core._rate import RateLimit
 from evalframe.core._trajectory import recording
@@ -131,6 +138,17 @@ def _call(system: System, sample_id: str, payload: dict[str, Any]) -> _Result:
             None,
             agent,
         )
+    for field, value in ((C.ACTUAL_OUTPUT, result), (CONTEXTS, contexts), *agent.items()):
+        bad = lone_surrogate_in(value)
+        if bad is not None:
+            return (
+                None,
+                f"System-under-test for sample '{sample_id}' returned a lone surrogate {bad} "
+                f"in field '{field}'; text must be valid Unicode.",
+                elapsed,
+                None,
+                {},
+            )
     return result, None, elapsed, contexts, agent
 
 
