@@ -170,3 +170,34 @@ def test_a_saved_run_exits_zero_and_leaves_no_recovery(tmp_path: Path) -> None:
     assert "saved run" in err
     assert not list(tmp_path.glob("evalframe-recovery-*"))
     assert store_scores(store) == report_scores(json.loads(report.read_text(encoding="utf-8")))
+
+
+def test_an_out_path_in_a_missing_folder_is_refused_before_scoring(tmp_path: Path) -> None:
+    store = tmp_path / "runs.duckdb"
+    out = tmp_path / "no" / "such" / "report.json"
+    code, _, err = run_cli("--out", str(out), "--store", str(store))
+    assert code == 2
+    assert f"Invalid value for '--out': the folder '{out.parent}' does not exist." in err
+    assert not store.exists()  # refused before any scoring or saving
+
+
+def test_a_report_that_cannot_be_written_still_saves_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalframe.cli import _options
+
+    def disk_full(src: object, dst: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_options.os, "replace", disk_full)
+    store = tmp_path / "runs.duckdb"
+    report = tmp_path / "report.json"
+    code, _, err = run_cli("--format", "json", "--out", str(report), "--store", str(store))
+    assert code == 1
+    assert f"Error: could not write {report}: No space left on device" in err
+    assert "saved run" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["runs.duckdb"]  # no report, no temporary
+    monkeypatch.undo()
+    code, printed, _ = run_cli("--format", "json")
+    assert code == 0
+    assert store_scores(store) == report_scores(json.loads(printed))  # nothing lost

@@ -169,8 +169,21 @@ def memory_limit_option(help: str) -> Callable[[F], F]:
 
 
 def out_option(help: str = "Write the report here instead of stdout.") -> Callable[[F], F]:
-    """``--out PATH``: a file to write instead of printing."""
-    return click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help=help)
+    """``--out PATH``: a file to write instead of printing (its folder must exist)."""
+    return click.option("--out", type=_OUT, callback=_out_folder, help=help)
+
+
+_OUT: Final = click.Path(dir_okay=False, path_type=Path)
+
+
+def _out_folder(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """Refuse an ``--out`` whose folder is missing before any work starts (a run's scores
+    must not be lost to a typo found only when the report is written)."""
+    if value is not None and not value.absolute().parent.is_dir():
+        raise click.BadParameter(
+            f"the folder {str(value.absolute().parent)!r} does not exist.", ctx, param
+        )
+    return value
 
 
 if TYPE_CHECKING:
@@ -371,28 +384,29 @@ def provider_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def emit(text: str | bytes | Iterable[memoryview], out: Path | None, *, note: str = "") -> None:
     """Print ``text`` (bytes are UTF-8; an iterable is UTF-8 pieces written in order), or
-    write it to ``out`` and say so on stderr (``note`` follows the path). Pieces go to a
-    temporary file renamed to ``out`` at the end, so a failure midway leaves no half file."""
-    if not isinstance(text, str | bytes):
-        if out is None:
+    write it to ``out`` and say so on stderr (``note`` follows the path). It goes to a
+    temporary file renamed to ``out`` at the end, so a failure midway leaves no half file
+    (and the previous one as it was); a failure to write is an error naming ``out``."""
+    if out is None:
+        if isinstance(text, str | bytes):
+            click.echo(text, nl=False)
+        else:
             for part in text:  # click finds the binary stream (also under a test runner)
                 click.echo(bytes(part), nl=False)
+        return
+    partial = out.with_name(f".{out.name}.partial")
+    try:
+        if isinstance(text, str | bytes):
+            partial.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
         else:
-            partial = out.with_name(f".{out.name}.partial")
-            try:
-                with partial.open("wb") as f:
-                    f.writelines(text)
-                os.replace(partial, out)
-            finally:
-                partial.unlink(missing_ok=True)
-    elif out is None:
-        click.echo(text, nl=False)
-    elif isinstance(text, bytes):
-        out.write_bytes(text)
-    else:
-        out.write_text(text, encoding="utf-8")
-    if out is not None:
-        click.echo(f"wrote {out}{note}", err=True)
+            with partial.open("wb") as f:
+                f.writelines(text)
+        os.replace(partial, out)
+    except OSError as exc:
+        raise click.ClickException(f"could not write {out}: {exc.strerror or exc}") from exc
+    finally:
+        partial.unlink(missing_ok=True)
+    click.echo(f"wrote {out}{note}", err=True)
 
 
 def _parse_labels(
@@ -425,7 +439,8 @@ def table_format_option(f: F) -> F:
     parquet needs ``--out``."""
     f = click.option(
         "--out",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=_OUT,
+        callback=_out_folder,
         help="Write the result here instead of stdout (required with --format parquet).",
     )(f)
     return click.option(

@@ -215,12 +215,14 @@ def run(
             max_rows=max_rows
         )  # Markdown never shows the samples
     # The report comes first and the store second: a store that cannot be written must not
-    # cost the (possibly long and paid-for) scoring.
-    emit(text, out, note=f" (run {result.run_id})")
-    if store_path is not None and not saved:
-        _save(result, store_path, out)
-    elif saved:
-        click.echo(f"saved run {result.run_id} to {store_path}", err=True)
+    # cost the (possibly long and paid-for) scoring; nor must a report that cannot be.
+    try:
+        emit(text, out, note=f" (run {result.run_id})")
+    finally:
+        if store_path is not None and not saved:
+            _save(result, store_path, out)
+        elif saved:
+            click.echo(f"saved run {result.run_id} to {store_path}", err=True)
     if promote_failures is not None:
         from evalframe.core._promote import promote_failures as promote
 
