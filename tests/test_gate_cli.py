@@ -444,6 +444,11 @@ def test_rescore_export_and_import(db: str, tmp_path: Path) -> None:
     assert code == 0
     assert out.startswith("imported 2 run(s)")
     assert Store(other).runs().height == 2
+    code, out, _ = invoke("import", str(target), "--store", str(other))
+    assert (code, out) == (
+        0,
+        "imported 0 run(s): every run of the export is in the store already\n",
+    )
 
 
 def test_run_saves_to_the_store_from_the_environment(tmp_path: Path) -> None:

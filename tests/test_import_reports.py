@@ -26,7 +26,8 @@ def test_an_eval_harness_report_becomes_a_stored_run(tmp_path: Path) -> None:
     assert code == 0, out
     assert out.startswith("imported 1 run(s): eh-")
     run_id = out.strip().rsplit(": ", 1)[1]
-    assert invoke("import", str(FIXTURE), "--store", str(store)) == (0, "imported 0 run(s)\n")
+    again = f"imported 0 run(s): run {run_id} is in the store already\n"
+    assert invoke("import", str(FIXTURE), "--store", str(store)) == (0, again)
     doc = json.loads(FIXTURE.read_text("utf-8"))
     with ef.Store(store) as db:
         run = db.load(run_id)

@@ -498,13 +498,15 @@ def import_cmd(source: Path, store_path: Path | None) -> None:
     store = open_store(store_path, create=True)
     if source.is_dir():
         added = store.import_runs(source)
+        present = "every run of the export is in the store already"
     else:
         from evalframe.cli._report import run_of_report_file
 
         run = run_of_report_file(source)
         stored = store.sql("SELECT run_id FROM runs WHERE run_id = ?", [run.run_id])
         added = [] if stored.height else [store.save(run)]
-    click.echo(f"imported {len(added)} run(s)" + (f": {', '.join(added)}" if added else ""))
+        present = f"run {run.run_id} is in the store already"
+    click.echo(f"imported {len(added)} run(s): " + (", ".join(added) if added else present))
 
 
 def register(group: click.Group) -> None:
