@@ -86,6 +86,24 @@ def test_duplicate_metrics_in_one_run_are_rejected() -> None:
         ef.metrics.resolve(["exact-match", ef.metrics.exact_match()])
 
 
+def test_score_takes_specs_as_evaluate_does_and_names_missing_columns() -> None:
+    rows = frame(["Paris", "4"], ["Paris", "5"])
+    by_spec = ef.score(rows, ["exact-match", ef.metrics.contains, "rouge-l(beta=2.0)"])
+    by_value = ef.score(
+        rows, [ef.metrics.exact_match(), ef.metrics.contains(), ef.metrics.rouge_l(beta=2.0)]
+    )
+    assert by_spec.equals(by_value)
+    with pytest.raises(ef.MetricError, match="more than once"):
+        ef.score(rows, ["contains", "contains"])
+    with pytest.raises(ef.DatasetError) as excinfo:
+        ef.score(rows.drop("actual_output"), ["contains"])
+    assert str(excinfo.value).startswith(
+        "The frame to score has no column 'actual_output': every row needs its sample_id and "
+        "actual_output"
+    )
+    assert str(excinfo.value).endswith(f"Found: {', '.join(rows.drop('actual_output').columns)}.")
+
+
 def test_decorated_user_metric_scores_and_resolves_by_name() -> None:
     @ef.metrics.metric("length-ratio", family="custom", replace=True)
     def length_ratio(*, cap: int = 100) -> Scored:

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import polars as pl
 
 from evalframe.core import schema as C
+from evalframe.core._errors import DatasetError
 
 __all__ = ["Scorable", "score"]
 
@@ -126,6 +127,14 @@ def score(
     ``ef.score`` (the enrich layer's runner) fills provider-backed needs first, then calls
     this; its docstring has an example.
     """
+    missing = [c for c in (C.SAMPLE_ID, C.ACTUAL_OUTPUT) if c not in frame.columns]
+    if missing:
+        raise DatasetError(
+            f"The frame to score has no column {' or '.join(map(repr, missing))}: every row "
+            "needs its sample_id and actual_output (and the columns its metrics read, such as "
+            "expected_output). Found: "
+            f"{', '.join(frame.columns) or '(none)'}."
+        )
     if C.REPETITION not in frame.columns:
         frame = frame.with_columns(pl.lit(0, pl.Int64).alias(C.REPETITION))
     if C.SYSTEM_ERROR not in frame.columns:

@@ -12,6 +12,7 @@ import polars as pl
 
 from evalframe.core._score import score as _score_frame
 from evalframe.enrich._enrich import check_providers, fill
+from evalframe.metrics._registry import MetricFactory, resolve
 from evalframe.metrics._spec import Metric
 from evalframe.providers import EmbeddingClient, JudgeClient, Providers
 
@@ -39,7 +40,7 @@ def providers_for(
 
 def score(
     frame: pl.DataFrame,
-    metrics: Sequence[Metric],
+    metrics: Sequence[str | Metric | MetricFactory],
     *,
     run_id: str = "",
     context: Providers | EmbeddingClient | JudgeClient | None = None,
@@ -48,10 +49,11 @@ def score(
 
     Provider-backed columns the metrics need are filled first (once per distinct text or
     prompt, through the providers' cache); then every metric runs as one query over the
-    frame. ``context`` is the providers to ask (an ``ef.Providers`` or a client; default:
-    from the environment). Columns: run_id, sample_id, repetition, metric, score (null on
-    error), passed (score >= the metric's threshold; null on error), error (null when
-    scored), details (JSON).
+    frame. ``metrics`` are spec strings (``"rouge-l(beta=2.0)"``), metric values or factories,
+    as ``ef.evaluate`` takes them. ``context`` is the providers to ask (an ``ef.Providers`` or
+    a client; default: from the environment). Columns: run_id, sample_id, repetition, metric,
+    score (null on error), passed (score >= the metric's threshold; null on error), error
+    (null when scored), details (JSON).
 
     Examples:
         >>> import polars as pl
@@ -63,8 +65,11 @@ def score(
         ... })
         >>> ef.score(frame, [ef.metrics.exact_match()]).select("sample_id", "score").rows()
         [('a', 1.0), ('b', 0.0)]
+        >>> ef.score(frame, ["contains"]).get_column("score").to_list()
+        [1.0, 0.0]
     """
-    if any(m.needs() for m in metrics):
-        check_providers(metrics, context, frame.columns)  # a missing judge: one error, no work
-    frame, unavailable = fill(frame, metrics, context)
-    return _score_frame(frame, metrics, run_id=run_id, unavailable=unavailable)
+    resolved = resolve(metrics)
+    if any(m.needs() for m in resolved):
+        check_providers(resolved, context, frame.columns)  # a missing judge: one error, no work
+    frame, unavailable = fill(frame, resolved, context)
+    return _score_frame(frame, resolved, run_id=run_id, unavailable=unavailable)
