@@ -65,6 +65,26 @@ def test_capture_is_off_until_configured_and_never_raises(tmp_path: Path) -> Non
         ef.online.configure(store=tmp_path / "s.duckdb", retention=True)
 
 
+def test_a_bad_capture_is_counted_and_its_batch_is_written(tmp_path: Path) -> None:
+    # Half a UTF-16 pair fits a Python string but no UTF-8 column: that capture is invalid,
+    # and the others queued beside it (same batch) are written all the same.
+    db = tmp_path / "s.duckdb"
+    ef.online.configure(store=db, sampling_rate=1.0, flush_seconds=0.5)
+    offered = [
+        ("r0", {"q": "fine"}, "answer"),
+        ("r1", {"q": "x\ud800"}, "answer"),
+        ("r2", {"q": "fine"}, "half a pair \udc00"),
+        ("r3\udbff", {"q": "fine"}, "answer"),
+        ("r4", {"q": "nul\x00"}, "a\x00b"),
+    ]
+    assert all(ef.online.capture("faq", *capture) for capture in offered)
+    assert ef.online.flush()
+    stats = ef.online.stats()
+    assert (stats["invalid"], stats["written"], stats["write_failed"]) == (3, 2, 0)
+    written = rows(db, "SELECT sample_id, actual_output FROM online_captures ORDER BY 1")
+    assert written == [("r0", "answer"), ("r4", "a\x00b")]
+
+
 def test_threads_capture_and_every_sampled_row_is_written(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     ef.online.configure(store=db, sampling_rate=0.5, flush_seconds=0.05)

@@ -31,6 +31,7 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._canon import row_hash, to_json_value
 from evalframe.core._dataset import Dataset
+from evalframe.core._dataset_columns import lone_surrogate_in
 from evalframe.core._errors import DatasetError, EvalframeError
 from evalframe.core._online import DEFAULTS, OnlineStatus
 from evalframe.engine._evaluate import evaluate
@@ -167,15 +168,21 @@ class _Capturer:
         except Exception:
             self.count("redaction_failed")
             return None
-        return {
-            "capture_id": uuid.uuid4().hex[:16],
+        text = {
             "dataset": str(dataset),
             "sample_id": str(sample_id),
-            "row_hash": row_hash(input_value, expected_value),
-            "captured_at": dt.datetime.fromtimestamp(at, dt.UTC).replace(tzinfo=None),
             "input": json.dumps(input_value, ensure_ascii=False),
             "expected_output": json.dumps(expected_value, ensure_ascii=False),
             "actual_output": actual,
+        }
+        if any(lone_surrogate_in(value) is not None for value in text.values()):
+            self.count("invalid")  # no UTF-8 text can hold it; the rest of the batch goes on
+            return None
+        return {
+            "capture_id": uuid.uuid4().hex[:16],
+            **text,
+            "row_hash": row_hash(input_value, expected_value),
+            "captured_at": dt.datetime.fromtimestamp(at, dt.UTC).replace(tzinfo=None),
             "retained": self.retention,
             "redactor": self.redactor_name,
             "scored": False,
