@@ -271,6 +271,28 @@ def test_outputs_requested_from_a_source_without_outputs(tmp_path: Path) -> None
     assert imported.dataset.height == 1
 
 
+@pytest.mark.parametrize(
+    ("record", "field"),
+    [
+        ({"user_input": "q\\ud800", "response": "a", "reference": "r"}, "input"),
+        ({"user_input": "q", "response": "a\\udc00", "reference": "r"}, "actual_output"),
+        ({"user_input": "q", "response": "a", "reference": "r\\udbff"}, "expected_output"),
+    ],
+)
+def test_a_lone_surrogate_in_the_source_names_its_row_and_field(
+    tmp_path: Path, record: dict[str, str], field: str
+) -> None:
+    # Written before anything else: the dataset and outputs files are never half made.
+    source = tmp_path / "ragas.json"
+    source.write_text("[" + json.dumps({"user_input": "fine", "response": "a"}) + ", " + "{"
+        + ", ".join(f'"{k}": "{v}"' for k, v in record.items()) + "}]")  # fmt: skip
+    with pytest.raises(DatasetError) as excinfo:
+        ef.io.from_ragas(source, to=tmp_path / "d.yaml", outputs=tmp_path / "o.json")
+    assert str(excinfo.value).startswith(f"{source}: row 1 (sample '1') holds a lone surrogate ")
+    assert str(excinfo.value).endswith(f" in field '{field}'; text must be valid Unicode.")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ragas.json"]
+
+
 def test_in_memory_result_scores_like_the_files(tmp_path: Path) -> None:
     imported = ef.io.from_promptfoo(DATA / "promptfoo_results.json")
     assert imported.outputs is not None

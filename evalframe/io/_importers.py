@@ -32,6 +32,7 @@ import yaml
 
 from evalframe.core import schema as C
 from evalframe.core._dataset import Dataset
+from evalframe.core._dataset_columns import lone_surrogate_in
 from evalframe.core._errors import DatasetError
 
 __all__ = [
@@ -221,6 +222,14 @@ def _build(
                 _put(entry, field, value)
         if sample["id"] in seen:
             raise DatasetError(f"{source}: duplicate sample id {sample['id']!r} (row {index}).")
+        for field, value in (*sample.items(), *entry.items()):
+            bad = lone_surrogate_in(value)
+            if bad is not None:
+                at = sample["id"].encode("utf-8", "backslashreplace").decode("utf-8")
+                raise DatasetError(
+                    f"{source}: row {index} (sample '{at}') holds a lone surrogate {bad} in "
+                    f"field '{field}'; text must be valid Unicode."
+                )
         seen.add(sample["id"])
         if not sample["input"]:
             raise DatasetError(
