@@ -339,7 +339,9 @@ def load_json(
         value = json.loads(text, **options)
     except RecursionError:
         value = _TOO_DEEP
-    if value is _TOO_DEEP or _deeper_than(value, MAX_DEPTH):
+    # A text with no more brackets than the limit cannot nest past it: no walk needed.
+    shallow = text.count("{") + text.count("[") <= MAX_DEPTH
+    if value is _TOO_DEEP or (not shallow and _deeper_than(value, MAX_DEPTH)):
         check_json_depth(text if rescan is None else rescan, where, subject, lines=lines)
         raise depth_error(where, subject)
     return value

@@ -72,6 +72,8 @@ _INTEGER_TEXT: Final = re.compile(r"\s*[+-]?[0-9]+\s*")
 CONFIDENCE: Final = "confidence"
 # Typed numeric fields an entry may carry: the operational ones and the system's confidence.
 _NUMBERS: Final = pl.Schema({**C.OPERATIONAL_COLUMNS, CONFIDENCE: pl.Float64()})
+_NUMBER_KEYS: Final = frozenset(_NUMBERS)
+_INTEGERS: Final = frozenset(c for c, dtype in _NUMBERS.items() if dtype == pl.Int64)
 _TABLE_COLUMNS: Final = (
     C.SAMPLE_ID, "id", C.ACTUAL_OUTPUT, *_NUMBERS, CONTEXTS, "trajectory", "turns"
 )  # fmt: skip
@@ -230,7 +232,14 @@ class _JsonObject(dict[str, Any]):
 
     def __init__(self, pairs: list[tuple[str, Any]]) -> None:
         super().__init__(pairs)
-        self.repeated = [] if len(self) == len(pairs) else _repeated(key for key, _ in pairs)
+        self.repeated = _repeated(key for key, _ in pairs)
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A plain dict, or a ``_JsonObject`` for the rare object that repeats a key (a plain
+    function: a subclass's ``__init__`` on every object cost 4 us each)."""
+    found = dict(pairs)
+    return found if len(found) == len(pairs) else _JsonObject(pairs)
 
 
 def _repeated(keys: Iterable[str]) -> list[str]:
@@ -274,7 +283,7 @@ def _parse_document(text: str, suffix: str, where: str) -> object:
 
 
 def _parse_json(text: str, where: str) -> object:
-    return load_json(text, where, _SUBJECT, object_pairs_hook=_JsonObject)
+    return load_json(text, where, _SUBJECT, object_pairs_hook=_json_object)
 
 
 def _parse_yaml_outputs(text: str, where: str) -> object:
@@ -404,10 +413,12 @@ def _from_entries(
         texts.append(text)
         extras.append(
             {
-                column: _operational(entry[column], column, dtype, f"{where}: {at}", from_text)
-                for column, dtype in _NUMBERS.items()
+                column: _operational(entry[column], column, f"{where}: {at}", from_text)
+                for column in _NUMBERS
                 if column in entry
             }
+            if not _NUMBER_KEYS.isdisjoint(entry)
+            else {}
         )
         agent.append(agent_fields(entry, f"{where}: {at}"))
     present = [c for c in _NUMBERS if any(c in extra for extra in extras)]
@@ -420,26 +431,27 @@ def _from_entries(
         raise _lone_surrogate(where, ids, fields) from None
 
 
-def _operational(value: object, column: str, dtype: Any, at: str, from_text: bool) -> object:
+def _operational(value: object, column: str, at: str, from_text: bool) -> object:
+    integer = column in _INTEGERS
     if from_text and isinstance(value, str):
-        value = _parse_number(value, dtype)
+        value = _parse_number(value, integer)
     if value is None:
         return None
     if not isinstance(value, bool):
-        if dtype == pl.Int64 and isinstance(value, int):
+        if integer and isinstance(value, int):
             return value
-        if dtype == pl.Float64 and isinstance(value, int | float):
+        if not integer and isinstance(value, int | float):
             return float(value)
-    wanted = "an integer" if dtype == pl.Int64 else "a number"
+    wanted = "an integer" if integer else "a number"
     raise DatasetError(
         f"{at} field '{column}' must be {wanted}; got {_type_name(value)} {value!r:.40}."
     )
 
 
-def _parse_number(text: str, dtype: Any) -> object:
+def _parse_number(text: str, integer: bool) -> object:
     if not text.strip():
         return None
-    if dtype == pl.Int64:
+    if integer:
         return int(text) if _INTEGER_TEXT.fullmatch(text) else text
     try:
         return float(text)

@@ -95,10 +95,10 @@ def turns_series(rows: list[list[dict[str, Any]] | None]) -> pl.Series:
 
 def agent_fields(entry: dict[str, Any], at: str) -> dict[str, Any]:
     """The parsed ``trajectory`` and ``turns`` of one outputs entry (only those present)."""
-    from evalframe.core._trajectory import parse_trajectory
-
     found: dict[str, Any] = {}
     if entry.get("trajectory") is not None:
+        from evalframe.core._trajectory import parse_trajectory
+
         found["trajectory"] = parse_trajectory(entry["trajectory"], at)
     if entry.get(TURNS_COLUMN) is not None:
         found[TURNS_COLUMN] = parse_turns(entry[TURNS_COLUMN], at)
