@@ -26,6 +26,8 @@ from evalframe.core._njit import njit
 __all__ = [
     "JSON_WS",
     "PLAIN",
+    "exact_double",
+    "exact_integer",
     "hex4",
     "json_string",
     "member_key",
@@ -183,3 +185,89 @@ def next_member(data: Any, p: int, end: int, close: int) -> tuple[int, bool]:
     if p < end and data[p] == close:
         return p + 1, True
     return -1, True
+
+
+# Exact doubles 10^0 .. 10^22: a mantissa below 2^53 times or over one of them is one IEEE
+# operation on exact operands, so it rounds as a correct decimal reader does (Clinger).
+_POW10 = np.array([10.0**e for e in range(23)])
+_EXACT_MANTISSA = 2**53
+
+
+@njit(inline="always")
+def _digits(data: Any, p: int, end: int) -> int:
+    while p < end and 0x30 <= data[p] <= 0x39:
+        p += 1
+    return p
+
+
+@njit
+def exact_double(data: Any, p: int, end: int) -> tuple[int, float]:
+    """The JSON number at ``p``: the position after it and its value as Python's reader
+    gives it, or position -1 where it is no JSON number or the exact fast path (at most 18
+    significant digits, a mantissa under 2^53 and a power of ten up to 10^22) cannot vouch
+    for the value."""
+    neg = p < end and data[p] == 0x2D
+    p += neg
+    if p >= end or not 0x30 <= data[p] <= 0x39:
+        return -1, 0.0
+    if data[p] == 0x30 and p + 1 < end and 0x30 <= data[p + 1] <= 0x39:
+        return -1, 0.0  # a leading zero
+    m, digits, e10 = 0, 0, 0
+    fraction = False
+    while p < end:
+        c = data[p]
+        if c == 0x2E and not fraction:
+            if p + 1 >= end or not 0x30 <= data[p + 1] <= 0x39:
+                return -1, 0.0
+            fraction = True
+        elif 0x30 <= c <= 0x39:
+            if m > 0 or c != 0x30:
+                digits += 1
+                if digits > 18:
+                    return -1, 0.0
+            m = m * 10 + (c - 0x30)
+            e10 -= fraction
+        else:
+            break
+        p += 1
+    if p < end and (data[p] == 0x65 or data[p] == 0x45):
+        p += 1
+        sign = 1
+        if p < end and (data[p] == 0x2D or data[p] == 0x2B):
+            sign = -1 if data[p] == 0x2D else 1
+            p += 1
+        start = p
+        x = 0
+        while p < end and 0x30 <= data[p] <= 0x39:
+            x = min(x * 10 + (data[p] - 0x30), 10_000)
+            p += 1
+        if p == start:
+            return -1, 0.0
+        e10 += sign * x
+    if m == 0:
+        value = 0.0
+    elif m > _EXACT_MANTISSA or e10 < -22 or e10 > 22:
+        return -1, 0.0
+    elif e10 >= 0:
+        value = m * _POW10[e10]
+    else:
+        value = m / _POW10[-e10]
+    return p, -value if neg else value
+
+
+@njit
+def exact_integer(data: Any, p: int, end: int) -> tuple[int, int]:
+    """The JSON integer at ``p`` (no fraction, no exponent, at most 18 digits): the position
+    after it and its value, or position -1 for anything else."""
+    neg = p < end and data[p] == 0x2D
+    p += neg
+    start = p
+    stop = _digits(data, p, end)
+    if stop == start or stop - start > 18 or (data[start] == 0x30 and stop - start > 1):
+        return -1, 0
+    if stop < end and (data[stop] == 0x2E or data[stop] == 0x65 or data[stop] == 0x45):
+        return -1, 0
+    value = 0
+    for k in range(start, stop):
+        value = value * 10 + (data[k] - 0x30)
+    return stop, -value if neg else value

@@ -65,7 +65,7 @@ __all__ = [
 
 _SUBJECT: Final = "Saved outputs file"
 MAX_LISTED_IDS: Final = 20
-# A map-form file from this size on is read by one compiled pass first (core/_outputs_map.py);
+# A map-form file from this size on is read by one compiled pass first (core/_outputs_compiled.py);
 # below it Python's json module is as fast, and numba stays unloaded.
 _COMPILED_FROM: Final = 4 << 20
 _INTEGER_TEXT: Final = re.compile(r"\s*[+-]?[0-9]+\s*")
@@ -112,10 +112,14 @@ def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
     suffix = file.suffix.lower()
     if suffix == ".parquet":
         return _from_parquet(data, where)
-    if len(data) >= _COMPILED_FROM and suffix not in {".jsonl", ".csv", ".yaml", ".yml"}:
-        from evalframe.core._outputs_map import outputs_map  # imports numpy and numba
+    if len(data) >= _COMPILED_FROM and suffix not in {".csv", ".yaml", ".yml"}:
+        from evalframe.core import _outputs_compiled as compiled  # imports numpy and numba
 
-        frame = outputs_map(data.removeprefix(codecs.BOM_UTF8))
+        body = data.removeprefix(codecs.BOM_UTF8)
+        if suffix == ".jsonl":
+            frame = compiled.outputs_lines(body, _NUMBERS)
+        else:
+            frame = compiled.outputs_map(body)
         if frame is not None:
             return frame
     text = decode_utf8(data, where, _SUBJECT)

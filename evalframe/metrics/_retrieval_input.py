@@ -25,6 +25,7 @@ from evalframe.core._errors import MetricError
 from evalframe.core._json_bytes import (
     JSON_WS,
     PLAIN,
+    exact_double,
     json_string,
     member_key,
     next_member,
@@ -448,56 +449,6 @@ def _scan_retrieval(data: Any, offsets: Any, valid: Any, room: int) -> tuple[Any
     return status, has_text, row_off, ids, id_end[: n + 1], texts, text_end[: n + 1]
 
 
-# Exact doubles 10^0 .. 10^22: a mantissa below 2^53 times or over one of them is one IEEE
-# operation on exact operands, so it rounds as a correct decimal reader does (Clinger).
-_POW10 = np.array([10.0**e for e in range(23)])
-_EXACT_MANTISSA = 2**53
-
-
-@njit(inline="always")
-def _gain(data: Any, p: int, end: int) -> tuple[int, float]:
-    """The JSON number at ``p`` (its grammar already checked): the position after it and its
-    value, or position -1 where the exact fast path cannot vouch for the value."""
-    neg = data[p] == 0x2D
-    p += neg
-    m, digits, e10 = 0, 0, 0
-    fraction = False
-    while p < end:
-        c = data[p]
-        if c == 0x2E:
-            fraction = True
-        elif 0x30 <= c <= 0x39:
-            if m > 0 or c != 0x30:
-                digits += 1
-                if digits > 18:
-                    return -1, 0.0
-            m = m * 10 + (c - 0x30)
-            e10 -= fraction
-        else:
-            break
-        p += 1
-    if p < end and (data[p] == 0x65 or data[p] == 0x45):
-        p += 1
-        sign = 1
-        if data[p] == 0x2D or data[p] == 0x2B:
-            sign = -1 if data[p] == 0x2D else 1
-            p += 1
-        x = 0
-        while p < end and 0x30 <= data[p] <= 0x39:
-            x = min(x * 10 + (data[p] - 0x30), 10_000)
-            p += 1
-        e10 += sign * x
-    if m == 0:
-        value = 0.0
-    elif m > _EXACT_MANTISSA or e10 < -22 or e10 > 22:
-        return -1, 0.0
-    elif e10 >= 0:
-        value = m * _POW10[e10]
-    else:
-        value = m / _POW10[-e10]
-    return p, -value if neg else value
-
-
 @njit
 def _gain_maps(data: Any, offsets: Any, take: Any) -> tuple[Any, ...]:
     """Read the rows ``take`` marks, each a ``{"id": number, ...}`` map whose grammar
@@ -533,7 +484,7 @@ def _gain_maps(data: Any, offsets: Any, take: Any) -> tuple[Any, ...]:
                 k += 1
                 p += 1
             p = skip_ws(data, skip_ws(data, p + 1, end) + 1, end)
-            p, value = _gain(data, p, end)
+            p, value = exact_double(data, p, end)
             if p < 0:
                 good = False
                 break

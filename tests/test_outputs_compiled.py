@@ -1,4 +1,5 @@
-"""The compiled reader of map-form saved outputs, against Python's json module as the oracle."""
+"""The compiled readers of large saved outputs files (map form, JSONL), against Python's json
+module and the exact reader as oracles."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from test_outputs import outputs_error
 
 from evalframe.core import _outputs
 from evalframe.core._outputs import read_outputs
-from evalframe.core._outputs_map import outputs_map
+from evalframe.core._outputs_compiled import outputs_lines, outputs_map
 
 
 def expected_rows(document: bytes) -> list[tuple[str, str]]:
@@ -160,3 +161,139 @@ def test_a_large_file_reads_as_a_small_one(tmp_path: Path) -> None:
     frame = read_outputs(path)
     assert frame.rows() == list(ranked.items())
     assert outputs_map(document) is not None  # this file was read by the compiled pass
+
+
+# --- JSONL ------------------------------------------------------------------------------------
+
+NUMBERS = _outputs._NUMBERS
+INTEGERS = [c for c, dtype in NUMBERS.items() if dtype == pl.Int64]
+FLOATS = [c for c, dtype in NUMBERS.items() if dtype == pl.Float64]
+
+numbers_for = {
+    **{c: st.none() | st.integers(-(10**19), 10**19) for c in INTEGERS},
+    **{
+        c: st.none()
+        | st.integers(-(2**60), 2**60)
+        | st.floats(allow_nan=False, allow_infinity=False)
+        for c in FLOATS
+    },
+}
+ignored = st.dictionaries(
+    st.sampled_from(["model", "note", "score", "ok"]),
+    st.none() | st.booleans() | st.integers(-1000, 1000) | st.floats(-1e3, 1e3) | texts,
+    max_size=2,
+)
+
+
+@st.composite
+def entries(draw: st.DrawFn) -> dict[str, object]:
+    entry: dict[str, object] = {}
+    spelling = draw(st.sampled_from(["id", "sample_id", "both", "null id"]))
+    sample_id = draw(ids)
+    if spelling in ("id", "both"):
+        entry["id"] = sample_id
+    if spelling in ("sample_id", "both", "null id"):
+        entry["sample_id"] = sample_id if spelling != "both" else draw(ids)
+    if spelling == "null id":
+        entry["id"] = None
+    entry["actual_output"] = draw(texts)
+    for column in draw(st.lists(st.sampled_from(list(NUMBERS)), unique=True, max_size=3)):
+        entry[column] = draw(numbers_for[column])
+    for column in draw(st.lists(st.sampled_from(["contexts", "trajectory", "turns"]), max_size=1)):
+        entry[column] = None
+    entry.update(draw(ignored))
+    return dict(draw(st.permutations(list(entry.items()))))
+
+
+def read_both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[object, object]:
+    """What the exact reader and the compiled-first reader make of ``path`` (a frame, or the
+    error's message)."""
+    results = []
+    for threshold in (10**12, 0):
+        monkeypatch.setattr(_outputs, "_COMPILED_FROM", threshold)
+        try:
+            results.append(read_outputs(path))
+        except Exception as exc:
+            results.append(f"{type(exc).__name__}: {exc}")
+    return results[0], results[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(entries(), min_size=1, max_size=8),
+    st.sampled_from(["\n", "\r\n", "\n\n", " \n"]),
+    st.sampled_from([{}, {"ensure_ascii": False}, {"separators": (",", ":")}]),
+)
+def test_jsonl_reads_as_the_exact_reader_reads_it(
+    tmp_path_factory: pytest.TempPathFactory,
+    lines: list[dict[str, object]],
+    newline: str,
+    spelling: dict[str, object],
+) -> None:
+    path = tmp_path_factory.mktemp("jsonl") / "o.jsonl"
+    path.write_text(newline.join(json.dumps(e, **spelling) for e in lines) + newline)  # type: ignore[arg-type]
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        exact, compiled = read_both(path, monkeypatch)
+    if isinstance(exact, pl.DataFrame):
+        assert isinstance(compiled, pl.DataFrame)
+        assert compiled.equals(exact)
+        assert compiled.schema == exact.schema
+    else:
+        assert compiled == exact
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"id": "a", "actual_output": "x", "contexts": ["c"]}',  # parsed by the exact reader
+        '{"id": "a", "actual_output": "x", "trajectory": {"tool_calls": []}}',
+        '{"id": "a", "actual_output": "x", "meta": {"k": 1}}',  # a nested member
+        '{"id": "a", "actual_output": "x", "id": "b"}',  # a repeated member
+        '{"id": 3, "actual_output": "x"}',
+        '{"id": "a", "actual_output": null}',
+        '{"id": "", "actual_output": "x"}',
+        '{"id": "a", "actual_output": "x", "prompt_tokens": 1.5}',
+        '{"id": "a", "actual_output": "x", "prompt_tokens": true}',
+        '{"id": "a", "actual_output": "x", "latency_ms": "fast"}',
+        '{"id": "a", "actual_output": "x", "latency_ms": 1e400}',
+        '{"id": "a", "actual_output": "x", "retries": 12345678901234567890}',
+        '{"id": "a", "actual_output": "x\\ud800"}',
+        '{"id": "a",\n "actual_output": "x"}',  # one object over two lines
+        '{"id": "a", "actual_output": "x"} {"id": "b", "actual_output": "y"}',
+        '\x0c{"id": "a", "actual_output": "x"}',
+        '["a", "x"]',
+    ],
+)
+def test_jsonl_declines_what_the_exact_reader_must_judge(line: str) -> None:
+    assert outputs_lines(line.encode() + b"\n", NUMBERS) is None
+
+
+def test_jsonl_vouches_for_the_usual_export() -> None:
+    lines = [
+        json.dumps({"id": "q1", "actual_output": "ok", "latency_ms": 12.5, "prompt_tokens": 30}),
+        "",
+        json.dumps({"sample_id": "q2", "id": None, "actual_output": "é\n", "model": "m", "x": 1}),
+        json.dumps({"sample_id": "q3", "actual_output": "", "cost_usd": None, "retries": 0}),
+    ]
+    frame = outputs_lines("\r\n".join(lines).encode(), NUMBERS)
+    assert frame is not None
+    assert frame.rows() == [
+        ("q1", "ok", 12.5, 30, None, None),
+        ("q2", "é\n", None, None, None, None),
+        ("q3", "", None, None, None, 0),
+    ]
+    assert frame.columns == [
+        "sample_id", "actual_output", "latency_ms", "prompt_tokens", "cost_usd", "retries"
+    ]  # fmt: skip
+
+
+@pytest.mark.usefixtures("compiled_always")
+def test_jsonl_errors_keep_their_messages(tmp_path: Path) -> None:
+    path = write(tmp_path, "o.jsonl", '{"id": "a", "actual_output": "x"}\n{"id": "a"}\n')
+    assert outputs_error(path) == (
+        f"{path}: Saved outputs entry at index 1 (sample 'a') must contain a string actual_output."
+    )
+    path = write(tmp_path, "o.jsonl", '{"id": "a", "actual_output": "x"}\n{"id": "a", "actu')
+    assert outputs_error(path).startswith(f"{path}: Saved outputs line 2 is not valid JSON: ")
+    path = write(tmp_path, "o.jsonl", " \n\n")
+    assert outputs_error(path) == f"{path}: Saved outputs file must not be empty."

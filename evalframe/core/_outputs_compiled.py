@@ -1,0 +1,336 @@
+"""Large saved outputs files read by one compiled pass over their bytes.
+
+``{"outputs": {"<sample id>": "<output>", ...}}`` is how eval-harness saves outputs, and one
+``{"id", "actual_output", ...}`` object per line (JSONL) how most systems export them. At
+100,000 outputs of ranked ids (89 MB) Python's ``json`` module spends 0.3 s building a
+dictionary of strings that the reader then copies into a frame; a JSONL line costs 6 us of
+Python each. :func:`outputs_map` and :func:`outputs_lines` read those shapes straight into
+the frame's Arrow buffers instead, or decline (return None) and the exact reader takes the
+file: any other shape, any text Python's reader would refuse or keep differently (a lone
+surrogate, a control character, a bad escape), invalid UTF-8, an empty, blank or repeated
+sample id, a value of the wrong type, or a number the exact conversion cannot vouch for. So
+what a pass vouches for is what the exact reader returns, and every error keeps its
+message. ``read_outputs`` tries them on files of 4 MiB and more.
+
+Examples:
+    >>> outputs_map(b'{"outputs": {"q1": "30 days", "q2": "[\\\\"d1\\\\"]"}}').rows()
+    [('q1', '30 days'), ('q2', '["d1"]')]
+    >>> outputs_map(b'{"outputs": {"q1": 3}}') is None
+    True
+    >>> import polars as pl
+    >>> line = b'{"id": "q1", "actual_output": "30 days", "latency_ms": 12}\\n'
+    >>> outputs_lines(line, pl.Schema({"latency_ms": pl.Float64})).rows()
+    [('q1', '30 days', 12.0)]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import numpy as np
+import polars as pl
+
+from evalframe.core import schema as C
+from evalframe.core._arrow_text import string_array
+from evalframe.core._json_bytes import (
+    exact_double,
+    exact_integer,
+    json_string,
+    member_key,
+    next_member,
+    skip_ws,
+)
+from evalframe.core._njit import njit
+
+__all__ = ["outputs_lines", "outputs_map"]
+
+_OUTPUTS = np.frombuffer(b"outputs", np.uint8)
+_QUOTE, _COLON, _OPEN, _CLOSE = 34, 58, 123, 125
+# Ids Python's str.strip() may empty: Unicode whitespace, and the separators it also strips.
+_MAYBE_BLANK: Final = r"^[\s\x1c-\x1f]*$"
+
+
+@njit
+def _scan(data: Any, ids: Any, texts: Any) -> tuple[int, Any, Any]:
+    """The number of entries, and the id and text offsets into ``ids`` and ``texts``; -1 for a
+    document this pass does not vouch for. ``ids`` and ``texts`` are ``data``'s size."""
+    end = data.size
+    # An entry takes at least 7 bytes ('"a":"",'); sized once, the offsets are not reassigned
+    # in the loop, where Numba would count references on every entry.
+    id_off = np.empty(end // 7 + 2, np.int64)
+    text_off = np.empty(end // 7 + 2, np.int64)
+    id_off[0] = text_off[0] = 0
+    p = skip_ws(data, 0, end)
+    if p >= end or data[p] != _OPEN:
+        return -1, id_off, text_off
+    p, k = member_key(data, skip_ws(data, p + 1, end), end, texts)
+    if p < 0 or k != _OUTPUTS.size or data[p] != _OPEN:
+        return -1, id_off, text_off
+    for i in range(k):
+        if texts[i] != _OUTPUTS[i]:
+            return -1, id_off, text_off
+    p = skip_ws(data, p + 1, end)
+    n = 0
+    done = p < end and data[p] == _CLOSE
+    if done:
+        p += 1
+    while not done:
+        if p >= end or data[p] != _QUOTE:
+            return -1, id_off, text_off
+        p, id_stop = json_string(data, p, end, ids, id_off[n])
+        if p < 0 or id_stop == id_off[n]:
+            return -1, id_off, text_off
+        p = skip_ws(data, p, end)
+        if p >= end or data[p] != _COLON:
+            return -1, id_off, text_off
+        p = skip_ws(data, p + 1, end)
+        if p >= end or data[p] != _QUOTE:
+            return -1, id_off, text_off
+        p, text_stop = json_string(data, p, end, texts, text_off[n])
+        if p < 0:
+            return -1, id_off, text_off
+        n += 1
+        id_off[n] = id_stop
+        text_off[n] = text_stop
+        p, done = next_member(data, p, end, _CLOSE)
+        if p < 0:
+            return -1, id_off, text_off
+    p = skip_ws(data, p, end)
+    if p >= end or data[p] != _CLOSE or skip_ws(data, p + 1, end) != end:
+        return -1, id_off, text_off
+    return n, id_off, text_off
+
+
+def _strings(n: int, offsets: Any, values: Any) -> Any:
+    """An Arrow array of ``n`` strings, or None when they are not valid UTF-8."""
+    import pyarrow as pa
+
+    try:
+        pa.LargeStringArray.from_buffers(
+            n, pa.py_buffer(offsets[: n + 1]), pa.py_buffer(values[: offsets[n]])
+        ).validate(full=True)
+    except pa.ArrowInvalid:
+        return None
+    return string_array(offsets[: n + 1], values)
+
+
+def outputs_map(data: bytes) -> pl.DataFrame | None:
+    """The saved outputs of a map-form file's bytes (no BOM), or None: see the module.
+
+    Returns:
+        ``sample_id`` and ``actual_output``, one row per output in file order, as the exact
+        reader returns them.
+    """
+    raw = np.frombuffer(data, np.uint8)
+    ids = np.empty(raw.size, np.uint8)
+    texts = np.empty(raw.size, np.uint8)
+    n, id_off, text_off = _scan(raw, ids, texts)
+    if n < 0:
+        return None
+    id_array = _strings(n, id_off, ids)
+    text_array = _strings(n, text_off, texts)
+    if id_array is None or text_array is None:
+        return None
+    frame = pl.DataFrame([pl.Series(C.SAMPLE_ID, id_array), pl.Series(C.ACTUAL_OUTPUT, text_array)])
+    sample_ids = frame.get_column(C.SAMPLE_ID)
+    if sample_ids.is_duplicated().any() or sample_ids.str.contains(_MAYBE_BLANK).any():
+        return None  # the exact reader names the id
+    return frame
+
+
+# --- JSONL: one {id, actual_output, operational numbers} object per line --------------------
+
+# The members a line may name, by index: the id (either spelling), the output, the fields
+# only the exact reader parses (declined unless null), then the operational numbers.
+_ID, _SAMPLE_ID, _TEXT = 0, 1, 2
+_EXACT_ONLY = ("contexts", "trajectory", "turns")
+_FIRST_NUMBER = 3 + len(_EXACT_ONLY)
+_TRUE, _FALSE, _NULL = (np.frombuffer(w, np.uint8) for w in (b"true", b"false", b"null"))
+
+
+def _names(numbers: list[str]) -> tuple[Any, Any]:
+    words = ["id", C.SAMPLE_ID, C.ACTUAL_OUTPUT, *_EXACT_ONLY, *numbers]
+    data = np.frombuffer("".join(words).encode(), np.uint8)
+    return data, np.cumsum([0, *(len(w) for w in words)]).astype(np.int64)
+
+
+@njit(inline="always")
+def _inline_ws(data: Any, p: int, end: int) -> int:
+    """Whitespace within one line: JSON's, less the newline that ends the line."""
+    while p < end and (data[p] == 0x20 or data[p] == 0x09 or data[p] == 0x0D):
+        p += 1
+    return p
+
+
+@njit(inline="always")
+def _word(data: Any, p: int, end: int, word: Any) -> int:
+    if p + word.size > end:
+        return -1
+    for k in range(word.size):
+        if data[p + k] != word[k]:
+            return -1
+    return p + int(word.size)
+
+
+@njit
+def _which(scratch: Any, k: int, names: Any, offsets: Any) -> int:
+    """The index of the name ``scratch[:k]`` spells, or -1."""
+    for i in range(offsets.size - 1):
+        lo, hi = offsets[i], offsets[i + 1]
+        if hi - lo == k:
+            same = True
+            for j in range(k):
+                if scratch[j] != names[lo + j]:
+                    same = False
+                    break
+            if same:
+                return i
+    return -1
+
+
+@njit
+def _scan_lines(
+    data: Any,
+    ids: Any,
+    texts: Any,
+    alt: Any,
+    scratch: Any,
+    names: Any,
+    offsets: Any,
+    integer: Any,
+) -> tuple[int, Any, Any, Any, Any, Any, Any]:
+    """Entries, id and text offsets, integer and float values, validity and which numeric
+    members any line named; -1 entries for a file this pass does not vouch for."""
+    end = data.size
+    room = end // 30 + 2  # a line takes at least 30 bytes: '{"id":"a","actual_output":""}\n'
+    columns = integer.size
+    id_off = np.empty(room + 1, np.int64)
+    text_off = np.empty(room + 1, np.int64)
+    ints = np.zeros((columns, room), np.int64)
+    floats = np.zeros((columns, room), np.float64)
+    valid = np.zeros((columns, room), np.bool_)
+    seen = np.zeros(columns, np.bool_)
+    id_off[0] = text_off[0] = 0
+    n = 0
+    p = 0
+    while p < end:
+        p = _inline_ws(data, p, end)
+        if p < end and data[p] == 0x0A:
+            p += 1
+            continue
+        if p >= end:
+            break
+        if data[p] != _OPEN or n == room:
+            return -1, id_off, text_off, ints, floats, valid, seen
+        got = np.zeros(offsets.size - 1, np.bool_)
+        id_stop, sid_stop, text_stop = -1, -1, -1
+        p = _inline_ws(data, p + 1, end)
+        done = p < end and data[p] == _CLOSE
+        p += done
+        while not done:
+            if p >= end or data[p] != _QUOTE:
+                return -1, id_off, text_off, ints, floats, valid, seen
+            p, k = json_string(data, p, end, scratch, 0)
+            if p < 0:
+                return -1, id_off, text_off, ints, floats, valid, seen
+            p = _inline_ws(data, p, end)
+            if p >= end or data[p] != _COLON:
+                return -1, id_off, text_off, ints, floats, valid, seen
+            p = _inline_ws(data, p + 1, end)
+            if p >= end:
+                return -1, id_off, text_off, ints, floats, valid, seen
+            which = _which(scratch, k, names, offsets)
+            if which >= 0:
+                if got[which]:  # a repeated member: Python keeps the last, left to it
+                    return -1, id_off, text_off, ints, floats, valid, seen
+                got[which] = True
+            c = data[p]
+            null = _word(data, p, end, _NULL)
+            if which >= _FIRST_NUMBER:
+                col = which - _FIRST_NUMBER
+                seen[col] = True
+                if null >= 0:
+                    p = null
+                elif integer[col]:
+                    p, whole = exact_integer(data, p, end)
+                    ints[col, n] = whole
+                    valid[col, n] = True
+                else:
+                    p, number = exact_double(data, p, end)
+                    floats[col, n] = number
+                    valid[col, n] = True
+            elif which == _ID and c == _QUOTE:
+                p, id_stop = json_string(data, p, end, ids, id_off[n])
+            elif which == _SAMPLE_ID and c == _QUOTE:
+                p, sid_stop = json_string(data, p, end, alt, 0)  # used when "id" is absent
+            elif which == _TEXT and c == _QUOTE:
+                p, text_stop = json_string(data, p, end, texts, text_off[n])
+            elif null >= 0 and which != _TEXT:
+                p = null  # a null id, contexts, trajectory or turns: as if absent
+            elif which >= 0 or c in (_OPEN, 0x5B):
+                return -1, id_off, text_off, ints, floats, valid, seen
+            elif c == _QUOTE:
+                p = json_string(data, p, end, scratch, 0)[0]
+            else:  # a scalar member the reader ignores
+                t, f = _word(data, p, end, _TRUE), _word(data, p, end, _FALSE)
+                p = t if t >= 0 else f if f >= 0 else exact_double(data, p, end)[0]
+            if p < 0:
+                return -1, id_off, text_off, ints, floats, valid, seen
+            p = _inline_ws(data, p, end)
+            if p < end and data[p] == 0x2C:
+                p = _inline_ws(data, p + 1, end)
+            elif p < end and data[p] == _CLOSE:
+                p += 1
+                done = True
+            else:
+                return -1, id_off, text_off, ints, floats, valid, seen
+        p = _inline_ws(data, p, end)
+        if p < end and data[p] != 0x0A:
+            return -1, id_off, text_off, ints, floats, valid, seen
+        p += 1
+        if id_stop < 0 and sid_stop > 0:  # no "id" (or a null one): "sample_id" names it
+            id_stop = id_off[n] + sid_stop
+            ids[id_off[n] : id_stop] = alt[:sid_stop]
+        if text_stop < 0 or id_stop <= id_off[n]:  # no output, or no (or an empty) id
+            return -1, id_off, text_off, ints, floats, valid, seen
+        n += 1
+        id_off[n] = id_stop
+        text_off[n] = text_stop
+    return n, id_off, text_off, ints, floats, valid, seen
+
+
+def outputs_lines(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
+    """The saved outputs of a JSONL file's bytes (no BOM), or None: see the module.
+
+    Args:
+        data: the file's bytes.
+        numbers: the numeric members a line may carry, with their dtypes (Int64 or Float64).
+
+    Returns:
+        ``sample_id``, ``actual_output`` and the ``numbers`` any line names, one row per line
+        in file order, as the exact reader returns them.
+    """
+    raw = np.frombuffer(data, np.uint8)
+    names, offsets = _names(list(numbers))
+    integer = np.array([dtype == pl.Int64 for dtype in numbers.values()])
+    ids, texts, alt, scratch = (np.empty(raw.size, np.uint8) for _ in range(4))
+    n, id_off, text_off, ints, floats, valid, seen = _scan_lines(
+        raw, ids, texts, alt, scratch, names, offsets, integer
+    )
+    if n <= 0:  # declined, or only blank lines (an error the exact reader words)
+        return None
+    id_array = _strings(n, id_off, ids)
+    text_array = _strings(n, text_off, texts)
+    if id_array is None or text_array is None:
+        return None
+    columns = [pl.Series(C.SAMPLE_ID, id_array), pl.Series(C.ACTUAL_OUTPUT, text_array)]
+    for col, (name, dtype) in enumerate(numbers.items()):
+        if seen[col]:
+            values = ints[col, :n] if integer[col] else floats[col, :n]
+            column = pl.Series(name, values, dtype=dtype)
+            columns.append(column.scatter(np.flatnonzero(~valid[col, :n]), None))
+    frame = pl.DataFrame(columns)
+    sample_ids = frame.get_column(C.SAMPLE_ID)
+    if sample_ids.is_duplicated().any() or sample_ids.str.contains(_MAYBE_BLANK).any():
+        return None  # the exact reader names the id
+    return frame
