@@ -15,7 +15,7 @@ from test_outputs import outputs_error
 
 from evalframe.core import _outputs
 from evalframe.core._outputs import read_outputs
-from evalframe.core._outputs_compiled import outputs_lines, outputs_map
+from evalframe.core._outputs_compiled import outputs_lines, outputs_list, outputs_map
 
 
 def expected_rows(document: bytes) -> list[tuple[str, str]]:
@@ -232,6 +232,25 @@ def test_jsonl_reads_as_the_exact_reader_reads_it(
 ) -> None:
     path = tmp_path_factory.mktemp("jsonl") / "o.jsonl"
     path.write_text(newline.join(json.dumps(e, **spelling) for e in lines) + newline)  # type: ignore[arg-type]
+    assert_same_reading(path)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(entries(), min_size=1, max_size=8),
+    st.sampled_from([{}, {"indent": 2}, {"ensure_ascii": False}, {"separators": (",", ":")}]),
+)
+def test_the_list_form_reads_as_the_exact_reader_reads_it(
+    tmp_path_factory: pytest.TempPathFactory,
+    listed: list[dict[str, object]],
+    spelling: dict[str, object],
+) -> None:
+    path = tmp_path_factory.mktemp("list") / "o.json"
+    path.write_text(json.dumps({"outputs": listed}, **spelling))  # type: ignore[arg-type]
+    assert_same_reading(path)
+
+
+def assert_same_reading(path: Path) -> None:
     with pytest.MonkeyPatch.context() as monkeypatch:
         exact, compiled = read_both(path, monkeypatch)
     if isinstance(exact, pl.DataFrame):
@@ -285,6 +304,31 @@ def test_jsonl_vouches_for_the_usual_export() -> None:
     assert frame.columns == [
         "sample_id", "actual_output", "latency_ms", "prompt_tokens", "cost_usd", "retries"
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        b'{"outputs": []}',  # empty: the exact reader's frame
+        b'{"outputs": [{"id": "a", "actual_output": "x"}], "run": "r1"}',
+        b'{"run": "r1", "outputs": [{"id": "a", "actual_output": "x"}]}',
+        b'{"outputs": [{"id": "a", "actual_output": "x"},]}',
+        b'{"outputs": [{"id": "a", "actual_output": "x"}]',
+        b'{"outputs": [{"id": "a", "actual_output": "x"}, "b"]}',
+        b'{"outputs": [{"id": "a", "actual_output": "x", "contexts": ["c"]}]}',
+    ],
+)
+def test_the_list_form_declines_what_the_exact_reader_must_judge(document: bytes) -> None:
+    assert outputs_list(document, NUMBERS) is None
+
+
+def test_the_list_form_vouches_for_eval_harness_entries() -> None:
+    document = json.dumps(
+        {"outputs": [{"id": "q1", "actual_output": "ok", "latency_ms": 3}, {"id": "q2",
+         "actual_output": "", "trajectory": None}]}, indent=2)  # fmt: skip
+    frame = outputs_list(document.encode(), NUMBERS)
+    assert frame is not None
+    assert frame.rows() == [("q1", "ok", 3.0), ("q2", "", None)]
 
 
 @pytest.mark.usefixtures("compiled_always")

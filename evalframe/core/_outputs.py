@@ -120,6 +120,8 @@ def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
             frame = compiled.outputs_lines(body, _NUMBERS)
         else:
             frame = compiled.outputs_map(body)
+            if frame is None:
+                frame = compiled.outputs_list(body, _NUMBERS)
         if frame is not None:
             return frame
     text = decode_utf8(data, where, _SUBJECT)

@@ -1,15 +1,17 @@
 """Large saved outputs files read by one compiled pass over their bytes.
 
-``{"outputs": {"<sample id>": "<output>", ...}}`` is how eval-harness saves outputs, and one
-``{"id", "actual_output", ...}`` object per line (JSONL) how most systems export them. At
-100,000 outputs of ranked ids (89 MB) Python's ``json`` module spends 0.3 s building a
-dictionary of strings that the reader then copies into a frame; a JSONL line costs 6 us of
-Python each. :func:`outputs_map` and :func:`outputs_lines` read those shapes straight into
-the frame's Arrow buffers instead, or decline (return None) and the exact reader takes the
-file: any other shape, any text Python's reader would refuse or keep differently (a lone
-surrogate, a control character, a bad escape), invalid UTF-8, an empty, blank or repeated
-sample id, a value of the wrong type, or a number the exact conversion cannot vouch for. So
-what a pass vouches for is what the exact reader returns, and every error keeps its
+``{"outputs": {"<sample id>": "<output>", ...}}`` is how eval-harness saves outputs (or
+``{"outputs": [{"id", "actual_output", ...}, ...]}``), and one ``{"id", "actual_output", ...}``
+object per line (JSONL) how most systems export them. At 100,000 outputs of ranked ids
+(89 MB) Python's ``json`` module spends 0.3 s building a dictionary of strings that the
+reader then copies into a frame; an entry costs 3-6 us of Python each. :func:`outputs_map`,
+:func:`outputs_list` and :func:`outputs_lines` read those shapes straight into the frame's
+Arrow buffers instead, or decline (return None) and the exact reader takes the file: any
+other shape, any text Python's reader would refuse or keep differently (a lone surrogate, a
+control character, a bad escape), invalid UTF-8, an empty, blank or repeated sample id, a
+member only the exact reader parses (contexts, trajectory, turns), a value of the wrong type,
+or a number the exact conversion cannot vouch for. So what a pass vouches for is what the
+exact reader returns, and every error keeps its
 message. ``read_outputs`` tries them on files of 4 MiB and more.
 
 Examples:
@@ -42,7 +44,7 @@ from evalframe.core._json_bytes import (
 )
 from evalframe.core._njit import njit
 
-__all__ = ["outputs_lines", "outputs_map"]
+__all__ = ["outputs_lines", "outputs_list", "outputs_map"]
 
 _OUTPUTS = np.frombuffer(b"outputs", np.uint8)
 _QUOTE, _COLON, _OPEN, _CLOSE = 34, 58, 123, 125
@@ -138,7 +140,7 @@ def outputs_map(data: bytes) -> pl.DataFrame | None:
     return frame
 
 
-# --- JSONL: one {id, actual_output, operational numbers} object per line --------------------
+# --- entries: {id, actual_output, operational numbers} objects, per line or in a list ---------
 
 # The members a line may name, by index: the id (either spelling), the output, the fields
 # only the exact reader parses (declined unless null), then the operational numbers.
@@ -152,14 +154,6 @@ def _names(numbers: list[str]) -> tuple[Any, Any]:
     words = ["id", C.SAMPLE_ID, C.ACTUAL_OUTPUT, *_EXACT_ONLY, *numbers]
     data = np.frombuffer("".join(words).encode(), np.uint8)
     return data, np.cumsum([0, *(len(w) for w in words)]).astype(np.int64)
-
-
-@njit(inline="always")
-def _inline_ws(data: Any, p: int, end: int) -> int:
-    """Whitespace within one line: JSON's, less the newline that ends the line."""
-    while p < end and (data[p] == 0x20 or data[p] == 0x09 or data[p] == 0x0D):
-        p += 1
-    return p
 
 
 @njit(inline="always")
@@ -188,8 +182,18 @@ def _which(scratch: Any, k: int, names: Any, offsets: Any) -> int:
     return -1
 
 
+@njit(inline="always")
+def _ws(data: Any, p: int, end: int, newline: bool) -> int:
+    """JSON whitespace; within a JSONL line (``newline`` False), less the newline."""
+    while p < end and (
+        data[p] == 0x20 or data[p] == 0x09 or data[p] == 0x0D or (newline and data[p] == 0x0A)
+    ):
+        p += 1
+    return p
+
+
 @njit
-def _scan_lines(
+def _scan_entries(
     data: Any,
     ids: Any,
     texts: Any,
@@ -198,11 +202,13 @@ def _scan_lines(
     names: Any,
     offsets: Any,
     integer: Any,
+    listed: bool,
 ) -> tuple[int, Any, Any, Any, Any, Any, Any]:
-    """Entries, id and text offsets, integer and float values, validity and which numeric
-    members any line named; -1 entries for a file this pass does not vouch for."""
+    """Read the entries of a JSONL file, or (``listed``) of a ``{"outputs": [...]}``
+    document: entries, id and text offsets, integer and float values, validity and which
+    numeric members any entry named; -1 entries for a file this pass does not vouch for."""
     end = data.size
-    room = end // 30 + 2  # a line takes at least 30 bytes: '{"id":"a","actual_output":""}\n'
+    room = end // 30 + 2  # an entry takes at least 30 bytes: '{"id":"a","actual_output":""},'
     columns = integer.size
     id_off = np.empty(room + 1, np.int64)
     text_off = np.empty(room + 1, np.int64)
@@ -210,21 +216,34 @@ def _scan_lines(
     floats = np.zeros((columns, room), np.float64)
     valid = np.zeros((columns, room), np.bool_)
     seen = np.zeros(columns, np.bool_)
+    got = np.zeros(offsets.size - 1, np.bool_)
     id_off[0] = text_off[0] = 0
     n = 0
     p = 0
+    if listed:
+        p = skip_ws(data, 0, end)
+        if p >= end or data[p] != _OPEN:
+            return -1, id_off, text_off, ints, floats, valid, seen
+        p, k = member_key(data, skip_ws(data, p + 1, end), end, scratch)
+        if p < 0 or k != _OUTPUTS.size or data[p] != 0x5B:
+            return -1, id_off, text_off, ints, floats, valid, seen
+        for i in range(k):
+            if scratch[i] != _OUTPUTS[i]:
+                return -1, id_off, text_off, ints, floats, valid, seen
+        p = skip_ws(data, p + 1, end)
     while p < end:
-        p = _inline_ws(data, p, end)
-        if p < end and data[p] == 0x0A:
-            p += 1
-            continue
-        if p >= end:
-            break
+        if not listed:
+            p = _ws(data, p, end, False)
+            if p < end and data[p] == 0x0A:
+                p += 1
+                continue
+            if p >= end:
+                break
         if data[p] != _OPEN or n == room:
             return -1, id_off, text_off, ints, floats, valid, seen
-        got = np.zeros(offsets.size - 1, np.bool_)
+        got[:] = False
         id_stop, sid_stop, text_stop = -1, -1, -1
-        p = _inline_ws(data, p + 1, end)
+        p = _ws(data, p + 1, end, listed)
         done = p < end and data[p] == _CLOSE
         p += done
         while not done:
@@ -233,10 +252,10 @@ def _scan_lines(
             p, k = json_string(data, p, end, scratch, 0)
             if p < 0:
                 return -1, id_off, text_off, ints, floats, valid, seen
-            p = _inline_ws(data, p, end)
+            p = _ws(data, p, end, listed)
             if p >= end or data[p] != _COLON:
                 return -1, id_off, text_off, ints, floats, valid, seen
-            p = _inline_ws(data, p + 1, end)
+            p = _ws(data, p + 1, end, listed)
             if p >= end:
                 return -1, id_off, text_off, ints, floats, valid, seen
             which = _which(scratch, k, names, offsets)
@@ -276,18 +295,14 @@ def _scan_lines(
                 p = t if t >= 0 else f if f >= 0 else exact_double(data, p, end)[0]
             if p < 0:
                 return -1, id_off, text_off, ints, floats, valid, seen
-            p = _inline_ws(data, p, end)
+            p = _ws(data, p, end, listed)
             if p < end and data[p] == 0x2C:
-                p = _inline_ws(data, p + 1, end)
+                p = _ws(data, p + 1, end, listed)
             elif p < end and data[p] == _CLOSE:
                 p += 1
                 done = True
             else:
                 return -1, id_off, text_off, ints, floats, valid, seen
-        p = _inline_ws(data, p, end)
-        if p < end and data[p] != 0x0A:
-            return -1, id_off, text_off, ints, floats, valid, seen
-        p += 1
         if id_stop < 0 and sid_stop > 0:  # no "id" (or a null one): "sample_id" names it
             id_stop = id_off[n] + sid_stop
             ids[id_off[n] : id_stop] = alt[:sid_stop]
@@ -296,6 +311,22 @@ def _scan_lines(
         n += 1
         id_off[n] = id_stop
         text_off[n] = text_stop
+        p = _ws(data, p, end, listed)
+        if not listed:
+            if p < end and data[p] != 0x0A:
+                return -1, id_off, text_off, ints, floats, valid, seen
+            p += 1
+        elif p < end and data[p] == 0x2C:
+            p = skip_ws(data, p + 1, end)
+        elif p < end and data[p] == 0x5D:  # the list's end, then the document's
+            p = skip_ws(data, p + 1, end)
+            if p >= end or data[p] != _CLOSE or skip_ws(data, p + 1, end) != end:
+                return -1, id_off, text_off, ints, floats, valid, seen
+            return n, id_off, text_off, ints, floats, valid, seen
+        else:
+            return -1, id_off, text_off, ints, floats, valid, seen
+    if listed:  # the document ended inside its list
+        return -1, id_off, text_off, ints, floats, valid, seen
     return n, id_off, text_off, ints, floats, valid, seen
 
 
@@ -304,20 +335,30 @@ def outputs_lines(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
 
     Args:
         data: the file's bytes.
-        numbers: the numeric members a line may carry, with their dtypes (Int64 or Float64).
+        numbers: the numeric members an entry may carry, with their dtypes (Int64 or Float64).
 
     Returns:
-        ``sample_id``, ``actual_output`` and the ``numbers`` any line names, one row per line
-        in file order, as the exact reader returns them.
+        ``sample_id``, ``actual_output`` and the ``numbers`` any entry names, one row per
+        entry in file order, as the exact reader returns them.
     """
+    return _entries(data, numbers, listed=False)
+
+
+def outputs_list(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
+    """The saved outputs of a list-form file's bytes (``{"outputs": [{"id", "actual_output",
+    ...}, ...]}``, no BOM), or None: as :func:`outputs_lines`."""
+    return _entries(data, numbers, listed=True)
+
+
+def _entries(data: bytes, numbers: pl.Schema, *, listed: bool) -> pl.DataFrame | None:
     raw = np.frombuffer(data, np.uint8)
     names, offsets = _names(list(numbers))
     integer = np.array([dtype == pl.Int64 for dtype in numbers.values()])
     ids, texts, alt, scratch = (np.empty(raw.size, np.uint8) for _ in range(4))
-    n, id_off, text_off, ints, floats, valid, seen = _scan_lines(
-        raw, ids, texts, alt, scratch, names, offsets, integer
+    n, id_off, text_off, ints, floats, valid, seen = _scan_entries(
+        raw, ids, texts, alt, scratch, names, offsets, integer, listed
     )
-    if n <= 0:  # declined, or only blank lines (an error the exact reader words)
+    if n <= 0:  # declined, or no entry (an error, or an empty list, the exact reader takes)
         return None
     id_array = _strings(n, id_off, ids)
     text_array = _strings(n, text_off, texts)
