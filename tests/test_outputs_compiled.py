@@ -341,3 +341,16 @@ def test_jsonl_errors_keep_their_messages(tmp_path: Path) -> None:
     assert outputs_error(path).startswith(f"{path}: Saved outputs line 2 is not valid JSON: ")
     path = write(tmp_path, "o.jsonl", " \n\n")
     assert outputs_error(path) == f"{path}: Saved outputs file must not be empty."
+
+
+@pytest.mark.usefixtures("compiled_always")
+def test_invalid_utf8_in_a_member_the_reader_ignores_is_still_an_error(tmp_path: Path) -> None:
+    good = b'{"id": "a", "actual_output": "x"}\n'
+    bad = b'{"id": "b", "actual_output": "y", "note": "\xff"}\n'
+    assert outputs_lines(good + bad, NUMBERS) is None
+    path = write(tmp_path, "o.jsonl", good + bad)
+    offset = (good + bad).index(0xFF)
+    assert outputs_error(path) == (
+        f"{path}: Saved outputs file is not valid UTF-8: byte 0xff at line 2 (byte offset "
+        f"{offset}) is invalid start byte."
+    )

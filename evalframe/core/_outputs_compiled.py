@@ -103,17 +103,20 @@ def _scan(data: Any, ids: Any, texts: Any) -> tuple[int, Any, Any]:
     return n, id_off, text_off
 
 
-def _strings(n: int, offsets: Any, values: Any) -> Any:
-    """An Arrow array of ``n`` strings, or None when they are not valid UTF-8."""
+def _utf8(raw: Any) -> bool:
+    """Whether the file's bytes are valid UTF-8 (one vectorised check; the exact reader names
+    the first bad byte). Text decoded from valid bytes is valid: escapes decode to whole
+    characters, and a lone surrogate is declined."""
     import pyarrow as pa
 
+    whole = pa.LargeStringArray.from_buffers(
+        1, pa.py_buffer(np.array([0, raw.size], np.int64)), pa.py_buffer(raw)
+    )
     try:
-        pa.LargeStringArray.from_buffers(
-            n, pa.py_buffer(offsets[: n + 1]), pa.py_buffer(values[: offsets[n]])
-        ).validate(full=True)
+        whole.validate(full=True)
     except pa.ArrowInvalid:
-        return None
-    return string_array(offsets[: n + 1], values)
+        return False
+    return True
 
 
 def outputs_map(data: bytes) -> pl.DataFrame | None:
@@ -129,11 +132,14 @@ def outputs_map(data: bytes) -> pl.DataFrame | None:
     n, id_off, text_off = _scan(raw, ids, texts)
     if n < 0:
         return None
-    id_array = _strings(n, id_off, ids)
-    text_array = _strings(n, text_off, texts)
-    if id_array is None or text_array is None:
+    if not _utf8(raw):
         return None
-    frame = pl.DataFrame([pl.Series(C.SAMPLE_ID, id_array), pl.Series(C.ACTUAL_OUTPUT, text_array)])
+    frame = pl.DataFrame(
+        [
+            pl.Series(C.SAMPLE_ID, string_array(id_off[: n + 1], ids)),
+            pl.Series(C.ACTUAL_OUTPUT, string_array(text_off[: n + 1], texts)),
+        ]
+    )
     sample_ids = frame.get_column(C.SAMPLE_ID)
     if sample_ids.is_duplicated().any() or sample_ids.str.contains(_MAYBE_BLANK).any():
         return None  # the exact reader names the id
@@ -360,11 +366,12 @@ def _entries(data: bytes, numbers: pl.Schema, *, listed: bool) -> pl.DataFrame |
     )
     if n <= 0:  # declined, or no entry (an error, or an empty list, the exact reader takes)
         return None
-    id_array = _strings(n, id_off, ids)
-    text_array = _strings(n, text_off, texts)
-    if id_array is None or text_array is None:
+    if not _utf8(raw):
         return None
-    columns = [pl.Series(C.SAMPLE_ID, id_array), pl.Series(C.ACTUAL_OUTPUT, text_array)]
+    columns = [
+        pl.Series(C.SAMPLE_ID, string_array(id_off[: n + 1], ids)),
+        pl.Series(C.ACTUAL_OUTPUT, string_array(text_off[: n + 1], texts)),
+    ]
     for col, (name, dtype) in enumerate(numbers.items()):
         if seen[col]:
             values = ints[col, :n] if integer[col] else floats[col, :n]
