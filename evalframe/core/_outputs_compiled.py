@@ -53,6 +53,23 @@ _MAYBE_BLANK: Final = r"^[\s\x1c-\x1f]*$"
 
 
 @njit
+def _outputs_value(data: Any, scratch: Any, opening: int) -> int:
+    """The position just inside the ``opening`` bracket of a document's one leading member,
+    ``"outputs"``; -1 for any other start."""
+    end = data.size
+    p = skip_ws(data, 0, end)
+    if p >= end or data[p] != _OPEN:
+        return -1
+    p, k = member_key(data, skip_ws(data, p + 1, end), end, scratch)
+    if p < 0 or k != _OUTPUTS.size or data[p] != opening:
+        return -1
+    for i in range(k):
+        if scratch[i] != _OUTPUTS[i]:
+            return -1
+    return skip_ws(data, p + 1, end)
+
+
+@njit
 def _scan(data: Any, ids: Any, texts: Any) -> tuple[int, Any, Any]:
     """The number of entries, and the id and text offsets into ``ids`` and ``texts``; -1 for a
     document this pass does not vouch for. ``ids`` and ``texts`` are ``data``'s size."""
@@ -62,16 +79,9 @@ def _scan(data: Any, ids: Any, texts: Any) -> tuple[int, Any, Any]:
     id_off = np.empty(end // 7 + 2, np.int64)
     text_off = np.empty(end // 7 + 2, np.int64)
     id_off[0] = text_off[0] = 0
-    p = skip_ws(data, 0, end)
-    if p >= end or data[p] != _OPEN:
+    p = _outputs_value(data, texts, _OPEN)
+    if p < 0:
         return -1, id_off, text_off
-    p, k = member_key(data, skip_ws(data, p + 1, end), end, texts)
-    if p < 0 or k != _OUTPUTS.size or data[p] != _OPEN:
-        return -1, id_off, text_off
-    for i in range(k):
-        if texts[i] != _OUTPUTS[i]:
-            return -1, id_off, text_off
-    p = skip_ws(data, p + 1, end)
     n = 0
     done = p < end and data[p] == _CLOSE
     if done:
@@ -227,16 +237,9 @@ def _scan_entries(
     n = 0
     p = 0
     if listed:
-        p = skip_ws(data, 0, end)
-        if p >= end or data[p] != _OPEN:
+        p = _outputs_value(data, scratch, 0x5B)
+        if p < 0:
             return -1, id_off, text_off, ints, floats, valid, seen
-        p, k = member_key(data, skip_ws(data, p + 1, end), end, scratch)
-        if p < 0 or k != _OUTPUTS.size or data[p] != 0x5B:
-            return -1, id_off, text_off, ints, floats, valid, seen
-        for i in range(k):
-            if scratch[i] != _OUTPUTS[i]:
-                return -1, id_off, text_off, ints, floats, valid, seen
-        p = skip_ws(data, p + 1, end)
     while p < end:
         if not listed:
             p = _ws(data, p, end, False)
