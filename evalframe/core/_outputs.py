@@ -65,8 +65,9 @@ __all__ = [
 
 _SUBJECT: Final = "Saved outputs file"
 MAX_LISTED_IDS: Final = 20
-# A map-form file from this size on is read by one compiled pass first (core/_outputs_compiled.py);
-# below it Python's json module is as fast, and numba stays unloaded.
+# A JSON or JSONL file from this size on is read by a compiled pass first
+# (core/_outputs_compiled.py); below it the exact reader is fast enough, and numba stays
+# unloaded.
 _COMPILED_FROM: Final = 4 << 20
 _INTEGER_TEXT: Final = re.compile(r"\s*[+-]?[0-9]+\s*")
 CONFIDENCE: Final = "confidence"
