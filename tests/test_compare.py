@@ -437,6 +437,35 @@ def test_a_metric_lost_on_an_already_failing_row_is_a_regression_of_that_metric(
     assert statuses[("r", "exact-match")] == "stable"
 
 
+def test_a_row_the_system_now_fails_on_is_a_regression_of_every_metric_it_passed() -> None:
+    # An errored execution does not pass (as in the row verdict): a run whose system fails
+    # on a row must not pass the gate because its metrics scored nothing there.
+    ds = ef.Dataset.from_records(
+        [{"id": i, "input": {"q": i}, "expected_output": "x"} for i in ("a", "b")], name="d"
+    )
+    metrics = ["exact-match", "contains"]
+    before = ef.evaluate(ds, outputs={"a": "x", "b": "y"}, metrics=metrics, progress=False)
+
+    def system(inp: dict[str, str]) -> str:
+        if inp["q"] == "a":
+            raise TimeoutError("model timed out")
+        return "y"
+
+    after = ef.evaluate(ds, system=system, metrics=metrics, progress=False)
+    c = compare(before, after, n_bootstrap=0)
+    got = {(r["sample_id"], r["metric"]): r for r in c.regressions().iter_rows(named=True)}
+    assert set(got) == {("a", "exact-match"), ("a", "contains")}
+    assert all(r["after_pass_rate"] == 0.0 and r["score_delta"] is None for r in got.values())
+    statuses = {(r["sample_id"], r["metric"]): r["status"] for r in c.row_metrics.to_dicts()}
+    assert statuses[("b", "exact-match")] == statuses[("b", "contains")] == "stable"
+    assert c.counts["regressed"] == 1
+    assert c.counts["regressed_pairs"] == 2
+    verdict = ef.gate(c)
+    assert not verdict.passed
+    assert verdict.failures[0].startswith("2 regression(s) on 1 row(s)")
+    assert "NaN" not in c.to_json()
+
+
 def test_regressions_is_a_frame_of_regressed_row_metric_pairs(
     hidden: tuple[ef.Run, ef.Run],
 ) -> None:

@@ -56,6 +56,7 @@ from evalframe.core._compare_tables import (
     metric_table,
     metric_verdicts,
     paired_counts,
+    paired_matrices,
     per_key_counts,
     row_verdicts,
 )
@@ -367,11 +368,16 @@ def compare(
     paired_keys = paired.get_column("key")
     ids_a, ids_b = before.metric_ids, after.metric_ids
     common = [m for m in ids_b if m in ids_a]
-    counts = paired_counts(
-        per_key_counts(before, keys_a), per_key_counts(after, keys_b), paired_keys, common
-    )
+    per_key_a, per_key_b = per_key_counts(before, keys_a), per_key_counts(after, keys_b)
+    counts = paired_counts(per_key_a, per_key_b, paired_keys, common)
+    runs = paired_matrices(per_key_a, per_key_b, paired_keys, common, ("runs",))
     pair_verdicts = metric_verdicts(
-        paired.select("key", C.SAMPLE_ID), counts, common, res, exact=exact
+        paired.select("key", C.SAMPLE_ID),
+        counts,
+        (runs["runs_a"], runs["runs_b"]),
+        common,
+        res,
+        exact=exact,
     )
     boot = bootstrap_deltas(counts, n_resamples=n_bootstrap, seed=seed, confidence=confidence)
     tests = mcnemar_tests(counts)

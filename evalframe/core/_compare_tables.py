@@ -8,6 +8,7 @@ each is a pure function of frames and arrays.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
@@ -28,6 +29,7 @@ __all__ = [
     "metric_table",
     "metric_verdicts",
     "paired_counts",
+    "paired_matrices",
     "per_key_counts",
     "row_verdicts",
 ]
@@ -106,20 +108,30 @@ def row_verdicts(joined: pl.DataFrame, res: float, *, exact: bool = False) -> pl
 
 
 def metric_verdicts(
-    rows: pl.DataFrame, counts: PairedCounts, metrics: list[str], res: float, *, exact: bool
+    rows: pl.DataFrame,
+    counts: PairedCounts,
+    runs: tuple[np.ndarray, np.ndarray],
+    metrics: list[str],
+    res: float,
+    *,
+    exact: bool,
 ) -> pl.DataFrame:
-    """The row verdict rules applied per (paired row, metric), over rows scored on both sides.
+    """The row verdict rules applied per (paired row, metric), over rows both runs executed.
 
-    ``rows`` holds the paired rows' ``key`` and ``sample_id`` in the order of ``counts``.
-    A (row, metric) pair is judged on that metric's pass rate over the row's scored
-    repetitions and its mean score, exactly as a row is judged on all its metrics. With
-    ``exact`` (one repetition on both sides, no noise to separate) every change is confident.
+    ``rows`` holds the paired rows' ``key`` and ``sample_id`` in the order of ``counts``;
+    ``runs`` the executions of each (row, metric) before and after, errored ones included.
+    A (row, metric) pair is judged on that metric's pass rate over the row's executions (an
+    errored execution does not pass, as in the row verdict) and its mean score over the
+    scored ones, exactly as a row is judged on all its metrics: a metric that now errors on
+    a row it passed regressed. With ``exact`` (one repetition on both sides, no noise to
+    separate) every change is confident.
     """
     k, m = counts.shape
+    runs_a, runs_b = runs
     with np.errstate(divide="ignore", invalid="ignore"):
         stats = {
-            "before_pass_rate": counts.pass_a / counts.n_a,
-            "after_pass_rate": counts.pass_b / counts.n_b,
+            "before_pass_rate": counts.pass_a / runs_a,
+            "after_pass_rate": counts.pass_b / runs_b,
             "before_score_mean": counts.sum_a / counts.n_a,
             "after_score_mean": counts.sum_b / counts.n_b,
         }
@@ -129,11 +141,12 @@ def metric_verdicts(
             C.SAMPLE_ID: np.repeat(rows.get_column(C.SAMPLE_ID).to_numpy(), m),
             C.METRIC: np.tile(np.asarray(metrics, dtype=object), k),
             **{name: values.reshape(-1) for name, values in stats.items()},
-            "before_n": counts.n_a.reshape(-1),
-            "after_n": counts.n_b.reshape(-1),
+            "before_n": runs_a.reshape(-1),
+            "after_n": runs_b.reshape(-1),
         },
         schema_overrides={"key": rows.schema["key"], C.SAMPLE_ID: pl.String, C.METRIC: pl.String},
     ).filter((pl.col("before_n") > 0) & (pl.col("after_n") > 0))
+    grid = grid.with_columns(pl.col(name).fill_nan(None) for name in stats)  # no scored run
     joined = grid.drop("before_n", "after_n").with_columns(
         pl.lit(1, pl.Int64).alias("before_repetitions"),
         pl.lit(1, pl.Int64).alias("after_repetitions"),
@@ -163,6 +176,7 @@ def per_key_counts(run: Run, keys: pl.DataFrame) -> pl.DataFrame:
             pl.col(C.SCORE).sum().alias("sum"),
             pl.col(C.SCORE).count().cast(pl.Float64).alias("n"),
             pl.col("passed").sum().cast(pl.Float64).alias("pass"),
+            pl.len().cast(pl.Float64).alias("runs"),
         )
     )
 
@@ -171,13 +185,7 @@ def paired_counts(
     a: pl.DataFrame, b: pl.DataFrame, paired: pl.Series, metrics: list[str]
 ) -> PairedCounts:
     """Per-(paired row, metric) sums, scored and passing counts of both runs, as matrices."""
-    grid = pl.DataFrame({"key": paired}).join(pl.DataFrame({C.METRIC: metrics}), how="cross")
-    arrays: dict[str, np.ndarray] = {}
-    for side, frame in (("a", a), ("b", b)):
-        full = grid.join(frame, on=["key", C.METRIC], how="left", maintain_order="left")
-        for stat in ("sum", "n", "pass"):
-            values = full.get_column(stat).fill_null(0.0).to_numpy()
-            arrays[f"{stat}_{side}"] = values.reshape(len(paired), len(metrics))
+    arrays = paired_matrices(a, b, paired, metrics, ("sum", "n", "pass"))
     return PairedCounts(
         sum_a=arrays["sum_a"],
         n_a=arrays["n_a"],
@@ -186,6 +194,21 @@ def paired_counts(
         n_b=arrays["n_b"],
         pass_b=arrays["pass_b"],
     )
+
+
+def paired_matrices(
+    a: pl.DataFrame, b: pl.DataFrame, paired: pl.Series, metrics: list[str], stats: Sequence[str]
+) -> dict[str, np.ndarray]:
+    """``per_key_counts`` statistics of both runs as (paired row, metric) matrices, named
+    ``<stat>_a`` and ``<stat>_b`` (0 where a side has no execution)."""
+    grid = pl.DataFrame({"key": paired}).join(pl.DataFrame({C.METRIC: metrics}), how="cross")
+    arrays: dict[str, np.ndarray] = {}
+    for side, frame in (("a", a), ("b", b)):
+        full = grid.join(frame, on=["key", C.METRIC], how="left", maintain_order="left")
+        for stat in stats:
+            values = full.get_column(stat).fill_null(0.0).to_numpy()
+            arrays[f"{stat}_{side}"] = values.reshape(len(paired), len(metrics))
+    return arrays
 
 
 def mcnemar_tests(counts: PairedCounts, rows: np.ndarray | None = None) -> list[dict[str, Any]]:
