@@ -339,8 +339,10 @@ def load_json(
         value = json.loads(text, **options)
     except RecursionError:
         value = _TOO_DEEP
-    # A text with no more brackets than the limit cannot nest past it: no walk needed.
-    shallow = text.count("{") + text.count("[") <= MAX_DEPTH
+    # A short text (a JSONL line, say) with no more brackets than the limit cannot nest past
+    # it: counting them costs less than the walk. A long text is walked without counting
+    # (it has more brackets than the limit anyway, and a count of 90 MB costs 0.1 s).
+    shallow = len(text) < _COUNTED_BELOW and text.count("{") + text.count("[") <= MAX_DEPTH
     if value is _TOO_DEEP or (not shallow and _deeper_than(value, MAX_DEPTH)):
         check_json_depth(text if rescan is None else rescan, where, subject, lines=lines)
         raise depth_error(where, subject)
@@ -348,6 +350,7 @@ def load_json(
 
 
 _TOO_DEEP: Final = object()
+_COUNTED_BELOW: Final = 1 << 16
 
 
 def _deeper_than(value: object, limit: int) -> bool:

@@ -273,7 +273,7 @@ def _scan_entries(
                     return -1, id_off, text_off, ints, floats, valid, seen
                 got[which] = True
             c = data[p]
-            null = _word(data, p, end, _NULL)
+            null = _word(data, p, end, _NULL) if c == 0x6E else -1  # 'n'
             if which >= _FIRST_NUMBER:
                 col = which - _FIRST_NUMBER
                 seen[col] = True
