@@ -32,6 +32,7 @@ from typing import Any, Final, cast
 
 import polars as pl
 
+from evalframe.core._any_of import EXPECTED_ANY, _BadAnswers, with_expected_any
 from evalframe.core._canon import (
     JSONValue,
     UnsupportedValueError,
@@ -420,6 +421,7 @@ def _plain_sample(
         or (source.tags_field and get("tags") is not None)
         or (source.text_fields and get("expected_type") not in (None, "string"))
         or get(REFERENCE_CONTEXTS) is not None
+        or get(EXPECTED_ANY) is not None
     ):
         return None
     for key, item in input_map.items():
@@ -428,6 +430,8 @@ def _plain_sample(
     metadata = get("metadata")
     if metadata is None:
         return sample_id, input_map, expected, {}, []
+    if type(metadata) is dict and EXPECTED_ANY in metadata:
+        return None
     tags = _plain_metadata_tags(metadata)
     if tags is not None:
         return sample_id, input_map, expected, metadata, tags
@@ -468,10 +472,18 @@ def _sample(record: object, index: int, source: Source) -> _Sample:
     sample_id = _sample_id(record, index, source)
     at = f"Sample '{sample_id}' (index {index})"
     input_map = _input_map(record.get("input"), at, source)
-    if "expected_output" not in record:
-        raise source.error(f"{at} missing required field 'expected_output'.")
-    expected = _expected_value(record, at, source)
     metadata = _metadata_map(record.get("metadata"), at, source)
+    try:
+        answers, metadata = with_expected_any(record, metadata, from_text=source.text_fields)
+    except _BadAnswers as exc:
+        raise source.error(f"{at} field '{EXPECTED_ANY}' {exc}.") from exc
+    given = record.get("expected_output", None)
+    if answers and (given is None or (source.text_fields and given == "")):
+        expected: JSONValue = answers[0]  # the first acceptable answer
+    elif "expected_output" not in record:
+        raise source.error(f"{at} missing required field 'expected_output'.")
+    else:
+        expected = _expected_value(record, at, source)
     tags, metadata = _tags(record.get("tags") if source.tags_field else None, metadata, at, source)
     try:
         metadata = with_reference_contexts(record, metadata)

@@ -252,6 +252,7 @@ COLUMNAR_FIELDS: Final[tuple[str, ...]] = (
     C.METADATA,
     C.TAGS,
     "reference_contexts",
+    "expected_any",
 )
 
 

@@ -2,60 +2,182 @@
 
 All four are network-free and exact. exact-match, contains and regex are single Polars
 expressions; rouge-l tokenises in Polars and runs a bit-parallel LCS kernel over the batch.
+
+A sample with any-of answers (``metadata.expected_any``, see ``evalframe.core._any_of``)
+scores as the best over its acceptable answers in exact-match, contains and rouge-l: the
+answers are read once per frame into a generated column that the three share.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Any, Final
 
 import polars as pl
 
 from evalframe.core import schema as C
+from evalframe.core._any_of import EXPECTED_ANY
 from evalframe.metrics import _pcre
 from evalframe.metrics._batched import batched, sample_error, type_error
 from evalframe.metrics._registry import metric
-from evalframe.metrics._spec import Range, Scored
+from evalframe.metrics._spec import Derived, Range, Scored
 
-__all__ = ["contains", "exact_match", "regex", "rouge_l"]
+__all__ = ["ANSWERS", "contains", "exact_match", "regex", "rouge_l"]
 
 _ACTUAL = pl.col(C.ACTUAL_OUTPUT)
 _EXPECTED = pl.col(C.EXPECTED_OUTPUT)
+_IS_TEXT = pl.col(C.EXPECTED_TYPE) == "string"
+
+ANSWERS: Final = "expected_output__answers"
+"""The generated column of a row's any-of answers: ``List(String)``, null without any."""
 
 
-@metric("exact-match", family="lexical")
-def exact_match() -> Scored:
-    """1.0 when the output equals the expected string byte for byte, else 0.0.
+def _answers_column(frame: pl.DataFrame) -> pl.DataFrame:
+    # Without the key anywhere no row has answers: the substring search costs little, the
+    # JSONPath match about a third of a second per million rows.
+    if not frame.select(pl.col(C.METADATA).str.contains(f'"{EXPECTED_ANY}"|\\\\u').any()).item():
+        return frame.select(answers=pl.repeat(None, pl.len(), dtype=pl.List(pl.String)))
+    found = pl.col(C.METADATA).str.json_path_match(f"$.{EXPECTED_ANY}")
+    return frame.select(answers=found.str.json_decode(pl.List(pl.String)))
 
-    No trimming, case folding or Unicode normalisation. Null (an error) when
-    ``expected_output`` is not a string.
-    """
-    bad, message = type_error("exact-match")
-    match = _ACTUAL == _EXPECTED
-    return Scored(
-        score=pl.when(bad).then(None).otherwise(match.cast(pl.Float64)),
-        error=pl.when(bad).then(message),
-        details=pl.struct(expected=_EXPECTED, actual=_ACTUAL, match=match),
+
+_ANSWERS_COLUMN: Final = Derived(ANSWERS, _answers_column)
+
+
+def _answers_derived(**_: Any) -> list[Derived]:
+    return [_ANSWERS_COLUMN]
+
+
+def _any_of() -> pl.Expr:
+    return pl.col(ANSWERS).struct.field("answers")
+
+
+def _acceptable() -> pl.Expr:
+    """Every acceptable answer of the row: the expected string (if it is one), then the
+    any-of answers; null when the row has no any-of answers."""
+    answers = _any_of()
+    with_expected = pl.concat_list(pl.concat_list(_EXPECTED), answers)
+    return (
+        pl.when(answers.is_null())
+        .then(None)
+        .when(_IS_TEXT)
+        .then(with_expected.list.unique(maintain_order=True))
+        .otherwise(answers)
     )
 
 
-@metric("contains", family="lexical")
-def contains() -> Scored:
-    """1.0 when the expected string occurs in the output (case-sensitive substring), else 0.0.
+def _fold(text: pl.Expr, case_sensitive: bool) -> pl.Expr:
+    return text if case_sensitive else text.str.to_lowercase()
 
-    Null (an error) when ``expected_output`` is not a string or is empty; a string of only
-    whitespace is allowed.
+
+def _with_answers(plain: pl.Expr, any_of: pl.Expr) -> pl.Expr:
+    """Plain rows' details as before; rows with any-of answers also list them."""
+    return (
+        pl.when(_any_of().is_null())
+        .then(plain.struct.json_encode())
+        .otherwise(any_of.struct.json_encode())
+    )
+
+
+@metric("exact-match", family="lexical", derived=_answers_derived)
+def exact_match(*, case_sensitive: bool = True) -> Scored:
+    """1.0 when the output equals the expected string byte for byte, else 0.0.
+
+    No trimming or Unicode normalisation; ``case_sensitive=False`` lowercases both sides
+    first. With any-of answers (``expected_any``), 1.0 when the output equals any acceptable
+    answer. Null (an error) when ``expected_output`` is not a string and the sample lists no
+    answers.
+    """
+    bad, message = type_error("exact-match")
+    answers = _acceptable()
+    bad = bad & answers.is_null()
+    actual = _fold(_ACTUAL, case_sensitive)
+    plain = actual == _fold(_EXPECTED, case_sensitive)
+    folded = answers if case_sensitive else answers.list.eval(pl.element().str.to_lowercase())
+    found = folded.list.contains(actual)
+    match = pl.when(answers.is_null()).then(plain).otherwise(found)
+    return Scored(
+        score=pl.when(bad).then(None).otherwise(match.cast(pl.Float64)),
+        error=pl.when(bad).then(message),
+        details=_with_answers(
+            pl.struct(expected=_EXPECTED, actual=_ACTUAL, match=match),
+            pl.struct(expected_any=answers, actual=_ACTUAL, match=match),
+        ),
+    )
+
+
+def _contains_kernel(case_sensitive: bool) -> Any:
+    def kernel(frame: pl.DataFrame) -> pl.DataFrame:
+        out = {"match": pl.Boolean, "empty": pl.Boolean, "matched": pl.String}
+        if frame.get_column("answers").null_count() == frame.height:
+            return pl.DataFrame(schema=out).clear(frame.height)
+        pairs = (
+            frame.with_row_index("row").explode("answers").filter(pl.col("answers").is_not_null())
+        )
+        text, answer = pl.col("actual"), pl.col("answers")
+        if not case_sensitive:
+            text, answer = text.str.to_lowercase(), answer.str.to_lowercase()
+        per_row = (
+            pairs.with_columns(hit=text.str.contains(answer, literal=True))
+            .group_by("row")
+            .agg(
+                pl.col("hit").any().alias("match"),
+                (pl.col("answers") == "").any().alias("empty"),
+                pl.col("answers").filter(pl.col("hit")).first().alias("matched"),
+            )
+        )
+        rows = frame.with_row_index("row").select("row")
+        joined = rows.join(per_row, on="row", how="left", maintain_order="left")
+        return joined.select(pl.col("match"), pl.col("empty").cast(pl.Int64), pl.col("matched"))
+
+    return kernel
+
+
+@metric("contains", family="lexical", derived=_answers_derived)
+def contains(*, case_sensitive: bool = True) -> Scored:
+    """1.0 when the expected string occurs in the output (a substring), else 0.0.
+
+    Case-sensitive unless ``case_sensitive=False``, which lowercases both sides first. With
+    any-of answers (``expected_any``), 1.0 when any acceptable answer occurs in the output.
+    Null (an error) when ``expected_output`` is not a string and the sample lists no
+    answers, or when an expected string is empty; a string of only whitespace is allowed.
     """
     bad, message = type_error("contains")
+    answers = _acceptable()
+    bad = bad & answers.is_null()
     empty = _EXPECTED.str.len_bytes() == 0
-    match = _ACTUAL.str.contains(_EXPECTED, literal=True)
+    plain = _fold(_ACTUAL, case_sensitive).str.contains(
+        _fold(_EXPECTED, case_sensitive), literal=True
+    )
+    k = pl.col("contains__kernel")
+    any_empty = k.struct.field("empty")
+    plain_row = answers.is_null()
+    match = pl.when(plain_row).then(plain).otherwise(k.struct.field("match"))
+    empty_error = sample_error("expected_output must not be empty for contains metric.")
+    answer_error = sample_error(
+        "an acceptable answer (expected_output or an expected_any item) is empty; contains "
+        "metric needs non-empty answers."
+    )
+    failed = pl.when(plain_row).then(empty).otherwise(any_empty)
     return Scored(
-        score=pl.when(bad | empty).then(None).otherwise(match.cast(pl.Float64)),
+        score=pl.when(bad | failed).then(None).otherwise(match.cast(pl.Float64)),
         error=pl.when(bad)
         .then(message)
-        .when(empty)
-        .then(sample_error("expected_output must not be empty for contains metric.")),
-        details=pl.struct(expected_substring=_EXPECTED, match=match),
+        .when(plain_row & empty)
+        .then(empty_error)
+        .when(failed)
+        .then(answer_error),
+        details=_with_answers(
+            pl.struct(expected_substring=_EXPECTED, match=match),
+            pl.struct(expected_any=answers, matched=k.struct.field("matched"), match=match),
+        ),
+        prepare={
+            "contains__kernel": batched(
+                _contains_kernel(case_sensitive),
+                {"actual": _ACTUAL, "answers": answers},
+                {"match": pl.Boolean, "empty": pl.Boolean, "matched": pl.String},
+            )
+        },
     )
 
 
@@ -212,33 +334,61 @@ def regex() -> Scored:
     )
 
 
+_ROUGE_FIELDS: Final = {
+    "expected_tokens": pl.Int64,
+    "actual_tokens": pl.Int64,
+    "lcs_tokens": pl.Int64,
+    "precision": pl.Float64,
+    "recall": pl.Float64,
+    "score": pl.Float64,
+    "over_cap": pl.String,
+}
+
+
 def _rouge_kernel(beta: float, max_tokens: int) -> pl.Expr:
     from evalframe.metrics._lcs import rouge_l as rouge_l_columns
 
     def kernel(frame: pl.DataFrame) -> pl.DataFrame:
-        return rouge_l_columns(
-            frame.get_column("expected"),
-            frame.get_column("actual"),
+        expected, actual = frame.get_column("expected"), frame.get_column("actual")
+        answers = frame.get_column("answers")
+        if answers.null_count() == frame.height:
+            plain = rouge_l_columns(expected, actual, beta=beta, max_tokens=max_tokens)
+            return plain.with_columns(best=pl.lit(None, pl.String))
+        # One pair per acceptable answer (a plain row is its one expected text); a row keeps
+        # its best pair, or its first pair over the token cap (never silently skipped).
+        pairs = (
+            frame.with_row_index("row")
+            .with_columns(
+                answers=pl.when(pl.col("answers").is_null())
+                .then(pl.concat_list("expected"))
+                .otherwise("answers")
+            )
+            .explode("answers")
+        )
+        scored = rouge_l_columns(
+            pairs.get_column("answers"),
+            pairs.get_column("actual"),
             beta=beta,
             max_tokens=max_tokens,
-        )
+        ).with_columns(row=pairs.get_column("row"), best=pairs.get_column("answers"))
+        best = scored.sort(
+            [pl.col("row"), pl.col("over_cap").is_null(), pl.col("score")],
+            descending=[False, False, True],
+            nulls_last=True,
+            maintain_order=True,
+        ).unique(subset="row", keep="first", maintain_order=True)
+        return best.with_columns(
+            best=pl.when(answers.gather(best.get_column("row")).is_not_null()).then("best")
+        ).drop("row")
 
     return batched(
         kernel,
-        {"expected": C.expected_text(), "actual": _ACTUAL},
-        {
-            "expected_tokens": pl.Int64,
-            "actual_tokens": pl.Int64,
-            "lcs_tokens": pl.Int64,
-            "precision": pl.Float64,
-            "recall": pl.Float64,
-            "score": pl.Float64,
-            "over_cap": pl.String,
-        },
+        {"expected": C.expected_text(), "actual": _ACTUAL, "answers": _acceptable()},
+        {**_ROUGE_FIELDS, "best": pl.String},
     )
 
 
-@metric("rouge-l", family="lexical")
+@metric("rouge-l", family="lexical", derived=_answers_derived)
 def rouge_l(
     *,
     beta: Annotated[float, Range(gt=0, le=1e6)] = 1.0,
@@ -248,9 +398,11 @@ def rouge_l(
 
     With LCS the longest common token subsequence, P = LCS/|actual| and R = LCS/|expected|,
     the score is (1+β²)PR / (R + β²P) (β = 1 gives F1). Both sides empty score 1.0, one side
-    empty 0.0. A field with more than ``max_tokens`` tokens is that sample's error.
+    empty 0.0. A field with more than ``max_tokens`` tokens is that sample's error. With
+    any-of answers (``expected_any``), the best score over the acceptable answers.
     """
     bad, message = type_error("rouge-l")
+    bad = bad & _acceptable().is_null()
     k = pl.col("rouge-l__kernel")
     over = k.struct.field("over_cap")
     count = (
@@ -267,12 +419,22 @@ def rouge_l(
     return Scored(
         score=pl.when(bad).then(None).otherwise(score),
         error=pl.when(bad).then(message).when(over.is_not_null()).then(cap_error),
-        details=pl.struct(
-            lcs_tokens=k.struct.field("lcs_tokens"),
-            precision=k.struct.field("precision"),
-            recall=k.struct.field("recall"),
-            raw_score=score,
-            clamped_score=score,
+        details=_with_answers(
+            pl.struct(
+                lcs_tokens=k.struct.field("lcs_tokens"),
+                precision=k.struct.field("precision"),
+                recall=k.struct.field("recall"),
+                raw_score=score,
+                clamped_score=score,
+            ),
+            pl.struct(
+                best_answer=k.struct.field("best"),
+                lcs_tokens=k.struct.field("lcs_tokens"),
+                precision=k.struct.field("precision"),
+                recall=k.struct.field("recall"),
+                raw_score=score,
+                clamped_score=score,
+            ),
         ),
         prepare={"rouge-l__kernel": _rouge_kernel(beta, max_tokens)},
     )
