@@ -19,6 +19,7 @@ from evalframe.core._run import Run
 from evalframe.core._system import System, call_system
 from evalframe.core._turns import typed_agent_frame
 from evalframe.enrich import providers_for, score
+from evalframe.metrics._judge_engine import prompt_keys
 from evalframe.metrics._registry import MetricFactory, resolve
 from evalframe.metrics._spec import Metric
 from evalframe.providers import EmbeddingClient, JudgeClient, Providers
@@ -238,6 +239,9 @@ def evaluate(
     finished = time.time()
     # Whether repetitions can differ: a system under test is called again for each one.
     extra: dict[str, Any] = {"outputs": "system" if system is not None else "saved"}
+    prompts = prompt_keys(resolved)
+    if prompts:
+        extra["prompts"] = prompts  # the judge prompt versions behind the scores
     if context is not None:
         extra["cost"] = context.cost_summary()
         extra["budget"] = context.budget_summary(scores)

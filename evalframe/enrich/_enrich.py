@@ -372,7 +372,7 @@ class _JudgeFiller:
         cols = judge_columns(self.kind, self.template)
         prompt = prompts(frame, self.kind, self.template)
         distinct = prompt.drop_nulls().unique(maintain_order=True)
-        replies = providers.complete(distinct.to_list())
+        replies = providers.complete(distinct.to_list(), tag=self.need.prompt.key)
         content = pl.Series("content", [r.content for r in replies], dtype=pl.String)
         error = pl.Series("error", [r.error for r in replies], dtype=pl.String)
         idx = _positions(prompt, distinct).cast(pl.Int64)

@@ -1,5 +1,6 @@
-"""Judge-backed agent and conversation metrics on the shared judge engine: versioned prompts,
-how a trajectory or a conversation is shown to the judge, and how a reply becomes a score.
+"""Judge-backed agent and conversation metrics on the shared judge engine: versioned prompts
+(their texts in ``prompts/agent.*`` and ``prompts/conversation.*``), how a trajectory or a
+conversation is shown to the judge, and how a reply becomes a score.
 
 Every metric makes one judge call per distinct rendered prompt (identical episodes or
 conversations share it) and asks for closed answers: a label, or one boolean per plan step,
@@ -33,7 +34,7 @@ from evalframe.core._contexts import CONTEXTS
 from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN
 from evalframe.core._turns import TURNS, TURNS_COLUMN
 from evalframe.metrics._batched import sample_error
-from evalframe.metrics._judge_engine import JudgeNeed, Prompt, register_prompt, reply
+from evalframe.metrics._judge_engine import JudgeNeed, Prompt, reply, shipped
 from evalframe.metrics._spec import Scored
 from evalframe.metrics.judge import _question_expr
 
@@ -51,210 +52,81 @@ MAX_FIELD_CHARS: Final = 2000
 MAX_ITEMS: Final = 200
 """Turns or tool calls shown to the judge; more is the row's error."""
 
-_TAIL: Final = "Reply with only a JSON object of this shape: "
 _VERDICTS: Final = pl.Struct(
     {"verdicts": pl.List(pl.Struct({"turn": pl.Int64, "ok": pl.Boolean, "reason": pl.String}))}
 )
-_VERDICTS_SHAPE: Final = '{"verdicts": [{"turn": 2, "ok": true, "reason": "..."}]}'
-_PER_TURN: Final = """
 
-Give exactly one verdict per assistant turn, in order, naming its turn number."""
-
-
-def _turn_prompt(id: str, description: str, task: str, extra: str = "") -> Prompt:
-    return register_prompt(
-        Prompt(
-            id=id,
-            version=1,
-            description=description,
-            reply=_VERDICTS,
-            template=f"""{task}
-{extra}
-CONVERSATION (numbered turns):
-{{conversation}}
-{_PER_TURN}
-"""
-            + _TAIL
-            + _VERDICTS_SHAPE,
-        )
-    )
-
-
-TASK_COMPLETION: Final = register_prompt(
-    Prompt(
-        id="agent.task-completion",
-        version=1,
-        description="Did the agent accomplish the task it was given?",
-        reply=pl.Struct(
-            {
-                "task": pl.String,
-                "outcome": pl.String,
-                "verdict": pl.Enum(["complete", "partial", "incomplete"]),
-                "reason": pl.String,
-            }
-        ),
-        template="""You judge whether an AI agent accomplished the task it was given.
-
-TASK (the user's request):
-{question}
-
-WHAT THE AGENT DID (its tool calls, in order):
-{trajectory}
-
-THE AGENT'S FINAL ANSWER:
-{answer}
-
-First state the task in one sentence, then the outcome the agent actually reached, judging by
-the tool calls and their results as much as by the answer (an answer that claims success the
-tool results do not show is not success). Then label it: "complete" (everything the task asked
-was done), "partial" (some of it), or "incomplete" (none of it, or the wrong thing).
-"""
-        + _TAIL
-        + """{"task": "...", "outcome": "...", "verdict": "complete|partial|incomplete", """
-        + """"reason": "..."}""",
-    )
+TASK_COMPLETION: Final = shipped(
+    "agent.task-completion",
+    description="Did the agent accomplish the task it was given?",
+    reply=pl.Struct(
+        {
+            "task": pl.String,
+            "outcome": pl.String,
+            "verdict": pl.Enum(["complete", "partial", "incomplete"]),
+            "reason": pl.String,
+        }
+    ),
 )
 
-PLAN_ADHERENCE: Final = register_prompt(
-    Prompt(
-        id="agent.plan-adherence",
-        version=1,
-        description="Did the agent's actions follow its plan, step by step?",
-        reply=pl.Struct(
-            {
-                "plan": pl.List(pl.Struct({"step": pl.String, "followed": pl.Boolean})),
-                "reason": pl.String,
-            }
-        ),
-        template="""You check whether an AI agent followed its plan.
-
-TASK:
-{question}
-
-PLAN:
-{plan}
-
-WHAT THE AGENT DID (its tool calls, in order):
-{trajectory}
-
-THE AGENT'S FINAL ANSWER:
-{answer}
-
-List the PLAN's steps (when the plan above says to infer it, take the plan the agent stated in
-its answer or implied by its first actions). For each step, say whether the agent's actions
-carried it out as planned (true) or skipped, changed or contradicted it (false).
-"""
-        + _TAIL
-        + """{"plan": [{"step": "...", "followed": true}], "reason": "..."}""",
-    )
+PLAN_ADHERENCE: Final = shipped(
+    "agent.plan-adherence",
+    description="Did the agent's actions follow its plan, step by step?",
+    reply=pl.Struct(
+        {
+            "plan": pl.List(pl.Struct({"step": pl.String, "followed": pl.Boolean})),
+            "reason": pl.String,
+        }
+    ),
 )
 
-PLAN_QUALITY: Final = register_prompt(
-    Prompt(
-        id="agent.plan-quality",
-        version=1,
-        description="Is the agent's plan complete, logical and efficient for the task?",
-        reply=pl.Struct(
-            {
-                "plan": pl.List(pl.String),
-                "complete": pl.Boolean,
-                "logical": pl.Boolean,
-                "efficient": pl.Boolean,
-                "reason": pl.String,
-            }
-        ),
-        template="""You assess the plan an AI agent made for a task.
-
-TASK:
-{question}
-
-PLAN:
-{plan}
-
-WHAT THE AGENT DID (its tool calls, in order):
-{trajectory}
-
-List the plan's steps (when the plan above says to infer it, take the plan the agent stated or
-followed). Then answer three questions about the plan itself, not about how it was carried
-out: is it complete (it covers everything the task needs), logical (its steps come in an
-order that works and none depends on a later one), and efficient (no needless or repeated
-steps)?
-"""
-        + _TAIL
-        + """{"plan": ["..."], "complete": true, "logical": true, "efficient": true, """
-        + """"reason": "..."}""",
-    )
+PLAN_QUALITY: Final = shipped(
+    "agent.plan-quality",
+    description="Is the agent's plan complete, logical and efficient for the task?",
+    reply=pl.Struct(
+        {
+            "plan": pl.List(pl.String),
+            "complete": pl.Boolean,
+            "logical": pl.Boolean,
+            "efficient": pl.Boolean,
+            "reason": pl.String,
+        }
+    ),
 )
 
-COMPLETENESS: Final = register_prompt(
-    Prompt(
-        id="conversation.completeness",
-        version=1,
-        description="Were the user's intentions in the conversation satisfied?",
-        reply=pl.Struct(
-            {
-                "intentions": pl.List(pl.Struct({"intention": pl.String, "satisfied": pl.Boolean})),
-                "reason": pl.String,
-            }
-        ),
-        template="""You check whether an AI assistant satisfied what the user wanted.
-
-CONVERSATION (numbered turns):
-{conversation}
-
-List each distinct intention the user expressed (a question to answer, a task to do, a
-problem to solve), and for each say whether the assistant satisfied it by the end of the
-conversation. An empty list means the user expressed no intention.
-"""
-        + _TAIL
-        + """{"intentions": [{"intention": "...", "satisfied": true}], "reason": "..."}""",
-    )
+COMPLETENESS: Final = shipped(
+    "conversation.completeness",
+    description="Were the user's intentions in the conversation satisfied?",
+    reply=pl.Struct(
+        {
+            "intentions": pl.List(pl.Struct({"intention": pl.String, "satisfied": pl.Boolean})),
+            "reason": pl.String,
+        }
+    ),
 )
 
-KNOWLEDGE_RETENTION: Final = _turn_prompt(
+KNOWLEDGE_RETENTION: Final = shipped(
     "conversation.knowledge-retention",
-    "Does each assistant turn keep what the user said earlier?",
-    """You check whether an AI assistant remembers what the user told it.
-
-For each assistant turn, is it consistent with every fact the user stated in EARLIER turns
-(names, numbers, preferences, constraints)? It fails (false) when it forgets such a fact,
-asks for it again, or contradicts it.""",
+    description="Does each assistant turn keep what the user said earlier?",
+    reply=_VERDICTS,
 )
 
-ROLE_ADHERENCE: Final = _turn_prompt(
+ROLE_ADHERENCE: Final = shipped(
     "conversation.role-adherence",
-    "Does each assistant turn stay in the assigned role?",
-    """You check whether an AI assistant stays in its assigned role.
-
-ROLE:
-{role}
-
-For each assistant turn, does it speak and act as the ROLE (its persona, tone, knowledge and
-limits)? It fails (false) when it drops the role, acts as someone else, or does what the role
-would not.""",
+    description="Does each assistant turn stay in the assigned role?",
+    reply=_VERDICTS,
 )
 
-RELEVANCY: Final = _turn_prompt(
+RELEVANCY: Final = shipped(
     "conversation.relevancy",
-    "Is each assistant turn relevant to the conversation just before it?",
-    """You check whether an AI assistant's replies are relevant.
-
-For each assistant turn, is it relevant to the {window} turns just before it (what the user
-asked or said there)? It fails (false) when it ignores them, changes the subject, or answers
-something else.""",
+    description="Is each assistant turn relevant to the conversation just before it?",
+    reply=_VERDICTS,
 )
 
-TURN_FAITHFULNESS: Final = _turn_prompt(
+TURN_FAITHFULNESS: Final = shipped(
     "conversation.turn-faithfulness",
-    "Is each assistant turn supported by the retrieved context?",
-    """You check whether an AI assistant's replies are supported by the context it was given.
-
-CONTEXT:
-{context}
-
-For each assistant turn, is every factual claim it makes supported by the CONTEXT? It fails
-(false) when a claim is missing from or contradicted by the CONTEXT. A turn that makes no
-factual claim (a greeting, a question back) passes.""",
+    description="Is each assistant turn supported by the retrieved context?",
+    reply=_VERDICTS,
 )
 
 

@@ -9,10 +9,11 @@ cache, ledger, budget and retries; the metric then reads the replies with ``repl
 which decodes them (once per distinct reply) against the prompt's reply schema. A reply
 that does not fit the schema is that row's error, never a guessed score.
 
-Prompts are registered by id (``register_prompt``), listed by ``evalframe metrics
---prompts``, and overridable per metric (``Prompt.with_template``). The prompt's key
-(``id@vN``, plus a hash of an overridden template) names the need's column, goes into the
-cache namespace, and so travels with the run.
+Shipped prompts are package data files, one per prompt, read by one function
+(``_prompt_texts.prompt_text``); they are registered by id (``shipped``), listed by
+``evalframe metrics --prompts``, and overridable per metric (``Prompt.with_template``). The
+prompt's key (``id@vN``, plus a hash of an overridden template) names the need's column, goes
+into the cache namespace, and is recorded with the run (``prompt_keys``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
@@ -28,6 +29,7 @@ import polars as pl
 
 from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched
+from evalframe.metrics._prompt_texts import prompt_text
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
@@ -41,9 +43,11 @@ __all__ = [
     "numbered",
     "parsed",
     "prompt",
+    "prompt_keys",
     "register_prompt",
     "render",
     "reply",
+    "shipped",
     "upstream_error",
 ]
 
@@ -62,7 +66,8 @@ class Prompt:
     Attributes:
         id: a dotted name (``rag.claims``); with the version it is the prompt's identity.
         version: bump it whenever the template or the reply schema changes meaning, so
-            cached replies to the old text are never reused for the new one.
+            cached replies to the old text are never reused for the new one (a shipped
+            prompt's version is the number in its file name).
         template: the text, with ``{name}`` placeholders (lower-case identifiers; other
             braces, such as a JSON example, are left as written).
         reply: the reply's shape as a Polars ``Struct``: the JSON schema sent to the
@@ -125,6 +130,17 @@ def register_prompt(p: Prompt) -> Prompt:
         raise MetricError(f"A prompt with id {p.id!r} is already registered.")
     PROMPTS[p.id] = p
     return p
+
+
+def shipped(id: str, *, reply: pl.Struct, description: str) -> Prompt:
+    """The shipped prompt ``id``, its text and version read from its package data file
+    (``prompt_text``), registered."""
+    found = prompt_text(id)
+    return register_prompt(
+        Prompt(
+            id=id, version=found.version, template=found.text, reply=reply, description=description
+        )
+    )
 
 
 def prompt(id: str) -> Prompt:
@@ -228,6 +244,33 @@ class JudgeNeed:
     def parsed_column(self) -> str:
         """Where the engine keeps the decoded replies while it renders a later stage."""
         return f"{self.column}__parsed"
+
+
+def prompt_keys(metrics: Iterable[Any]) -> dict[str, list[str]]:
+    """Per metric id, the keys (``id@vN``) of the judge prompts its needs send, required
+    stages first, once each; metrics that send none are left out. A run records this, so
+    its scores say which prompt versions produced them.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> prompt_keys([ef.metrics.get("exact-match"), ef.metrics.get("faithfulness")])
+        {'faithfulness': ['rag.claims@v1', 'rag.grounding@v1']}
+    """
+
+    def walk(needs: Iterable[Any], out: dict[str, None]) -> None:
+        for need in needs:  # a metric's needs, not rows
+            walk(getattr(need, "requires", ()), out)
+            found = getattr(need, "prompt", None)
+            if isinstance(found, Prompt):
+                out[found.key] = None
+
+    keys: dict[str, list[str]] = {}
+    for m in metrics:
+        seen: dict[str, None] = {}
+        walk(m.needs() if hasattr(m, "needs") else (), seen)
+        if seen:
+            keys[m.id] = list(seen)
+    return keys
 
 
 # --- rendering -----------------------------------------------------------------------------------

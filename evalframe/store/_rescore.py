@@ -30,6 +30,7 @@ from evalframe.core import schema as C
 from evalframe.core._errors import StoreError
 from evalframe.core._precision import precision_from_counts, row_aggregates
 from evalframe.enrich import providers_for, score
+from evalframe.metrics._judge_engine import prompt_keys
 from evalframe.providers import EmbeddingClient, JudgeClient, Providers
 from evalframe.store import _read
 from evalframe.store._agent import trajectory_join, typed_agent_columns
@@ -331,10 +332,22 @@ def score_into_run(
         finished=finished,
         copied=copied,
         computed=[m.id for m in computed],
+        prompts=_prompts(source, copied, computed),
         usage=providers.usage_frame() if providers is not None else None,
         record=record or {},
     )
     fill_stats(con, new_id)  # after the runs row: the cohort view joins it
+
+
+def _prompts(source: Mapping[str, Any], copied: list[str], computed: list[Metric]) -> Any:
+    """The judge prompt keys of the new run's metrics: the source run's for the scores it
+    copies, the current ones for those it computes."""
+    extra = json.loads(source.get("extra") or "{}")
+    kept = extra.get("prompts", {}) if isinstance(extra, dict) else {}
+    return {
+        **{m: kept[m] for m in copied if m in kept},
+        **prompt_keys(computed),
+    }
 
 
 def _baselines(con: duckdb.DuckDBPyConnection, metrics: list[Metric]) -> dict[str, pl.DataFrame]:
@@ -561,6 +574,7 @@ def _insert_run(
     finished: float,
     copied: list[str],
     computed: list[str],
+    prompts: dict[str, list[str]],
     usage: pl.DataFrame | None,
     record: Mapping[str, Any],
 ) -> None:
@@ -578,7 +592,15 @@ def _insert_run(
         con, "SELECT coalesce(avg(pass_rate), 0.0) FROM metric_summary WHERE run_id = ?", [new_id]
     )
     failures = fetch(con, "SELECT count(*) FROM failures WHERE run_id = ?", [new_id])
-    extra = {"rescore": {"source_run_id": source["run_id"], "copied": copied, "computed": computed}}
+    extra: dict[str, Any] = (
+        json.loads(record["extra"])  # a streamed run's own record
+        if "extra" in record
+        else {
+            "rescore": {"source_run_id": source["run_id"], "copied": copied, "computed": computed}
+        }
+    )
+    if prompts:
+        extra["prompts"] = prompts
     insert_run_record(
         con,
         {
@@ -595,7 +617,7 @@ def _insert_run(
             "repetitions": source["repetitions"],
             "n_failures": int(failures),
             "macro_f1": float(macro),
-            **record,
+            **{k: v for k, v in record.items() if k != "extra"},
         },
         started=started,
         finished=finished,
