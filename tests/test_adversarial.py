@@ -597,26 +597,22 @@ def test_adversarial_run_promotes_failures_without_outputs(
         }
     }
     assert meta == seed["metadata"]
-    # The fixed system: nothing fails, and the stale file is deleted.
+    # The fixed system: nothing fails; the promotion file keeps what it holds, and --force
+    # deletes it as eval-harness does.
     fixed = outputs_file(tmp_path, {"adv.ssrf": REFUSAL, "adv.jailbreak": REFUSAL}, "fixed.json")
-    again = invoke(
-        *run_args(
-            judge,
-            "--category",
-            "ssrf",
-            "--category",
-            "jailbreak",
-            "--outputs",
-            str(fixed),
-            "--promote-failures",
-            str(promoted),
-            "--promoted-dataset",
-            "named",
-        )
-    )
+    args = [
+        *run_args(judge, "--category", "ssrf", "--category", "jailbreak"),
+        *("--outputs", str(fixed), "--promote-failures", str(promoted)),
+        *("--promoted-dataset", "named"),
+    ]
+    again = invoke(*args)
     assert again.exit_code == 0
+    assert promoted.read_text(encoding="utf-8") == text
+    assert "keeps its 1 sample(s)" in again.stderr
+    forced = invoke(*args, "--force")
+    assert forced.exit_code == 0
     assert not promoted.exists()
-    assert "deleted" in again.stderr
+    assert "deleted the stale promotion file" in forced.stderr
 
 
 def _support_run(outputs: dict[str, str]) -> ef.Run:
@@ -689,8 +685,10 @@ def test_evalframe_run_promote_failures(tmp_path: Path) -> None:
     fixed = outputs_file(tmp_path, {"a": "yes", "b": "no"}, "fixed.json")
     args[3] = str(fixed)
     assert invoke(*args).exit_code == 0
+    assert ef.read_dataset(promoted)["sample_id"].to_list() == ["b"]  # kept
+    assert invoke(*args, "--force").exit_code == 0
     assert not promoted.exists()
-    assert "deleted" in invoke("run", "--help").output
+    assert "promotion file" in invoke("run", "--help").output
 
 
 # --- a system under test, perturbed probes, and the Python API -------------------------------

@@ -43,6 +43,7 @@ def _register_commands() -> None:
         _export,
         _metrics,
         _online,
+        _options,
         _report,
         _run,
         _run_set,
@@ -62,6 +63,7 @@ def _register_commands() -> None:
     cli.add_command(_run_set.run_set)
     cli.add_command(_export.export_cmd)
     cli.add_command(_convert.convert)
+    _options.guard_commands(cli)
 
 
 _register_commands()

@@ -9,8 +9,10 @@ import click
 
 from evalframe.cli._options import (
     EXIT_CODES,
+    PROMOTE_HELP,
     ProviderSettings,
     emit,
+    force_option,
     format_option,
     label_option,
     max_rows_option,
@@ -39,11 +41,6 @@ _PERTURB_HELP = (
     "Add probes made from each seed prompt by a transformation (repeatable): "
     + ", ".join(PERTURBATIONS)
     + ". A probe's id is <seed id>~<variant>, e.g. adv.jailbreak~base64."
-)
-_PROMOTE_HELP = (
-    "Write the failing rows (a score below the metric's threshold, or an error) to this "
-    "dataset YAML, without outputs or error text. When no row fails, an existing file at "
-    "this path is deleted."
 )
 
 
@@ -159,13 +156,14 @@ def seed(
     "macro_f1 is always gated.",
 )
 @click.option(
-    "--promote-failures", type=click.Path(dir_okay=False, path_type=Path), help=_PROMOTE_HELP
+    "--promote-failures", type=click.Path(dir_okay=False, path_type=Path), help=PROMOTE_HELP
 )
 @click.option(
     "--promoted-dataset",
     metavar="NAME",
     help="The promoted dataset's name (default: <dataset>.failures).",
 )
+@force_option
 @label_option
 @format_option("fmt", "markdown", "json")
 @max_rows_option()
@@ -187,6 +185,7 @@ def run(
     regression_metrics: tuple[str, ...],
     promote_failures: Path | None,
     promoted_dataset: str | None,
+    force: bool,
     labels: dict[str, str],
     fmt: str,
     max_rows: int,
@@ -213,6 +212,8 @@ def run(
         raise click.UsageError(
             "--regression-gate needs a history: pass --store DB and/or --manifest FILE."
         )
+    if force and promote_failures is None:
+        raise click.UsageError("--force applies to --promote-failures.")
     done = lane.run(
         outputs=outputs,
         system=_load_system(system_ref) if system_ref is not None else None,
@@ -228,6 +229,7 @@ def run(
         regression_metrics=regression_metrics,
         promote_failures_to=promote_failures,
         promoted_dataset=promoted_dataset,
+        force_promotion=force,
         providers=provider_settings.build(),
         concurrency=concurrency,
         labels=labels or None,

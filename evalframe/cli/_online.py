@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -13,6 +14,7 @@ from evalframe.cli._options import (
     format_option,
     open_store,
     out_option,
+    own_files,
     provider_options,
     store_option,
 )
@@ -126,15 +128,21 @@ def status_cmd(
 @click.option("--since", "since_days", type=click.IntRange(min=1), help="Only the last N days.")
 @click.option("--limit", type=click.IntRange(min=1), default=DEFAULTS["limit"], show_default=True)
 @click.option("--merge", type=click.Path(dir_okay=False, path_type=Path),
-              help="A dataset YAML to extend: its samples come first, unchanged; captures "
-              "already in it (by row hash) are skipped.")  # fmt: skip
-@click.option("--metrics", help="Comma-separated metrics for the dataset's metrics: list.")
+              help="A dataset to extend (YAML or JSONL): its samples come first and stay as "
+              "written (new ones are added after its last sample); captures already in it (by "
+              "row hash) are skipped.")  # fmt: skip
+@click.option("--metrics", help="Comma-separated metrics for a new file's metrics: list.")
 @click.option(
-    "--name", help="The dataset's name (default: the merge target's, else DATASET.online)."
+    "--name", help="A new file's dataset name (default: the merge target's, else DATASET.online)."
 )
 @click.option("--allow-unredacted", is_flag=True,
               help="Promote captures kept without a redactor.")  # fmt: skip
-@out_option("Write the dataset YAML here (default: --merge, else stdout).")
+@out_option("Write the dataset YAML here (default: --merge, else stdout): a new file, or a "
+            "promotion file evalframe wrote, which keeps its samples.")  # fmt: skip
+@click.option("--force", is_flag=True,
+              help="Rewrite the file written (--out, else --merge) as one YAML document of its "
+              "samples and the promoted ones, even a file evalframe did not write; never the "
+              "store.")  # fmt: skip
 def promote_online(
     dataset: str,
     store_path: Path | None,
@@ -147,18 +155,27 @@ def promote_online(
     name: str | None,
     allow_unredacted: bool,
     out: Path | None,
+    force: bool,
 ) -> None:
     """Turn DATASET's failing production captures into dataset samples, worst first.
 
     Only captures kept with retention on can be promoted (and only redacted ones, unless
     --allow-unredacted); each becomes online-<hash> with metadata naming its capture, score,
-    metric, judge model and time.
+    metric, judge model and time. A capture the dataset reader would refuse (nested past its
+    depth limit, say) is skipped and named, and the file written is read back before it
+    replaces the old one: it always loads.
     """
-    import yaml
+    from evalframe.core._promotion_file import check_target
+    from evalframe.core._safe_write import real_target, same_file
 
-    from evalframe.engine._online import promote
+    target = out or merge
+    in_place = target is not None and merge is not None and same_file(target, merge)
+    protected = own_files("out", "merge")
+    if target is not None:  # refused before reading the store, not after
+        check_target(target, protected, force=force, any_dataset=in_place)
+    from evalframe.engine._online import candidates
 
-    document, counts = promote(
+    found = candidates(
         open_store(store_path),
         dataset,
         all_rows=all_rows,
@@ -170,7 +187,41 @@ def promote_online(
         metrics=[m.strip() for m in metrics.split(",") if m.strip()] if metrics else None,
         allow_unredacted=allow_unredacted,
     )
-    text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
-    emit(text, out or merge)
-    skipped = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items() if k != "promoted")
-    click.echo(f"promoted {counts['promoted']} captures (skipped: {skipped})", err=True)
+    skipped = ", ".join(
+        f"{v} {k.replace('_', ' ')}" for k, v in found.counts.items() if k != "promoted"
+    )
+    summary = f"promoted {found.counts['promoted']} captures (skipped: {skipped})"
+    if target is None:
+        from evalframe.core._yaml import dump_yaml
+
+        emit(dump_yaml(found.document), None)
+    else:
+        summary += _write_promoted(found, real_target(target), protected, in_place, force)
+    click.echo(summary, err=True)
+    for skip in found.unloadable:
+        click.echo(f"skipped {skip.sample_id}: it would not load: {skip.reason}", err=True)
+
+
+def _write_promoted(
+    found: Any, target: Path, protected: dict[str, str], in_place: bool, force: bool
+) -> str:
+    """Write the promoted samples to ``target`` (under its lock); what was done, to end the
+    summary line."""
+    from evalframe.core._promotion_file import check_target, promotion_error, write_samples
+    from evalframe.core._safe_write import locked
+
+    samples = found.promoted if in_place and not force else found.existing + found.promoted
+    try:
+        with locked(target, "Promotion file"):
+            check_target(target, protected, force=force, any_dataset=in_place)
+            written = write_samples(
+                target, samples, kind="online", name=found.name, metrics=found.metrics or (),
+                force=force, any_dataset=in_place,
+            )  # fmt: skip
+    except OSError as exc:
+        raise promotion_error(exc, target) from exc
+    held = f" ({len(written.skipped)} already in it)" if written.skipped else ""
+    if not written.added:
+        return f"; {target} not written: nothing to add{held}"
+    extra = f" after its {written.kept} sample(s)" if written.kept else ""
+    return f"; wrote {written.added} sample(s) to {target}{extra}{held}"

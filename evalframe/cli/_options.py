@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -17,15 +17,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_CODES",
+    "PROMOTE_HELP",
     "STORE_ENV",
     "Clearable",
     "ProviderSettings",
     "emit",
     "evidence_option",
+    "force_option",
     "format_option",
+    "guard_commands",
     "max_rows_option",
     "open_store",
     "out_option",
+    "own_files",
     "provider_limit_options",
     "provider_options",
     "store_option",
@@ -42,6 +46,97 @@ EXIT_CODES = (
     "one-paragraph message, no traceback)."
 )
 """The exit-code contract, shown at the end of ``--help`` of every command it governs."""
+
+
+PROMOTE_HELP: Final = (
+    "Add the failing rows (a score below the metric's threshold, or an error) to this dataset "
+    "YAML, without outputs or error text: a new file, or a promotion file evalframe wrote, "
+    "whose samples are kept (a row it holds is skipped). Any other existing file, and the "
+    "files the command reads, are refused. A row that would not load is skipped and named."
+)
+
+
+def force_option(f: F) -> F:
+    """``--force``: let a promotion replace what its file holds."""
+    return click.option(
+        "--force",
+        is_flag=True,
+        help="Replace what the promotion file holds, even a file evalframe did not write, with "
+        "this run's rows; with none, delete a promotion file there. Never a file the command "
+        "reads.",
+    )(f)
+
+
+def _path_params(ctx: click.Context) -> Iterator[tuple[click.Parameter, str]]:
+    """The paths the command was given: arguments, and options taking a path."""
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        values = value if isinstance(value, tuple) else (value,)
+        if not isinstance(param, click.Argument) and not (
+            isinstance(param.type, click.Path) or param.name == "outputs"
+        ):
+            continue
+        for item in values:
+            if isinstance(item, str | os.PathLike) and os.fspath(item):
+                yield param, os.fspath(item)
+
+
+def _role(param: click.Parameter) -> str:
+    if isinstance(param, click.Argument):
+        return f"the file given as {param.human_readable_name}"
+    return f"the file given to {param.opts[0]}"
+
+
+def own_files(*exclude: str) -> dict[str, str]:
+    """The files the running command was given (arguments, and options taking a path), by
+    role ("the file given to --outputs"), but the parameters named in ``exclude``: what a
+    file the command writes must never be."""
+    ctx = click.get_current_context()
+    return {_role(p): v for p, v in _path_params(ctx) if p.name not in exclude}
+
+
+_WRITTEN: Final = ("out", "promote_failures", "chart")
+"""Options naming a file a command writes."""
+_SAME_ON_PURPOSE: Final = {("out", "merge")}
+"""(written, other) pairs that may name one file: ``promote-online --merge F --out F``."""
+
+
+def _refuse_overwriting_own_files() -> None:
+    """Refuse, before any work, a file to write that the command also reads or writes under
+    another name (``run golden.yaml --out golden.yaml``; hard and symbolic links count)."""
+    from evalframe.core._safe_write import same_file
+
+    ctx = click.get_current_context()
+    given = list(_path_params(ctx))
+    for param, path in given:
+        if param.name not in _WRITTEN:
+            continue
+        for other, other_path in given:
+            if other is param or (param.name, other.name) in _SAME_ON_PURPOSE:
+                continue
+            if "://" not in other_path and same_file(path, other_path):
+                raise click.UsageError(
+                    f"{param.opts[0]} {path} is {_role(other)} ({other_path}): writing it would "
+                    "destroy that file. Name another file."
+                )
+
+
+def guard_commands(group: click.Group) -> None:
+    """Make every command under ``group`` refuse to write over its own files before it runs."""
+    for command in group.commands.values():
+        if isinstance(command, click.Group):
+            guard_commands(command)
+        elif command.callback is not None:
+            command.callback = _guarded(command.callback)
+
+
+def _guarded(callback: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(callback)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        _refuse_overwriting_own_files()
+        return callback(*args, **kwargs)
+
+    return run
 
 
 def store_option(help: str = f"The DuckDB run store (default: ${STORE_ENV}).") -> Callable[[F], F]:

@@ -12,17 +12,20 @@ import click
 import evalframe as ef
 from evalframe.cli._options import (
     EXIT_CODES,
+    PROMOTE_HELP,
     Clearable,
     ProviderSettings,
     dask_option,
     emit,
     evidence_option,
+    force_option,
     format_option,
     label_option,
     max_rows_option,
     memory_limit_option,
     open_store,
     out_option,
+    own_files,
     provider_options,
     store_option,
     system_options,
@@ -91,13 +94,12 @@ if TYPE_CHECKING:
 @click.option(
     "--promote-failures",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the failing rows (a score below the metric's threshold, or an error) to this "
-    "dataset YAML, without outputs or error text. When no row fails, an existing file at "
-    "this path is deleted.",
+    help=PROMOTE_HELP,
 )
 @click.option(
     "--promoted-dataset", metavar="NAME", help="Its dataset name (default: <dataset>.failures)."
 )
+@force_option
 @evidence_option
 @provider_options
 @dask_option("Score on a Dask cluster, its workers reading Parquet outputs piece by piece.")
@@ -136,6 +138,7 @@ def run(
     store_path: Path | None,
     promote_failures: Path | None,
     promoted_dataset: str | None,
+    force: bool,
     include_evidence: bool,
     provider_settings: ProviderSettings,
     dask: str | None,
@@ -157,10 +160,22 @@ def run(
             "Pass either --outputs FILE (the system under test's saved outputs) or --system "
             "MODULE:FUNCTION (a system under test to call), not both."
         )
+    if force and promote_failures is None:
+        raise click.UsageError("--force applies to --promote-failures.")
+    if promote_failures is not None:  # refused before any work, not after the scoring
+        from evalframe.core._promotion_file import check_target
+
+        check_target(promote_failures, own_files("promote_failures"), force=force)
     given = click.get_current_context().get_parameter_source("memory_limit")
     if batch_size is None and given is click.core.ParameterSource.COMMANDLINE:
         raise click.UsageError("--memory-limit applies to streamed runs: add --batch-size N.")
     if batch_size is not None:
+        if promote_failures is not None:
+            raise click.UsageError(
+                "--promote-failures needs the run in memory; a streamed run (--batch-size) "
+                "is not: run without --batch-size, or read failures from the store with "
+                "evalframe sql."
+            )
         _streamed(
             dataset, outputs, store_path, list(metrics) or None, repetitions, name, labels,
             batch_size, memory_limit, provider_settings, dask, fmt, out,
@@ -226,7 +241,14 @@ def run(
     if promote_failures is not None:
         from evalframe.core._promote import promote_failures as promote
 
-        click.echo(promote(result, promote_failures, name=promoted_dataset).describe(), err=True)
+        promotion = promote(
+            result,
+            promote_failures,
+            name=promoted_dataset,
+            force=force,
+            protected=own_files("promote_failures"),
+        )
+        click.echo(promotion.describe(), err=True)
     budget = result.extra.get("budget")
     if budget and budget.get("halted"):
         click.echo(f"budget exhausted: {budget['reason']}", err=True)

@@ -19,17 +19,17 @@ here, so a history kept by eval-harness carries over and back.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from evalframe.core._errors import ComparisonError
+from evalframe.core._safe_write import locked, write_atomic
 
 __all__ = [
     "AGGREGATES",
@@ -44,6 +44,7 @@ __all__ = [
     "evaluate_gate",
     "is_recordable",
     "parse_targets",
+    "record_in_manifest",
     "slice_key",
     "validate_entry",
 ]
@@ -51,7 +52,6 @@ __all__ = [
 MANIFEST_SCHEMA_VERSION: Final = "eval-harness.adversarial-runs.v1"
 AGGREGATES: Final = ("mean", "p50", "p95", "pass_rate")
 DROP_EPSILON: Final = 1e-9
-_LOCK_WAIT_SECONDS: Final = 10.0
 
 HistoryError = ComparisonError
 """An adversarial history (manifest file, entry or gate option) is not usable."""
@@ -514,34 +514,27 @@ class Manifest:
         return Manifest(self.name, _newest_first(kept), time.time())
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write under a lock file, through a temporary file and an atomic replace."""
-        file = Path(path)
-        file.parent.mkdir(parents=True, exist_ok=True)
+        """Write the manifest under the file's lock, through a temporary file flushed to disk
+        and an atomic rename (a reader never sees half a manifest)."""
+        with locked(path, "Adversarial run manifest"):
+            self._write(path)
+
+    def _write(self, path: str | os.PathLike[str]) -> None:
         text = json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
-        with _locked(file):
-            scratch = file.with_name(f".{file.name}.{os.getpid()}.tmp")
-            scratch.write_text(text, encoding="utf-8")
-            scratch.replace(file)
+        write_atomic(path, text.encode("utf-8"))
 
 
-@contextlib.contextmanager
-def _locked(file: Path) -> Iterator[None]:
-    lock = file.with_name(file.name + ".lock")
-    deadline = time.monotonic() + _LOCK_WAIT_SECONDS
-    while True:
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            break
-        except FileExistsError:
-            if time.monotonic() > deadline:
-                raise HistoryError(
-                    f"Adversarial run manifest {file} is locked by another writer ({lock}); "
-                    "remove the lock file if no other run is writing it."
-                ) from None
-            time.sleep(0.05)
-    try:
-        os.close(fd)
-        yield
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            lock.unlink()
+def record_in_manifest(
+    path: str | os.PathLike[str], entry: Mapping[str, Any], *, name: str, retain: int = 10
+) -> Manifest:
+    """Add ``entry`` to the manifest file at ``path`` (created when missing): read, recorded
+    and written under the file's lock, so runs recording at once each find their entry in
+    it afterwards.
+
+    Raises:
+        HistoryError: the file is not a valid manifest, or belongs to another dataset.
+    """
+    with locked(path, "Adversarial run manifest"):
+        manifest = Manifest.load(path, name=name).record(entry, retain=retain)
+        manifest._write(path)
+    return manifest

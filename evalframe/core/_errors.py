@@ -40,6 +40,7 @@ __all__ = [
     "EvalframeError",
     "ImportRefusedError",
     "MetricError",
+    "PromotionTargetError",
     "ProviderError",
     "RequestFailedError",
     "StopCallsError",
@@ -86,6 +87,11 @@ class YamlLimitError(DatasetError):
         super().__init__(f"{problem} (line {line})")
         self.problem = problem
         self.line = line
+
+
+class PromotionTargetError(DatasetError):
+    """A promotion would write over a file it must not: one the command reads, or an existing
+    file evalframe did not write for promotions (``--force`` replaces the latter)."""
 
 
 class MetricError(EvalframeError, ValueError):

@@ -12,6 +12,11 @@ one line with its position. Dataset files (``evalframe.core._dataset``) and save
 level (50,000 levels overflow the C stack and kill the process) and aliases are copied
 (a few hundred bytes of nested aliases expand to billions of nodes), so both are counted
 from the parser's events first, which needs neither recursion nor expansion.
+
+``dump_yaml`` writes YAML that ``parse_yaml`` reads back as the same value: a string the
+1.2 rules would read as a number (``0o17``, ``1e3``) is quoted, a string holding a line
+break other than ``\\n`` is double-quoted (a single-quoted scalar would fold it), and no
+anchors or aliases are written.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ __all__ = [
     "YamlLimitError",
     "YamlLoader",
     "check_yaml_limits",
+    "dump_yaml",
     "parse_yaml",
     "yaml_problem",
     "yaml_value",
@@ -127,6 +133,38 @@ YamlLoader.add_implicit_resolver(
     list("-+.0123456789"),
 )
 YamlLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
+class _YamlDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, quoting every string either rule set would read as another type."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+for _first, _resolvers in YamlLoader.yaml_implicit_resolvers.items():
+    for _tag, _regexp in _resolvers:
+        _YamlDumper.add_implicit_resolver(_tag, _regexp, [_first])
+
+_FOLDED_BREAKS: Final = frozenset("\x85\u2028\u2029")
+
+
+def _represent_str(dumper: _YamlDumper, text: str) -> yaml.ScalarNode:
+    style = '"' if not _FOLDED_BREAKS.isdisjoint(text) else None
+    return dumper.represent_scalar(_STR_TAG, text, style=style)
+
+
+_YamlDumper.add_representer(str, _represent_str)
+
+
+def dump_yaml(value: object, *, width: int = 100) -> str:
+    """YAML text of a plain value (maps in their order) that ``parse_yaml`` reads back equal.
+
+    Examples:
+        >>> dump_yaml({"id": "0o17", "n": 15})
+        "id: '0o17'\\nn: 15\\n"
+    """
+    return yaml.dump(value, Dumper=_YamlDumper, sort_keys=False, allow_unicode=True, width=width)
 
 
 _COLLECTION_STARTS: Final = (yaml.SequenceStartEvent, yaml.MappingStartEvent)

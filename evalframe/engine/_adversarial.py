@@ -40,10 +40,12 @@ from evalframe.core._adversarial_history import (
     evaluate_gate,
     is_recordable,
     parse_targets,
+    record_in_manifest,
 )
 from evalframe.core._dataset import Dataset
 from evalframe.core._errors import ComparisonError
 from evalframe.core._promote import Promotion, promote_failures
+from evalframe.core._promotion_file import check_target
 from evalframe.core._system import System
 from evalframe.engine._evaluate import MetricLike, evaluate
 
@@ -142,6 +144,7 @@ def run(
     regression_metrics: Sequence[str] = (),
     promote_failures_to: str | os.PathLike[str] | None = None,
     promoted_dataset: str | None = None,
+    force_promotion: bool = False,
     providers: Providers | EmbeddingClient | JudgeClient | None = None,
     concurrency: int = 8,
     labels: Mapping[str, str] | None = None,
@@ -161,14 +164,17 @@ def run(
         store: a run store: the run is saved there, and joins its adversarial history
             when clean.
         manifest: an ``eval-harness.adversarial-runs.v1`` JSON file, read for baselines and
-            updated with a clean run (created when missing).
+            updated with a clean run (created when missing). The update is made under the
+            file's lock, so runs recording at once all end up in it.
         manifest_retain: runs the manifest keeps (plus each slice's newest clean run).
         regression_gate: gate against the newest compatible clean run of the history.
         regression_max_drop: the largest allowed drop, in percentage points (0 to 100).
         regression_metrics: extra ``metric[:mean|p50|p95|pass_rate]`` checks.
-        promote_failures_to: write the failing rows to this dataset YAML (an existing file
-            is deleted when nothing fails).
+        promote_failures_to: add the failing rows to this promotion file (a dataset YAML;
+            see ``promote_failures``: an existing file must be one evalframe wrote, and
+            keeps its samples).
         promoted_dataset: the promoted dataset's name (default: ``<name>.failures``).
+        force_promotion: replace what ``promote_failures_to`` holds, whatever it is.
         providers: the judge (and embeddings) for model-backed metrics.
         concurrency: system calls in flight at once.
         labels: labels stored with the run.
@@ -178,6 +184,8 @@ def run(
     Raises:
         ComparisonError: a gate without a history, a max drop outside [0, 100], a malformed
             target, or an unusable manifest (all before any scoring).
+        PromotionTargetError: ``promote_failures_to`` names the store, the manifest, the
+            outputs or a file evalframe did not write for promotions (before any scoring).
     """
     if regression_gate and store is None and manifest is None:
         raise ComparisonError(
@@ -189,6 +197,13 @@ def run(
             f"{regression_max_drop!r}."
         )
     parse_targets(regression_metrics)
+    own_files = {
+        "the run store": store if isinstance(store, str | os.PathLike) else None,
+        "the adversarial manifest": manifest,
+        "the saved outputs": outputs if isinstance(outputs, str | os.PathLike) else None,
+    }
+    if promote_failures_to is not None:
+        check_target(promote_failures_to, own_files, force=force_promotion)
     dataset = seed(categories, perturb=perturb, name=name)
     history_manifest = Manifest.load(manifest, name=name) if manifest is not None else None
     the_store: Store | None = None
@@ -223,7 +238,13 @@ def run(
             gate.status, gate.current_run_id, gate.baseline_run_id, gate.checks, recorded
         )
     promotion = (
-        promote_failures(result, promote_failures_to, name=promoted_dataset)
+        promote_failures(
+            result,
+            promote_failures_to,
+            name=promoted_dataset,
+            force=force_promotion,
+            protected=own_files,
+        )
         if promote_failures_to is not None
         else None
     )
@@ -234,8 +255,8 @@ def run(
             from evalframe.store import _adversarial as store_history
 
             store_history.record(the_store, entry)
-        if history_manifest is not None and manifest is not None:
-            history_manifest.record(entry, retain=manifest_retain).save(manifest)
+        if manifest is not None:
+            record_in_manifest(manifest, entry, name=name, retain=manifest_retain)
     return AdversarialRun(result, report, entry, gate, recorded, promotion)
 
 

@@ -34,6 +34,7 @@ from evalframe.core._dataset import Dataset
 from evalframe.core._dataset_columns import lone_surrogate_in
 from evalframe.core._errors import DatasetError, EvalframeError
 from evalframe.core._online import DEFAULTS, OnlineStatus
+from evalframe.core._promotion_file import Skipped, dataset_records, fit_problem
 from evalframe.engine._evaluate import evaluate
 from evalframe.store import Store, as_store
 from evalframe.store import _online as table
@@ -438,6 +439,120 @@ def _short_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
+@dataclass(frozen=True)
+class Candidates:
+    """What ``promote`` found: the merge target's samples, the promoted ones, the counts and
+    the captures that would not load as samples."""
+
+    name: str
+    metrics: list[str] | None
+    existing: list[dict[str, Any]]
+    promoted: list[dict[str, Any]]
+    counts: dict[str, int]
+    unloadable: list[Skipped]
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """The dataset document: name, metrics (when known), then every sample."""
+        document: dict[str, Any] = {"name": self.name}
+        if self.metrics:
+            document["metrics"] = self.metrics
+        document["samples"] = self.existing + self.promoted
+        return document
+
+
+def _merge_samples(merge: Path) -> tuple[Dataset, dict[str, Any], list[dict[str, Any]]]:
+    """The merge target read as a dataset, its YAML document (if any) and its samples as
+    they are written in it (a YAML file's as parsed, any other's as records)."""
+    from evalframe.core._dataset import read_dataset
+    from evalframe.core._yaml import parse_yaml
+
+    target = read_dataset(merge)  # a corrupt target stops here, with its own message
+    if merge.suffix.lower() in (".yaml", ".yml"):
+        raw = parse_yaml(merge.read_bytes().decode("utf-8-sig"))
+        if isinstance(raw, dict) and isinstance(raw.get("samples"), list | dict):
+            samples = raw["samples"]
+            return target, raw, list(samples.values() if isinstance(samples, dict) else samples)
+    return target, {"name": target.name}, dataset_records(target)
+
+
+def candidates(
+    store: Store | str | os.PathLike[str],
+    dataset: str,
+    *,
+    all_rows: bool = False,
+    max_score: float | None = None,
+    since_days: int | None = None,
+    limit: int = DEFAULTS["limit"],  # type: ignore[assignment]
+    merge: str | os.PathLike[str] | None = None,
+    name: str | None = None,
+    metrics: list[str] | None = None,
+    allow_unredacted: bool = False,
+) -> Candidates:
+    """``promote``'s work, with the merge target's and the promoted samples kept apart."""
+    existing: list[dict[str, Any]] = []
+    document_name, document_metrics = name or f"{dataset}.online", metrics
+    known: set[str] = set()
+    known_ids: set[str] = set()
+    if merge is not None and Path(merge).exists():
+        target, raw, existing = _merge_samples(Path(merge))
+        document_name = name or str(raw.get("name") or target.name)
+        document_metrics = metrics or (list(target.metrics) or None)
+        known = set(target.get_column(C.ROW_HASH).to_list())
+        known_ids = set(target.get_column(C.SAMPLE_ID).to_list())
+    rows = table.scores(as_store(store), dataset)
+    if not all_rows:
+        rows = rows.filter(pl.col("passed").not_())
+    if max_score is not None:
+        rows = rows.filter(pl.col(C.SCORE) <= max_score)
+    if since_days is not None:
+        since = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(days=since_days)
+        rows = rows.filter(pl.col("judged_at") >= since)
+    rows = rows.sort([C.SCORE, "judged_at"], descending=[False, True], nulls_last=True)
+    counts = {"promoted": 0, "not_retained": 0, "unredacted": 0, "duplicate": 0}
+    promoted: list[dict[str, Any]] = []
+    unloadable: list[Skipped] = []
+    for r in rows.iter_rows(named=True):  # at most a few hundred candidates
+        if len(promoted) >= limit:
+            break
+        if not r["retained"] or r["input"] is None:
+            counts["not_retained"] += 1
+            continue
+        if r["redactor"] is None and not allow_unredacted:
+            counts["unredacted"] += 1
+            continue
+        sample_id = f"online-{_short_hash(r['row_hash'])}"
+        if r["row_hash"] in known or sample_id in known_ids:
+            counts["duplicate"] += 1
+            continue
+        meta = {
+            "tags": [PROMOTED_TAG],
+            "source": "online",
+            "online_sample_id": r["sample_id"],
+            "online_score": None if r["score"] is None else round(r["score"], 4),
+            "online_metric": r["metric"],
+            "judge_model": r["judge_model"],
+            "judged_at": r["judged_at"].replace(tzinfo=dt.UTC).isoformat().replace("+00:00", "Z"),
+            "redactor": r["redactor"],
+        }
+        record = {
+            "id": sample_id,
+            "input": json.loads(r["input"]),
+            "expected_output": json.loads(r["expected_output"]),
+            "metadata": {k: v for k, v in meta.items() if v is not None},
+        }
+        problem = fit_problem(record)
+        if problem is not None:  # it would make the dataset unreadable: named, never written
+            counts["unloadable"] = counts.get("unloadable", 0) + 1
+            unloadable.append(Skipped(f"{sample_id} (capture {r['sample_id']})", problem))
+            continue
+        known.add(r["row_hash"])
+        known_ids.add(sample_id)
+        promoted.append(record)
+    counts["promoted"] = len(promoted)
+    return Candidates(document_name, document_metrics, existing, promoted, counts, unloadable)
+
+
 def promote(
     store: Store | str | os.PathLike[str],
     dataset: str,
@@ -454,76 +569,23 @@ def promote(
     """Production captures as dataset samples: failing ones worst first, then newest.
 
     Only retained captures can be promoted, and only redacted ones unless
-    ``allow_unredacted``; a capture whose row hash is already in the merge target (or earlier
-    in the batch) is skipped. Each promoted sample has id ``online-<hash>`` and a metadata
-    block naming where it came from.
+    ``allow_unredacted``; a capture whose row hash (or sample id) is already in the merge
+    target, or earlier in the batch, is skipped. So is one the dataset reader would refuse
+    as a sample (nested past its depth limit, say), counted as ``unloadable``: the document
+    always loads. Each promoted sample has id ``online-<hash>`` and a metadata block naming
+    where it came from. ``evalframe promote-online`` writes the document by the rules of
+    promotion files (see the production monitoring guide).
 
     Returns:
         The dataset document (the merge target's samples first, unchanged, then the promoted
-        ones) and counts of what was promoted and skipped, by reason.
+        ones) and counts of what was promoted and skipped, by reason (``not_retained``,
+        ``unredacted``, ``duplicate``, and ``unloadable`` when a capture would not load).
 
     Raises:
         DatasetError: the merge target is not a readable dataset.
     """
-    existing: list[dict[str, Any]] = []
-    document: dict[str, Any] = {"name": name or f"{dataset}.online"}
-    known: set[str] = set()
-    if merge is not None and Path(merge).exists():
-        from evalframe.core._dataset import read_dataset
-
-        target = read_dataset(merge)  # a corrupt target stops here, with its own message
-        import yaml
-
-        raw = yaml.safe_load(Path(merge).read_text(encoding="utf-8"))
-        existing = list(raw.get("samples", [])) if isinstance(raw, dict) else []
-        document["name"] = name or raw.get("name", document["name"])
-        if isinstance(raw, dict) and raw.get("metrics"):
-            document["metrics"] = raw["metrics"]
-        known = set(target.get_column(C.ROW_HASH).to_list())
-    if metrics:
-        document["metrics"] = metrics
-    rows = table.scores(as_store(store), dataset)
-    if not all_rows:
-        rows = rows.filter(pl.col("passed").not_())
-    if max_score is not None:
-        rows = rows.filter(pl.col(C.SCORE) <= max_score)
-    if since_days is not None:
-        since = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(days=since_days)
-        rows = rows.filter(pl.col("judged_at") >= since)
-    rows = rows.sort([C.SCORE, "judged_at"], descending=[False, True], nulls_last=True)
-    counts = {"promoted": 0, "not_retained": 0, "unredacted": 0, "duplicate": 0}
-    promoted: list[dict[str, Any]] = []
-    for r in rows.iter_rows(named=True):  # at most a few hundred candidates
-        if len(promoted) >= limit:
-            break
-        if not r["retained"] or r["input"] is None:
-            counts["not_retained"] += 1
-            continue
-        if r["redactor"] is None and not allow_unredacted:
-            counts["unredacted"] += 1
-            continue
-        if r["row_hash"] in known:
-            counts["duplicate"] += 1
-            continue
-        known.add(r["row_hash"])
-        meta = {
-            "tags": [PROMOTED_TAG],
-            "source": "online",
-            "online_sample_id": r["sample_id"],
-            "online_score": None if r["score"] is None else round(r["score"], 4),
-            "online_metric": r["metric"],
-            "judge_model": r["judge_model"],
-            "judged_at": r["judged_at"].replace(tzinfo=dt.UTC).isoformat().replace("+00:00", "Z"),
-            "redactor": r["redactor"],
-        }
-        promoted.append(
-            {
-                "id": f"online-{_short_hash(r['row_hash'])}",
-                "input": json.loads(r["input"]),
-                "expected_output": json.loads(r["expected_output"]),
-                "metadata": {k: v for k, v in meta.items() if v is not None},
-            }
-        )
-    counts["promoted"] = len(promoted)
-    document["samples"] = existing + promoted
-    return document, counts
+    found = candidates(
+        store, dataset, all_rows=all_rows, max_score=max_score, since_days=since_days,
+        limit=limit, merge=merge, name=name, metrics=metrics, allow_unredacted=allow_unredacted,
+    )  # fmt: skip
+    return found.document, found.counts
