@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -769,3 +772,35 @@ def test_python_api_runs_the_lane_with_a_store(tmp_path: Path) -> None:
     assert saved.sql("SELECT count(*) FROM adversarial_runs").item() == 2
     with pytest.raises(ComparisonError, match="needs a history"):
         ef.adversarial.run(outputs=replies, providers=providers, regression_gate=True)
+
+
+# --- the manifest under concurrent runs --------------------------------------------------------
+
+
+def test_parallel_runs_each_record_themselves_in_one_manifest(tmp_path: Path) -> None:
+    # Six real processes finish at about the same time and record in one manifest: each
+    # reads, adds its entry and writes under the file's lock, so none is lost.
+    (seed,) = seed_records(["ssrf"])
+    out = outputs_file(tmp_path, {"adv.ssrf": seed["expected_output"]})
+    manifest = tmp_path / "m.json"
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    env.pop("EVALFRAME_STORE", None)
+    args = ["adversarial", "run", "--category", "ssrf", "-m", "exact-match"]
+    args += ["--outputs", str(out), "--manifest", str(manifest), "--format", "json"]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "evalframe", *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    done = [p.communicate() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6, [err for _, err in done]
+    run_ids = {json.loads(stdout)["run_id"] for stdout, _ in done}
+    recorded = Manifest.load(manifest, name="adversarial.security.v1").runs
+    assert {e["run_id"] for e in recorded} == run_ids
+    assert len(recorded) == 6
+    assert not [p.name for p in tmp_path.iterdir() if ".partial" in p.name]
