@@ -108,7 +108,8 @@ def test_public_names_are_pinned() -> None:
     assert ef.__all__ == [
         "BudgetExhaustedError", "Calibration", "ClusterError", "Comparison", "ComparisonError",
         "Dataset",
-        "DatasetError", "Estimate", "EvalframeError", "GateResult", "HashingEmbedder",
+        "DatasetError", "Estimate", "EvalframeError", "ExportError", "GateResult",
+        "HashingEmbedder",
         "MetricError", "OnnxEmbedder", "OpenAIEmbeddings", "OpenAIJudge", "ProviderError",
         "Providers", "Report", "Run", "Store", "StoreBusyError", "StoreError", "__version__",
         "adversarial", "aggregate", "calibrate", "compare", "estimate", "evaluate", "gate",

@@ -17,7 +17,8 @@ EvalframeError
 ├── StoreError              a run store operation failed: the statement and the cause
 │   ├── ImportRefusedError      an export failed its checks; nothing was imported
 │   └── StoreBusyError          another process held the store file too long (retryable)
-└── ClusterError            a Dask cluster could not be reached or failed mid-run
+├── ClusterError            a Dask cluster could not be reached or failed mid-run
+└── ExportError             an export to another tool (MLflow) failed: the tool, what was left
 ```
 
 Per-sample scoring problems are not exceptions: they are data, an ``error`` value on that
@@ -38,6 +39,7 @@ __all__ = [
     "DatasetError",
     "DeadlineExceededError",
     "EvalframeError",
+    "ExportError",
     "ImportRefusedError",
     "MetricError",
     "PromotionTargetError",
@@ -194,3 +196,8 @@ class StoreBusyError(StoreError):
 class ClusterError(EvalframeError):
     """A Dask cluster could not be reached, or failed during a run (its scheduler lost, a task
     failing for good, Dask not installed); nothing was saved."""
+
+
+class ExportError(EvalframeError):
+    """An export to another tool failed; the message names the tool, the cause and what was
+    left there (nothing, or a run ended as failed)."""
