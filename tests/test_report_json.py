@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -67,6 +68,12 @@ def test_other_indents_still_work() -> None:
 # --- a run's report JSON written from its frames (evalframe.views._report_json) ---------------
 
 
+@pytest.fixture
+def frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer from frames (compiled passes), which a small run would otherwise skip."""
+    monkeypatch.setenv("EVALFRAME_KERNELS", "compiled")
+
+
 def canonical(data: bytes) -> bytes:
     """Parse and re-write with the standard library: the spelling the report promises."""
     doc = json.loads(data)
@@ -104,7 +111,7 @@ def odd_run() -> ef.Run:
     )
 
 
-def test_report_json_from_frames_is_the_report_byte_for_byte() -> None:
+def test_report_json_from_frames_is_the_report_byte_for_byte(frames: None) -> None:
     from snapshot import SNAPSHOTS
     from test_report import fixed_run
 
@@ -116,7 +123,7 @@ def test_report_json_from_frames_is_the_report_byte_for_byte() -> None:
     assert data == (SNAPSHOTS / "report.json").read_bytes()
 
 
-def test_report_json_from_frames_spells_odd_values_like_json() -> None:
+def test_report_json_from_frames_spells_odd_values_like_json(frames: None) -> None:
     from evalframe.views._report_json import report_json
 
     run = odd_run()
@@ -128,7 +135,7 @@ def test_report_json_from_frames_spells_odd_values_like_json() -> None:
     assert any("e-0" in json.dumps(s["scores"]) for s in doc["samples"])  # 1e-07 and kin
 
 
-def test_report_json_follows_the_scores_order_whatever_it_is() -> None:
+def test_report_json_follows_the_scores_order_whatever_it_is(frames: None) -> None:
     from evalframe.views._report_json import report_json
 
     run = odd_run()
@@ -140,7 +147,7 @@ def test_report_json_follows_the_scores_order_whatever_it_is() -> None:
     assert data == canonical(data)
 
 
-def test_run_json_output_is_canonical_json(tmp_path: Path) -> None:
+def test_run_json_output_is_canonical_json(tmp_path: Path, frames: None) -> None:
     from click.testing import CliRunner
 
     from evalframe.cli import cli
@@ -160,7 +167,9 @@ def test_run_json_output_is_canonical_json(tmp_path: Path) -> None:
     assert len(doc["sample_aggregates"]) == doc["total_samples"] == 12
 
 
-def test_report_json_from_frames_when_every_row_errored_is_the_report(tmp_path: Path) -> None:
+def test_report_json_from_frames_when_every_row_errored_is_the_report(
+    tmp_path: Path, frames: None
+) -> None:
     """No metric scored any row: the per-row statistics have no metric entries at all."""
     from evalframe.views._report_json import report_json
 

@@ -316,10 +316,13 @@ def test_a_rescored_run_reads_its_sources_trajectories(tmp_path: Path) -> None:
     assert other.load(rescored).frame.get_column("trajectory").to_list() == [_expected_a(), None]
 
 
-def test_report_json_adds_trajectory_only_where_recorded(tmp_path: Path) -> None:
+def test_report_json_adds_trajectory_only_where_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from evalframe.views._report import build_report
     from evalframe.views._report_json import report_json
 
+    monkeypatch.setenv("EVALFRAME_KERNELS", "compiled")  # the writer from frames, not objects
     run = _run_with_trajectories(tmp_path)
     data = report_json(run)
     assert data == build_report(run).to_json().encode("utf-8")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from evalframe.core._njit import njit
+from evalframe.core._njit import njit, worth_compiling
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -30,6 +30,7 @@ __all__ = ["string_array"]
 
 _INLINE = 12  # bytes a view holds in place
 _MAX_OFFSET = 2**31 - 1  # a view names its place in the buffer with an int32
+_INTERPRETED_UP_TO = 10_000  # strings whose views are written without compiling
 
 
 @njit
@@ -66,5 +67,8 @@ def string_array(offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8]) ->
     body = pa.py_buffer(data[:size])
     if size > _MAX_OFFSET:
         return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), body)
-    views = _views(offsets, data)
+    if worth_compiling(n, _INTERPRETED_UP_TO):
+        views = _views(offsets, data)
+    else:
+        views = _views.interpreted(offsets, data)
     return pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(views), body])

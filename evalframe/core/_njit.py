@@ -3,10 +3,22 @@
 ``njit`` is the one decorator every compiled kernel uses. It returns a stand-in; the first
 call imports numba and compiles the function (``nogil``, cached on disk where a cache
 directory is writable). Numba can only call another kernel from a kernel when it sees the
-real dispatcher, so compiling a function first compiles every stand-in it reads from its
-module's globals and puts the dispatchers there in their place. A numba object a kernel
-needs (an intrinsic, say) is named with ``numba_object("numba.module", "name")`` and
+real dispatcher, so the function numba compiles is a copy whose globals hold the dispatchers
+of the stand-ins it reads (compiled first); the module keeps its stand-ins. A numba object a
+kernel needs (an intrinsic, say) is named with ``numba_object("numba.module", "name")`` and
 imported the same way, when the first kernel that reads it compiles.
+
+Compiling costs seconds per kernel family the first time in an environment (later runs load
+it from the cache), which a small input never pays back. So a call site may run a kernel
+*interpreted*, its own Python source without numba, when its input is small
+(``kernel.interpreted(...)``, with :func:`worth_compiling` deciding): the same code, so the
+same results, which the property tests check over generated inputs. Kernels it calls run
+interpreted too. Three things keep the two alike: byte buffers go in as ``bytes`` (whose
+items are Python ints, where a NumPy ``uint8`` would wrap around in arithmetic that numba
+does in 64 bits), fixed-width overflow wraps silently in both, and floating-point functions
+come from ``math`` (the C library's, which numba calls too; NumPy's own ``log2`` differs
+from it in the last digit for a few inputs). Before a large input compiles a family that
+takes more than a second, its call site says so once on stderr (:func:`compiling`).
 
 Examples:
     >>> from evalframe.core._njit import njit
@@ -15,85 +27,170 @@ Examples:
     ...     return x + y
     >>> add(1, 2)
     3
+    >>> add.interpreted(1, 2)  # the Python function, numba not involved
+    3
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
-from collections.abc import Callable
-from typing import Any, TypeVar, cast, overload
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
-__all__ = ["njit", "numba_object"]
+__all__ = ["Kernel", "compiling", "njit", "numba_object", "worth_compiling"]
 
-_F = TypeVar("_F", bound=Callable[..., Any])
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 _LOCK = threading.RLock()
+_STATE = threading.local()  # ``interpreting``: kernels called on this thread run as Python
+_ANNOUNCED: set[str] = set()
 
 
 class _NumbaObject:
     """A numba object (module path and name) imported when a kernel reading it compiles."""
 
-    def __init__(self, module: str, name: str) -> None:
+    def __init__(self, module: str, name: str, python: Callable[..., Any] | None) -> None:
         self.module = module
         self.name = name
+        self.python = python
 
     def load(self) -> Any:
         import importlib
 
         return getattr(importlib.import_module(self.module), self.name)
 
+    def __call__(self, *args: Any) -> Any:  # an interpreted kernel calling it
+        if self.python is None:
+            raise TypeError(f"{self.module}.{self.name} has no interpreted form")
+        return self.python(*args)
 
-def numba_object(module: str, name: str) -> Any:
-    """Name a numba object for kernels, imported only when one of them compiles."""
-    return _NumbaObject(module, name)
+
+def numba_object(module: str, name: str, python: Callable[..., Any] | None = None) -> Any:
+    """Name a numba object for kernels, imported only when one of them compiles.
+
+    ``python`` is what an interpreted kernel calls in its place.
+    """
+    return _NumbaObject(module, name, python)
 
 
-class _Kernel:
-    """A function to compile with numba when it is first needed."""
+class Kernel(Generic[_P, _R]):
+    """A function to compile with numba when it is first needed, or to run as Python."""
 
-    def __init__(self, fn: Callable[..., Any], options: dict[str, Any]) -> None:
+    def __init__(self, fn: Callable[_P, _R], options: dict[str, Any]) -> None:
         self.fn = fn
         self.options = options
         self.dispatcher: Any = None
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
 
     def compile(self) -> Any:
         with _LOCK:
             if self.dispatcher is None:
                 import numba
 
-                scope = self.fn.__globals__
-                for name in self.fn.__code__.co_names:
+                fn = self.fn
+                scope = dict(fn.__globals__)
+                for name in fn.__code__.co_names:
                     value = scope.get(name)
-                    if isinstance(value, _Kernel):
+                    if isinstance(value, Kernel):
                         scope[name] = value.compile()
                     elif isinstance(value, _NumbaObject):
                         scope[name] = value.load()
+                # The same code (so the same cache entry) reading the dispatchers.
+                copy = types.FunctionType(
+                    fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__
+                )
+                copy.__qualname__ = fn.__qualname__
+                copy.__module__ = fn.__module__
                 try:
-                    dispatcher = numba.njit(cache=True, **self.options)(self.fn)
+                    self.dispatcher = numba.njit(cache=True, **self.options)(copy)
                 except RuntimeError:  # no writable cache directory: compile on each run
-                    dispatcher = numba.njit(**self.options)(self.fn)
-                if scope.get(self.fn.__name__) is self:
-                    scope[self.fn.__name__] = dispatcher
-                self.dispatcher = dispatcher
+                    self.dispatcher = numba.njit(**self.options)(copy)
             return self.dispatcher
 
-    def __call__(self, *args: Any) -> Any:
-        return self.compile()(*args)
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if getattr(_STATE, "interpreting", False):
+            return self.fn(*args, **kwargs)
+        return cast(_R, self.compile()(*args))
+
+    def interpreted(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        """Run the Python function, and every kernel it calls, without compiling anything."""
+        with _interpreting():
+            return self.fn(*args, **kwargs)
+
+    def cached(self) -> bool:
+        """Whether numba's on-disk cache holds a compiled form (imports numba)."""
+        cache = getattr(self.compile(), "_cache", None)
+        index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+        return isinstance(index, str) and os.path.exists(index)
 
     def __repr__(self) -> str:
         state = "compiled" if self.dispatcher is not None else "not yet compiled"
         return f"<numba kernel {self.fn.__qualname__} ({state})>"
 
 
+@contextmanager
+def _interpreting() -> Iterator[None]:
+    import numpy as np
+
+    before = getattr(_STATE, "interpreting", False)
+    _STATE.interpreting = True
+    try:
+        # Fixed-width integers wrap around silently in compiled code (the hash kernels rely
+        # on it); NumPy's scalars wrap the same way, but warn unless told not to.
+        with np.errstate(over="ignore"):
+            yield
+    finally:
+        _STATE.interpreting = before
+
+
 @overload
-def njit(fn: _F, /) -> _F: ...
+def njit(fn: Callable[_P, _R], /) -> Kernel[_P, _R]: ...
 @overload
-def njit(*, inline: str = ..., fastmath: Any = ...) -> Callable[[_F], _F]: ...
+def njit(
+    *, inline: str = ..., fastmath: Any = ...
+) -> Callable[[Callable[_P, _R]], Kernel[_P, _R]]: ...
 def njit(fn: Any = None, /, **options: Any) -> Any:
     """Compile ``fn`` with ``numba.njit(nogil=True, cache=True, **options)`` on first use."""
 
-    def wrap(f: _F) -> _F:
-        return cast(_F, _Kernel(f, {"nogil": True, **options}))
+    def wrap(f: Callable[_P, _R]) -> Kernel[_P, _R]:
+        return Kernel(f, {"nogil": True, **options})
 
     return wrap(fn) if fn is not None else wrap
+
+
+def worth_compiling(size: int, interpreted_up_to: int) -> bool:
+    """Whether an input of ``size`` (rows, bytes: the call site's measure) takes the
+    compiled kernels, or their interpreted source (``size <= interpreted_up_to``).
+
+    ``EVALFRAME_KERNELS=compiled`` or ``interpreted`` forces one path (for tests and
+    benchmarks).
+    """
+    forced = os.environ.get("EVALFRAME_KERNELS", "")
+    if forced == "compiled":
+        return True
+    if forced == "interpreted":
+        return False
+    return size > interpreted_up_to
+
+
+def compiling(what: str, *kernels: Kernel[Any, Any]) -> None:
+    """Say once per process on stderr that ``what`` compiles now, unless numba has it cached.
+
+    For kernel families that take more than a second to compile, before their first call
+    on an input large enough to take them.
+    """
+    if what in _ANNOUNCED:
+        return
+    _ANNOUNCED.add(what)
+    from evalframe.core._progress import quiet
+
+    if quiet() or all(k.cached() for k in kernels):
+        return
+    sys.stderr.write(f"evalframe: compiling {what}, once per environment...\n")
+    sys.stderr.flush()

@@ -18,7 +18,7 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.core._json_bytes import hex4, put_utf8, short_escape
-from evalframe.core._njit import njit
+from evalframe.core._njit import compiling, njit, worth_compiling
 from evalframe.metrics._text import utf8_buffers
 
 __all__ = ["JSON_ERRORS", "KINDS", "json_leaves"]
@@ -37,6 +37,9 @@ JSON_ERRORS = (
     "extra data after the JSON value",
 )
 """Parse error reasons, indexed by the ``error`` code :func:`json_leaves` returns."""
+
+# Bytes up to which the scanner runs interpreted (about 0.1 s) instead of compiling.
+_INTERPRETED_UP_TO = 1 << 16
 
 _E_EMPTY, _E_CHAR, _E_END, _E_ESCAPE, _E_CONTROL, _E_NUMBER, _E_EXTRA = range(1, 8)
 _K_NULL, _K_FALSE, _K_TRUE, _K_NUMBER, _K_STRING, _K_OBJECT, _K_ARRAY = range(7)
@@ -492,10 +495,15 @@ def json_leaves(texts: pl.Series, *, leaves: bool = True) -> tuple[pl.DataFrame,
         [(0, "$['a'][0]", 'number', '1.5e0'), (0, "$['a'][1]", 'string', 'x'), (0, "$['b']", 'empty object', '{}')]
     """  # noqa: E501 - the doctest output is one line
     buf, off, valid = utf8_buffers(texts)
-    err, err_at, n_leaves, root, row, kind, p_off, p_buf, v_off, v_buf = _scan(
-        buf, off, valid, leaves
-    )
-    positions = _char_offsets(buf, off, err_at)
+    if worth_compiling(len(buf), _INTERPRETED_UP_TO):
+        compiling("the JSON scanner", _scan, _char_offsets)
+        scanned = _scan(buf, off, valid, leaves)
+        positions = _char_offsets(buf, off, scanned[1])
+    else:  # Python ints from bytes and lists, as the compiled code has them
+        data, bounds = bytes(buf), off.tolist()
+        scanned = _scan.interpreted(data, bounds, valid.tolist(), leaves)
+        positions = _char_offsets.interpreted(data, bounds, scanned[1])
+    err, _, n_leaves, root, row, kind, p_off, p_buf, v_off, v_buf = scanned
     # Root codes: leaf kinds 0-4, then 5 (object) and 6 (array), empty or not; -1 unparsed.
     root_names = np.array(["object", "array", *KINDS[:5], ""], dtype=object)
     root_index = np.where(root == 5, 0, np.where(root == 6, 1, root + 2))

@@ -30,21 +30,26 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.core._errors import MetricError
-from evalframe.core._njit import njit
+from evalframe.core._njit import compiling, njit, worth_compiling
 from evalframe.metrics._text import (
     _ASCII_LOWER,
     _PRIME,
     _ROW_SCAN,
     _U56,
+    _all_ascii,
     _bounds,
     _chunk,
+    _row_kinds,
     _TextColumn,
+    tokens,
 )
 
 __all__ = ["lcs_lengths", "rouge_l"]
 
 # Rows per extra thread: below this, starting a thread costs more than it saves.
 _ROWS_PER_THREAD = 4096
+# Rows up to which ROUGE-L runs in Python (about 10 us a pair) instead of compiling.
+_PYTHON_UP_TO = 10_000
 _ONE = np.uint64(1)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _M1 = np.uint64(0x5555555555555555)
@@ -327,10 +332,52 @@ def _threads_for(rows: int) -> int:
     return max(1, min(pl.thread_pool_size(), rows // _ROWS_PER_THREAD))
 
 
+def lcs_of(a: list[str], b: list[str]) -> int:
+    """The LCS length of two token lists, bit-parallel on Python integers (as the kernel).
+
+    Examples:
+        >>> lcs_of(["the", "cat", "sat"], ["a", "cat", "sat", "down"])
+        2
+    """
+    if len(a) < len(b):
+        a, b = b, a
+    masks: dict[str, int] = {}
+    for k, token in enumerate(b):
+        masks[token] = masks.get(token, 0) | (1 << k)
+    full = (1 << len(b)) - 1
+    v = full
+    for token in a:
+        u = v & masks.get(token, 0)
+        v = ((v + u) | (v - u)) & full
+    return len(b) - v.bit_count()
+
+
+def _rouge_counts_python(
+    expected: pl.Series, actual: pl.Series, max_tokens: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``_rouge_counts`` for a few rows: Polars' tokeniser and :func:`lcs_of`."""
+    sides = pl.DataFrame({"e": expected, "a": actual}, schema={"e": pl.String, "a": pl.String})
+    lists = sides.select(tokens(pl.col("e")), tokens(pl.col("a")))
+    e_tokens = [t or [] for t in lists.get_column("e").to_list()]
+    a_tokens = [t or [] for t in lists.get_column("a").to_list()]
+    lcs = [
+        lcs_of(e, a) if 0 < len(e) <= max_tokens and 0 < len(a) <= max_tokens else 0
+        for e, a in zip(e_tokens, a_tokens, strict=True)
+    ]  # a small input's rows (``_PYTHON_UP_TO``); larger ones take the kernel
+    return (
+        np.array([len(t) for t in e_tokens], dtype=np.int64),
+        np.array([len(t) for t in a_tokens], dtype=np.int64),
+        np.array(lcs, dtype=np.int64),
+    )
+
+
 def _rouge_counts(
     expected: pl.Series, actual: pl.Series, max_tokens: int
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Token counts of each side and LCS lengths (0 where not scored) of every row."""
+    if not worth_compiling(len(expected), _PYTHON_UP_TO):
+        return _rouge_counts_python(expected, actual, max_tokens)
+    compiling("ROUGE-L", _rouge_kernel, _all_ascii, _row_kinds)
     e_text = _TextColumn.from_series(expected.cast(pl.String))
     a_text = _TextColumn.from_series(actual.cast(pl.String))
     n = len(e_text.kinds)

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from evalframe.core._njit import njit
+from evalframe.core._njit import Kernel, compiling, njit, worth_compiling
 
 __all__ = [
     "dedupe_lists",
@@ -158,19 +158,30 @@ def _ideal_terms(gains: F64, offsets: I64) -> F64:
                     j -= 1
                 out[j + 1] = g
         for i in range(lo, hi):
-            out[i] = out[i] / np.log2(i - lo + 2.0)
+            out[i] = out[i] / math.log2(i - lo + 2.0)
     return out
 
 
-_KERNELS: dict[str, Callable[..., Any]] = {}
+_KERNELS: dict[str, Kernel[..., Any]] = {}
+# Ids up to which the kernels run interpreted instead of compiling.
+_INTERPRETED_UP_TO = 20_000
 
 
-def _kernel(fn: Callable[..., Any]) -> Callable[..., Any]:
+def _kernel(fn: Callable[..., Any]) -> Kernel[..., Any]:
     """Compile (or load from Numba's cache) a kernel on first use, never at import."""
     name = fn.__name__
     if name not in _KERNELS:
         _KERNELS[name] = njit(fn)
     return _KERNELS[name]
+
+
+def _run(fn: Callable[..., Any], size: int, *args: Any) -> Any:
+    """``fn(*args)`` compiled, or interpreted when ``size`` ids are too few to pay for it."""
+    kernel = _kernel(fn)
+    if not worth_compiling(size, _INTERPRETED_UP_TO):
+        return kernel.interpreted(*args)
+    compiling("the retrieval kernels", _kernel(_has_duplicate), _kernel(_match))
+    return kernel(*args)
 
 
 # --- list plumbing ------------------------------------------------------------------------
@@ -236,7 +247,8 @@ def reference_ranking(
 def may_repeat(ids: pl.Series) -> Bool:
     """Per list of ``ids``, whether two of its ids may be equal (they share a hash): every
     list that repeats an id, and rarely one that does not."""
-    return _kernel(_has_duplicate)(_hash(flat(ids)), offsets_of(ids))  # type: ignore[no-any-return]
+    hashes = _hash(flat(ids))
+    return _run(_has_duplicate, hashes.size, hashes, offsets_of(ids))  # type: ignore[no-any-return]
 
 
 def dedupe_lists(
@@ -257,7 +269,7 @@ def dedupe_lists(
         return (*out, from_flat(pl.Series(hashes, dtype=pl.UInt64), offsets, "hashes"))
 
     # hashes only nominate rows; each nominated row is deduplicated exactly by Polars
-    has_dup = pl.Series(_kernel(_has_duplicate)(hashes, offsets))
+    has_dup = pl.Series(_run(_has_duplicate, hashes.size, hashes, offsets))
     if not has_dup.any():
         return done((ids, *aligned), hashes, offsets)
     rows = pl.Series(np.flatnonzero(has_dup.to_numpy()))
@@ -296,8 +308,8 @@ def rank_matches(
     gain_values = flat(gains).cast(pl.Float64).to_numpy()
     rows = ret_offsets.size - 1
     ret_hashes = _hash(ret_values) if hashes is None else flat(hashes).to_numpy()
-    pos, rel, match_rows, clash = _kernel(_match)(
-        ret_hashes, ret_offsets, _hash(rel_values), rel_offsets
+    pos, rel, match_rows, clash = _run(
+        _match, ret_hashes.size, ret_hashes, ret_offsets, _hash(rel_values), rel_offsets
     )
     same = (ret_values.gather(pos) == rel_values.gather(rel)).to_numpy()
     bad = np.zeros(rows, np.bool_)
@@ -308,7 +320,7 @@ def rank_matches(
     ranks = pos - ret_offsets[match_rows] + 1
     terms = gain_values[rel] / np.log2(ranks + 1.0)
 
-    ideal = _kernel(_ideal_terms)(gain_values, rel_offsets)
+    ideal = _run(_ideal_terms, ret_hashes.size, gain_values, rel_offsets)
 
     counts = np.bincount(match_rows, minlength=rows)
     match_offsets = np.zeros(rows + 1, np.int64)

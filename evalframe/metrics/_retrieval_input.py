@@ -31,7 +31,7 @@ from evalframe.core._json_bytes import (
     next_member,
     skip_ws,
 )
-from evalframe.core._njit import njit
+from evalframe.core._njit import compiling, njit, worth_compiling
 from evalframe.metrics._ranking import dedupe_lists, flat, may_repeat
 from evalframe.metrics._text import utf8_buffers
 
@@ -508,7 +508,13 @@ def _read_gain_maps(text: pl.Series, take: pl.Series) -> tuple[pl.Series, pl.Ser
     import pyarrow as pa
 
     data, offsets, _ = utf8_buffers(text)
-    read, row_off, keys, key_end, gains = _gain_maps(data, offsets, take.to_numpy())
+    if worth_compiling(data.size, _INTERPRETED_UP_TO):
+        compiling("the retrieval kernels", _gain_maps, _scan_retrieval)
+        read, row_off, keys, key_end, gains = _gain_maps(data, offsets, take.to_numpy())
+    else:
+        read, row_off, keys, key_end, gains = _gain_maps.interpreted(
+            bytes(data), offsets, take.to_numpy()
+        )
     unread = pa.array(~read)
     list_offsets = pa.array(row_off)
     ids = pl.Series(
@@ -580,6 +586,8 @@ def _reject_empty_ids(rows: pl.DataFrame, aligned: str, message: str) -> pl.Data
 
 
 _ROWS_PER_THREAD: Final = 4096
+# Bytes of JSON up to which the scanners run interpreted (about 0.1 s) instead of compiling.
+_INTERPRETED_UP_TO: Final = 1 << 16
 
 
 def _scan_in_threads(
@@ -588,6 +596,9 @@ def _scan_in_threads(
     """``_scan_part`` over byte-balanced runs of rows, one per Polars thread (the kernels
     release the GIL); the results in row order."""
     rows = offsets.size - 1
+    if not worth_compiling(data.size, _INTERPRETED_UP_TO):
+        return [_scan_part(data, offsets, valid, interpreted=True)]
+    compiling("the retrieval kernels", _scan_retrieval, _gain_maps)
     parts = max(1, min(pl.thread_pool_size(), rows // _ROWS_PER_THREAD))
     if parts == 1:
         return [_scan_part(data, offsets, valid)]
@@ -604,15 +615,21 @@ def _scan_in_threads(
 
 
 def _scan_part(
-    data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64], valid: npt.NDArray[np.bool_]
+    data: npt.NDArray[np.uint8],
+    offsets: npt.NDArray[np.int64],
+    valid: npt.NDArray[np.bool_],
+    *,
+    interpreted: bool = False,
 ) -> tuple[Any, ...]:
     """Status, has-text flags and list offsets of the rows, their ids and texts as Arrow
     string arrays (texts None when no row has one)."""
     size, rows = int(offsets[-1] - offsets[0]), offsets.size - 1
+    scan = _scan_retrieval.interpreted if interpreted else _scan_retrieval
+    source: Any = bytes(data) if interpreted else data
     # Room for ids of 8 bytes with their quotes and comma, then for as many as can fit: a
     # kept entry takes at least 4 bytes ('"x",'), and a row's brackets 2.
     for room in (size // 8 + rows + 16, size // 4 + rows + 16):
-        scanned = _scan_retrieval(data, offsets, valid, room)
+        scanned = scan(source, offsets, valid, room)
         if scanned[0].size == rows:
             break
     status, has_text, row_off, id_bytes, id_end, text_bytes, text_end = scanned

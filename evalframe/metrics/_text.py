@@ -37,6 +37,7 @@ whole LCS. Each row takes the cheapest exact route:
 from __future__ import annotations
 
 import functools
+import itertools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from evalframe.core._njit import njit, numba_object
+from evalframe.core._njit import njit, numba_object, worth_compiling
 
 __all__ = ["TOKEN_PATTERN", "intern", "intern_texts", "tokens", "utf8_buffers"]
 
@@ -149,6 +150,8 @@ _CHAR_TABLE_SIZE = 0x40000
 # The buffer of a column without any bytes: one zero byte, so a kernel may read ``buf[0]``, and
 # read-only like the buffers np.frombuffer gives, so the kernels compile one specialisation.
 _NO_BYTES = np.frombuffer(b"\0", dtype=np.uint8)
+# Tokens up to which ``intern`` numbers them with Polars instead of compiling its kernel.
+_POLARS_UP_TO = 50_000
 
 
 @njit
@@ -736,17 +739,36 @@ def intern(*token_lists: pl.Series) -> tuple[tuple[IdArray, OffsetArray], ...]:
         >>> a_ids.tolist(), a_off.tolist(), b_ids.tolist(), b_off.tolist()
         ([0, 1], [0, 2, 2], [2, 1], [0, 2])
     """
-    interner = _Interner()
-    out: list[tuple[IdArray, OffsetArray]] = []
+    flats: list[pl.Series] = []
+    offsets: list[OffsetArray] = []
     for lists in token_lists:  # one iteration per input column, not per row
         _check_dtype(lists, pl.List(pl.String), "intern()")
         lengths = lists.cast(pl.List(pl.String)).list.len().fill_null(0).to_numpy()
-        offsets = np.zeros(len(lists) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
+        offsets.append(np.zeros(len(lists) + 1, dtype=np.int64))
+        np.cumsum(lengths, out=offsets[-1][1:])
         flat = lists.cast(pl.List(pl.String)).explode(empty_as_null=False, keep_nulls=False)
+        flats.append(flat.fill_null(""))
+    if not worth_compiling(sum(len(f) for f in flats), _POLARS_UP_TO):
+        return tuple(zip(_first_seen_ids(flats), offsets, strict=True))
+    interner = _Interner()
+    out: list[tuple[IdArray, OffsetArray]] = []
+    for flat, off in zip(flats, offsets, strict=True):
         data, tok_off, _ = utf8_buffers(flat)
-        out.append((interner.intern_flat(data, tok_off), offsets))
+        out.append((interner.intern_flat(data, tok_off), off))
     return tuple(out)
+
+
+def _first_seen_ids(flats: list[pl.Series]) -> list[IdArray]:
+    """Dense ids in order of first appearance across ``flats``, by Polars (no compiling)."""
+    every = pl.concat([f.cast(pl.String) for f in flats], rechunk=True) if flats else None
+    if every is None or every.len() == 0:
+        return [np.zeros(0, dtype=np.int32) for _ in flats]
+    distinct = every.unique(maintain_order=True)
+    ids = every.replace_strict(
+        distinct, pl.int_range(distinct.len(), dtype=pl.Int32, eager=True)
+    ).to_numpy()
+    cuts = np.cumsum([0, *(len(f) for f in flats)])
+    return [ids[a:b].astype(np.int32) for a, b in itertools.pairwise(cuts)]
 
 
 def intern_texts(*texts: pl.Series) -> tuple[tuple[IdArray, OffsetArray], ...]:

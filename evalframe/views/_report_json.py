@@ -24,6 +24,8 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._gc import gc_paused
+from evalframe.core._njit import compiling, worth_compiling
+from evalframe.views import _layout, _records
 from evalframe.views._layout import Entries, section
 from evalframe.views._records import Template, records
 from evalframe.views._report import (
@@ -107,6 +109,9 @@ def _array(rows: bytes | npt.NDArray[np.uint8]) -> list[bytes | npt.NDArray[np.u
     """The pieces of a JSON array at the report's second level, given its joined rows."""
     return [b"[\n", rows, b"\n  ]"] if len(rows) else [b"[]"]
 
+
+# Scored rows plus executions up to which the report is written from Python objects.
+_OBJECTS_UP_TO = 20_000
 
 # Separator, empty object, opening, closing (at 6 spaces) and row end (at 4) of both sections.
 _ROWS = (",\n", "{}", "{\n", "\n" + _pad(6) + "}", "\n" + _pad(4) + "}")
@@ -222,6 +227,17 @@ def report_json_parts(run: Run, *, include_evidence: bool = False) -> Iterator[m
     megabytes in memory first, and the first pieces are written while the samples are
     still being laid out.
     """
+    if not worth_compiling(run.scores.height + run.frame.height, _OBJECTS_UP_TO):
+        # A small run: its Python objects written by orjson (the same bytes) take a few
+        # milliseconds, compiling the layout passes tens of seconds once per environment.
+        with gc_paused():
+            report = _build_report(run, samples=True, include_evidence=include_evidence)
+        yield memoryview(report.to_json_bytes())
+        return
+    compiling(
+        "the JSON report writer",
+        _layout._row_sizes, _layout._write_rows, _layout._lengths, _records._sizes, _records._write,
+    )  # fmt: skip
     with gc_paused(), ThreadPoolExecutor(2) as pool:
         # Polars and the layout kernels release the GIL: the three parts overlap.
         aggregates = pool.submit(_aggregates_text, run)
