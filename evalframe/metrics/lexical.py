@@ -54,11 +54,11 @@ def _any_of() -> pl.Expr:
 
 def _acceptable() -> pl.Expr:
     """Every acceptable answer of the row: the expected string (if it is one), then the
-    any-of answers; null when the row has no any-of answers."""
+    any-of answers; null when the row lists no any-of answers (or an empty list)."""
     answers = _any_of()
     with_expected = pl.concat_list(pl.concat_list(_EXPECTED), answers)
     return (
-        pl.when(answers.is_null())
+        pl.when(answers.is_null() | (answers.list.len() == 0))
         .then(None)
         .when(_IS_TEXT)
         .then(with_expected.list.unique(maintain_order=True))
@@ -73,7 +73,7 @@ def _fold(text: pl.Expr, case_sensitive: bool) -> pl.Expr:
 def _with_answers(plain: pl.Expr, any_of: pl.Expr) -> pl.Expr:
     """Plain rows' details as before; rows with any-of answers also list them."""
     return (
-        pl.when(_any_of().is_null())
+        pl.when(_acceptable().is_null())
         .then(plain.struct.json_encode())
         .otherwise(any_of.struct.json_encode())
     )
