@@ -21,10 +21,14 @@ from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogR
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as g
+from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
+from opentelemetry.semconv.attributes.server_attributes import SERVER_ADDRESS, SERVER_PORT
+from opentelemetry.trace import SpanKind, StatusCode
 
 import evalframe as ef
 from evalframe.cli import cli
-from evalframe.integrations._otel import export_run
+from evalframe.integrations._otel import error_type, export_run, provider_name
 
 SECRET_OUTPUT = "Munich, says the secret model output"
 
@@ -76,9 +80,16 @@ def test_spans_and_evaluation_events_in_memory(files: tuple[Path, Path]) -> None
     assert root.attributes["evalframe.samples"] == 2
     calls = [s for s in finished if s is not root]
     assert len(calls) == run.usage.height == 1  # one embeddings call for the whole run
-    assert calls[0].parent.span_id == root.context.span_id
-    assert calls[0].attributes["gen_ai.request.model"] == run.usage.get_column("model")[0]
-    assert calls[0].attributes["gen_ai.usage.input_tokens"] > 0
+    (call,) = calls
+    model = run.usage.get_column("model")[0]
+    assert call.parent.span_id == root.context.span_id
+    assert call.name == f"embeddings {model}"
+    assert call.kind == SpanKind.INTERNAL  # a model evalframe runs in-process
+    assert call.attributes[g.GEN_AI_OPERATION_NAME] == "embeddings"
+    assert call.attributes[g.GEN_AI_PROVIDER_NAME] == "evalframe"
+    assert call.attributes[g.GEN_AI_REQUEST_MODEL] == model
+    assert call.attributes[g.GEN_AI_USAGE_INPUT_TOKENS] > 0
+    assert SERVER_ADDRESS not in call.attributes
 
     records = [r.log_record for r in logs.get_finished_logs()]
     assert len(records) == 4  # 2 samples x 2 metrics
@@ -288,7 +299,7 @@ def test_system_calls_and_provider_calls_are_spans_at_their_real_times(
         assert span.end_time - span.start_time >= 20_000_000  # the 20 ms the system slept
     latest = max(s.start_time for s in system_spans)
     assert latest <= int(max(began.values()) * 1e9)
-    judge_spans = [s for s in finished if s.name.startswith("judge ")]
+    judge_spans = [s for s in finished if s.name == "chat stub-judge"]
     assert len(judge_spans) == run.usage.height == len(served) == 1  # one distinct prompt
     (call,) = judge_spans
     # the judge call began before the stub served it, and after every system call ended
@@ -310,3 +321,144 @@ def test_a_stored_run_keeps_its_provider_calls_start_times(
         store.save(run)
         loaded = store.load(run.run_id)
     assert loaded.usage.get_column("started_at").to_list() == started
+
+
+def _model_calls_run(files: tuple[Path, Path], openai_stub: Any) -> ef.Run:
+    """Two samples judged and embedded over real HTTP; the first judge request gets HTTP 400."""
+    from conftest import STUB_API_KEY
+
+    dataset, outputs = files
+    openai_stub.verdict = lambda prompt: json.dumps({"score": 1.0, "reason": "ok"})
+    openai_stub.fail("chat", ("status", 400))
+    providers = ef.Providers(
+        embeddings=ef.OpenAIEmbeddings(
+            "stub-embed", base_url=openai_stub.url, api_key=STUB_API_KEY
+        ),
+        judge=ef.OpenAIJudge("stub-judge", base_url=openai_stub.url, api_key=STUB_API_KEY),
+        cache=False,
+    )
+    return ef.evaluate(
+        dataset, outputs=outputs, metrics=["llm-as-judge", "cosine-embedding"], providers=providers
+    )
+
+
+def test_model_calls_follow_the_genai_conventions(
+    files: tuple[Path, Path], openai_stub: Any
+) -> None:
+    run = _model_calls_run(files, openai_stub)
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    export_run(run, tracer_provider=tracer_provider, logger_provider=LoggerProvider())
+    finished = spans.get_finished_spans()
+    port = int(openai_stub.url.rsplit(":", 1)[1].split("/")[0])
+
+    chats = [s for s in finished if s.name == "chat stub-judge"]
+    embeds = [s for s in finished if s.name == "embeddings stub-embed"]
+    # Independent count: what the stub received (both judge prompts, one embeddings batch).
+    assert len(chats) == len(openai_stub.calls("chat/completions")) == 2
+    assert len(embeds) == len(openai_stub.calls("embeddings")) == 1
+    for span in chats + embeds:
+        assert span.kind == SpanKind.CLIENT
+        assert span.attributes[g.GEN_AI_PROVIDER_NAME] == "openai"  # not the endpoint URL
+        assert span.attributes[SERVER_ADDRESS] == "127.0.0.1"
+        assert span.attributes[SERVER_PORT] == port
+        assert not any("http" in str(v) for v in span.attributes.values())
+    assert {s.attributes[g.GEN_AI_OPERATION_NAME] for s in chats} == {"chat"}
+    assert embeds[0].attributes[g.GEN_AI_OPERATION_NAME] == "embeddings"
+    assert embeds[0].attributes[g.GEN_AI_REQUEST_MODEL] == "stub-embed"
+
+    failed = [s for s in chats if s.status.status_code == StatusCode.ERROR]
+    (ok,) = [s for s in chats if s.status.status_code != StatusCode.ERROR]
+    assert len(failed) == 1
+    assert failed[0].attributes[ERROR_TYPE] == "400"
+    assert failed[0].status.description is None  # the message only with capture on
+    assert g.GEN_AI_USAGE_INPUT_TOKENS not in failed[0].attributes
+    # The stub counts a prompt's whitespace-separated words as its input tokens.
+    served = openai_stub.calls("chat/completions")[-1]
+    prompt = " ".join(m["content"] for m in served.body["messages"])
+    assert ok.attributes[g.GEN_AI_USAGE_INPUT_TOKENS] == len(prompt.split())
+    assert ok.attributes[g.GEN_AI_USAGE_OUTPUT_TOKENS] > 0
+    assert ERROR_TYPE not in ok.attributes
+
+
+def test_model_calls_over_otlp_http_to_a_loopback_receiver(
+    files: tuple[Path, Path],
+    openai_stub: Any,
+    receiver: ThreadingHTTPServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+    run = _model_calls_run(files, openai_stub)
+    host, port = receiver.server_address[:2]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://{host}:{port}")
+    export_run(run, capture_content=True)  # the SDK's own OTLP/HTTP exporters
+    bodies: dict[str, list[bytes]] = receiver.bodies  # type: ignore[attr-defined]
+    traces = [ExportTraceServiceRequest.FromString(b) for b in bodies["/v1/traces"]]
+    spans = {
+        s.name + ("!" if s.status.code == Status.STATUS_CODE_ERROR else ""): s
+        for t in traces
+        for rs in t.resource_spans
+        for ss in rs.scope_spans
+        for s in ss.spans
+    }
+    assert sorted(spans) == [
+        "chat stub-judge",
+        "chat stub-judge!",
+        "embeddings stub-embed",
+        "evaluate capitals",
+    ]
+    failed = spans["chat stub-judge!"]
+    assert failed.kind == Span.SPAN_KIND_CLIENT
+    attrs = {a.key: a.value for a in failed.attributes}
+    assert attrs[ERROR_TYPE].string_value == "400"
+    assert attrs[g.GEN_AI_OPERATION_NAME].string_value == "chat"
+    assert attrs[g.GEN_AI_PROVIDER_NAME].string_value == "openai"
+    assert attrs[SERVER_PORT].int_value == int(openai_stub.url.rsplit(":", 1)[1].split("/")[0])
+    assert "HTTP 400" in failed.status.message  # capture on: the redacted error message
+    assert STUB_KEY_FRAGMENT not in failed.SerializeToString().decode("utf-8", "replace")
+    ok = spans["chat stub-judge"]
+    ok_attrs = {a.key: a.value for a in ok.attributes}
+    assert ok_attrs[g.GEN_AI_USAGE_INPUT_TOKENS].int_value > 0
+    assert ok.parent_span_id == spans["evaluate capitals"].span_id
+
+
+STUB_KEY_FRAGMENT = "sk-test-"
+
+
+@pytest.mark.parametrize(
+    ("provider", "name"),
+    [
+        ("https://api.openai.com/v1/chat/completions", "openai"),
+        (
+            "https://my-res.openai.azure.com/openai/deployments/gpt/chat/completions",
+            "azure.ai.openai",
+        ),
+        ("https://api.mistral.ai/v1/embeddings", "mistral_ai"),
+        ("http://localhost:8000/v1/chat/completions", "openai"),
+        ("local", "evalframe"),
+    ],
+)
+def test_provider_names_are_the_conventions_values(provider: str, name: str) -> None:
+    assert provider_name(provider) == name
+    known = {v.value for v in g.GenAiProviderNameValues} | {"evalframe"}
+    assert provider_name(provider) in known
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("judge request failed: HTTP 503 after 3 attempt(s).", "503"),
+        ("judge request failed: no complete reply within 30 s after 2 attempt(s).", "timeout"),
+        ("embeddings request failed before receiving a response after 3 attempt(s): "
+         "ConnectError: [Errno 111] Connection refused.", "ConnectError"),
+        ("Deadline exceeded: the run's 5 s provider deadline passed; the call was abandoned.",
+         "deadline_exceeded"),
+        ("LLM judge response missing choices[0].message.content (or it is empty).",
+         "invalid_response"),
+        ("something nobody planned", "_OTHER"),
+    ],
+)  # fmt: skip
+def test_error_types_are_low_cardinality(message: str, expected: str) -> None:
+    assert error_type(message) == expected
