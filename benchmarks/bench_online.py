@@ -1,17 +1,21 @@
 """Production capture under load: what ``ef.online.capture`` costs the serving path.
 
-Run: ``.venv/bin/python benchmarks/bench_online.py [--rate 1000] [--seconds 5] [--threads 8]``
+Run: ``.venv/bin/python benchmarks/bench_online.py [--rate 1000] [--seconds 5] [--threads 8]
+[--busy]``
 
 Threads call ``capture`` at a combined ``--rate`` per second (sampling rate 1.0, so every
 call is queued and written) while the background writer batches them into a DuckDB store.
 Each call is timed with ``perf_counter_ns``; the figures are the caller's latency
-percentiles, and the check that every capture reached the store.
+percentiles, and the check that every capture reached the store. With ``--busy`` a second
+process holds the store (DuckDB's one-writer lock) from before ``configure`` until the
+threads stop, so every capture waits in memory meanwhile; ``configure`` is timed too.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -23,15 +27,35 @@ from _common import machine
 
 import evalframe as ef
 
+_HOLDER = """
+import sys, duckdb
+con = duckdb.connect(sys.argv[1])
+print("holding", flush=True)
+sys.stdin.readline()
+"""
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rate", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--busy", action="store_true", help="another process holds the store")
     args = parser.parse_args()
     db = Path(tempfile.mkdtemp()) / "online.duckdb"
+    holder = None
+    if args.busy:
+        ef.online.configure(store=db)  # create the store, then let another process hold it
+        ef.online.close()
+        holder = subprocess.Popen(
+            [sys.executable, "-c", _HOLDER, str(db)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "holding\n"
+    t0 = time.perf_counter()
     ef.online.configure(store=db, sampling_rate=1.0, flush_seconds=0.2)
+    configured = time.perf_counter() - t0
     per_thread = args.rate / args.threads
     timings: list[list[int]] = [[] for _ in range(args.threads)]
 
@@ -54,6 +78,11 @@ def main() -> None:
         t.join()
     calls = [ns for t in timings for ns in t]
     elapsed = time.perf_counter() - wall
+    written_while_held = ef.online.stats()["written"]
+    if holder is not None and holder.stdin is not None:
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait()
     ef.online.flush(60)
     stats = ef.online.stats()
     ordered = sorted(calls)
@@ -63,6 +92,9 @@ def main() -> None:
 
     print(f"{machine()}; {len(calls):,} captures from {args.threads} threads in {elapsed:.1f} s "
           f"({len(calls) / elapsed:,.0f}/s)")  # fmt: skip
+    if holder is not None:
+        print(f"store held by another process throughout; configure took {configured:.3f} s; "
+              f"{written_while_held} written while held")  # fmt: skip
     print("| caller latency | microseconds |")
     print("| --- | ---: |")
     print(f"| median | {statistics.median(calls) / 1000:.1f} |")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,6 +85,141 @@ def test_a_bad_capture_is_counted_and_its_batch_is_written(tmp_path: Path) -> No
     assert (stats["invalid"], stats["written"], stats["write_failed"]) == (3, 2, 0)
     written = rows(db, "SELECT sample_id, actual_output FROM online_captures ORDER BY 1")
     assert written == [("r0", "answer"), ("r4", "a\x00b")]
+
+
+class Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+def nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+def test_each_bad_capture_is_dropped_alone(tmp_path: Path) -> None:
+    # Captures nested past the dataset reader's limits (an input a sample could not hold, one
+    # deep enough to overflow the recursion), and ids or outputs whose __str__ raises, sit in
+    # one batch with good ones: each bad one is counted invalid, every good one is written.
+    db = tmp_path / "s.duckdb"
+    ef.online.configure(store=db, sampling_rate=1.0, flush_seconds=0.5)
+    offered = [
+        ("ok-0", {"q": "fine"}, "answer", None),
+        ("deep", {"q": nested(150)}, "answer", None),
+        (Unprintable(), {"q": "fine"}, "answer", None),
+        ("ok-1", {"q": nested(96)}, "answer", None),  # nests 97 levels: a sample holds it
+        ("bad-out", {"q": "fine"}, Unprintable(), None),
+        ("very-deep", {"q": nested(5000)}, "answer", None),
+        ("deep-expected", {"q": "fine"}, "answer", nested(120)),
+        ("ok-2", {"q": "fine"}, "answer", {"a": [1, 2]}),
+    ]
+    assert all(ef.online.capture("faq", sid, i, a, e) for sid, i, a, e in offered)
+    assert ef.online.flush()
+    stats = ef.online.stats()
+    assert (stats["invalid"], stats["written"], stats["write_failed"]) == (5, 3, 0)
+    assert rows(db, "SELECT sample_id FROM online_captures ORDER BY 1") == [
+        ("ok-0",),
+        ("ok-1",),
+        ("ok-2",),
+    ]
+
+
+HOLDER = """
+import sys, duckdb
+con = duckdb.connect(sys.argv[1])  # a second process holding the store read-write
+print("holding", flush=True)
+sys.stdin.readline()
+con.close()
+"""
+
+
+def release(holder: subprocess.Popen[str]) -> None:
+    assert holder.stdin is not None
+    holder.stdin.write("\n")
+    holder.stdin.flush()
+    holder.wait()
+
+
+def hold(db: Path) -> subprocess.Popen[str]:
+    """A second process holding the store until ``release``."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert holder.stdout is not None
+    assert holder.stdout.readline() == "holding\n"
+    return holder
+
+
+def test_capture_never_waits_for_a_store_another_process_holds(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    ef.online.configure(store=db, sampling_rate=1.0)  # creates the store
+    ef.online.close()
+    with hold(db) as holder:
+        try:
+            # Configuring and capturing return while the store is held (they would wait for
+            # the holder forever otherwise): captures wait in memory, up to queue_size, the
+            # batch being written included; the rest are dropped and counted.
+            ef.online.configure(store=db, sampling_rate=1.0, queue_size=300, flush_seconds=0.01)
+            queued = [ef.online.capture("faq", f"r{i}", {"q": i}, "a") for i in range(1000)]
+            assert not ef.online.flush(timeout=0.2)  # nothing can be written yet
+            stats = ef.online.stats()
+            assert (stats["captured"], stats["dropped"], stats["written"]) == (300, 700, 0)
+            assert queued.count(True) == 300
+            assert holder.poll() is None  # still holding
+        finally:
+            release(holder)
+    assert ef.online.flush()
+    stats = ef.online.stats()
+    assert (stats["written"], stats["write_failed"]) == (300, 0)
+    assert rows(db, "SELECT count(*) FROM online_captures")[0][0] == 300
+
+
+EXITING = """
+import sys, evalframe as ef
+ef.online.configure(store=sys.argv[1], sampling_rate=1.0, flush_seconds=5)
+for i in range(int(sys.argv[2])):
+    ef.online.capture("faq", f"r{i}", {"q": i}, "a")
+if sys.argv[3] == "give-up":
+    print(f"write_failed={ef.online.close(timeout=0.3)['write_failed']}", flush=True)
+"""
+
+
+def test_queued_captures_are_written_at_exit(tmp_path: Path) -> None:
+    # The process exits right after capturing (the writer waits up to 5 s to fill a batch):
+    # the queue drains at exit, before DuckDB's own exit hook would refuse the writes.
+    db = tmp_path / "s.duckdb"
+    done = subprocess.run(
+        [sys.executable, "-c", EXITING, str(db), "2000", "exit"],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert rows(db, "SELECT count(*) FROM online_captures")[0][0] == 2000
+
+
+def test_a_store_held_past_close_ends_cleanly(tmp_path: Path) -> None:
+    # close() gives up waiting for a held store: the process still exits normally (a writer
+    # thread stopped inside DuckDB at shutdown would abort it), and nothing is half written.
+    db = tmp_path / "s.duckdb"
+    ef.online.configure(store=db, sampling_rate=1.0)
+    ef.online.close()
+    with hold(db) as holder:
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", EXITING, str(db), "50", "give-up"],
+                check=False,
+                capture_output=True,
+                text=True,
+            )
+        finally:
+            release(holder)
+    assert done.returncode == 0, done.stderr
+    assert "write_failed=50" in done.stdout
+    assert rows(db, "SELECT count(*) FROM online_captures")[0][0] == 0
 
 
 def test_threads_capture_and_every_sampled_row_is_written(tmp_path: Path) -> None:

@@ -38,6 +38,7 @@ from evalframe.core._yaml import MAX_DEPTH, YamlLoader, dump_yaml, parse_yaml
 
 __all__ = [
     "PROMOTION_KEY",
+    "SAMPLE_DEPTH",
     "PromotionTargetError",
     "Skipped",
     "Written",
@@ -47,6 +48,7 @@ __all__ = [
     "is_promotion_file",
     "promotion_error",
     "refuse_protected",
+    "value_depth",
     "write_samples",
 ]
 
@@ -190,7 +192,7 @@ def _refuse_foreign(target: Path, option: str) -> None:
 # --- what a sample must be to load -----------------------------------------------------------
 
 
-def _depth(value: object) -> int:
+def value_depth(value: object) -> int:
     """How many lists and maps nest in ``value`` (a scalar is 0), without recursion."""
     deepest, stack = 0, [(value, 1)]
     while stack:
@@ -217,7 +219,7 @@ def fit_problem(record: Mapping[str, Any]) -> str | None:
 
 
 def _shape_problem(record: Mapping[str, Any]) -> str | None:
-    depth = _depth(dict(record))
+    depth = value_depth(dict(record))
     if depth > SAMPLE_DEPTH:
         return (
             f"it nests {depth} levels of lists and maps; a sample in a dataset file may nest "

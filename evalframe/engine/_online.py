@@ -11,6 +11,7 @@ batches. ``score_pending`` (``evalframe online score``) scores them later with t
 from __future__ import annotations
 
 import atexit
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -32,15 +33,35 @@ from evalframe.core import schema as C
 from evalframe.core._canon import row_hash, to_json_value
 from evalframe.core._dataset import Dataset
 from evalframe.core._dataset_columns import lone_surrogate_in
-from evalframe.core._errors import DatasetError, EvalframeError
+from evalframe.core._errors import EvalframeError, StoreBusyError
 from evalframe.core._online import DEFAULTS, OnlineStatus
-from evalframe.core._promotion_file import Skipped, dataset_records, fit_problem
-from evalframe.engine._evaluate import evaluate
-from evalframe.store import Store, as_store
-from evalframe.store import _online as table
+from evalframe.core._promotion_file import (
+    SAMPLE_DEPTH,
+    Skipped,
+    dataset_records,
+    fit_problem,
+    value_depth,
+)
 
 if TYPE_CHECKING:
     from evalframe.providers import JudgeClient, Providers
+    from evalframe.store import Store
+
+# The serving path imports this module: the store, the engine and the providers load only
+# when a capture is written or scored (on the writer thread, or in the scoring commands).
+
+
+def _as_store(store: Store | str | os.PathLike[str]) -> Store:
+    from evalframe.store import as_store
+
+    return as_store(store)
+
+
+def _open_store(path: str, timeout: float) -> Store:
+    from evalframe.store import Store
+
+    return Store(path, timeout=timeout)
+
 
 __all__ = [
     "DEFAULTS",
@@ -60,8 +81,23 @@ STORE_ENV: Final = "EVALFRAME_ONLINE_STORE"
 RATE_ENV: Final = "EVALFRAME_ONLINE_SAMPLING_RATE"
 MAX_QUEUE: Final = 1_000_000
 PROMOTED_TAG: Final = "promoted-from-production"
+EXIT_FLUSH_SECONDS: Final = 10.0
+"""How long a process exiting waits for its queued captures to be written."""
 
 Redactor = Callable[[str], str]
+
+
+_BUSY_RETRY_MAX: Final = 1.0
+"""The longest pause, in seconds, between two attempts to write to a store another process
+holds (the batch waits in memory meanwhile)."""
+_WRITE_TIMEOUT: Final = 1.0
+"""How long one write attempt waits for the store before the writer pauses and tries again."""
+
+
+def _too_deep(value: object) -> bool:
+    """Whether ``value`` nests deeper than a sample's input or expected output may (one level
+    below a sample, itself at most ``SAMPLE_DEPTH`` levels deep in its file)."""
+    return value_depth(value) > SAMPLE_DEPTH - 1
 
 
 @dataclass
@@ -92,10 +128,13 @@ class _Capturer:
     )
 
     def __post_init__(self) -> None:
-        self.queue: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=self.queue_size)
+        self.queue: queue.Queue[tuple[Any, ...]] = queue.Queue()
         self.lock = threading.Condition()  # guards counts and pending
-        self.pending = 0  # offered and not yet written (or dropped by the writer)
-        self.stop = threading.Event()
+        # Offered and not yet written (or dropped by the writer), queued or in the batch the
+        # writer holds: at most queue_size, the bound on what waits in memory.
+        self.pending = 0
+        self.stop = threading.Event()  # write what is queued, then end
+        self.abandon = threading.Event()  # end now: count what is left as write_failed
         self.thread = threading.Thread(target=self._run, name="evalframe-online", daemon=True)
         self.thread.start()
 
@@ -110,11 +149,10 @@ class _Capturer:
             self.count("sampled_out")
             return False
         with self.lock:
-            try:
-                self.queue.put_nowait(item)
-            except queue.Full:
+            if self.pending >= self.queue_size:
                 self.counts["dropped"] += 1
                 return False
+            self.queue.put_nowait(item)
             self.pending += 1
             self.counts["captured"] += 1
         return True
@@ -136,8 +174,12 @@ class _Capturer:
                 pass
             if batch:
                 try:
-                    self._write(batch)
-                except Exception:  # the writer thread must outlive any one bad batch
+                    rows = [] if self.abandon.is_set() else [r for r in map(self._row, batch) if r]
+                    if self.abandon.is_set():
+                        self.count("write_failed", len(batch))
+                    elif rows:
+                        self._store(rows)
+                except Exception:  # the writer thread must outlive anything  # pragma: no cover
                     self.count("write_failed", len(batch))
                 with self.lock:
                     self.pending -= len(batch)
@@ -155,33 +197,40 @@ class _Capturer:
         return value
 
     def _row(self, item: tuple[Any, ...]) -> dict[str, Any] | None:
-        dataset, sample_id, input_, actual, expected, at = item
+        """The store row of one capture, or None (counted) when it cannot be one: whatever
+        goes wrong with one capture drops that capture alone."""
         try:
-            input_value = to_json_value(input_, "input")
-            expected_value = to_json_value(expected, "expected") if expected is not None else None
-        except (DatasetError, ValueError, TypeError):
+            return self._checked_row(item)
+        except _Redaction:
+            self.count("redaction_failed")
+        except Exception:  # a value no store row can hold, a __str__ that raises, ...
             self.count("invalid")
-            return None
+        return None
+
+    def _checked_row(self, item: tuple[Any, ...]) -> dict[str, Any] | None:
+        dataset, sample_id, input_, actual, expected, at = item
+        input_value = to_json_value(input_, "input")
+        expected_value = to_json_value(expected, "expected") if expected is not None else None
+        if _too_deep(input_value) or _too_deep(expected_value):
+            raise ValueError("nested past the dataset reader's limit")
+        text = {"dataset": str(dataset), "sample_id": str(sample_id), "actual_output": str(actual)}
         try:  # every string, map keys included; a failing redactor drops the row
             input_value = self._redact(input_value)
             expected_value = self._redact(expected_value)
-            actual = self._redact(str(actual))
-        except Exception:
-            self.count("redaction_failed")
-            return None
-        text = {
-            "dataset": str(dataset),
-            "sample_id": str(sample_id),
-            "input": json.dumps(input_value, ensure_ascii=False),
-            "expected_output": json.dumps(expected_value, ensure_ascii=False),
-            "actual_output": actual,
-        }
+            text["actual_output"] = self._redact(text["actual_output"])
+        except Exception as exc:
+            raise _Redaction from exc
+        text["input"] = json.dumps(input_value, ensure_ascii=False)
+        text["expected_output"] = json.dumps(expected_value, ensure_ascii=False)
         if any(lone_surrogate_in(value) is not None for value in text.values()):
-            self.count("invalid")  # no UTF-8 text can hold it; the rest of the batch goes on
-            return None
+            raise ValueError("no UTF-8 text can hold a lone surrogate")
         return {
             "capture_id": uuid.uuid4().hex[:16],
-            **text,
+            "dataset": text["dataset"],
+            "sample_id": text["sample_id"],
+            "input": text["input"],
+            "expected_output": text["expected_output"],
+            "actual_output": text["actual_output"],
             "row_hash": row_hash(input_value, expected_value),
             "captured_at": dt.datetime.fromtimestamp(at, dt.UTC).replace(tzinfo=None),
             "retained": self.retention,
@@ -189,24 +238,67 @@ class _Capturer:
             "scored": False,
         }
 
-    def _write(self, batch: list[tuple[Any, ...]]) -> None:
-        rows = [r for r in map(self._row, batch) if r is not None]  # a batch, off the hot path
-        if not rows:
+    def _store(self, rows: list[dict[str, Any]]) -> None:
+        """Write ``rows``, counting them written or failed. A batch the store refuses is
+        split until the rows it refuses are found and counted alone, unless its first, last
+        and middle rows each fail alone too (a store that takes nothing: all are counted)."""
+        if self._insert(rows):
             return
-        frame = pl.DataFrame(rows, schema=table.CAPTURE_SCHEMA)
-        for attempt in range(3):
-            try:
-                with Store(self.store) as store:
-                    table.insert_captures(store, frame)
-                self.count("written", len(rows))
+        if len(rows) == 1 or self.abandon.is_set():
+            self.count("write_failed", len(rows))
+            return
+        first, last = self._insert(rows[:1]), self._insert(rows[-1:])
+        middle = rows[1:-1]
+        if not first and not last and middle:
+            mid = len(middle) // 2
+            if not self._insert(middle[mid : mid + 1]):
+                self.count("write_failed", len(rows))
                 return
-            except Exception:  # the store is busy or gone: try again, then count the loss
-                time.sleep(0.1 * (attempt + 1))
-        self.count("write_failed", len(rows))
+            middle = middle[:mid] + middle[mid + 1 :]
+        half = len(middle) // 2
+        for part in (middle[:half], middle[half:]):
+            if part:
+                self._store(part)
+        self.count("write_failed", (not first) + (not last))
+
+    def _insert(self, rows: list[dict[str, Any]]) -> bool:
+        """One write of ``rows``: True when they are counted (written, or write_failed once
+        the capturer is abandoned while another process holds the store), False when the
+        store refused them. While another process holds the store, wait and try again: the
+        queue keeps filling meanwhile, up to its bound."""
+        pause = 0.05
+        while True:
+            try:
+                from evalframe.store import _online as table
+
+                frame = pl.DataFrame(rows, schema=table.CAPTURE_SCHEMA)
+                with _open_store(self.store, _WRITE_TIMEOUT) as store:
+                    table.insert_captures(store, frame)
+            except StoreBusyError:
+                if self.abandon.is_set():
+                    self.count("write_failed", len(rows))
+                    return True
+                time.sleep(pause * (0.5 + random.random()))
+                pause = min(pause * 2, _BUSY_RETRY_MAX)
+                continue
+            except Exception:
+                return False
+            self.count("written", len(rows))
+            return True
 
     def close(self, timeout: float | None) -> None:
+        """Write what is queued for up to ``timeout`` seconds, then count the rest as
+        write_failed and wait for the thread to end: it must not be inside DuckDB when the
+        interpreter shuts down (a thread stopped there aborts the process)."""
         self.stop.set()
         self.thread.join(timeout)
+        if self.thread.is_alive():
+            self.abandon.set()
+            self.thread.join(_WRITE_TIMEOUT + 5.0)
+
+
+class _Redaction(Exception):  # noqa: N818  # a private signal, never raised out of the module
+    """The redactor raised on a capture."""
 
 
 _LOCK = threading.Lock()
@@ -214,6 +306,7 @@ _LOCK = threading.Lock()
 
 class _Current:
     capturer: _Capturer | None = None
+    retiring: list[_Capturer] = []  # noqa: RUF012  # replaced capturers still writing
 
 
 _CURRENT = _Current()  # the process's capturer, replaced under _LOCK
@@ -240,13 +333,33 @@ def configure(
         redactor: text -> text, applied to every string (map keys included) before anything
             is written; a capture whose redaction raises is dropped.
         require_redactor: with retention on, refuse to start without a redactor.
-        queue_size: captures waiting to be written, at most (1 to 1,000,000); more are
-            dropped and counted in ``stats()``.
+        queue_size: captures waiting in memory to be written, at most (1 to 1,000,000),
+            the batch being written included; more are dropped and counted in ``stats()``.
+            While another process holds the store, captures wait here.
         flush_seconds: how long the writer waits to fill a batch.
 
     Raises:
-        EvalframeError: no store, retention without a redactor, or a bad limit.
+        EvalframeError: no store, retention without a redactor, a bad limit, or a store
+            that cannot be opened (one another process holds is fine: captures wait).
     """
+    _configure(
+        store=store, sampling_rate=sampling_rate, retention=retention, redactor=redactor,
+        require_redactor=require_redactor, queue_size=queue_size, flush_seconds=flush_seconds,
+        check_store=True,
+    )  # fmt: skip
+
+
+def _configure(
+    *,
+    store: str | os.PathLike[str] | None,
+    sampling_rate: float | None,
+    retention: bool,
+    redactor: Redactor | None,
+    require_redactor: bool,
+    queue_size: int,
+    flush_seconds: float,
+    check_store: bool,
+) -> None:
     target = store if store is not None else os.environ.get(STORE_ENV)
     if not target:
         raise EvalframeError(f"Online capture needs a store: configure(store=...) or ${STORE_ENV}.")
@@ -260,12 +373,23 @@ def configure(
             "Retention keeps production text: bind a redactor (configure(redactor=...)), or "
             "pass require_redactor=False to keep it unredacted."
         )
-    if not 1 <= queue_size <= MAX_QUEUE:
-        raise EvalframeError(f"queue_size must be between 1 and {MAX_QUEUE:,}; got {queue_size}.")
-    Store(target).close()  # create or migrate the file now, not on the first write
+    if (
+        isinstance(queue_size, bool)
+        or not isinstance(queue_size, int)
+        or not (1 <= queue_size <= MAX_QUEUE)
+    ):
+        raise EvalframeError(f"queue_size must be between 1 and {MAX_QUEUE:,}; got {queue_size!r}.")
+    if not (isinstance(flush_seconds, int | float) and 0 < flush_seconds <= 3600):
+        raise EvalframeError(f"flush_seconds must be in (0, 3600]; got {flush_seconds!r}.")
+    if check_store:
+        # Create or migrate the file now, not on the first write, so a path that cannot be
+        # a store fails here; a store another process holds is the writer's to wait for.
+        with contextlib.suppress(StoreBusyError):
+            _open_store(str(target), 0).close()
     with _LOCK:
-        if _CURRENT.capturer is not None:
-            _CURRENT.capturer.close(timeout=None)
+        if _CURRENT.capturer is not None:  # it drains on its own thread; nobody waits for it
+            _CURRENT.capturer.stop.set()
+            _CURRENT.retiring.append(_CURRENT.capturer)
         _CURRENT.capturer = _Capturer(
             store=str(target),
             sampling_rate=rate,
@@ -283,7 +407,9 @@ def capture(dataset: str, sample_id: str, input: Any, actual: str, expected: Any
     """Offer one production interaction for scoring later; never raises, never blocks.
 
     Returns whether it was queued (False when capture is off, sampled out or the queue is
-    full). Validation, redaction and the write happen on a background thread.
+    full). Validation, redaction and the write happen on a background thread; the store is
+    never touched on the caller's thread, even by the first call configuring capture from
+    ``EVALFRAME_ONLINE_STORE``.
 
     Examples:
         >>> import evalframe as ef
@@ -295,7 +421,14 @@ def capture(dataset: str, sample_id: str, input: Any, actual: str, expected: Any
         if capturer is None:
             if not os.environ.get(STORE_ENV):
                 return False
-            configure()
+            with _LOCK:
+                configured = _CURRENT.capturer is not None
+            if not configured:
+                _configure(
+                    store=None, sampling_rate=None, retention=False, redactor=None,
+                    require_redactor=True, queue_size=10_000, flush_seconds=1.0,
+                    check_store=False,
+                )  # fmt: skip
             capturer = _CURRENT.capturer
         assert capturer is not None
         return capturer.offer((dataset, sample_id, input, actual, expected, time.time()))
@@ -319,15 +452,39 @@ def stats() -> dict[str, int]:
         return dict(capturer.counts)
 
 
-def close(timeout: float | None = 30.0) -> None:
-    """Write what is queued and stop capturing."""
+def close(timeout: float | None = 30.0) -> dict[str, int]:
+    """Write what is queued (waiting up to ``timeout`` seconds in all) and stop capturing.
+
+    Returns:
+        The final counters (as ``stats()``; captures still queued when the time ran out are
+        counted as write_failed), or an empty dict when capture was off.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
     with _LOCK:
-        if _CURRENT.capturer is not None:
-            _CURRENT.capturer.close(timeout)
-            _CURRENT.capturer = None
+        capturers = [*_CURRENT.retiring, *([_CURRENT.capturer] if _CURRENT.capturer else [])]
+        _CURRENT.capturer = None
+        _CURRENT.retiring = []
+    final: dict[str, int] = {}
+    for capturer in capturers:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        capturer.close(left)
+        with capturer.lock:
+            for key, value in capturer.counts.items():
+                final[key] = final.get(key, 0) + value
+    return final
 
 
-atexit.register(close, 10.0)
+def _close_at_exit() -> None:
+    close(EXIT_FLUSH_SECONDS)
+
+
+# The queue drains when the main thread ends, before the interpreter's exit hooks: DuckDB
+# registers one (on import) after which it refuses the writes, whatever the import order.
+# This is the hook concurrent.futures joins its workers with; plain atexit where it is absent.
+try:
+    threading._register_atexit(_close_at_exit)  # type: ignore[attr-defined]
+except (AttributeError, RuntimeError):  # pragma: no cover - another Python
+    atexit.register(_close_at_exit)
 
 
 # --- scoring, drift and trend ----------------------------------------------------------------
@@ -349,7 +506,10 @@ def score_pending(
     (0.7 by default, as eval-harness's online monitor; ``score <= pass_threshold`` for a
     lower-is-better metric), null where scoring failed.
     """
-    target = as_store(store)
+    from evalframe.engine._evaluate import evaluate
+    from evalframe.store import _online as table
+
+    target = _as_store(store)
     waiting = table.pending(target, dataset, limit)
     if waiting.height == 0:
         return pl.DataFrame(schema=table.SCORE_SCHEMA)
@@ -407,7 +567,9 @@ def status(
     threshold: float = DEFAULTS["alert_threshold"],  # type: ignore[assignment]
 ) -> OnlineStatus:
     """The pass rate over the latest ``window`` scored captures of ``dataset``."""
-    latest = table.scores(as_store(store), dataset).filter(pl.col("passed").is_not_null())
+    from evalframe.store import _online as table
+
+    latest = table.scores(_as_store(store), dataset).filter(pl.col("passed").is_not_null())
     latest = latest.head(window)
     rate = float(latest.get_column("passed").mean()) if latest.height else None  # type: ignore[arg-type]
     return OnlineStatus(dataset, window, min_samples, threshold, latest.height, rate)
@@ -418,7 +580,9 @@ def trend(store: Store | str | os.PathLike[str], dataset: str, *, days: int = 30
     if not 1 <= days <= 365:
         raise EvalframeError(f"days must be between 1 and 365; got {days}.")
     since = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(days=days)
-    rows = table.scores(as_store(store), dataset).filter(
+    from evalframe.store import _online as table
+
+    rows = table.scores(_as_store(store), dataset).filter(
         pl.col("passed").is_not_null() & (pl.col("judged_at") >= since)
     )
     return (
@@ -500,7 +664,9 @@ def candidates(
         document_metrics = metrics or (list(target.metrics) or None)
         known = set(target.get_column(C.ROW_HASH).to_list())
         known_ids = set(target.get_column(C.SAMPLE_ID).to_list())
-    rows = table.scores(as_store(store), dataset)
+    from evalframe.store import _online as table
+
+    rows = table.scores(_as_store(store), dataset)
     if not all_rows:
         rows = rows.filter(pl.col("passed").not_())
     if max_score is not None:
