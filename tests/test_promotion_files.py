@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 import yaml
 from click.testing import CliRunner, Result
@@ -241,13 +242,24 @@ def captured(tmp_path: Path, openai_stub: StubOpenAI, monkeypatch: pytest.Monkey
     db = tmp_path / "online.duckdb"
     ef.online.configure(store=db, sampling_rate=1.0, retention=True, redactor=str.strip)
     ef.online.capture("faq", "req-1", {"question": "Refund?"}, "wrong: 10 days", expected="0o17")
-    ef.online.capture("faq", "req-2", {"question": nested(150)}, "wrong", expected="x")
     ef.online.capture(
         "faq", "req-3", {"question": "Hours on Sunday?"}, "wrong: never", expected="9-5"
     )
     ef.online.capture("faq", "req-4", {"question": "Phone?"}, "555", expected="555")
     assert ef.online.flush()
     ef.online.close()
+    # A capture nested 150 levels deep, as a store written before capture refused them
+    # holds it: it scores, but no dataset file can hold it as a sample.
+    con = duckdb.connect(str(db))
+    try:
+        con.execute(
+            "INSERT INTO online_captures SELECT 'deep0000', dataset, 'req-2', 'deep-hash', "
+            "captured_at, ?, expected_output, 'wrong', retained, redactor, false "
+            "FROM online_captures LIMIT 1",
+            [json.dumps({"question": nested(150)})],
+        )
+    finally:
+        con.close()
     assert invoke("online", "score", "--store", str(db)).exit_code == 0
     return db
 
