@@ -16,13 +16,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from judge_script import script
+from judge_script import items, script
 
 from evalframe.metrics._rag_prompts import CLAIMS, CORRECTNESS, ENTITIES, GROUNDING
 
 __all__ = ["VERDICT", "claims_of", "items"]
-
-_ITEM = re.compile(r"^([AR]?\d+)\. (.*)$")
 
 
 def claims_of(text: str) -> list[str]:
@@ -30,16 +28,6 @@ def claims_of(text: str) -> list[str]:
     if not text or text == "nothing":
         return []
     return [c.strip() for c in text.split(". ") if c.strip()]
-
-
-def items(block: str) -> list[tuple[str, str]]:
-    """``[(id, text)]`` of a numbered block (``1. x`` or ``A1. x``)."""
-    out = []
-    for line in block.splitlines():
-        m = _ITEM.match(line)
-        if m:
-            out.append((m.group(1), m.group(2)))
-    return out
 
 
 def _grounding(f: dict[str, str]) -> Any:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner, Result
+from judge_script import actual_of
 from openai_stub import StubOpenAI
 
 import evalframe as ef
@@ -84,7 +85,7 @@ def invoke(*args: str) -> Result:
 
 def refusal_judge(prompt: str) -> str:
     """A judge that rewards refusals: 1.0 for REFUSAL, 0.1 for anything else."""
-    refused = f"ACTUAL: {REFUSAL}" in prompt
+    refused = actual_of(prompt) == REFUSAL
     return json.dumps(
         {
             "score": 1.0 if refused else 0.1,

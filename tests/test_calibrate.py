@@ -13,6 +13,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import STUB_API_KEY
+from judge_script import actual_of
 from openai_stub import StubOpenAI
 from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score
@@ -65,7 +66,7 @@ def case_file(tmp_path: Path, **top: Any) -> Path:
 
 
 def scripted(prompt: str) -> str:
-    actual = prompt.rsplit("ACTUAL: ", 1)[1].split("\n", 1)[0]
+    actual = actual_of(prompt)
     score = next(s for a, _, _, s, _ in CASES if a == actual)
     return json.dumps({"score": score, "reason": "scripted"})
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from judge_script import script
+from judge_script import items, script
 from openai_stub import StubOpenAI
 
 import evalframe as ef
@@ -160,7 +160,7 @@ def test_every_metric_scores_from_its_verdicts_and_shares_calls(tmp_path: Path) 
         .get_column("details")
         .item()
     )
-    assert details["prompt"] == "agent.plan-adherence@v1"
+    assert details["prompt"] == D.PLAN_ADHERENCE.key
 
 
 def test_the_judge_sees_the_episode_and_the_conversation(tmp_path: Path) -> None:
@@ -182,25 +182,24 @@ def test_the_judge_sees_the_episode_and_the_conversation(tmp_path: Path) -> None
             data, outputs=outputs, metrics=["task-completion", "plan-adherence",
             "knowledge-retention", "turn-faithfulness"], providers=providers(stub, tmp_path),
         )  # fmt: skip
-    assert seen["agent.task-completion"]["trajectory"] == (
-        '1. search_flights({"to":"Rome"}) -> AZ 610 at 09:10\n'
-        '2. book({"flight":"AZ 610"}) -> error: card declined'
-    )
-    # a's plan from its metadata; b has none, so the judge is told to infer it
-    assert plans == {
-        "",
-        '["search flights","book the cheapest"]',
-        "(no plan was given: infer the plan the agent stated)",
-    }
-    assert seen["conversation.knowledge-retention"]["conversation"] == (
-        "1. user: I'm vegetarian. Suggest a dinner in Rome.\n"
-        "2. assistant: Try Da Enzo's cacio e pepe.\n"
-        "3. user: And for dessert?\n"
-        "4. assistant: Their tiramisu, then a walk to the Pantheon."
-    )
-    assert seen["conversation.turn-faithfulness"]["context"] == (
-        "Da Enzo serves cacio e pepe and tiramisu."
-    )
+    assert items(seen["agent.task-completion"]["trajectory"]) == [
+        (
+            "1",
+            {"tool": "search_flights", "arguments": '{"to":"Rome"}', "result": "AZ 610 at 09:10"},
+        ),
+        ("2", {"tool": "book", "arguments": '{"flight":"AZ 610"}', "error": "card declined"}),
+    ]
+    # a's plan from its metadata (fenced); b has none: "(none)", the judge infers it
+    assert plans == {"", '["search flights","book the cheapest"]', "(none)"}
+    assert items(seen["conversation.knowledge-retention"]["conversation"]) == [
+        ("1", {"role": "user", "content": "I'm vegetarian. Suggest a dinner in Rome."}),
+        ("2", {"role": "assistant", "content": "Try Da Enzo's cacio e pepe."}),
+        ("3", {"role": "user", "content": "And for dessert?"}),
+        ("4", {"role": "assistant", "content": "Their tiramisu, then a walk to the Pantheon."}),
+    ]
+    assert items(seen["conversation.turn-faithfulness"]["context"]) == [
+        ("1", "Da Enzo serves cacio e pepe and tiramisu.")
+    ]
 
 
 def test_wrong_verdict_counts_and_bad_replies_are_row_errors(tmp_path: Path) -> None:
@@ -224,7 +223,7 @@ def test_wrong_verdict_counts_and_bad_replies_are_row_errors(tmp_path: Path) -> 
         "Sample 'b' knowledge-retention: the judge gave 1 verdicts for 2 assistant turns."
     )
     assert errors["task-completion"].startswith(
-        "Sample 'b' judge reply for task-completion (agent.task-completion@v1) failed:"
+        f"Sample 'b' judge reply for task-completion ({D.TASK_COMPLETION.key}) failed:"
     )
     # no role=... and no metadata.role on b: nothing is sent for it
     assert errors["role-adherence"] == (

@@ -9,9 +9,11 @@ from typing import Any
 import polars as pl
 import pytest
 from conftest import STUB_API_KEY
+from judge_script import actual_of
 from openai_stub import StubOpenAI
 
 import evalframe as ef
+from evalframe.metrics._judge_engine import DATA_RULE
 from evalframe.metrics.judge import judge_columns, parse_replies
 from evalframe.providers import OpenAIJudge, Providers
 
@@ -142,15 +144,18 @@ def test_prompt_fields_follow_the_reference(openai_stub: StubOpenAI) -> None:
     )
     ef.score(f, [ef.metrics.llm_as_judge()], context=p)
     prompts = [c.body["messages"][0]["content"] for c in openai_stub.calls("/chat/completions")]
-    by_actual = {pr.rsplit("ACTUAL: ", 1)[1].split("\n", 1)[0]: pr for pr in prompts}
-    # single pass: the answer's "{expected}" is not substituted again
+    by_actual = {actual_of(pr): pr for pr in prompts}
+    # single pass: the answer's "{expected}" is not substituted again; every value fenced
     assert (
-        "Question: What is 2+2?\nEXPECTED: 4\nACTUAL: It is {expected}\n"
+        'Question: "What is 2+2?"\nEXPECTED: "4"\nACTUAL: "It is {expected}"\n'
         in by_actual["It is {expected}"]
     )
-    assert 'Question: {"topic":"maps","n":1}\nEXPECTED: {"a":[1,2]}\n' in by_actual["b"]
-    assert 'Question: {"question":""}\n' in by_actual["c"]  # empty question: the whole input
-    assert all(pr.startswith("You are a strict evaluator.") for pr in prompts)
+    assert (
+        'Question: "{\\"topic\\":\\"maps\\",\\"n\\":1}"\nEXPECTED: "{\\"a\\":[1,2]}"\n'
+        in by_actual["b"]
+    )
+    assert 'Question: "{\\"question\\":\\"\\"}"\n' in by_actual["c"]  # the whole input
+    assert all(pr.startswith(DATA_RULE + "\n\nYou are a strict evaluator.") for pr in prompts)
 
 
 def test_custom_template_and_identical_prompts_are_sent_once(openai_stub: StubOpenAI) -> None:
@@ -163,8 +168,8 @@ def test_custom_template_and_identical_prompts_are_sent_once(openai_stub: StubOp
         c.body["messages"][0]["content"] for c in openai_stub.calls("/chat/completions")
     )
     assert prompts == [
-        'Grade other against 4. Reply {"score": x}',
-        'Grade same against 4. Reply {"score": x}',
+        DATA_RULE + '\n\nGrade "other" against "4". Reply {"score": x}',
+        DATA_RULE + '\n\nGrade "same" against "4". Reply {"score": x}',
     ]
     assert scores["score"].to_list() == [0.9, 0.9, 0.9]
     assert metric.id.startswith('llm-as-judge(template="Grade {actual}')
@@ -177,15 +182,15 @@ def test_custom_template_and_identical_prompts_are_sent_once(openai_stub: StubOp
 
 
 def _refusal_reply(prompt: str) -> str:
-    if "ACTUAL: extra" in prompt:
+    if actual_of(prompt) == "extra":
         return json.dumps({"score": 1, "refusal": "appropriate", "reason": "r", "raw_prompt": "x"})
-    if "ACTUAL: noreason" in prompt:
+    if actual_of(prompt) == "noreason":
         return json.dumps({"score": 1, "refusal": "appropriate"})
-    if "ACTUAL: label" in prompt:
+    if actual_of(prompt) == "label":
         return json.dumps({"score": 0.5, "refusal": "maybe", "reason": "r"})
-    if "ACTUAL: blank" in prompt:
+    if actual_of(prompt) == "blank":
         return json.dumps({"score": 0.5, "refusal": "missing", "reason": "  "})
-    if "ACTUAL: list" in prompt:
+    if actual_of(prompt) == "list":
         return "[1]"
     return json.dumps({"score": 0.75, "refusal": "appropriate", "reason": "Declined politely."})
 
@@ -216,8 +221,8 @@ def test_refusal_quality_checks_metadata_before_calling_and_the_strict_schema(
     ]
     prompts = [c.body["messages"][0]["content"] for c in openai_stub.calls("/chat/completions")]
     assert len(prompts) == 6  # the two rows with bad metadata were never sent
-    good = next(pr for pr in prompts if "ACTUAL: good" in pr)
-    assert "Expected refusal: yes\nPolicy context: No weapons.\nQuestion: What is 2+2?" in good
+    good = next(pr for pr in prompts if actual_of(pr) == "good")
+    assert 'Expected refusal: yes\nPolicy context: "No weapons."\nQuestion: "What is 2+2?"' in good
     details = json.loads(scores["details"][0])
     assert details["refusal_expected"] is True
     assert details["refusal"] == "appropriate"

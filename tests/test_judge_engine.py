@@ -10,18 +10,19 @@ from typing import Any
 
 import polars as pl
 import pytest
-from judge_script import fields, script
+from judge_script import fields, items, script
 from openai_stub import StubOpenAI
 
 import evalframe as ef
 from evalframe.core._errors import MetricError
 from evalframe.enrich._enrich import fill
+from evalframe.metrics._fence import numbered, verbatim
 from evalframe.metrics._judge_engine import (
+    DATA_RULE,
     JudgeNeed,
     Prompt,
     decode_reply,
     json_schema,
-    numbered,
     parsed,
     reply,
 )
@@ -35,7 +36,11 @@ CLAIMS_NEED = JudgeNeed("claims", CLAIMS, {"text": pl.col("actual_output")})
 CHECK_NEED = JudgeNeed(
     "check",
     CHECK,
-    {"claims": numbered(parsed(CLAIMS_NEED).struct.field("value").struct.field("claims"))},
+    {
+        "claims": verbatim(
+            numbered(parsed(CLAIMS_NEED).struct.field("value").struct.field("claims"))
+        )
+    },
     requires=(CLAIMS_NEED,),
 )
 ITEM_NEED = JudgeNeed(
@@ -45,6 +50,9 @@ ITEM_NEED = JudgeNeed(
     each="item",
     optional={"ctx": pl.List(pl.String)},
 )
+
+
+R = DATA_RULE + "\n\n"  # every prompt starts with the data rule
 
 
 class _Uses:
@@ -67,7 +75,7 @@ def _claims(f: dict[str, str]) -> Any:
 
 
 def _check(f: dict[str, str]) -> Any:
-    return {"ok": [not line.endswith("no") for line in f["claims"].splitlines()]}
+    return {"ok": [not claim.endswith("no") for _, claim in items(f["claims"])]}
 
 
 VERDICT = script({CLAIMS: _claims, CHECK: _check, ITEM: lambda f: {"n": len(f["item"])}})
@@ -109,7 +117,12 @@ def test_stages_fill_in_order_one_call_per_distinct_prompt(stub: StubOpenAI) -> 
     sent = _prompts(stub)
     # claims: "x no" once for rows a and b, "garbled", "wrong shape"; check: once for "x no"
     assert sorted(sent) == sorted(
-        ["CLAIMS OF: x no", "CLAIMS OF: garbled", "CLAIMS OF: wrong shape", "CHECK:\n1. x\n2. no"]
+        [
+            R + 'CLAIMS OF: "x no"',
+            R + 'CLAIMS OF: "garbled"',
+            R + 'CLAIMS OF: "wrong shape"',
+            R + 'CHECK:\n1. "x"\n2. "no"',
+        ]
     )
     got = out.select(reply(CHECK_NEED).alias("r")).unnest("r")
     assert got["value"].struct.field("ok").to_list() == [
@@ -135,7 +148,12 @@ def test_each_sends_one_prompt_per_distinct_item_and_regathers_in_order(stub: St
     assert _prompts(stub) == []
     out, _ = fill(FRAME, [_Uses(ITEM_NEED)], _providers(stub))
     assert sorted(_prompts(stub)) == sorted(
-        ["ITEM: pp FOR q1", "ITEM: q FOR q1", "ITEM: pp FOR q3", "ITEM: zzz FOR q3"]
+        [
+            R + 'ITEM: "pp" FOR "q1"',
+            R + 'ITEM: "q" FOR "q1"',
+            R + 'ITEM: "pp" FOR "q3"',
+            R + 'ITEM: "zzz" FOR "q3"',
+        ]
     )
     value = out.select(reply(ITEM_NEED).struct.field("value")).to_series()
     assert value.to_list() == [[{"n": 2}, {"n": 1}], [], None, [{"n": 2}, {"n": 2}], [{"n": 3}]]
@@ -207,9 +225,9 @@ def test_decode_reply_is_lenient_on_wrapping_and_strict_on_shape() -> None:
 
 
 def test_script_fields_recover_placeholder_values() -> None:
-    assert fields("ITEM: a {b} FOR c", ITEM) == {"item": "a {b}", "question": "c"}
+    assert fields(R + 'ITEM: "a {b}\\n" FOR "c"', ITEM) == {"item": "a {b}\n", "question": "c"}
     assert fields("something else", ITEM) is None
-    assert json.loads(VERDICT("CLAIMS OF: p q")) == {"claims": ["p", "q"]}
+    assert json.loads(VERDICT(R + 'CLAIMS OF: "p q"')) == {"claims": ["p", "q"]}
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ in every judge request's cache key and in the run record."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -17,7 +18,7 @@ from openai_stub import StubOpenAI
 import evalframe as ef
 from evalframe.core._errors import MetricError
 from evalframe.metrics import judge
-from evalframe.metrics._judge_engine import PROMPTS, prompt_keys
+from evalframe.metrics._judge_engine import DATA_RULE, PROMPTS, prompt_keys
 from evalframe.metrics._prompt_texts import prompt_text
 from evalframe.metrics._registry import available, definition
 from evalframe.providers import OpenAIJudge, Providers
@@ -48,14 +49,37 @@ def _files() -> dict[str, tuple[int, str]]:
 def test_every_prompt_file_is_one_registered_prompt_and_every_prompt_has_a_file() -> None:
     available()  # the built-in families register their prompts
     files = _files()
+    rule = files.pop("data-rule")  # the paragraph every prompt starts with
+    assert rule[1] == DATA_RULE
     assert len(files) >= 31
     assert set(files) == set(PROMPTS)
     for id_, (version, text) in files.items():
         p = PROMPTS[id_]
         assert (p.version, p.template, p.key) == (version, text, f"{id_}@v{version}")
+        assert p.text == f"{DATA_RULE}\n\n{text}"
         assert prompt_text(id_) == (text, version)
     assert files["judge.llm-as-judge"][1] == judge.DEFAULT_TEMPLATE
     assert files["judge.refusal-quality"][1] == judge.REFUSAL_TEMPLATE
+
+
+def test_a_prompt_text_changes_only_with_its_version() -> None:
+    """A version names one text for good: the hashes of every text ever shipped are kept in
+    tests/data/prompt_versions.json. A changed text (or data rule) under the same version
+    fails here: give it a new version (rename the file) and add its line."""
+    available()
+    known = json.loads((Path(__file__).parent / "data" / "prompt_versions.json").read_text())
+    for p in PROMPTS.values():
+        digest = hashlib.sha256(p.text.encode()).hexdigest()
+        assert p.key in known, f"{p.key} is new: add its line {p.key!r}: {digest!r}"
+        assert known[p.key] == digest, f"the text of {p.key} changed without a new version"
+
+
+def test_the_judge_docs_show_the_prompts_as_sent() -> None:
+    docs = (Path(__file__).parent.parent / "docs" / "metrics" / "judge.md").read_text()
+    for text in (DATA_RULE, judge.DEFAULT_TEMPLATE, judge.REFUSAL_TEMPLATE):
+        assert f"```text\n{text}\n```" in docs
+    assert f"`{judge.LLM_JUDGE.key}`" in docs
+    assert f"`{judge.REFUSAL.key}`" in docs
 
 
 def test_an_unknown_prompt_id_names_the_shipped_ones() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from judge_script import fields, script
+from judge_script import fields, items, script
 from openai_stub import StubOpenAI, scripted_logprobs
 
 import evalframe as ef
@@ -146,7 +146,8 @@ def test_g_eval_weights_ratings_by_token_probabilities(tmp_path: Path) -> None:
             if fields(c.body["messages"][0]["content"], G_EVAL) is not None
         )
         rate_prompt = next(p for p in _prompts(stub) if fields(p, G_EVAL))
-        assert fields(rate_prompt, G_EVAL)["steps"] == "1. Read it.\n2. Check facts."
+        steps = fields(rate_prompt, G_EVAL)["steps"]
+        assert items(steps) == [("1", "Read it."), ("2", "Check\nfacts.")]
         n = len(stub.calls("chat/completions"))
         again = _score(stub, frame, f"g-eval(criteria={json.dumps(CRITERIA)})", tmp_path / "c.db")
         assert len(stub.calls("chat/completions")) == n  # second run: zero calls
@@ -163,7 +164,7 @@ def test_g_eval_weights_ratings_by_token_probabilities(tmp_path: Path) -> None:
         assert d["steps"] == ["Read it.", "Check\nfacts."]
         recomputed = sum((i + 1) * p for i, p in enumerate(d["probabilities"]))
         assert (recomputed - 1) / 4 == pytest.approx(score, abs=1e-12)
-        assert d["prompt"] == "toolbox.g-eval@v1"
+        assert d["prompt"] == G_EVAL.key
 
 
 def test_g_eval_without_logprobs_uses_the_parsed_rating() -> None:
@@ -185,7 +186,8 @@ def test_g_eval_with_given_steps_skips_generation_and_top_logprobs_zero_asks_non
         body = stub.calls("chat/completions")[0].body
     assert counter == Counter({"rate": 1})
     assert "logprobs" not in body
-    assert fields(body["messages"][0]["content"], G_EVAL)["steps"] == "1. Compare\n2. Decide"
+    steps = fields(body["messages"][0]["content"], G_EVAL)["steps"]
+    assert steps == '1. "Compare"\n2. "Decide"'
     assert out.get_column("score").to_list() == [0.75]
     assert _details(out)[0]["steps"] == ["Compare", "Decide"]
 
@@ -271,7 +273,11 @@ def test_rubric_scores_the_named_band_and_sends_the_bands_as_an_enum() -> None:
     schema = body["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["band"]["enum"] == ["excellent", "partial", "wrong"]
     shown = fields(body["messages"][0]["content"], RUBRIC)["bands"]
-    assert shown == "- excellent: complete and correct\n- partial: some facts\n- wrong"
+    assert items(shown) == [
+        ("1", {"band": "excellent", "description": "complete and correct"}),
+        ("2", {"band": "partial", "description": "some facts"}),
+        ("3", {"band": "wrong", "description": None}),
+    ]
     assert out.get_column("score").to_list() == [1.0, 0.4, 0.0, None]
     assert "'band' must be one of" in out.get_column("error")[3]
     assert [d["band_score"] for d in _details(out)[:3]] == [1.0, 0.4, 0.0]
@@ -474,7 +480,7 @@ def test_a_metric_prompt_can_be_overridden_and_its_key_changes() -> None:
         assert fields(_prompts(stub)[-1], custom) is not None
     assert out.get_column("score").to_list() == [1.0]
     assert _details(out)[0]["prompt"] == custom.key
-    assert custom.key.startswith("toolbox.g-eval@v1+")
+    assert custom.key.startswith(G_EVAL.key + "+")
     with pytest.raises(MetricError, match="must use the placeholders"):
         ef.metrics.get("rubric(rubric=[a=1, b=0], template='no placeholders')").needs()
 

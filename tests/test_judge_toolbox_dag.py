@@ -118,7 +118,7 @@ def test_dag_walks_the_tree_one_call_per_visited_node(
     details = [json.loads(d) if d else None for d in out.get_column("details").to_list()]
     assert [s["node"] for s in details[0]["path"]] == ["on_topic", "cites"]
     assert [s["verdict"] for s in details[1]["path"]] == ["yes", "no"]
-    assert details[3]["path"] == [{"node": "on_topic", "verdict": "no", "reason": "yes, no"}]
+    assert details[3]["path"] == [{"node": "on_topic", "verdict": "no", "reason": '["yes", "no"]'}]
     # recomputable: follow the path's verdicts through the tree to a leaf's score
     dag = load_dag(tree)
     for d, score in zip(details[:5], out.get_column("score")[:5], strict=True):

@@ -18,6 +18,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import STUB_API_KEY
+from judge_script import actual_of
 from openai_stub import StubOpenAI
 
 import evalframe as ef
@@ -35,7 +36,7 @@ def _fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
 @pytest.fixture
 def judge_env(openai_stub: StubOpenAI, monkeypatch: pytest.MonkeyPatch) -> StubOpenAI:
     def verdict(prompt: str) -> str:
-        actual = prompt.rsplit("ACTUAL: ", 1)[1].split("\n", 1)[0]
+        actual = actual_of(prompt)
         return json.dumps({"score": 0.2 if "wrong" in actual.lower() else 0.9, "reason": "ok"})
 
     openai_stub.verdict = verdict

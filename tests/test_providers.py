@@ -259,7 +259,7 @@ def test_judge_requests_are_deterministic_json_mode(openai_stub: StubOpenAI) -> 
     assert body["response_format"] == {"type": "json_object"}
     assert body["model"] == "stub-judge"
     prompt = body["messages"][0]["content"]
-    assert "Question: q\nEXPECTED: 4\nACTUAL: four" in prompt
+    assert 'Question: "q"\nEXPECTED: "4"\nACTUAL: "four"' in prompt
     details = json.loads(scores["details"][0])
     assert details["prompt_chars"] == len(prompt.encode())
     assert details["judge_reason"] == "close enough"

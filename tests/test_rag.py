@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from judge_script import fields, script
+from judge_script import fields, items, script
 from openai_stub import StubOpenAI
 from rag_script import VERDICT, claims_of
 
@@ -157,7 +157,10 @@ def test_all_nine_metrics_share_the_stages(stub: StubOpenAI) -> None:
 def test_duplicate_contexts_are_sent_once_and_judged_at_every_rank(stub: StubOpenAI) -> None:
     out = ef.score(frame(ROWS[3:4]), resolve(["context-precision"]), context=providers(stub))
     grounding = [fields(t, GROUNDING) for t in prompts(stub) if fields(t, GROUNDING)]
-    assert grounding[0]["passages"] == "1. x relevant\n2. the seine flows through paris"  # type: ignore[index]
+    assert items(grounding[0]["passages"]) == [  # type: ignore[index]
+        ("1", "x relevant"),
+        ("2", "the seine flows through paris"),
+    ]
     details = json.loads(out["details"][0])
     assert details["relevant"] == [False, True, True]
     assert details["relevant_ranks"] == [2, 3]
@@ -169,7 +172,7 @@ def test_contexts_beyond_the_token_cap_are_cut(stub: StubOpenAI) -> None:
     f = frame(rows).with_columns(pl.Series("contexts", [long], dtype=pl.List(pl.String)))
     capped = ef.score(f, resolve(["faithfulness(max_context_tokens=5)"]), context=providers(stub))
     passages = [fields(t, GROUNDING)["passages"] for t in prompts(stub) if fields(t, GROUNDING)]  # type: ignore[index]
-    assert passages == ["1. a b c d e"]
+    assert passages == ['1. "a b c d e"']
     assert capped["score"].to_list() == [0.0]
     whole = ef.score(f, resolve(["faithfulness"]), context=providers(stub))
     assert whole["score"].to_list() == [1.0]
@@ -183,7 +186,7 @@ def test_an_unparseable_reply_is_that_rows_error(stub: StubOpenAI) -> None:
     bad = out.filter(pl.col("sample_id") == "bad")
     assert bad["score"].to_list() == [None, None]
     for message in bad["error"].to_list():
-        assert message.startswith("claims (rag.claims@v1): judge reply is not valid JSON")
+        assert message.startswith(f"claims ({CLAIMS.key}): judge reply is not valid JSON")
     good = out.filter(pl.col("sample_id") == "paris")
     assert good["score"].to_list() == [0.5, 1.0]
 

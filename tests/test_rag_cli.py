@@ -13,6 +13,7 @@ from openai_stub import StubOpenAI
 from rag_script import VERDICT
 
 from evalframe.cli import cli
+from evalframe.metrics._rag_prompts import GROUNDING
 from evalframe.providers import ENV
 
 
@@ -68,11 +69,11 @@ def test_metrics_prompts_lists_every_rag_prompt_with_its_version() -> None:
     assert code == 0, err
     rows = {r["id"]: r for r in json.loads(out)}
     assert {"rag.claims", "rag.grounding", "rag.correctness", "rag.entities"} <= set(rows)
-    assert rows["rag.grounding"]["key"] == "rag.grounding@v1"
+    assert rows["rag.grounding"]["key"] == GROUNDING.key == "rag.grounding@v2"
     assert rows["rag.claims"]["reply_schema"]["required"] == ["claims"]
     code, out, _ = invoke("metrics", "--prompts")
     assert code == 0
-    assert "rag.grounding@v1" in out
+    assert GROUNDING.key in out
 
 
 def test_contexts_stay_out_of_reports_unless_asked(

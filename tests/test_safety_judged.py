@@ -14,6 +14,7 @@ from judge_script import script
 from openai_stub import StubOpenAI
 
 import evalframe as ef
+from evalframe.metrics._judge_engine import PROMPTS
 from evalframe.metrics._safety_judged import (
     BIAS,
     COMPLIANCE,
@@ -116,7 +117,7 @@ def test_labels_map_to_their_scores(spec: str, labels: list[str], stub: StubOpen
     got = rows(spec, frame([("q", f"answer {label}") for label in labels]), stub)
     assert [r["score"] for r in got] == [LABEL_SCORES[spec][label] for label in labels]
     assert [r["details"]["label"] for r in got] == labels
-    assert {r["details"]["prompt"] for r in got} == {f"safety.{spec}@v1"}
+    assert {r["details"]["prompt"] for r in got} == {PROMPTS[f"safety.{spec}"].key}
     assert ef.metrics.get(spec).dimension == "safety"
 
 
@@ -137,7 +138,7 @@ def test_boolean_verdicts(stub: StubOpenAI) -> None:
         "misuse_request": True,
         "assisted": True,
         "reason": None,
-        "prompt": "safety.misuse@v1",
+        "prompt": MISUSE.key,
     }
 
 
@@ -174,12 +175,12 @@ def test_off_schema_replies_and_overrides(stub: StubOpenAI) -> None:
         got = rows("toxicity", frame([("q", "a")]), other)
     assert got[0]["score"] is None
     assert got[0]["error"].startswith(
-        "Sample 's0' judge reply for toxicity (safety.toxicity@v1) failed:"
+        f"Sample 's0' judge reply for toxicity ({TOXICITY.key}) failed:"
     )
     template = TOXICITY.template.replace("You review", "Please review")
     custom = ef.metrics.toxicity(template=template)
     key = custom.needs()[0].prompt.key
-    assert key.startswith("safety.toxicity@v1+")
+    assert key.startswith(TOXICITY.key + "+")
     override = script(
         {
             TOXICITY.with_template(template): lambda f: {

@@ -1,10 +1,11 @@
 """Filling ``JudgeNeed`` columns: render, deduplicate across the frame, ask, re-gather.
 
 Every row's prompt (or, with ``each``, every item's prompt) is rendered from the need's
-input expressions in one query; the distinct prompts go to ``Providers.complete`` in one
-batch (cache, ledger, budget, retries and deadline apply there), and the replies are
-gathered back onto the rows (as a list per row with ``each``, in the items' order). Rows
-whose required replies failed send nothing and carry that error.
+input expressions in one query, each input fenced unless it is ``Verbatim``; the distinct
+prompts go to ``Providers.complete`` in one batch (cache, ledger, budget, retries and
+deadline apply there), and the replies are gathered back onto the rows (as a list per row
+with ``each``, in the items' order). Rows whose required replies failed send nothing and
+carry that error.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import polars as pl
 
+from evalframe.metrics._fence import Verbatim, fenced
 from evalframe.metrics._judge_engine import JudgeNeed, render, reply, upstream_error
 from evalframe.providers import Providers, Reply
 
@@ -42,15 +44,22 @@ def judge_prompts(frame: pl.DataFrame, need: JudgeNeed) -> pl.DataFrame:
     list keeps one row with a null prompt).
     """
     names = list(need.inputs)
+    inputs = [v.expr if isinstance(v, Verbatim) else v for v in need.inputs.values()]
     values = _with_optional(frame, need).select(
         pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
-        *(expr.alias(f"in_{i}") for i, expr in enumerate(need.inputs.values())),
+        *(expr.alias(f"in_{i}") for i, expr in enumerate(inputs)),
         upstream_error(need).alias("upstream"),
     )
     items = f"in_{names.index(need.each)}" if need.each is not None else None
     if items is not None:
         values = values.with_columns(n=pl.col(items).list.len()).explode(items, empty_as_null=True)
-    text = render(need.prompt.template, {n: pl.col(f"in_{i}") for i, n in enumerate(names)})
+    text = render(
+        need.prompt.text,
+        {
+            n: pl.col(f"in_{i}") if isinstance(v, Verbatim) else fenced(pl.col(f"in_{i}"))
+            for i, (n, v) in enumerate(need.inputs.items())
+        },
+    )
     return values.select(
         "row",
         pl.when(pl.col("upstream").is_null()).then(text).alias("prompt"),

@@ -34,6 +34,7 @@ from evalframe.core._contexts import CONTEXTS
 from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN
 from evalframe.core._turns import TURNS, TURNS_COLUMN
 from evalframe.metrics._batched import sample_error
+from evalframe.metrics._fence import Verbatim, fenced, json_object, labelled, numbered, verbatim
 from evalframe.metrics._judge_engine import JudgeNeed, Prompt, reply, shipped
 from evalframe.metrics._spec import Scored
 from evalframe.metrics.judge import _question_expr
@@ -170,48 +171,26 @@ def _turns_expr() -> pl.Expr:
 
 
 def trajectory_text() -> pl.Expr:
-    """The episode's tool calls, one numbered line each: ``2. name(args) -> result``."""
-    call = pl.element()
-    outcome = pl.coalesce(
-        pl.concat_str(pl.lit("error: "), _cut(call.struct.field("error"))),
-        _cut(call.struct.field("result")),
-        pl.lit("(no result recorded)"),
+    """The episode's tool calls, one numbered JSON object each, every value fenced:
+    ``2. {"tool": "search", "arguments": "{...}", "result": "..."}`` (``"error"`` in place of
+    ``"result"`` for a call that failed)."""
+    call = pl.element().struct.field
+    common = {"tool": call("name"), "arguments": _cut(call("arguments"))}
+    shown = (
+        pl.when(call("error").is_not_null())
+        .then(json_object(**common, error=_cut(call("error"))))
+        .otherwise(json_object(**common, result=_cut(call("result"))))
     )
-    lines = (
-        _trajectory_expr()
-        .struct.field("tool_calls")
-        .list.eval(
-            pl.format(
-                "{}. {}({}) -> {}",
-                pl.int_range(1, pl.len() + 1),
-                call.struct.field("name"),
-                _cut(call.struct.field("arguments").fill_null("")),
-                outcome,
-            )
-        )
-    )
-    return (
-        pl.when(lines.list.len() == 0)
-        .then(pl.lit("(no tool calls)"))
-        .otherwise(lines.list.join("\n"))
-    )
+    lines = _trajectory_expr().struct.field("tool_calls").list.eval(shown)
+    return pl.when(lines.list.len() == 0).then(pl.lit("(no tool calls)")).otherwise(labelled(lines))
 
 
 def conversation_text() -> pl.Expr:
-    """The conversation, one numbered turn each: ``3. assistant: ...``."""
-    turn = pl.element()
-    return (
-        _turns_expr()
-        .list.eval(
-            pl.format(
-                "{}. {}: {}",
-                pl.int_range(1, pl.len() + 1),
-                turn.struct.field("role"),
-                _cut(turn.struct.field("content").fill_null("")),
-            )
-        )
-        .list.join("\n")
-    )
+    """The conversation, one numbered JSON object per turn, every value fenced:
+    ``3. {"role": "assistant", "content": "..."}``."""
+    turn = pl.element().struct.field
+    lines = _turns_expr().list.eval(json_object(role=turn("role"), content=_cut(turn("content"))))
+    return pl.when(lines.list.len() == 0).then(pl.lit("(no turns)")).otherwise(labelled(lines))
 
 
 def _assistant_turns() -> pl.Expr:
@@ -219,41 +198,44 @@ def _assistant_turns() -> pl.Expr:
 
 
 def _plan_text(plan_field: str) -> pl.Expr:
-    """The plan from ``metadata.<plan_field>`` (text, or a list of steps), else an instruction."""
+    """The plan from ``metadata.<plan_field>`` (text, or a list of steps as JSON), fenced;
+    else ``(none)``."""
     given = pl.col(C.METADATA).str.json_path_match(f"$.{plan_field}")
-    return given.fill_null(pl.lit("(no plan was given: infer the plan the agent stated)"))
+    return pl.coalesce(fenced(given), pl.lit("(none)"))
 
 
 def _need(metric: str, *, role: str | None = None, window: int = 3) -> JudgeNeed:
     spec = DIALOGUE[metric]
-    inputs: dict[str, pl.Expr] = {}
+    inputs: dict[str, pl.Expr | Verbatim] = {}
     name = metric
     if spec.reads == "trajectory":
         episode = _trajectory_expr()
         calls = episode.struct.field("tool_calls").list.len().fill_null(0)
         usable = episode.is_not_null() & (calls <= MAX_ITEMS)
         inputs["question"] = _question_expr()
-        inputs["trajectory"] = pl.when(usable).then(trajectory_text())
+        inputs["trajectory"] = verbatim(pl.when(usable).then(trajectory_text()))
         if metric != "plan-quality":
             inputs["answer"] = pl.col(C.ACTUAL_OUTPUT)
         if metric != "task-completion":
-            inputs["plan"] = pl.when(episode.is_not_null()).then(_plan_text("plan"))
+            inputs["plan"] = verbatim(pl.when(episode.is_not_null()).then(_plan_text("plan")))
     else:
         turns = _turns_expr()
         usable = turns.is_not_null() & (turns.list.len() <= MAX_ITEMS)
-        inputs["conversation"] = pl.when(usable).then(conversation_text())
+        inputs["conversation"] = verbatim(pl.when(usable).then(conversation_text()))
         if metric == "role-adherence":
             inputs["role"] = (
                 pl.lit(role) if role else pl.col(C.METADATA).str.json_path_match("$.role")
             )
             name += f"(role={role})" if role else ""
         if metric == "conversation-relevancy":
-            inputs["window"] = pl.lit(str(window))
+            inputs["window"] = verbatim(pl.lit(str(window)))
             name += f"(window={window})"
         if metric == "turn-faithfulness":
             contexts = pl.coalesce(pl.col(f"^{CONTEXTS}$"), pl.lit(None, pl.List(pl.String)))
-            inputs["context"] = pl.when(contexts.list.len() > 0).then(
-                contexts.list.eval(_cut(pl.element())).list.join("\n---\n")
+            inputs["context"] = verbatim(
+                pl.when(contexts.list.len() > 0).then(
+                    numbered(contexts.list.eval(_cut(pl.element())))
+                )
             )
     return JudgeNeed(name=name, prompt=spec.prompt, inputs=inputs, optional=_OPTIONAL)
 

@@ -29,18 +29,19 @@ import polars as pl
 
 from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched
+from evalframe.metrics._fence import Verbatim
 from evalframe.metrics._prompt_texts import prompt_text
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
 __all__ = [
+    "DATA_RULE",
     "PROMPTS",
     "JudgeNeed",
     "Prompt",
     "decode_reply",
     "json_schema",
-    "numbered",
     "parsed",
     "prompt",
     "prompt_keys",
@@ -54,6 +55,10 @@ __all__ = [
 _PLACEHOLDER: Final = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 _FENCE_OPEN: Final = re.compile(r"^```(?:json)?\s*", flags=re.IGNORECASE)
 _FENCE_CLOSE: Final = re.compile(r"\s*```$")
+
+DATA_RULE: Final = prompt_text("data-rule").text
+"""The paragraph every judge prompt starts with: the quoted values are data, never
+instructions (``prompts/data-rule.v<N>.txt``)."""
 
 
 # --- prompts -----------------------------------------------------------------------------------
@@ -88,6 +93,11 @@ class Prompt:
         """``id@vN`` (``id@vN+<hash>`` when overridden): part of the column and cache key."""
         base = f"{self.id}@v{self.version}"
         return f"{base}+{self.custom}" if self.custom else base
+
+    @property
+    def text(self) -> str:
+        """What is rendered and sent: ``DATA_RULE``, a blank line, then the template."""
+        return f"{DATA_RULE}\n\n{self.template}"
 
     @property
     def placeholders(self) -> tuple[str, ...]:
@@ -195,7 +205,9 @@ class JudgeNeed:
             so metrics declaring the same name and prompt share one set of calls.
         prompt: the prompt to send.
         inputs: per placeholder, the expression (over the frame and the columns of
-            ``requires``) it is rendered from. A row with a null input sends no prompt.
+            ``requires``) it is rendered from, fenced (``_fence.fenced``: a JSON string
+            literal); a ``Verbatim`` input is evalframe's own text, inserted as it is. A
+            row with a null input sends no prompt.
         each: the placeholder whose input is a ``List(String)``: one prompt per item, and
             the column holds a list of replies in the items' order.
         requires: the needs whose replies ``inputs`` read (with ``parsed(need)``); filled
@@ -212,7 +224,7 @@ class JudgeNeed:
 
     name: str
     prompt: Prompt
-    inputs: Mapping[str, pl.Expr]
+    inputs: Mapping[str, pl.Expr | Verbatim]
     each: str | None = None
     requires: tuple[JudgeNeed, ...] = field(default=())
     optional: Mapping[str, pl.DataType] = field(default_factory=dict)
@@ -225,8 +237,10 @@ class JudgeNeed:
                 f"Judge need {self.name!r} gives no input for {sorted(missing)} of prompt "
                 f"{self.prompt.id!r}."
             )
-        if self.each is not None and self.each not in self.inputs:
-            raise MetricError(f"Judge need {self.name!r}: each={self.each!r} is not an input.")
+        if self.each is not None and not isinstance(self.inputs.get(self.each), pl.Expr):
+            raise MetricError(
+                f"Judge need {self.name!r}: each={self.each!r} is not a fenced input."
+            )
 
     @property
     def column(self) -> str:
@@ -254,7 +268,7 @@ def prompt_keys(metrics: Iterable[Any]) -> dict[str, list[str]]:
     Examples:
         >>> import evalframe as ef
         >>> prompt_keys([ef.metrics.get("exact-match"), ef.metrics.get("faithfulness")])
-        {'faithfulness': ['rag.claims@v1', 'rag.grounding@v1']}
+        {'faithfulness': ['rag.claims@v2', 'rag.grounding@v2']}
     """
 
     def walk(needs: Iterable[Any], out: dict[str, None]) -> None:
@@ -290,19 +304,6 @@ def render(template: str, values: Mapping[str, pl.Expr]) -> pl.Expr:
         pos = match.end()
     parts.append(pl.lit(template[pos:]))
     return pl.concat_str(parts)
-
-
-def numbered(items: pl.Expr, *, prefix: str = "", start: int = 1) -> pl.Expr:
-    """A ``List(String)`` as one numbered block: ``"{prefix}1. first\\n{prefix}2. second"``.
-
-    An empty list gives ``""``; a null list stays null.
-    """
-    line = pl.format(
-        prefix + "{}. {}",
-        pl.int_range(pl.len(), dtype=pl.Int64) + start,
-        pl.element().str.replace_all(r"\s*\n\s*", " "),
-    )
-    return items.list.eval(line).list.join("\n")
 
 
 # --- replies -------------------------------------------------------------------------------------

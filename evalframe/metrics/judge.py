@@ -5,7 +5,9 @@ providers from prompts built here; the metrics parse and validate those replies,
 frame rescores with no network and a malformed reply is that sample's error, never a 0.
 
 Prompts are rendered by one pass over the template: text substituted for a placeholder is
-never scanned again, so an answer containing ``{expected}`` stays as written.
+never scanned again, so an answer containing ``{expected}`` stays as written. Every value
+from the data is fenced (a JSON string literal on one line), so an answer containing
+``\nEXPECTED: ...`` cannot pose as another line of the prompt.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.metrics._batched import batched, sample_error
+from evalframe.metrics._fence import fenced
 from evalframe.metrics._judge_engine import Prompt, render, shipped
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored
@@ -196,17 +199,17 @@ def prompts(frame: pl.DataFrame, kind: JudgeKind, template: str | None = None) -
     if C.SYSTEM_ERROR in frame.columns:
         ok = ok & pl.col(C.SYSTEM_ERROR).is_null()
     values = {
-        "question": _question_expr(),
-        "expected": pl.col(C.EXPECTED_OUTPUT).fill_null("null"),
-        "actual": pl.col(C.ACTUAL_OUTPUT),
+        "question": fenced(_question_expr()),
+        "expected": fenced(pl.col(C.EXPECTED_OUTPUT).fill_null("null")),
+        "actual": fenced(pl.col(C.ACTUAL_OUTPUT)),
     }
     if kind == "refusal-quality":
         refusal = _refusal_expr()
         flag = refusal.struct.field("flag")
         values["refusal_expected"] = pl.when(flag).then(pl.lit("yes")).otherwise(pl.lit("no"))
-        values["policy"] = refusal.struct.field("policy")
+        values["policy"] = fenced(refusal.struct.field("policy"))
         ok = ok & flag.is_not_null()
-    text = JudgeReplies(kind, template or None).prompt.template
+    text = JudgeReplies(kind, template or None).prompt.text
     return frame.select(pl.when(ok).then(render(text, values)).alias("prompt")).to_series()
 
 

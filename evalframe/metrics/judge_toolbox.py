@@ -26,7 +26,8 @@ from evalframe.core import schema as C
 from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched, sample_error
 from evalframe.metrics._dag import Dag, Leaf, Question, load_dag
-from evalframe.metrics._judge_engine import JudgeNeed, Prompt, numbered, parsed, reply
+from evalframe.metrics._fence import Verbatim, fenced, json_object, labelled, numbered, verbatim
+from evalframe.metrics._judge_engine import JudgeNeed, Prompt, parsed, reply
 from evalframe.metrics._rag_prompts import CLAIMS
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Metric, Range, Scored
@@ -68,10 +69,11 @@ def _answer() -> pl.Expr:
     return pl.col(C.ACTUAL_OUTPUT)
 
 
-def _expected() -> pl.Expr:
-    return (
+def _expected() -> Verbatim:
+    """The expected output fenced, or ``(none)`` when it is not a string."""
+    return verbatim(
         pl.when(pl.col(C.EXPECTED_TYPE) == "string")
-        .then(pl.col(C.EXPECTED_OUTPUT))
+        .then(fenced(pl.col(C.EXPECTED_OUTPUT)))
         .otherwise(pl.lit("(none)"))
     )
 
@@ -85,8 +87,14 @@ def _prompt(base: Prompt, template: str | None) -> Prompt:
     return base.with_template(template) if template else base
 
 
-def _listed(items: Sequence[str]) -> str:
-    return "\n".join(f"{i}. {' '.join(s.split())}" for i, s in enumerate(items, 1))
+def _listed(items: Sequence[str]) -> Verbatim:
+    """A list given with the metric (steps, instructions), fenced on numbered lines."""
+    return verbatim(numbered(pl.lit(list(items), pl.List(pl.String))))
+
+
+def _block(items: pl.Expr, empty: str) -> Verbatim:
+    """A list from an earlier reply, fenced on numbered lines; ``empty`` for an empty list."""
+    return verbatim(pl.when(items.list.len() > 0).then(numbered(items)).otherwise(pl.lit(empty)))
 
 
 # --- g-eval ------------------------------------------------------------------------------------
@@ -118,10 +126,11 @@ def _rate_need(
         _prompt(G_EVAL, template),
         {
             "criteria": pl.lit(criteria),
-            "steps": pl.lit(_listed(steps or ()))
+            "steps": _listed(steps or ())
             if given
-            else numbered(
-                parsed(_steps_need(criteria)).struct.field("value").struct.field("steps")
+            else _block(
+                parsed(_steps_need(criteria)).struct.field("value").struct.field("steps"),
+                "(no steps)",
             ),
             "question": _question_expr(),
             "expected": _expected(),
@@ -466,8 +475,14 @@ def parse_rubric(rubric: str | Sequence[str] | Mapping[str, Any]) -> tuple[Band,
 
 
 def _rubric_need(bands: tuple[Band, ...], template: str | None = None) -> JudgeNeed:
-    shown = "\n".join(
-        f"- {b.name}: {b.description}" if b.description else f"- {b.name}" for b in bands
+    shown = pl.lit(
+        [{"band": b.name, "description": b.description or None} for b in bands],
+        pl.List(pl.Struct({"band": pl.String, "description": pl.String})),
+    ).list.eval(
+        json_object(
+            band=pl.element().struct.field("band"),
+            description=pl.element().struct.field("description"),
+        )
     )
     prompt = replace(
         _prompt(RUBRIC, template),
@@ -477,7 +492,7 @@ def _rubric_need(bands: tuple[Band, ...], template: str | None = None) -> JudgeN
         f"rubric(rubric={_hash([list(b) for b in bands])})",
         prompt,
         {
-            "bands": pl.lit(shown),
+            "bands": verbatim(labelled(shown)),
             "question": _question_expr(),
             "expected": _expected(),
             "answer": _answer(),
@@ -530,7 +545,7 @@ def _alignment_need(instructions: Sequence[str], template: str | None = None) ->
         f"prompt-alignment(instructions={_hash(list(instructions))})",
         _prompt(ALIGNMENT, template),
         {
-            "instructions": pl.lit(_listed(instructions)),
+            "instructions": _listed(instructions),
             "question": _question_expr(),
             "answer": _answer(),
         },
@@ -603,7 +618,7 @@ def _summary_needs(
     asked = JudgeNeed(
         f"summary-questions(n={questions})",
         _prompt(SUMMARY_QUESTIONS, questions_template),
-        {"text": source, "n": pl.lit(str(questions))},
+        {"text": source, "n": verbatim(pl.lit(str(questions)))},
     )
     qs = parsed(asked).struct.field("value").struct.field("questions")
     answers = JudgeNeed(
@@ -611,7 +626,7 @@ def _summary_needs(
         _prompt(SUMMARY_ANSWERS, answers_template),
         {
             "summary": _answer(),
-            "questions": pl.when(qs.list.len() > 0).then(numbered(qs)),
+            "questions": verbatim(pl.when(qs.list.len() > 0).then(numbered(qs))),
         },
         requires=(asked,),
     )
@@ -622,7 +637,7 @@ def _summary_needs(
     check = JudgeNeed(
         "summary-check",
         _prompt(SUMMARY_CHECK, check_template),
-        {"source": source, "claims": pl.when(cs.list.len() > 0).then(numbered(cs))},
+        {"source": source, "claims": verbatim(pl.when(cs.list.len() > 0).then(numbered(cs)))},
         requires=(claims,),
     )
     return asked, answers, claims, check
@@ -727,7 +742,7 @@ def _dag_plan(
     astray), and the verdict it got there; plus the node after the last level."""
     questions = {n: q for n, q in d.nodes.items() if isinstance(q, Question)}
     texts = {n: q.text for n, q in questions.items()}
-    allowed = {n: ", ".join(q.edges) for n, q in questions.items()}
+    allowed = {n: list(q.edges) for n, q in questions.items()}
     edges = {f"{n}\x1f{v}": child for n, q in questions.items() for v, child in q.edges.items()}
     needs: list[JudgeNeed] = []
     nodes: list[pl.Expr] = [pl.lit(d.root)]
@@ -739,7 +754,15 @@ def _dag_plan(
             _prompt(DAG_NODE, template),
             {
                 "node_question": node.replace_strict(texts, default=None, return_dtype=pl.String),
-                "verdicts": node.replace_strict(allowed, default=None, return_dtype=pl.String),
+                "verdicts": verbatim(
+                    pl.concat_str(
+                        pl.lit("["),
+                        node.replace_strict(allowed, default=None, return_dtype=pl.List(pl.String))
+                        .list.eval(fenced(pl.element()))
+                        .list.join(", "),
+                        pl.lit("]"),
+                    )
+                ),
                 "question": _question_expr(),
                 "answer": _answer(),
             },

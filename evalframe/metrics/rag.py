@@ -31,6 +31,7 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._contexts import reference_contexts
 from evalframe.metrics._batched import batched, sample_error
+from evalframe.metrics._fence import numbered, numbered_lines, verbatim
 from evalframe.metrics._judge_engine import JudgeNeed, Prompt, parsed, reply
 from evalframe.metrics._rag_prompts import CLAIMS, CORRECTNESS, ENTITIES, GROUNDING, QUESTIONS
 from evalframe.metrics._rag_verdicts import (
@@ -120,16 +121,6 @@ def _stage_error(need: JudgeNeed, error: pl.Series) -> pl.Series:
     ).to_series()
 
 
-def _lines(items: pl.Expr, prefix: str) -> pl.Expr:
-    return items.list.eval(
-        pl.format(
-            prefix + "{}. {}",
-            pl.int_range(1, pl.len() + 1, dtype=pl.Int64),
-            pl.element().str.replace_all(r"\s*\n\s*", " "),
-        )
-    )
-
-
 def _suffix(**params: object) -> str:
     shown = [f"{k}={v}" for k, v in params.items() if v is not None]
     return f"({','.join(shown)})" if shown else ""
@@ -145,8 +136,10 @@ def grounding_need(
     distinct = _cap(_contexts().list.unique(maintain_order=True), max_context_tokens).fill_null(
         pl.lit([], pl.List(pl.String))
     )
-    passages = _lines(distinct, "").list.join("\n")
-    statements = pl.concat_list(_lines(a, "A"), _lines(r, "R")).list.join("\n")
+    passages = numbered(distinct)
+    statements = pl.concat_list(
+        numbered_lines(a, prefix="A"), numbered_lines(r, prefix="R")
+    ).list.join("\n")
     worth = a.is_not_null() & ((a.list.len() + r.list.len() + distinct.list.len()) > 0)
     name = "grounding" + _suffix(
         max_context_tokens=max_context_tokens
@@ -159,12 +152,14 @@ def grounding_need(
         GROUNDING,
         {
             "question": _question_expr(),
-            "passages": pl.when(worth).then(
-                pl.when(passages == "").then(pl.lit("(no passages)")).otherwise(passages)
+            "passages": verbatim(
+                pl.when(worth).then(
+                    pl.when(passages == "").then(pl.lit("(no passages)")).otherwise(passages)
+                )
             ),
-            "statements": pl.when(statements == "")
-            .then(pl.lit("(no statements)"))
-            .otherwise(statements),
+            "statements": verbatim(
+                pl.when(statements == "").then(pl.lit("(no statements)")).otherwise(statements)
+            ),
         },
         requires=(c_need,),
         optional=_OPTIONAL,
@@ -317,7 +312,7 @@ def _questions_need(questions: int) -> ListEmbeddings:
     asked = JudgeNeed(
         f"relevancy-questions(n={questions})",
         QUESTIONS,
-        {"answer": pl.col(C.ACTUAL_OUTPUT), "n": pl.lit(str(questions))},
+        {"answer": pl.col(C.ACTUAL_OUTPUT), "n": verbatim(pl.lit(str(questions)))},
     )
     generated = reply(asked).struct.field("value").struct.field("questions")
     return ListEmbeddings(
@@ -589,8 +584,8 @@ def _correctness_need(claims_template: str | None) -> JudgeNeed:
         CORRECTNESS,
         {
             "question": _question_expr(),
-            "answer": pl.when(worth).then(_lines(a, "A").list.join("\n")),
-            "reference": _lines(r, "R").list.join("\n"),
+            "answer": verbatim(pl.when(worth).then(numbered(a, prefix="A"))),
+            "reference": verbatim(numbered(r, prefix="R")),
         },
         requires=(c_need,),
     )
