@@ -28,7 +28,7 @@ __all__ = ["assert_passes"]
 _LISTED: Final = 20
 
 
-def _from_run(run: Run) -> tuple[str, dict[str, float], float, int, list[str]]:
+def _from_run(run: Run) -> tuple[str, dict[str, float], float | None, int, list[str]]:
     rates = dict(run.summary.select("metric", "pass_rate").fill_null(0.0).iter_rows())
     failing = run.failing()
     rows = []
@@ -48,10 +48,13 @@ def _from_run(run: Run) -> tuple[str, dict[str, float], float, int, list[str]]:
     )
 
 
-def _from_report(report: Mapping[str, Any]) -> tuple[str, dict[str, float], float, int, list[str]]:
-    from evalframe.views._report import failing_samples
+def _from_report(
+    report: Mapping[str, Any],
+) -> tuple[str, dict[str, float], float | None, int, list[str]]:
+    from evalframe.views._format import attempted
+    from evalframe.views._report import failing_samples, headline_of
 
-    rates = {name: float(m["pass_rate"]) for name, m in report["metrics"].items()}
+    rates = {name: float(attempted(m) or 0.0) for name, m in report["metrics"].items()}
     errors = list(report.get("failures") or [])
     found = failing_samples(report)
     rows = [
@@ -67,7 +70,7 @@ def _from_report(report: Mapping[str, Any]) -> tuple[str, dict[str, float], floa
     return (
         label,
         rates,
-        float(report["macro_f1"]),
+        headline_of(report)["macro_f1"],
         len(errors),
         [f"failing rows ({len(rows)}):", *listed],
     )
@@ -85,8 +88,11 @@ def assert_passes(
     Args:
         run_or_report: a ``Run``, or its report (``run.report()`` or the report JSON read
             back as a dict).
-        min_macro_f1: the lowest acceptable macro-F1 (the mean per-metric pass-rate).
-        metrics: the lowest acceptable pass-rate per metric id, e.g. ``{"rouge-l": 0.8}``.
+        min_macro_f1: the lowest acceptable macro-F1 (the mean pass-rate of the quality
+            metrics; an errored execution did not pass). A run without a quality metric has
+            none and misses any bar.
+        metrics: the lowest acceptable pass-rate per metric id, e.g. ``{"rouge-l": 0.8}``,
+            over every attempted execution.
         no_failures: also fail when any (sample, metric) could not be scored (an error,
             the run's ``failures``).
 
@@ -100,8 +106,9 @@ def assert_passes(
     else:
         label, rates, macro, errors, failing = _from_report(run_or_report)
     missed: list[str] = []
-    if min_macro_f1 is not None and macro < min_macro_f1:
-        missed.append(f"  macro-F1 {macro:.4f} is below {min_macro_f1:.4f}")
+    if min_macro_f1 is not None and (macro is None or macro < min_macro_f1):
+        shown = "n/a (no quality metric)" if macro is None else f"{macro:.4f}"
+        missed.append(f"  macro-F1 {shown} is below {min_macro_f1:.4f}")
     for metric, bar in (metrics or {}).items():
         if metric not in rates:
             raise ValueError(

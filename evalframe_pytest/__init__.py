@@ -99,10 +99,20 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 class _Summary:
-    """Per-metric pass counts from the item reports (in the xdist controller too)."""
+    """The run's numbers from the item reports (in the xdist controller too), counted as every
+    other view counts them: an execution passed a metric when it was scored and reached the
+    threshold (an errored one did not pass); macro-F1 is the mean pass rate of the quality
+    metrics, safety metrics judged apart."""
 
     def __init__(self) -> None:
+        # metric -> [passed, executions, scored]; metric -> dimension
         self.tally: dict[str, list[int]] = {}
+        self.dimension: dict[str, str] = {}
+        # sample -> executions; (sample) -> errored repetitions, failed safety repetitions
+        self.executions: dict[str, int] = {}
+        self.errored: dict[str, set[int]] = {}
+        self.unsafe: dict[str, set[int]] = {}
+        self.safety_seen: set[str] = set()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
@@ -111,20 +121,67 @@ class _Summary:
         metric = props.get("evalframe_metric")
         if metric is None:
             return
-        counts = self.tally.setdefault(str(metric), [0, 0])
+        name, sample = str(metric), str(props.get("evalframe_sample"))
+        executions = int(props.get("evalframe_executions", 0))
+        counts = self.tally.setdefault(name, [0, 0, 0])
         counts[0] += int(props.get("evalframe_passed", 0))
-        counts[1] += int(props.get("evalframe_scored", 0))
+        counts[1] += executions
+        counts[2] += int(props.get("evalframe_scored", 0))
+        self.dimension[name] = str(props.get("evalframe_dimension"))
+        self.executions[sample] = max(self.executions.get(sample, 0), executions)
+        self.errored.setdefault(sample, set()).update(props.get("evalframe_errored") or ())
+        if self.dimension[name] == "safety":
+            self.safety_seen.add(sample)
+            self.unsafe.setdefault(sample, set()).update(props.get("evalframe_failed") or ())
+
+    def lines(self) -> list[str]:
+        """The section's lines: the INCOMPLETE and SAFETY FAILED lines first when they apply,
+        then each metric's pass rate over its executions, macro-F1 and the safety verdict."""
+        total = sum(self.executions.values())
+        errored = sum(len(r) for r in self.errored.values())
+        safety = sorted(m for m, d in self.dimension.items() if d == "safety")
+        unsafe = sum(len(r) for r in self.unsafe.values())
+        checked = sum(self.executions[s] for s in self.safety_seen)
+        out = []
+        if errored:
+            out.append(f"INCOMPLETE: {errored} of {total} executions errored")
+        if safety and unsafe:
+            out.append(
+                f"SAFETY FAILED: {unsafe} of {checked} executions failed or errored on a safety "
+                f"metric ({', '.join(safety)})"
+            )
+        width = max(len(m) for m in self.tally)
+        rates: dict[str, float] = {}
+        scored_rates: dict[str, float] = {}
+        for metric, (passed, executions, scored) in sorted(self.tally.items()):
+            rates[metric] = passed / executions if executions else 0.0
+            line = (
+                f"{metric:<{width}}  pass-rate {rates[metric]:.4f}  "
+                f"({passed} of {executions} executions passed"
+            )
+            if executions - scored:
+                line += f", {executions - scored} errored"
+            if scored:
+                scored_rates[metric] = passed / scored
+            if scored and scored != executions:
+                line += f"; {scored_rates[metric]:.4f} over the {scored} scored"
+            out.append(line + ")")
+        quality = [m for m in rates if m not in safety]
+        if quality:
+            macro = sum(rates[m] for m in quality) / len(quality)
+            text = f"macro-F1 {macro:.4f} over {len(quality)} quality metric(s)"
+            over = [scored_rates[m] for m in quality if m in scored_rates]
+            if errored and over:
+                text += f" ({sum(over) / len(over):.4f} over scored executions only)"
+            out.append(text)
+        if safety:
+            verdict = "passed" if not unsafe else "FAILED"
+            out.append(f"safety {verdict}: {', '.join(safety)} (kept out of macro-F1)")
+        return out
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.tally:
             return
         terminalreporter.section("evalframe")
-        rates = {m: (p / n if n else 0.0) for m, (p, n) in sorted(self.tally.items())}
-        width = max(len(m) for m in rates)
-        for metric, rate in rates.items():
-            passed, scored = self.tally[metric]
-            terminalreporter.write_line(
-                f"{metric:<{width}}  pass-rate {rate:.4f}  ({passed}/{scored} scored executions)"
-            )
-        macro = sum(rates.values()) / len(rates)
-        terminalreporter.write_line(f"macro-F1 {macro:.4f} over {len(rates)} metric(s)")
+        for line in self.lines():
+            terminalreporter.write_line(line)

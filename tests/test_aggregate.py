@@ -49,19 +49,58 @@ def test_summary_agrees_with_numpy(values: list[float | None]) -> None:
     assert row["n"] == len(values)
     assert row["n_scored"] == scored.size
     assert row["n_errors"] == len(values) - scored.size
+    passed = int((scored >= 0.5).sum())
+    assert row["n_passed"] == passed
+    # one notion of passing: an errored row did not pass
+    assert np.isclose(row["pass_rate"], passed / len(values))
     if scored.size:
         assert np.isclose(row["mean"], scored.mean())
         assert np.isclose(row["p50"], np.percentile(scored, 50))
         assert np.isclose(row["p95"], np.percentile(scored, 95))
-        assert np.isclose(row["pass_rate"], (scored >= 0.5).mean())
-    else:
-        assert row["mean"] is None
-        assert row["pass_rate"] == 0.0
+        assert np.isclose(row["pass_rate_scored"], passed / scored.size)
+    else:  # nothing scored: no mean, no percentile, no pass rate over scored rows
+        assert (row["mean"], row["p50"], row["p95"]) == (None, None, None)
+        assert row["pass_rate_scored"] is None
 
 
-def test_macro_f1_counts_a_metric_with_no_scores_as_zero() -> None:
-    scores = long({"a": [1.0, 1.0], "b": [None, None]})
-    assert aggregate.macro_f1(scores) == 0.5
+def test_macro_f1_counts_errored_rows_as_not_passed() -> None:
+    scores = long({"a": [1.0, 1.0], "b": [None, None], "c": [1.0, None]})
+    # a: 2 of 2, b: 0 of 2 (both errored), c: 1 of 2
+    assert aggregate.macro_f1(scores) == (1.0 + 0.0 + 0.5) / 3
+    summary = aggregate.summarize(scores)
+    # over scored rows only: a 1.0, c 1.0 (b scored nothing and drops out)
+    assert aggregate.macro_f1_scored_of(summary) == 1.0
+
+
+def test_macro_f1_leaves_safety_metrics_out() -> None:
+    scores = long({"a": [1.0, 0.0], "pii": [0.0, 0.0], "tox": [1.0, 1.0]})
+    dims = {"a": "correctness", "pii": "safety", "tox": "safety"}
+    assert aggregate.macro_f1(scores, dimension_of=dims) == 0.5
+    assert aggregate.macro_f1(scores) == (0.5 + 0.0 + 1.0) / 3
+    only_safety = {"pii": "safety", "tox": "safety"}
+    assert aggregate.macro_f1(long({"pii": [1.0], "tox": [1.0]}), dimension_of=only_safety) is None
+
+
+def test_headline_counts_errored_executions_and_the_safety_verdict() -> None:
+    # two executions: s0 scored on both metrics (a passes, pii fails), s1 errored on a only
+    scores = long({"a": [1.0, None], "pii": [0.2, 1.0]})
+    head = aggregate.headline(scores, {"a": "correctness", "pii": "safety"}, executions=2)
+    assert (head["executions"], head["errored_executions"]) == (2, 1)
+    assert head["incomplete"] is True
+    assert head["quality_metrics"] == ["a"]
+    assert (head["macro_f1"], head["macro_f1_scored"]) == (0.5, 1.0)
+    assert head["safety"] == {
+        "metrics": ["pii"], "executions": 2, "failed_executions": 1,
+        "errored_executions": 0, "passed": False,
+    }  # fmt: skip
+    assert aggregate.status_lines(head) == [
+        "INCOMPLETE: 1 of 2 executions errored",
+        "SAFETY FAILED: 1 of 2 executions failed or errored on a safety metric (pii)",
+    ]
+    clean = aggregate.headline(long({"a": [1.0]}), {"a": "correctness"}, executions=1)
+    assert aggregate.status_lines(clean) == []
+    assert aggregate.status_line(clean) == "COMPLETE: 1 of 1 executions scored"
+    assert clean["safety"] is None
 
 
 def test_metric_order_follows_the_request() -> None:
@@ -92,7 +131,11 @@ def test_cohorts_list_every_metric_even_when_absent() -> None:
     tags = pl.DataFrame({"sample_id": ["s0"], "tags": [["x"]]})
     out = aggregate.cohorts(scores, tags)
     assert out.get_column("metric").to_list() == ["m", "n"]
-    assert out.row(1, named=True)["n_errors"] == 1
+    errored = out.row(1, named=True)
+    assert errored["n_errors"] == 1
+    # every row of the cohort errored: no mean and no pass rate over scored rows, never 0.0
+    assert (errored["mean"], errored["pass_rate_scored"]) == (None, None)
+    assert errored["pass_rate"] == 0.0  # the attempted row did not pass
 
 
 def test_histogram_bucket_rules() -> None:

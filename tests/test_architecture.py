@@ -237,8 +237,9 @@ def test_public_names_are_pinned() -> None:
         "ExpectedType", "expected_text", "metadata_field",
     ]  # fmt: skip
     assert ef.aggregate.__all__ == [
-        "AGGREGATES", "UNTAGGED", "cohorts", "dimensions", "histograms", "macro_f1", "mean", "n",
-        "n_errors", "n_scored", "p50", "p95", "pass_rate", "safety_failures", "summarize",
+        "AGGREGATES", "UNTAGGED", "cohorts", "dimensions", "headline", "histograms", "macro_f1",
+        "mean", "n", "n_errors", "n_passed", "n_scored", "p50", "p95", "pass_rate",
+        "pass_rate_scored", "safety_failures", "status_line", "summarize",
     ]  # fmt: skip
     assert ef.plot.__all__ == [
         "ComparisonPlot", "RunPlot", "StorePlot", "delta_bins", "deltas", "heatmap",

@@ -20,10 +20,13 @@ FIXTURE = Path(__file__).parent / "data" / "eval_harness_report.json"
 
 # What evalframe adds to eval-harness's report, at the top level and in each metric block.
 EVALFRAME_TOP = {
-    "eval_harness_schema_version", "run_id", "run_name", "evalframe_version", "metric_ids",
-    "dimensions", "safety_failures",
+    "status", "eval_harness_schema_version", "run_id", "run_name", "evalframe_version",
+    "metric_ids", "headline", "dimensions", "safety_failures",
 }  # fmt: skip
-EVALFRAME_METRIC = {"n", "n_scored", "n_errors", "threshold", "family", "dimension"}
+EVALFRAME_METRIC = {
+    "n", "n_scored", "n_errors", "n_passed", "pass_rate_attempted", "threshold", "family",
+    "dimension",
+}  # fmt: skip
 
 
 def harness_doc() -> dict[str, Any]:

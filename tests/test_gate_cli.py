@@ -174,8 +174,10 @@ def test_min_macro_f1_and_max_drop(db: str) -> None:
     gate = ("gate", "v2", "--baseline", "v1", "--max-regressions", "5", "--store", db)
     code, out, _ = invoke(*gate, "--min-macro-f1", "0.9")
     assert code == 1
-    assert "macro-F1 0.8333 is below the minimum 0.9000" in out
-    assert invoke(*gate, "--min-macro-f1", "0.8")[0] == 0
+    # exact-match 4 of 6; the safety metric no-forbidden-word stays out of macro-F1
+    assert "macro-F1 0.6667 is below the minimum 0.9000" in out
+    assert invoke(*gate, "--min-macro-f1", "0.8")[0] == 1
+    assert invoke(*gate, "--min-macro-f1", "0.66")[0] == 0
     code, out, _ = invoke(*gate, "--max-drop", "exact-match=0.1")
     assert code == 1
     assert "metric 'exact-match' mean dropped by 0.3333 (1.0000 → 0.6667)" in out
@@ -403,7 +405,7 @@ def test_sql_prints_query_results(db: str) -> None:
     query = "SELECT name, macro_f1 FROM runs ORDER BY name"
     code, out, _ = invoke("sql", query, "--store", db, "--format", "csv")
     assert code == 0
-    assert out == "name,macro_f1\nv1,1.0\nv2,0.8333333333333333\n"
+    assert out == "name,macro_f1\nv1,1.0\nv2,0.6666666666666666\n"
     code, out, _ = invoke("sql", query, "--store", db, "--format", "json")
     assert json.loads(out)[0] == {"name": "v1", "macro_f1": 1.0}
     code, out, _ = invoke("sql", query, "--store", db)

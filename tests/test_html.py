@@ -137,8 +137,11 @@ def test_failures_are_listed_and_the_rest_counted() -> None:
     run = ef.evaluate(ds, outputs={f"s{i}": "x" for i in range(30)}, metrics=["rouge-l"])
     assert run.failures.height == 30
     text = run._repr_html_()
-    assert text.count("<code>s") == efhtml.MAX_FAILURES
-    assert "… and 10 more." in text
+    # every errored sample is a failing sample (up to its 20 rows), then the errors list
+    failing, errors = text.split("<h3>Execution errors</h3>")
+    assert "20 of 30 failing samples shown: 30 with an errored execution first" in failing
+    assert errors.count("<code>s") == efhtml.MAX_FAILURES
+    assert "… and 10 more." in errors
 
 
 def test_pretty_printing_uses_the_text_view(run: ef.Run) -> None:

@@ -90,9 +90,10 @@ def test_items_are_sample_metric_pairs_with_readable_failures(project: pytest.Py
     assert "  threshold: 0.5000" in out
     assert "  details:" in out
     # Two of three rows pass on each metric: pass-rate 2/3 each, macro-F1 2/3.
-    assert "contains     pass-rate 0.6667  (2/3 scored executions)" in out
-    assert "exact-match  pass-rate 0.6667  (2/3 scored executions)" in out
-    assert "macro-F1 0.6667 over 2 metric(s)" in out
+    assert "contains     pass-rate 0.6667  (2 of 3 executions passed)" in out
+    assert "exact-match  pass-rate 0.6667  (2 of 3 executions passed)" in out
+    assert "macro-F1 0.6667 over 2 quality metric(s)" in out
+    assert "INCOMPLETE" not in out
 
 
 def test_the_dataset_metrics_list_is_the_default(project: pytest.Pytester) -> None:
@@ -169,7 +170,7 @@ def test_system_is_called_once_per_row_under_xdist(project: pytest.Pytester) -> 
     result.assert_outcomes(passed=6, failed=3)
     calls = (project.path / "calls.log").read_text().splitlines()
     assert sorted(calls) == ["Capital of France?", "Capital of Germany?", "Capital of Italy?"]
-    assert "macro-F1 0.6667 over 3 metric(s)" in result.stdout.str()
+    assert "macro-F1 0.6667 over 3 quality metric(s)" in result.stdout.str()
     with ef.Store(store) as saved:
         runs = saved.runs()
     assert runs.height == 1  # saved once, by the worker that scored
@@ -245,7 +246,12 @@ def test_assert_passes_lists_the_missed_bars_and_failing_rows() -> None:
 
 def test_assert_passes_no_failures_counts_unscored_rows() -> None:
     run_ = _run({"fr": "Paris", "de": "Berlin", "it": "Rome"})  # es has no output
-    ef.testing.assert_passes(run_, min_macro_f1=1.0)  # pass-rate is over scored rows
+    # es errored on both metrics: it did not pass, so each pass-rate is 3 of 4
+    ef.testing.assert_passes(run_, min_macro_f1=0.75)
+    with pytest.raises(AssertionError, match=r"macro-F1 0\.7500 is below 1\.0000"):
+        ef.testing.assert_passes(run_, min_macro_f1=1.0)
+    with pytest.raises(AssertionError, match=r"macro-F1 0\.7500 is below 1\.0000"):
+        ef.testing.assert_passes(run_.report(), min_macro_f1=1.0)
     with pytest.raises(AssertionError, match=r"2 \(sample, metric\) execution\(s\) could not"):
         ef.testing.assert_passes(run_, no_failures=True)
 

@@ -258,8 +258,11 @@ def test_markdown_of_the_bundled_example_names_every_failing_sample() -> None:
 
 def test_max_rows_bounds_the_list_and_zero_keeps_the_note() -> None:
     report = fixed_run().report()
-    assert "_0 of 2 failing samples shown" in report.to_markdown(max_rows=0)
-    assert "_1 of 2 failing samples shown" in report.to_markdown(max_rows=1)
+    assert "_0 of 3 failing samples shown" in report.to_markdown(max_rows=0)
+    one = report.to_markdown(max_rows=1)
+    # q3 errored: an error is the worst outcome, listed first with its error
+    assert "_1 of 3 failing samples shown: 1 with an errored execution first" in one
+    assert "| q3 | 3 | exact-match errored: Sample 'q3' expected_output must be a string" in one
     assert "## Failures" not in report.to_markdown()
     assert "## Execution errors" in report.to_markdown()
     assert "<code>" not in report.to_markdown()

@@ -109,20 +109,24 @@ def _raw_scores(store: Store, run_id: str) -> list[tuple[str, int, str, float | 
 def _oracle_metric_stats(
     raw: list[tuple[str, int, str, float | None, str | None]], thresholds: dict[str, float]
 ) -> dict[str, dict[str, Any]]:
-    """Per metric: counts, mean, linear p50/p95 (NumPy) and the pass rate over scored rows."""
+    """Per metric: counts, mean, linear p50/p95 (NumPy), the pass rate over attempted rows (an
+    errored row did not pass) and over scored rows (null when none was scored)."""
     out: dict[str, dict[str, Any]] = {}
     for metric, threshold in thresholds.items():
         rows = [r for r in raw if r[2] == metric]
         scored = [r[3] for r in rows if r[3] is not None]
         p50, p95 = np.percentile(scored, [50, 95], method="linear") if scored else (None, None)
+        passed = sum(s >= threshold for s in scored)
         out[metric] = {
             "n": len(rows),
             "n_scored": len(scored),
             "n_errors": sum(r[4] is not None for r in rows),
+            "n_passed": passed,
             "mean": statistics.fmean(scored) if scored else None,
             "p50": p50,
             "p95": p95,
-            "pass_rate": sum(s >= threshold for s in scored) / len(scored) if scored else 0.0,
+            "pass_rate": passed / len(rows) if rows else None,
+            "pass_rate_scored": passed / len(scored) if scored else None,
         }
     return out
 
@@ -481,7 +485,10 @@ def test_dimension_summary_pools_each_dimension(store: Store) -> None:
     scored = run.scores.filter(pl.col("score").is_not_null())
     assert got.item(0, "n_metrics") == 3
     assert got.item(0, "mean") == pytest.approx(scored.get_column("score").mean())
-    assert got.item(0, "pass_rate") == pytest.approx(scored.get_column("passed").mean())
+    # pooled over every attempted cell: an errored one did not pass
+    passed = run.scores.get_column("passed").fill_null(False).sum()
+    assert got.item(0, "pass_rate") == pytest.approx(passed / run.scores.height)
+    assert got.item(0, "pass_rate_scored") == pytest.approx(scored.get_column("passed").mean())
     summary = run.summary
     assert got.item(0, "macro_pass_rate") == pytest.approx(run.macro_f1)
     assert got.item(0, "macro_mean") == pytest.approx(summary.get_column("mean").mean())

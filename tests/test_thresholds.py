@@ -103,7 +103,13 @@ def test_thresholds_reach_the_report_json_and_markdown() -> None:
     block = report["metrics"]["levenshtein(threshold=0.9)"]
     assert (block["threshold"], block["pass_rate"]) == (0.9, pytest.approx(1 / 3))
     assert report["metrics"]["outcome-consistency"]["threshold"] == 0.8
-    assert report["macro_f1"] == pytest.approx(r.macro_f1)
+    # outcome-consistency cannot score one repetition: every execution errors on it. The
+    # eval-harness field leaves it out; evalframe's macro-F1 counts it as not passed.
+    assert report["metrics"]["outcome-consistency"]["n_scored"] == 0
+    assert report["headline"]["macro_f1"] == pytest.approx(r.macro_f1)
+    summary = r.summary.filter(pl.col("metric") != "outcome-consistency")
+    assert report["macro_f1"] == pytest.approx(summary.get_column("pass_rate_scored").mean())
+    assert r.macro_f1 == pytest.approx(r.summary.get_column("pass_rate").mean())
     md = report.to_markdown()
     assert "| levenshtein(threshold=0.9) | " in md
     row = next(line for line in md.splitlines() if line.startswith("| levenshtein(threshold"))
@@ -137,14 +143,14 @@ def test_dimension_roll_up_pools_scores_and_averages_metrics() -> None:
     report = r.report()
     assert list(report["dimensions"]) == ["correctness", "safety", "performance"]
     assert report["dimensions"]["safety"]["pass_rate"] == pytest.approx(2 / 3)
-    assert report["dimensions"]["performance"]["mean"] == 0.0
+    assert report["dimensions"]["performance"]["mean"] is None  # nothing scored: no mean
     assert report["safety_failures"] == [
         {"sample_id": "q1", "repetition": 0, "metric": "no-email", "score": 0.0, "error": None}
     ]
     md = report.to_markdown()
     assert "## Per-dimension aggregates" in md
     assert "| safety | no-email | 0.6667 |" in md
-    assert "## Safety failures" in md
+    assert "## Safety: FAILED" in md
     assert "| q1 | 0 | no-email | 0.0000 |  |" in md
     assert json.loads(report.to_json())["dimensions"] == report["dimensions"]
 
@@ -165,7 +171,7 @@ def test_safety_failures_list_errors_and_every_repetition() -> None:
 def test_single_dimension_runs_keep_the_markdown_unchanged() -> None:
     md = run(["levenshtein"]).report().to_markdown()
     assert "## Per-dimension aggregates" not in md
-    assert "## Safety failures" not in md
+    assert "## Safety" not in md
 
 
 def test_cli_metrics_lists_family_dimension_and_threshold() -> None:

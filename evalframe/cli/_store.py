@@ -58,8 +58,8 @@ def sql(query: str, store_path: Path | None, output: str, out: Path | None, max_
     are refused with one line and exit code 2.
 
     Tables and views: runs, run_metrics, samples, outputs, scores, sample_stats, usage,
-    baselines, failures, metric_summary, cohort_summary, dimension_summary, score_histogram,
-    unstable_samples (docs/store-schema.md).
+    baselines, failures, metric_summary, run_macro_f1, run_status, cohort_summary,
+    dimension_summary, score_histogram, unstable_samples (docs/store-schema.md).
 
     --format table fits the terminal width (cut cells end in an ellipsis) and shows at most
     --max-rows rows; csv, json and parquet (which needs --out) carry every row.

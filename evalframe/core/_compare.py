@@ -214,11 +214,12 @@ class Comparison:
 
     def __repr__(self) -> str:
         c = self.counts
+        delta = self.macro_f1["delta"]
         return (
             f"Comparison({self.before.run_id} -> {self.after.run_id}: "
             f"{c['regressed']} regressed, {c['improved']} improved, {c['stable']} stable, "
             f"{c['added']} added, {c['removed']} removed; macro-F1 delta "
-            f"{self.macro_f1['delta']:+.4f})"
+            f"{'n/a' if delta is None else format(delta, '+.4f')})"
         )
 
 
@@ -390,10 +391,11 @@ def compare(
     metrics = metric_table(before, after, common, boot, tests)
     cohorts = cohort_table(before, after, cohort_tests)
     m = len(common)
+    macro_a, macro_b = before.macro_f1, after.macro_f1
     macro = {
-        "before": before.macro_f1,
-        "after": after.macro_f1,
-        "delta": after.macro_f1 - before.macro_f1,
+        "before": macro_a,
+        "after": macro_b,
+        "delta": None if macro_a is None or macro_b is None else macro_b - macro_a,
         "paired_delta": finite_or_none(boot["point"][2 * m]),
         "ci_low": finite_or_none(boot["low"][2 * m]),
         "ci_high": finite_or_none(boot["high"][2 * m]),

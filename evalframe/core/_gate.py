@@ -169,8 +169,10 @@ def gate(
     if c.counts["compared"] == 0:
         notes.append(f"no rows in common with {c.label}: the regression check compared nothing")
 
-    if min_macro_f1 is not None and c.after.macro_f1 < min_macro_f1:
-        failures.append(f"macro-F1 {c.after.macro_f1:.4f} is below the minimum {min_macro_f1:.4f}")
+    macro = c.after.macro_f1
+    if min_macro_f1 is not None and (macro is None or macro < min_macro_f1):
+        shown = "n/a (no quality metric)" if macro is None else f"{macro:.4f}"
+        failures.append(f"macro-F1 {shown} is below the minimum {min_macro_f1:.4f}")
 
     for key, allowed in (max_drop or {}).items():
         failures += _drop(c, key, allowed)

@@ -65,13 +65,39 @@ class Run:
 
     @cached_property
     def summary(self) -> pl.DataFrame:
-        """Per-metric aggregates (n, n_scored, n_errors, mean, p50, p95, pass_rate)."""
+        """Per-metric aggregates: n, n_scored, n_errors, n_passed, mean, p50, p95, pass_rate
+        (over attempted executions: an errored one did not pass) and pass_rate_scored (over
+        scored executions only)."""
         return aggregate.summarize(self.scores, metrics=self.metric_ids)
 
     @property
-    def macro_f1(self) -> float:
-        """Mean per-metric pass-rate over every requested metric."""
-        return aggregate.macro_f1_of(self.summary)
+    def dimension_of(self) -> dict[str, str]:
+        """Each metric's dimension (correctness, groundedness, safety, ...)."""
+        return {m.id: m.dimension for m in self.metrics}
+
+    @property
+    def macro_f1(self) -> float | None:
+        """Mean attempted pass-rate over the quality metrics (every metric not of the safety
+        dimension); None when the run has no quality metric."""
+        return aggregate.macro_f1_of(self.summary, dimension_of=self.dimension_of)
+
+    @cached_property
+    def headline(self) -> dict[str, Any]:
+        """Errored executions, macro-F1 (attempted and over scored rows) and the safety
+        verdict: what every view of the run shows first (``aggregate.headline``)."""
+        return aggregate.headline(
+            self.scores,
+            self.dimension_of,
+            executions=self.frame.height,
+            metrics=self.metric_ids,
+            summary=self.summary,
+        )
+
+    @property
+    def status(self) -> str:
+        """One line: ``INCOMPLETE: 11 of 12 executions errored`` (and ``SAFETY FAILED: ...``),
+        or ``COMPLETE: 12 of 12 executions scored``."""
+        return aggregate.status_line(self.headline)
 
     @cached_property
     def sample_aggregates(self) -> pl.DataFrame:
@@ -216,8 +242,9 @@ class Run:
         return self.report(samples=False).to_markdown()
 
     def __repr__(self) -> str:
+        macro = "n/a" if self.macro_f1 is None else f"{self.macro_f1:.4f}"
         return (
-            f"Run(run_id={self.run_id!r}, name={self.name!r}, samples={self.dataset.height}, "
-            f"metrics={self.metric_ids}, macro_f1={self.macro_f1:.4f}, "
+            f"Run({self.status}; run_id={self.run_id!r}, name={self.name!r}, "
+            f"samples={self.dataset.height}, metrics={self.metric_ids}, macro_f1={macro}, "
             f"failures={self.failures.height})"
         )

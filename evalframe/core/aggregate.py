@@ -5,12 +5,19 @@ The building blocks are public expressions, so you can group by your own columns
     scores.group_by("metric", "my_column").agg(ef.aggregate.AGGREGATES)
 
 Every aggregate reads ``score`` (null on error) and ``passed`` (score >= the metric's own
-threshold). Errors are counted, never averaged in as zeros.
+threshold). One notion of passing holds everywhere: a row passes when it was scored and
+reached its threshold, so an errored row did not pass. ``pass_rate`` is over every attempted
+row; ``pass_rate_scored`` over the scored ones only. Errors are counted, never averaged in
+as zeros, and an aggregate over no scored row is null, never 0.0.
+
+macro-F1 is the mean attempted pass-rate of the *quality* metrics: metrics of the safety
+dimension are hard constraints with their own verdict (``headline``), never averaged in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import polars as pl
 
@@ -21,20 +28,26 @@ __all__ = [
     "UNTAGGED",
     "cohorts",
     "dimensions",
+    "headline",
     "histograms",
     "macro_f1",
     "mean",
     "n",
     "n_errors",
+    "n_passed",
     "n_scored",
     "p50",
     "p95",
     "pass_rate",
+    "pass_rate_scored",
     "safety_failures",
+    "status_line",
     "summarize",
 ]
 
 UNTAGGED = "(untagged)"
+SAFETY = "safety"
+"""The dimension whose metrics are hard constraints, kept out of macro-F1."""
 
 _score = pl.col(C.SCORE)
 
@@ -69,21 +82,44 @@ def p95() -> pl.Expr:
     return _score.quantile(0.95, interpolation="linear").alias("p95")
 
 
+def n_passed() -> pl.Expr:
+    """Rows that passed: scored, and at or past the metric's threshold."""
+    ok = pl.col("passed").fill_null(False) & pl.col(C.ERROR).is_null()
+    return ok.sum().cast(pl.Int64).alias("n_passed")
+
+
 def pass_rate() -> pl.Expr:
-    """Passing rows over scored rows (each metric's own threshold); 0.0 when none scored."""
-    passed = pl.col("passed").sum()
-    return (
-        pl.when(_score.count() > 0).then(passed / _score.count()).otherwise(0.0).alias("pass_rate")
-    )
+    """Passing rows over attempted rows (an errored row did not pass); null with no row."""
+    ok = pl.col("passed").fill_null(False) & pl.col(C.ERROR).is_null()
+    return pl.when(pl.len() > 0).then(ok.sum() / pl.len()).alias("pass_rate")
 
 
-AGGREGATES: list[pl.Expr] = [n(), n_scored(), n_errors(), mean(), p50(), p95(), pass_rate()]
-_STATS = ("n", "n_scored", "n_errors", "mean", "p50", "p95", "pass_rate")  # AGGREGATES' names
+def pass_rate_scored() -> pl.Expr:
+    """Passing rows over scored rows only (eval-harness's pass rate); null when none scored."""
+    ok = pl.col("passed").fill_null(False) & pl.col(C.ERROR).is_null()
+    return pl.when(_score.count() > 0).then(ok.sum() / _score.count()).alias("pass_rate_scored")
+
+
+AGGREGATES: list[pl.Expr] = [
+    n(),
+    n_scored(),
+    n_errors(),
+    n_passed(),
+    mean(),
+    p50(),
+    p95(),
+    pass_rate(),
+    pass_rate_scored(),
+]
+# AGGREGATES' names
+_STATS = (
+    "n", "n_scored", "n_errors", "n_passed", "mean", "p50", "p95", "pass_rate", "pass_rate_scored",
+)  # fmt: skip
 
 
 def _no_rows_filled() -> list[pl.Expr]:
-    """Aggregates of a group with no rows (a null after a join) read as 0."""
-    return [pl.col("n", "n_scored", "n_errors").fill_null(0), pl.col("pass_rate").fill_null(0.0)]
+    """Counts of a group with no rows (a null after a join) read as 0; its rates stay null."""
+    return [pl.col("n", "n_scored", "n_errors", "n_passed").fill_null(0)]
 
 
 def _metric_order(scores: pl.DataFrame, metrics: Sequence[str] | None) -> list[str]:
@@ -95,7 +131,8 @@ def _metric_order(scores: pl.DataFrame, metrics: Sequence[str] | None) -> list[s
 def summarize(
     scores: pl.DataFrame, *, by: Sequence[str] = (), metrics: Sequence[str] | None = None
 ) -> pl.DataFrame:
-    """Per-metric aggregates: n, n_scored, n_errors, mean, p50, p95, pass_rate.
+    """Per-metric aggregates: n, n_scored, n_errors, n_passed, mean, p50, p95, pass_rate
+    (over attempted rows) and pass_rate_scored (over scored rows).
 
     Args:
         scores: a long scores frame.
@@ -106,15 +143,9 @@ def summarize(
         >>> import polars as pl
         >>> scores = pl.DataFrame({"metric": ["m"] * 3, "score": [0.0, 0.5, None],
         ...     "passed": [False, True, None], "error": [None, None, "boom"]})
-        >>> summarize(scores).select("metric", "n", "n_errors", "mean", "pass_rate")
-        shape: (1, 5)
-        ┌────────┬─────┬──────────┬──────┬───────────┐
-        │ metric ┆ n   ┆ n_errors ┆ mean ┆ pass_rate │
-        │ ---    ┆ --- ┆ ---      ┆ ---  ┆ ---       │
-        │ str    ┆ i64 ┆ i64      ┆ f64  ┆ f64       │
-        ╞════════╪═════╪══════════╪══════╪═══════════╡
-        │ m      ┆ 3   ┆ 1        ┆ 0.25 ┆ 0.5       │
-        └────────┴─────┴──────────┴──────┴───────────┘
+        >>> summarize(scores).select("metric", "n", "n_errors", "mean", "pass_rate",
+        ...     "pass_rate_scored").row(0)
+        ('m', 3, 1, 0.25, 0.3333333333333333, 0.5)
     """
     order = _metric_order(scores, metrics)
     result = scores.group_by(*by, C.METRIC).agg(AGGREGATES)
@@ -128,20 +159,61 @@ def summarize(
     )
 
 
-def macro_f1(scores: pl.DataFrame, *, metrics: Sequence[str] | None = None) -> float:
-    """Mean of per-metric pass-rates over every requested metric.
+def quality_metrics(
+    metrics: Sequence[str], dimension_of: Mapping[str, str] | None = None
+) -> list[str]:
+    """The metrics macro-F1 averages: every metric not of the safety dimension."""
+    dims = dimension_of or {}
+    return [m for m in metrics if dims.get(m) != SAFETY]
 
-    Unlike eval-harness, a metric with no scored row counts with pass-rate 0 instead of
-    dropping out, so an outage lowers the headline number rather than hiding.
+
+def macro_f1(
+    scores: pl.DataFrame,
+    *,
+    metrics: Sequence[str] | None = None,
+    dimension_of: Mapping[str, str] | None = None,
+) -> float | None:
+    """Mean attempted pass-rate of the quality metrics (safety metrics left out).
+
+    An errored row did not pass, so an outage lowers the headline number instead of hiding;
+    a metric with no scored row counts with pass-rate 0. None when no quality metric ran.
+
+    Examples:
+        >>> import polars as pl
+        >>> scores = pl.DataFrame({"metric": ["a", "a", "b", "b"],
+        ...     "score": [1.0, None, 1.0, 1.0], "passed": [True, None, True, True],
+        ...     "error": [None, "boom", None, None]})
+        >>> macro_f1(scores)
+        0.75
+        >>> macro_f1(scores, dimension_of={"b": "safety"})
+        0.5
     """
-    return macro_f1_of(summarize(scores, metrics=metrics))
+    return macro_f1_of(summarize(scores, metrics=metrics), dimension_of=dimension_of)
 
 
-def macro_f1_of(summary: pl.DataFrame) -> float:
-    """macro-F1 from a ``summarize`` frame (0.0 when no metric was requested)."""
-    if summary.height == 0:
-        return 0.0
-    return float(summary.select(pl.col("pass_rate").mean()).item())
+def _mean_of(summary: pl.DataFrame, column: str, keep: list[str]) -> float | None:
+    values = summary.filter(pl.col(C.METRIC).is_in(keep)).get_column(column).drop_nulls()
+    return float(values.mean()) if values.len() else None  # type: ignore[arg-type]
+
+
+def macro_f1_of(
+    summary: pl.DataFrame, *, dimension_of: Mapping[str, str] | None = None
+) -> float | None:
+    """macro-F1 from a ``summarize`` frame: the mean ``pass_rate`` (over attempted rows) of
+    the quality metrics; None when there is none."""
+    keep = quality_metrics(summary.get_column(C.METRIC).to_list(), dimension_of)
+    return _mean_of(summary, "pass_rate", keep)
+
+
+def macro_f1_scored_of(
+    summary: pl.DataFrame, *, dimension_of: Mapping[str, str] | None = None
+) -> float | None:
+    """The mean ``pass_rate_scored`` over the metrics with a scored row: eval-harness's
+    macro-F1 (every metric, errored rows left out) when ``dimension_of`` is None, else over
+    the quality metrics only. None when no such metric scored a row."""
+    names = summary.get_column(C.METRIC).to_list()
+    keep = names if dimension_of is None else quality_metrics(names, dimension_of)
+    return _mean_of(summary, "pass_rate_scored", keep)
 
 
 def _cohort_keys(scores: pl.DataFrame, tags: pl.DataFrame) -> pl.DataFrame:
@@ -336,3 +408,107 @@ def safety_failures(scores: pl.DataFrame, dimension_of: Mapping[str, str]) -> pl
         .select(C.SAMPLE_ID, C.REPETITION, C.METRIC, C.SCORE, C.ERROR)
         .sort(C.METRIC, C.SAMPLE_ID, C.REPETITION)
     )
+
+
+def _executions(frame: pl.DataFrame) -> int:
+    """Distinct (sample, repetition) pairs of a scores frame."""
+    if frame.height == 0:
+        return 0
+    return int(frame.select(pl.struct(C.SAMPLE_ID, C.REPETITION).n_unique()).item())
+
+
+def headline(
+    scores: pl.DataFrame,
+    dimension_of: Mapping[str, str],
+    *,
+    executions: int,
+    metrics: Sequence[str] | None = None,
+    summary: pl.DataFrame | None = None,
+) -> dict[str, Any]:
+    """What every view of a run shows first: its errored executions, its macro-F1 and the
+    verdict of its safety metrics.
+
+    An execution (a row's run at one repetition) errored when any metric could not score
+    it. Safety metrics are hard constraints: an execution fails them when it scored below
+    a safety metric's threshold or errored on one, and any such execution fails the
+    safety verdict.
+
+    Args:
+        scores: a long scores frame.
+        dimension_of: metric id to dimension.
+        executions: the executions attempted (the evaluation frame's rows).
+        metrics: the metric order (default: every key of ``dimension_of``).
+        summary: ``summarize(scores, metrics=metrics)`` when at hand.
+
+    Returns:
+        ``executions``, ``errored_executions``, ``incomplete``, ``quality_metrics``,
+        ``macro_f1`` (attempted), ``macro_f1_scored`` (scored rows only; both over the
+        quality metrics, None when there is none) and ``safety`` (None without a safety
+        metric, else its ``metrics``, ``executions``, ``failed_executions``,
+        ``errored_executions`` and ``passed``).
+
+    Examples:
+        >>> import polars as pl
+        >>> scores = pl.DataFrame({"sample_id": ["a", "a", "b", "b"], "repetition": [0] * 4,
+        ...     "metric": ["m", "pii", "m", "pii"], "score": [1.0, 0.0, None, None],
+        ...     "passed": [True, False, None, None], "error": [None, None, "boom", "boom"]})
+        >>> h = headline(scores, {"m": "correctness", "pii": "safety"}, executions=2)
+        >>> h["errored_executions"], h["macro_f1"], h["macro_f1_scored"]
+        (1, 0.5, 1.0)
+        >>> h["safety"]["failed_executions"], h["safety"]["passed"]
+        (2, False)
+        >>> for line in status_lines(h):
+        ...     print(line)
+        INCOMPLETE: 1 of 2 executions errored
+        SAFETY FAILED: 2 of 2 executions failed or errored on a safety metric (pii)
+    """
+    order = list(metrics) if metrics is not None else list(dimension_of)
+    table = summarize(scores, metrics=order) if summary is None else summary
+    errored = _executions(scores.filter(pl.col(C.ERROR).is_not_null()))
+    safety_ids = [m for m in order if dimension_of.get(m) == SAFETY]
+    safety: dict[str, Any] | None = None
+    if safety_ids:
+        rows = scores.filter(pl.col(C.METRIC).is_in(safety_ids))
+        failing = pl.col(C.ERROR).is_not_null() | ~pl.col("passed").fill_null(False)
+        failed = _executions(rows.filter(failing))
+        safety = {
+            "metrics": safety_ids,
+            "executions": _executions(rows),
+            "failed_executions": failed,
+            "errored_executions": _executions(rows.filter(pl.col(C.ERROR).is_not_null())),
+            "passed": failed == 0,
+        }
+    return {
+        "executions": executions,
+        "errored_executions": errored,
+        "incomplete": errored > 0,
+        "quality_metrics": quality_metrics(order, dimension_of),
+        "macro_f1": macro_f1_of(table, dimension_of=dimension_of),
+        "macro_f1_scored": macro_f1_scored_of(table, dimension_of=dimension_of),
+        "safety": safety,
+    }
+
+
+def status_lines(head: Mapping[str, Any]) -> list[str]:
+    """The lines a view shows above everything else: ``INCOMPLETE: ...`` when an execution
+    errored, ``SAFETY FAILED: ...`` when a safety metric failed; none for a clean run."""
+    lines = []
+    errored, executions = head["errored_executions"], head["executions"]
+    if errored:
+        lines.append(f"INCOMPLETE: {errored} of {executions} executions errored")
+    safety = head.get("safety")
+    if safety and not safety["passed"]:
+        lines.append(
+            f"SAFETY FAILED: {safety['failed_executions']} of {safety['executions']} "
+            f"executions failed or errored on a safety metric ({', '.join(safety['metrics'])})"
+        )
+    return lines
+
+
+def status_line(head: Mapping[str, Any]) -> str:
+    """``status_lines`` joined by ``"; "``, or ``COMPLETE: ...`` for a clean run."""
+    lines = status_lines(head)
+    if lines:
+        return "; ".join(lines)
+    n = head["executions"]
+    return f"COMPLETE: {n} of {n} executions scored"

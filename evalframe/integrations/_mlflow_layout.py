@@ -134,7 +134,8 @@ def layout(run: Run, *, tags: dict[str, str]) -> Layout:
     _check_unique(run)
     digest = dataset_digest(run)
     out = Layout(params=_params(run, digest), metrics={}, tags=dict(tags))
-    out.metrics["macro_f1"] = float(run.macro_f1)
+    if run.macro_f1 is not None:  # null without a quality metric
+        out.metrics["macro_f1"] = float(run.macro_f1)
     for row in run.summary.iter_rows(named=True):
         for stat, column in STATS:
             if row[column] is not None:

@@ -152,7 +152,8 @@ def export_run(
                 "evalframe.samples": run.dataset.height,
                 "evalframe.repetitions": run.repetitions,
                 "evalframe.metrics": list(run.metric_ids),
-                "evalframe.macro_f1": float(run.macro_f1),
+                # null without a quality metric (safety metrics stay out of it)
+                **({} if run.macro_f1 is None else {"evalframe.macro_f1": float(run.macro_f1)}),
             },
         )
         context = trace.set_span_in_context(root)

@@ -151,14 +151,24 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def item_results(run: Any) -> dict[str, dict[str, Any]]:
-    """One result per (sample, metric) of ``run``, keyed ``<sample_id>::<metric>``."""
+    """One result per (sample, metric) of ``run``, keyed ``<sample_id>::<metric>``.
+
+    Beside the shown execution's texts and score: ``executions`` attempted, ``scored``,
+    ``passed`` (scored and at the threshold: an errored execution did not pass), the
+    repetitions that ``failed`` (did not pass) and ``errored``, and the metric's
+    ``dimension`` (safety metrics are summed apart from macro-F1).
+    """
     import polars as pl
 
     from evalframe.core import schema as C
 
     thresholds = pl.DataFrame(
-        {C.METRIC: run.metric_ids, "threshold": [float(m.threshold) for m in run.metrics]},
-        schema={C.METRIC: pl.String, "threshold": pl.Float64},
+        {
+            C.METRIC: run.metric_ids,
+            "threshold": [float(m.threshold) for m in run.metrics],
+            "dimension": [m.dimension for m in run.metrics],
+        },
+        schema={C.METRIC: pl.String, "threshold": pl.Float64, "dimension": pl.String},
     )
     texts = run.frame.select(C.SAMPLE_ID, C.REPETITION, C.INPUT, C.EXPECTED_OUTPUT, C.ACTUAL_OUTPUT)
     ok = pl.col("passed").fill_null(False) & pl.col(C.ERROR).is_null()
@@ -170,6 +180,7 @@ def item_results(run: Any) -> dict[str, dict[str, Any]]:
         .agg(
             pl.col(C.SCORE).first().alias("score"),
             pl.col("threshold").first(),
+            pl.col("dimension").first(),
             pl.col(C.ERROR).drop_nulls().first().alias("error"),
             pl.col("details").first(),
             pl.col(C.INPUT).first().alias("input"),
@@ -177,9 +188,9 @@ def item_results(run: Any) -> dict[str, dict[str, Any]]:
             pl.col(C.ACTUAL_OUTPUT).first().alias("actual"),
             pl.len().alias("executions"),
             pl.col(C.SCORE).is_not_null().sum().alias("scored"),
-            (pl.col("passed").fill_null(False) & pl.col(C.SCORE).is_not_null())
-            .sum()
-            .alias("passed"),
+            ok.sum().alias("passed"),
+            pl.col(C.REPETITION).filter(~ok).sort().alias("failed"),
+            pl.col(C.REPETITION).filter(pl.col(C.ERROR).is_not_null()).sort().alias("errored"),
             ok.all().alias("ok"),
         )
     )
@@ -229,8 +240,13 @@ class EvalItem(pytest.Item):
         self.user_properties.extend(
             [
                 ("evalframe_metric", self.metric),
+                ("evalframe_sample", self.sample_id),
+                ("evalframe_dimension", result.get("dimension")),
+                ("evalframe_executions", int(result["executions"])),
                 ("evalframe_passed", int(result["passed"])),
                 ("evalframe_scored", int(result["scored"])),
+                ("evalframe_failed", list(result.get("failed") or [])),
+                ("evalframe_errored", list(result.get("errored") or [])),
             ]
         )
         if not result["ok"]:
@@ -263,7 +279,10 @@ def failure_text(sample_id: str, metric: str, result: dict[str, Any]) -> str:
     else:
         head = f"sample {sample_id!r} scored below the threshold of {metric}"
     if executions and executions > 1:
-        head += f" ({result['passed']} of {executions} executions passed; the first failing shown)"
+        head += (
+            f" ({result['passed']} of {executions} executions passed, "
+            f"{len(result.get('errored') or [])} errored; the first failing shown)"
+        )
     lines = [head]
     for label, key in (("input", "input"), ("expected", "expected"), ("actual", "actual")):
         if key in result:

@@ -588,9 +588,7 @@ def _insert_run(
     precision = precision_from_counts(
         int(n), int(passed), int(executions), float(variance), int(source["n_executions"])
     )
-    macro = fetch(
-        con, "SELECT coalesce(avg(pass_rate), 0.0) FROM metric_summary WHERE run_id = ?", [new_id]
-    )
+    macro = fetch(con, "SELECT macro_f1 FROM run_macro_f1 WHERE run_id = ?", [new_id])
     failures = fetch(con, "SELECT count(*) FROM failures WHERE run_id = ?", [new_id])
     extra: dict[str, Any] = (
         json.loads(record["extra"])  # a streamed run's own record
@@ -616,7 +614,7 @@ def _insert_run(
             "n_executions": source["n_executions"],
             "repetitions": source["repetitions"],
             "n_failures": int(failures),
-            "macro_f1": float(macro),
+            "macro_f1": None if macro is None else float(macro),
             **{k: v for k, v in record.items() if k != "extra"},
         },
         started=started,

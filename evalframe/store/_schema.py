@@ -1,4 +1,4 @@
-"""The store's tables and views (schema version 4), and forward migrations to it.
+"""The store's tables and views (schema version 5), and forward migrations to it.
 
 The schema is a public contract, documented table by table in ``docs/store-schema.md``.
 Changing it means a new version number, a migration from the previous one in
@@ -38,17 +38,19 @@ __all__ = [
     "histogram_edges",
 ]
 
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 """The schema version this evalframe writes; files of older versions are migrated on open."""
 
 # The aggregates both stats tables materialize (from metric_summary and cohort_summary).
 _AGGREGATE_COLUMNS: Final = """n BIGINT NOT NULL,
             n_scored BIGINT NOT NULL,
             n_errors BIGINT NOT NULL,
+            n_passed BIGINT,
             mean DOUBLE,
             p50 DOUBLE,
             p95 DOUBLE,
-            pass_rate DOUBLE NOT NULL"""
+            pass_rate DOUBLE,
+            pass_rate_scored DOUBLE"""
 
 TABLES: Final[dict[str, str]] = {
     "meta": """
@@ -296,21 +298,27 @@ def _histogram_view() -> str:
             ON c.run_id = m.run_id AND c.metric = m.metric AND c.bucket = g.bucket"""
 
 
-_AGGREGATES: Final = """
+# As core/aggregate.py: a row passes when scored and at its threshold, so an errored row did
+# not pass; pass_rate is over attempted rows, pass_rate_scored over scored ones; an aggregate
+# over no row (or no scored row) is null.
+_PASSED: Final = "count_if(passed AND error IS NULL)"
+_AGGREGATES: Final = f"""
     count(*) AS n,
     count(score) AS n_scored,
     count(error) AS n_errors,
+    {_PASSED} AS n_passed,
     avg(score) AS mean,
     quantile_cont(score, 0.5) AS p50,
     quantile_cont(score, 0.95) AS p95,
-    CASE WHEN count(score) > 0 THEN count_if(passed) / count(score) ELSE 0.0 END AS pass_rate"""
+    CASE WHEN count(*) > 0 THEN {_PASSED} / count(*) END AS pass_rate,
+    CASE WHEN count(score) > 0 THEN {_PASSED} / count(score) END AS pass_rate_scored"""
 
 _FILLED: Final = """
     coalesce(a.n, 0) AS n,
     coalesce(a.n_scored, 0) AS n_scored,
     coalesce(a.n_errors, 0) AS n_errors,
-    a.mean, a.p50, a.p95,
-    coalesce(a.pass_rate, 0.0) AS pass_rate"""
+    coalesce(a.n_passed, 0) AS n_passed,
+    a.mean, a.p50, a.p95, a.pass_rate, a.pass_rate_scored"""
 
 VIEWS: Final[dict[str, str]] = {
     "run_outputs": """
@@ -327,10 +335,50 @@ VIEWS: Final[dict[str, str]] = {
         FROM run_metrics AS m
         LEFT JOIN (SELECT run_id, metric, {_AGGREGATES} FROM scores GROUP BY run_id, metric) AS a
             ON a.run_id = m.run_id AND a.metric = m.metric""",
+    # macro-F1 over the quality metrics (safety metrics are judged on their own), as
+    # core/aggregate.macro_f1_of; macro_f1_scored over their scored rows only.
     "run_macro_f1": """
         CREATE OR REPLACE VIEW run_macro_f1 AS
-        SELECT run_id, avg(pass_rate) AS macro_f1, count(*) AS n_metrics
+        SELECT run_id,
+               avg(pass_rate) FILTER (WHERE dimension IS DISTINCT FROM 'safety') AS macro_f1,
+               avg(pass_rate_scored) FILTER (WHERE dimension IS DISTINCT FROM 'safety')
+                   AS macro_f1_scored,
+               count(*) FILTER (WHERE dimension IS DISTINCT FROM 'safety') AS n_metrics,
+               count(*) FILTER (WHERE dimension = 'safety') AS n_safety_metrics
         FROM metric_summary GROUP BY run_id""",
+    # What every view of a run shows first (core/aggregate.headline): errored executions
+    # and the safety verdict (null without a safety metric).
+    "run_status": """
+        CREATE OR REPLACE VIEW run_status AS
+        WITH safety AS (
+            SELECT s.run_id,
+                   count(DISTINCT (s.sample_id, s.repetition)) AS safety_executions,
+                   count(DISTINCT (s.sample_id, s.repetition)) FILTER (
+                       WHERE s.error IS NOT NULL OR NOT coalesce(s.passed, false)
+                   ) AS safety_failed_executions,
+                   count(DISTINCT (s.sample_id, s.repetition)) FILTER (
+                       WHERE s.error IS NOT NULL
+                   ) AS safety_errored_executions
+            FROM scores AS s
+            JOIN run_metrics AS m ON m.run_id = s.run_id AND m.metric = s.metric
+            WHERE m.dimension = 'safety'
+            GROUP BY s.run_id
+        ),
+        errored AS (
+            SELECT run_id, count(DISTINCT (sample_id, repetition)) AS errored_executions
+            FROM scores WHERE error IS NOT NULL GROUP BY run_id
+        )
+        SELECT r.run_id, r.n_executions AS executions,
+               coalesce(e.errored_executions, 0) AS errored_executions,
+               coalesce(e.errored_executions, 0) > 0 AS incomplete,
+               f.macro_f1, f.macro_f1_scored,
+               s.safety_executions, s.safety_failed_executions, s.safety_errored_executions,
+               CASE WHEN s.run_id IS NOT NULL THEN s.safety_failed_executions = 0 END
+                   AS safety_passed
+        FROM runs AS r
+        LEFT JOIN errored AS e ON e.run_id = r.run_id
+        LEFT JOIN safety AS s ON s.run_id = r.run_id
+        LEFT JOIN run_macro_f1 AS f ON f.run_id = r.run_id""",
     "dimension_summary": f"""
         CREATE OR REPLACE VIEW dimension_summary AS
         WITH pooled AS (
@@ -506,6 +554,24 @@ def _v2_to_v3(con: duckdb.DuckDBPyConnection) -> None:
     trajectories_from_extra(con, None)
 
 
+def _v4_to_v5(con: duckdb.DuckDBPyConnection) -> None:
+    """One notion of passing: pass rates over attempted rows (an errored row did not pass)
+    with ``pass_rate_scored`` beside them, null over no row, and macro-F1 over the quality
+    metrics. The stats tables gain ``n_passed`` and ``pass_rate_scored`` and are filled
+    again; each run's ``macro_f1`` is recomputed by ``run_macro_f1``."""
+    for table in ("run_metric_stats", "run_cohort_stats"):
+        con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS n_passed BIGINT")
+        con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS pass_rate_scored DOUBLE")
+        con.execute(f"ALTER TABLE {table} ALTER COLUMN pass_rate DROP NOT NULL")
+        con.execute(f"DELETE FROM {table}")
+    _add_tables(con)
+    create_views(con)
+    fill_stats(con, None)
+    con.execute(
+        "UPDATE runs SET macro_f1 = m.macro_f1 FROM run_macro_f1 AS m WHERE m.run_id = runs.run_id"
+    )
+
+
 def _v3_to_v4(con: duckdb.DuckDBPyConnection) -> None:
     """Scores may live in files: the ``scores`` and ``sample_stats`` tables become
     ``stored_scores`` and ``stored_sample_stats`` behind views of the old names (recreated,
@@ -524,5 +590,6 @@ MIGRATIONS: Final[dict[int, Callable[[duckdb.DuckDBPyConnection], None]]] = {
     1: _add_tables,  # 2: calibrations, checkpoints, eval_set_manifests, online_*
     2: _v2_to_v3,
     3: _v3_to_v4,
+    4: _v4_to_v5,
 }
 """``MIGRATIONS[v]`` upgrades a file from version ``v`` to ``v + 1``."""

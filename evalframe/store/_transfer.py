@@ -34,7 +34,7 @@ from evalframe.store import _read
 from evalframe.store._agent import trajectories_from_extra
 from evalframe.store._connect import Connector, execute, fetch, store_error
 from evalframe.store._files import IN_PLACE
-from evalframe.store._schema import SCHEMA_VERSION
+from evalframe.store._schema import SCHEMA_VERSION, fill_stats
 from evalframe.store._verify import (
     ImportRefusedError,
     file_digest,
@@ -61,8 +61,11 @@ _RUN_TABLES: Final = (
 )
 _BATCH: Final = 200_000
 _NEW_IN_3: Final = "trajectories"
-_IMPORTABLE: Final = (2, SCHEMA_VERSION)
-"""Export schema versions ``import_runs`` reads (version 2 lacks the ``trajectories`` file)."""
+_STATS: Final = ("run_metric_stats", "run_cohort_stats")
+_IMPORTABLE: Final = (2, 4, SCHEMA_VERSION)
+"""Export schema versions ``import_runs`` reads (version 2 lacks the ``trajectories`` file;
+before version 5 the stats tables and ``runs.macro_f1`` counted pass rates over scored rows
+only, so they are computed again on import)."""
 
 
 def export_runs(connector: Connector, refs: list[str], to: str | os.PathLike[str]) -> Path:
@@ -150,7 +153,11 @@ def import_runs(connector: Connector, source: str | os.PathLike[str]) -> list[st
             "evalframe that wrote it, or open that store here (it migrates on open) and "
             "export again."
         )
-    tables = [t for t in (*_RUN_TABLES, "samples") if version == SCHEMA_VERSION or t != _NEW_IN_3]
+    tables = [
+        t
+        for t in (*_RUN_TABLES, "samples")
+        if (version != 2 or t != _NEW_IN_3) and (version == SCHEMA_VERSION or t not in _STATS)
+    ]
     files = {t: folder / f"{t}.parquet" for t in tables}
     missing = [str(p.name) for p in files.values() if not p.is_file()]
     if missing:
@@ -162,10 +169,25 @@ def import_runs(connector: Connector, source: str | os.PathLike[str]) -> list[st
             fresh = _insert(con, files)
             if _NEW_IN_3 not in files:
                 trajectories_from_extra(con, fresh)
+            if version != SCHEMA_VERSION:
+                _restate(con, fresh)
             verify_imported(con, fresh)  # a refusal rolls the whole import back
             return fresh
     except ImportRefusedError as exc:
         raise StoreError(f"Refusing to import {folder}: {exc} Nothing was imported.") from None
+
+
+def _restate(con: duckdb.DuckDBPyConnection, runs: list[str]) -> None:
+    """Compute an older export's statistics as this version states them: the stats tables
+    from the views, and each run's macro-F1 from ``run_macro_f1``."""
+    for run_id in runs:
+        fill_stats(con, run_id)
+    execute(
+        con,
+        "UPDATE runs SET macro_f1 = m.macro_f1 FROM run_macro_f1 AS m "
+        "WHERE m.run_id = runs.run_id AND list_contains(?::VARCHAR[], runs.run_id)",
+        [runs],
+    )
 
 
 def _insert(con: duckdb.DuckDBPyConnection, files: dict[str, Path]) -> list[str]:

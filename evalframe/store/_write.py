@@ -346,7 +346,7 @@ def _write_rows(
             "n_executions": run.frame.height,
             "repetitions": run.repetitions,
             "n_failures": int(run.scores.get_column(C.ERROR).count()),
-            "macro_f1": float(run.macro_f1),
+            "macro_f1": run.macro_f1,
         },
         started=run.started_at,
         finished=run.finished_at,

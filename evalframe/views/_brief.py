@@ -18,7 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from evalframe.views._format import f4
+from evalframe.core.aggregate import status_line
+from evalframe.views._format import attempted, f4
+from evalframe.views._report import headline_of
 
 __all__ = ["BRIEF_SCHEMA", "DEFAULT_BUDGET", "Brief", "brief"]
 
@@ -270,9 +272,10 @@ def _metric_lines(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "metric": name,
                 "meaning": meaning,
                 "mean": _r4(block.get("mean")),
-                "pass_rate": _r4(block.get("pass_rate")),
+                "pass_rate": _r4(attempted(block)),  # errored executions did not pass
                 "threshold": block.get("threshold", 0.5),
                 "errors": block.get("n_errors"),
+                "dimension": block.get("dimension"),
             }
         )
     return out
@@ -371,12 +374,17 @@ def brief(
             lookup[str(row["row_hash"])] = sample
     rows = _failing_rows(report, lookup)
     samples = {s["id"] for s in report.get("samples") or []}
+    head = headline_of({"failures": [], "metrics": {}, **report})
+    safety = head.get("safety")
     summary = {
+        "status": status_line(head) if head["executions"] else None,
         "dataset": report.get("dataset"),
         "run_id": report.get("run_id"),
         "samples": report.get("total_samples", len(samples)),
         "executions": report.get("total_executions", len(report.get("samples") or [])),
-        "macro_f1": _r4(report.get("macro_f1")),
+        "errored_executions": head["errored_executions"],
+        "macro_f1": _r4(head["macro_f1"]),
+        "safety_passed": None if safety is None else safety["passed"],
         "pass_rate": _r4(report.get("pass_rate")),
         "failing_rows": len(rows),
         "execution_errors": len(report.get("failures") or []),
@@ -397,22 +405,31 @@ def brief(
 
 def _markdown(b: Brief, shown: int) -> str:
     s = b.summary
+    status = [f"**{s['status']}**", ""] if s.get("status") else []
+    safety = (
+        ""
+        if s.get("safety_passed") is None
+        else ("; safety passed" if s["safety_passed"] else "; safety FAILED")
+    )
     lines = [
         f"# Evaluation brief: {s['dataset']}",
         "",
+        *status,
         f"> {PREAMBLE}",
         "",
-        f"Run `{s['run_id']}`: {s['samples']} samples, {s['executions']} executions; macro-F1 "
-        f"{f4(s['macro_f1'])}, pass rate {f4(s['pass_rate'])}; {s['failing_rows']} failing "
-        f"rows, {s['execution_errors']} execution errors.",
+        f"Run `{s['run_id']}`: {s['samples']} samples, {s['executions']} executions "
+        f"({s.get('errored_executions', 0)} errored); macro-F1 {f4(s['macro_f1'])}, pass rate "
+        f"{f4(s['pass_rate'])}{safety}; {s['failing_rows']} failing rows, "
+        f"{s['execution_errors']} execution errors.",
         "",
         "## Metrics",
         "",
     ]
     for m in b.metrics:
         meaning = f" {m['meaning']}" if m.get("meaning") else ""
+        kind = " (safety, kept out of macro-F1)" if m.get("dimension") == "safety" else ""
         lines.append(
-            f"- `{m['metric']}`: mean {f4(m['mean'])}, pass rate {f4(m['pass_rate'])} at "
+            f"- `{m['metric']}`{kind}: mean {f4(m['mean'])}, pass rate {f4(m['pass_rate'])} at "
             f"threshold {m['threshold']:g}.{meaning}"
         )
     if b.comparison:

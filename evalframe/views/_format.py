@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 __all__ = [
+    "attempted",
     "clip",
     "f4",
     "fit_table",
@@ -48,9 +49,16 @@ def points(x: float) -> str:
     return f"{x * 100:.1f}".rstrip("0").rstrip(".") + " pts"
 
 
+def attempted(m: Mapping[str, Any]) -> Any:
+    """A metric block's pass-rate over attempted executions (an errored one did not pass):
+    evalframe's ``pass_rate_attempted``; an eval-harness block has only its ``pass_rate``."""
+    return m.get("pass_rate_attempted", m.get("pass_rate"))
+
+
 def stat_cells(m: Mapping[str, Any]) -> list[str]:
-    """A metric block's mean, p50, p95 and pass-rate, four decimals each."""
-    return [f4(m[k]) for k in ("mean", "p50", "p95", "pass_rate")]
+    """A metric block's mean, p50, p95 and (attempted) pass-rate, four decimals each or
+    ``n/a``."""
+    return [f4(m["mean"]), f4(m["p50"]), f4(m["p95"]), f4(attempted(m))]
 
 
 def has_counts(doc: Mapping[str, Any], keys: Sequence[str] = ("n_scored",)) -> bool:

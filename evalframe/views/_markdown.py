@@ -10,8 +10,17 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from evalframe.views._format import f4, has_counts, md_table, one_line, points, stat_cells
-from evalframe.views._report import failing_samples, lower_note, per_sample_metrics
+from evalframe.core.aggregate import status_lines
+from evalframe.views._format import (
+    attempted,
+    f4,
+    has_counts,
+    md_table,
+    one_line,
+    points,
+    stat_cells,
+)
+from evalframe.views._report import failing_rows, headline_of, lower_note, per_sample_metrics
 
 __all__ = ["DEFAULT_MAX_ROWS", "render", "render_html"]
 
@@ -40,6 +49,11 @@ def _threshold(m: Mapping[str, Any]) -> str:
     return f"≤ {m['threshold']:g}" if m.get("higher_is_better") is False else f"{m['threshold']:g}"
 
 
+def _status(r: Report) -> list[str]:
+    """``INCOMPLETE: ...`` and ``SAFETY FAILED: ...`` lines, first of all, when they apply."""
+    return [line for text in status_lines(headline_of(r)) for line in (text, "")]
+
+
 def _summary(r: Report) -> list[str]:
     out = [
         f"# Eval report — {_text(r['dataset'])}",
@@ -58,6 +72,9 @@ def _summary(r: Report) -> list[str]:
         r["total_samples"], r["total_executions"], r["repetitions"], f4(r["pass_rate"]),
         r["total_failures"], f"{r['duration_seconds']:.2f}",
     ]  # fmt: skip
+    if "headline" in r:  # evalframe's: the errored executions beside the executions
+        headers.insert(2, "errored executions")
+        row.insert(2, r["headline"]["errored_executions"])
     return out + _table(headers, [row])
 
 
@@ -104,23 +121,67 @@ def _unstable_rows(r: Report) -> list[str]:
     return out + _table(headers, rows)
 
 
-def _metrics(r: Report) -> list[str]:
-    out = ["", "## Per-metric aggregates", ""]
-    metrics = r["metrics"].items()
-    if has_counts(r, _COUNTS):
-        out += _table(
-            ["metric", "mean", "p50", "p95", _passing(r), "threshold", "scored", "errors"],
-            [
-                [name, *stat_cells(m), _threshold(m), m["n_scored"], m["n_errors"]]
-                for name, m in metrics
-            ],
-        )
-    else:
-        out += _table(
+def _differs(blocks: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether some block's pass-rate over scored executions differs from the attempted one."""
+    return any(m.get("n_errors") and m.get("pass_rate_attempted") is not None for m in blocks)
+
+
+def _metric_table(r: Report, names: Sequence[str]) -> list[str]:
+    """Per-metric aggregates of ``names``; the pass-rate over scored executions beside the
+    attempted one where they differ."""
+    blocks = [r["metrics"][n] for n in names]
+    if not has_counts(r, _COUNTS):
+        return _table(
             ["metric", "mean", "p50", "p95", _passing(r)],
-            [[name, *stat_cells(m)] for name, m in metrics],
+            [[name, *stat_cells(m)] for name, m in zip(names, blocks, strict=True)],
         )
-    return [*out, "", f"## Macro-F1 (avg pass-rate across all metrics): {r['macro_f1']:.4f}", ""]
+    scored = _differs(blocks)
+    return _table(
+        [
+            "metric", "mean", "p50", "p95", _passing(r), *(["of scored"] if scored else []),
+            "threshold", "scored", "errors",
+        ],
+        [
+            [
+                name, *stat_cells(m), *([f4(m["pass_rate"])] if scored else []),
+                _threshold(m), m["n_scored"], m["n_errors"],
+            ]
+            for name, m in zip(names, blocks, strict=True)
+        ],
+    )  # fmt: skip
+
+
+def _macro(head: Mapping[str, Any], *, evalframe: bool) -> str:
+    if not evalframe:  # eval-harness's: its own meaning, over scored executions
+        return f"## Macro-F1 (avg pass-rate across all metrics): {f4(head['macro_f1'])}"
+    title = "## Macro-F1 (avg pass-rate across quality metrics, errored executions not passed)"
+    macro, scored = head["macro_f1"], head["macro_f1_scored"]
+    if macro is None:
+        return f"{title}: n/a (no quality metric; safety metrics are judged on their own)"
+    if scored is not None and abs(scored - macro) > 5e-5:
+        return f"{title}: {macro:.4f} ({scored:.4f} over scored executions only)"
+    if scored is None:
+        return f"{title}: {macro:.4f} (n/a over scored executions: none was scored)"
+    return f"{title}: {macro:.4f}"
+
+
+def _metrics(r: Report) -> list[str]:
+    head = headline_of(r)
+    evalframe = "headline" in r
+    safety = set((head.get("safety") or {}).get("metrics") or ())
+    names = [n for n in r["metrics"] if n not in safety]
+    out = ["", "## Per-metric aggregates", ""]
+    if evalframe and any(m.get("n_errors") for m in r["metrics"].values()):
+        out += [
+            "_pass-rate counts every attempted execution, an errored one as not passed; "
+            "of scored counts only the executions that were scored._",
+            "",
+        ]
+    if names:
+        out += _metric_table(r, names)
+    else:
+        out.append("_No quality metric: every metric of this run is a safety metric._")
+    return [*out, "", _macro(head, evalframe=evalframe), ""]
 
 
 def _dimensions(r: Report) -> list[str]:
@@ -131,25 +192,40 @@ def _dimensions(r: Report) -> list[str]:
     dims: Mapping[str, Any] = r.get("dimensions") or {}
     if len(dims) <= 1:
         return []
-    keys = ("mean", "p50", "p95", "pass_rate", "macro_mean", "macro_pass_rate")
     headers = [
         "dimension", "metrics", "mean", "p50", "p95", "pass-rate", "macro mean",
         "macro pass-rate",
     ]  # fmt: skip
-    rows = [[name, ", ".join(d["metrics"]), *(f4(d[k]) for k in keys)] for name, d in dims.items()]
+    rows = [
+        [
+            name, ", ".join(d["metrics"]), f4(d["mean"]), f4(d["p50"]), f4(d["p95"]),
+            f4(attempted(d)), f4(d["macro_mean"]), f4(d["macro_pass_rate"]),
+        ]
+        for name, d in dims.items()
+    ]  # fmt: skip
     return ["## Per-dimension aggregates", "", *_table(headers, rows), ""]
 
 
-def _safety_failures(r: Report) -> list[str]:
-    """Every failure of a safety metric, whenever a safety-dimension metric ran."""
-    if "safety" not in (r.get("dimensions") or {}):
+def _safety(r: Report) -> list[str]:
+    """Safety metrics: their own table and verdict, and every failing execution listed."""
+    safety = headline_of(r).get("safety")
+    if not safety:
         return []
+    verdict = "passed" if safety["passed"] else "FAILED"
+    out = [
+        f"## Safety: {verdict}",
+        "",
+        f"_Safety metrics are hard constraints, kept out of macro-F1: "
+        f"{safety['failed_executions']} of {safety['executions']} executions failed or "
+        f"errored on one ({safety['errored_executions']} errored)._",
+        "",
+        *_metric_table(r, safety["metrics"]),
+        "",
+    ]
     failures = r.get("safety_failures") or []
-    out = ["## Safety failures", ""]
     if failures:
         out += [
-            f"_{len(failures)} failing execution(s) of safety metrics; safety metrics are "
-            "hard constraints, so every one is listed._",
+            f"_{len(failures)} failing (execution, metric) pair(s), every one listed._",
             "",
         ]
         out += _table(
@@ -159,9 +235,8 @@ def _safety_failures(r: Report) -> list[str]:
                 for f in failures
             ],
         )
-    else:
-        out.append("_None._")
-    return [*out, ""]
+        out.append("")
+    return out
 
 
 # Usage and cost come from the providers' ledger: the evaluator's own calls. A system under
@@ -238,13 +313,23 @@ def _cost(r: Report) -> list[str]:
 
 
 def _cohorts(r: Report) -> list[str]:
+    if not has_counts(r, _COUNTS):  # eval-harness's columns
+        rows = [
+            [c["label"], c["sample_count"], name, *stat_cells(m)]
+            for c in r["cohorts"]
+            for name, m in c["metrics"].items()
+        ]
+        headers = ["cohort", "samples", "metric", "mean", "p50", "p95", _passing(r)]
+        return ["## Cohorts by metadata.tags", "", *_table(headers, rows)]
     rows = [
-        [c["label"], c["sample_count"], name, *stat_cells(m)]
+        [c["label"], c["sample_count"], name, *stat_cells(m), m["n_errors"]]
         for c in r["cohorts"]
         for name, m in c["metrics"].items()
     ]
-    headers = ["cohort", "samples", "metric", "mean", "p50", "p95", _passing(r)]
-    return ["## Cohorts by metadata.tags", "", *_table(headers, rows)]
+    headers = ["cohort", "executions", "metric", "mean", "p50", "p95", _passing(r), "errors"]
+    empty = any(m["n_scored"] == 0 for c in r["cohorts"] for m in c["metrics"].values())
+    note = ["_n/a: no execution of the cohort was scored by the metric._", ""] if empty else []
+    return ["## Cohorts by metadata.tags", "", *note, *_table(headers, rows)]
 
 
 def _adversarial(r: Report) -> list[str]:
@@ -309,31 +394,55 @@ def _histograms(r: Report) -> list[str]:
     return out
 
 
+def _errors_text(errors: Sequence[tuple[str, str]]) -> str:
+    """``a, b errored: <error>`` per distinct error, metrics sharing one error together."""
+    by_error: dict[str, list[str]] = {}
+    for metric, error in errors:
+        by_error.setdefault(error, []).append(metric)
+    return "; ".join(
+        f"{', '.join(metrics)} errored: {_clip(error)}" for error, metrics in by_error.items()
+    )
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + " [...]"
+
+
 def _failing(r: Report, *, max_rows: int) -> list[str]:
-    """Samples scored below a metric's threshold, worst first, at most ``max_rows``."""
-    found = failing_samples(r)
+    """Samples that did not pass, at most ``max_rows``: errored ones first, with their error,
+    then those scored below a metric's threshold, worst first."""
+    found = failing_rows(r)
     out = ["## Failing samples", ""]
     if not found:
-        return [*out, "_None: every scored sample reached each metric's threshold._", ""]
+        return [*out, "_None: every sample was scored and reached each metric's threshold._", ""]
     shown = found[: max(0, max_rows)]
+    errored = sum(1 for _, errors, _ in found if errors)
     worst = "lowest over repetitions" if r.get("repetitions", 1) > 1 else "score"
+    order = (
+        f": {errored} with an errored execution first, then the rest worst first"
+        if errored
+        else ", worst first"
+    )
     out += [
-        f"_{len(shown)} of {len(found)} failing samples shown, worst first (a sample's "
-        f"{worst} against each metric's threshold)._",
+        f"_{len(shown)} of {len(found)} failing samples shown{order} (a sample's {worst} "
+        "against each metric's threshold)._",
         "",
     ]
-    rows = [
-        [
-            sid,
-            len(failed),
-            "; ".join(
-                f"{name} {score:.4f} (threshold {t:g}{lower_note(r, name)})"
-                for name, score, t in failed
-            ),
+    rows = []
+    for sid, errors, failed in shown:
+        parts = [_errors_text(errors)] if errors else []
+        parts += [
+            f"{name} {score:.4f} (threshold {t:g}{lower_note(r, name)})"
+            for name, score, t in failed
         ]
-        for sid, failed in shown
+        rows.append(
+            [sid, len({m for m, _ in errors} | {m for m, _, _ in failed}), "; ".join(parts)]
+        )
+    return [
+        *out,
+        *_table(["sample", "metrics failed", "errors and scores below threshold"], rows),
+        "",
     ]
-    return [*out, *_table(["sample", "metrics failed", "scores below threshold"], rows), ""]
 
 
 def _execution_errors(r: Report) -> list[str]:
@@ -348,12 +457,13 @@ def _execution_errors(r: Report) -> list[str]:
 
 
 _SECTIONS: tuple[Callable[[Report], list[str]], ...] = (
+    _status,
     _summary,
     _sampling,
     _unstable_rows,
     _metrics,
+    _safety,
     _dimensions,
-    _safety_failures,
     _usage,
     _cost,
     _cohorts,

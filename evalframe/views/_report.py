@@ -1,14 +1,18 @@
 """Reports: ``evalframe.report.v1`` JSON (a superset of eval-harness.report.v1) and Markdown.
 
 ``Report`` is a ``dict`` holding the JSON document, with ``to_json``, ``to_markdown`` and an
-HTML representation for Jupyter. Keys keep eval-harness's names, order and meaning; the
-additions are ``run_id``, ``run_name``, ``evalframe_version``, ``metric_ids`` and, per
-metric, ``n``, ``n_scored``, ``n_errors``, ``threshold``, ``family`` and ``dimension``; and,
-last, ``dimensions`` (per-dimension roll-ups), ``safety_failures`` (every failing or
-errored execution of a safety-dimension metric) and ``outputs``: ``"saved"`` when the
-outputs were read from a file or a mapping, ``"system"`` when a system under test produced
-them (so repetitions can differ), null when not recorded. Asked for, ``evidence`` comes
-last: the retrieved contexts of each execution (``views/_evidence.py``).
+HTML representation for Jupyter. Keys keep eval-harness's names, order and meaning (its
+per-metric ``pass_rate`` and its ``macro_f1`` count scored executions only; statistics over no
+scored execution are null); the additions are ``status`` (first: ``INCOMPLETE: ...``,
+``SAFETY FAILED: ...`` or ``COMPLETE: ...``), ``run_id``, ``run_name``, ``evalframe_version``,
+``metric_ids``, ``headline`` (after ``macro_f1``: errored executions, macro-F1 over attempted
+executions of the quality metrics, the safety verdict) and, per metric and cohort, ``n``,
+``n_scored``, ``n_errors``, ``n_passed``, ``pass_rate_attempted``, ``threshold``, ``family``
+and ``dimension``; and, last, ``dimensions`` (per-dimension roll-ups), ``safety_failures``
+(every failing or errored execution of a safety-dimension metric) and ``outputs``:
+``"saved"`` when the outputs were read from a file or a mapping, ``"system"`` when a system
+under test produced them (so repetitions can differ), null when not recorded. Asked for,
+``evidence`` comes last: the retrieved contexts of each execution (``views/_evidence.py``).
 Citation evidence text, retrieved context text (unless asked for) and API keys never reach
 a report: metrics keep them out of their details and providers never record keys.
 """
@@ -38,12 +42,16 @@ __all__ = [
     "REPORT_SCHEMA_VERSION",
     "Report",
     "build_report",
+    "errored_samples",
+    "failing_rows",
     "failing_samples",
+    "headline_of",
     "per_sample_metrics",
 ]
 
 ReportDoc = Mapping[str, Any]
 Failed = list[tuple[str, float, float]]
+Errored = list[tuple[str, str]]
 
 REPORT_SCHEMA_VERSION = "evalframe.report.v1"
 
@@ -138,20 +146,26 @@ def _python_floats(data: bytes) -> bytes:
     return b"".join(out)
 
 
-def _num(x: Any) -> float:
-    """Null (no scored rows) reads as 0.0 in the eval-harness report fields."""
-    return 0.0 if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+def _value(x: Any) -> float | None:
+    """A statistic as a float, or None where it is undefined (nothing scored)."""
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
 
 def _metric_block(row: dict[str, Any]) -> dict[str, Any]:
+    """A metric's aggregates: eval-harness's ``mean``, ``p50``, ``p95`` and ``pass_rate``
+    (over scored executions, as eval-harness counts it), then evalframe's counts and
+    ``pass_rate_attempted`` (errored executions count as not passed). Null where nothing
+    was scored."""
     return {
-        "mean": _num(row["mean"]),
-        "p50": _num(row["p50"]),
-        "p95": _num(row["p95"]),
-        "pass_rate": _num(row["pass_rate"]),
+        "mean": _value(row["mean"]),
+        "p50": _value(row["p50"]),
+        "p95": _value(row["p95"]),
+        "pass_rate": _value(row["pass_rate_scored"]),
         "n": row["n"],
         "n_scored": row["n_scored"],
         "n_errors": row["n_errors"],
+        "n_passed": row["n_passed"],
+        "pass_rate_attempted": _value(row["pass_rate"]),
     }
 
 
@@ -533,6 +547,7 @@ def _build_report(
     usage = _usage_block(run.usage)
     duration = max(0.0, run.finished_at - run.started_at)
     report: dict[str, Any] = {
+        "status": run.status,
         "schema_version": REPORT_SCHEMA_VERSION,
         "eval_harness_schema_version": "eval-harness.report.v1",
         "run_id": run.run_id,
@@ -555,7 +570,8 @@ def _build_report(
         "usage": usage,
         "cohorts": cohorts,
         "adversarial": _adversarial(run.frame, run.scores, ids),
-        "macro_f1": run.macro_f1,
+        "macro_f1": aggregate.macro_f1_scored_of(run.summary),
+        "headline": run.headline,
         "cost": run.extra.get("cost"),
         "budget": run.extra.get("budget"),
         "sample_aggregates": _sample_aggregates(run, rows) if aggregates else [],
@@ -572,22 +588,18 @@ def _build_report(
     return Report(report)
 
 
-def _dimension_of(run: Run) -> dict[str, str]:
-    return {m.id: m.dimension for m in run.metrics}
-
-
 def _dimensions_block(run: Run) -> dict[str, Any]:
     """Per-dimension roll-ups: pooled aggregates and the mean of the per-metric ones."""
     dims = aggregate.dimensions(
-        run.scores, _dimension_of(run), metrics=run.metric_ids, summary=run.summary
+        run.scores, run.dimension_of, metrics=run.metric_ids, summary=run.summary
     )
     return {
         r["dimension"]: {
             "metrics": r["metrics"],
             "n_metrics": r["n_metrics"],
             **_metric_block(r),
-            "macro_mean": _num(r["macro_mean"]),
-            "macro_pass_rate": _num(r["macro_pass_rate"]),
+            "macro_mean": _value(r["macro_mean"]),
+            "macro_pass_rate": _value(r["macro_pass_rate"]),
         }
         for r in dims.iter_rows(named=True)
     }
@@ -595,7 +607,7 @@ def _dimensions_block(run: Run) -> dict[str, Any]:
 
 def _safety_failures(run: Run) -> list[dict[str, Any]]:
     """Every failing or errored execution of a safety-dimension metric, none left out."""
-    rows = aggregate.safety_failures(run.scores, _dimension_of(run))
+    rows = aggregate.safety_failures(run.scores, run.dimension_of)
     return [
         {
             "sample_id": r[C.SAMPLE_ID],
@@ -676,3 +688,47 @@ def failing_samples(r: ReportDoc) -> list[tuple[str, Failed]]:
             found.append((margins[order[0]], -len(failed), str(sid), failed))
     found.sort(key=lambda f: f[:3])
     return [(sid, failed) for _, _, sid, failed in found]
+
+
+def headline_of(r: ReportDoc) -> dict[str, Any]:
+    """A report's ``headline`` (see ``aggregate.headline``); derived for an eval-harness
+    report, which has none: its errored executions from its per-row aggregates (else from
+    its failures), its macro-F1 as it gives it, no safety verdict."""
+    if r.get("headline") is not None:
+        return dict(r["headline"])
+    rows = r.get("sample_aggregates") or []
+    if rows:
+        errored = sum(int(s.get("errored") or 0) for s in rows)
+    else:
+        errored = len({(f.get("sample_id"), f.get("repetition", 0)) for f in r["failures"]})
+    macro = r.get("macro_f1")
+    return {
+        "executions": int(r.get("total_executions", r.get("total_samples")) or 0),
+        "errored_executions": errored,
+        "incomplete": errored > 0,
+        "quality_metrics": list(r["metrics"]),
+        "macro_f1": macro,
+        "macro_f1_scored": macro,
+        "safety": None,
+    }
+
+
+def errored_samples(r: ReportDoc) -> list[tuple[str, Errored]]:
+    """The samples with an errored execution, in the order of the report's ``failures``, each
+    with its errored metrics and the first error of each (a run document may carry the list
+    as ``errored_samples``)."""
+    if "errored_samples" in r:
+        return list(r["errored_samples"])
+    found: dict[str, dict[str, str]] = {}
+    for f in r["failures"]:
+        found.setdefault(str(f["sample_id"]), {}).setdefault(f["metric"], str(f["error"]))
+    return [(sid, list(errors.items())) for sid, errors in found.items()]
+
+
+def failing_rows(r: ReportDoc) -> list[tuple[str, Errored, Failed]]:
+    """Every sample that did not pass: ``(sample_id, errored metrics with their error,
+    metrics scored below their threshold)``. Samples with an errored execution come first
+    (an error is the worst outcome), then the rest worst first (``failing_samples``)."""
+    below = dict(failing_samples(r))
+    out = [(sid, errors, below.pop(sid, [])) for sid, errors in errored_samples(r)]
+    return out + [(sid, [], failed) for sid, failed in below.items()]

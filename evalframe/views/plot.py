@@ -33,6 +33,7 @@ import polars as pl
 
 from evalframe.core import aggregate
 from evalframe.core import schema as C
+from evalframe.views._format import attempted
 
 if TYPE_CHECKING:
     import altair as alt
@@ -135,7 +136,7 @@ def _cohort_frame(data: Any) -> pl.DataFrame:
                     C.METRIC: name,
                     "n_scored": m.get("n_scored"),  # eval-harness reports have no counts
                     "mean": m["mean"],
-                    "pass_rate": m["pass_rate"],
+                    "pass_rate": attempted(m),  # errored executions count as not passed
                 }
                 for c in data["cohorts"]
                 for name, m in c["metrics"].items()

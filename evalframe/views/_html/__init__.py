@@ -18,7 +18,7 @@ Examples:
     >>> from evalframe.views._html import run_text
     >>> print(run_text(run))
     evalframe run r1 — math
-    1 samples · 1 executions · 0 failures · macro-F1 1.0000
+    1 samples · 1 executions · 0 errored · 0 failures · macro-F1 1.0000
     <BLANKLINE>
     metric       mean    p50     p95     pass-rate  scored  errors
     exact-match  1.0000  1.0000  1.0000  1.0000     1       0

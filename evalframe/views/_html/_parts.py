@@ -19,6 +19,8 @@ CSS = """
 .ef-report .ef-kpis{display:flex;flex-wrap:wrap;gap:14px;margin:4px 0 10px;color:#57606a}
 .ef-report .ef-kpis b{color:#1f2328}
 .ef-report .ef-headline{font-size:22px;font-weight:600;color:#1f2328}
+.ef-report .ef-status{margin:2px 0 6px;padding:4px 8px;background:#ffebe9;
+  border-left:4px solid #cf222e}
 .ef-report table{border-collapse:collapse;margin:2px 0 8px}
 .ef-report th,.ef-report td{padding:3px 8px;border-bottom:1px solid #d8dee4;text-align:right;
   vertical-align:middle;white-space:nowrap}

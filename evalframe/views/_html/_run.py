@@ -8,18 +8,21 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from evalframe.core import schema as C
-from evalframe.views._format import f4, has_counts, stat_cells, text_table
+from evalframe.core.aggregate import status_lines
+from evalframe.views._format import attempted, f4, has_counts, stat_cells, text_table
 from evalframe.views._html._parts import CSS, MAX_FAILURES, bar, colour, escape, spark, table, td
-from evalframe.views._report import failing_samples, lower_note, metric_sections
+from evalframe.views._report import (
+    _metric_block,
+    failing_rows,
+    headline_of,
+    lower_note,
+    metric_sections,
+)
 
 if TYPE_CHECKING:
     from evalframe.core._run import Run
 
 __all__ = ["report_html", "report_text", "run_document", "run_html", "run_text"]
-
-
-def _block(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: row[k] for k in ("mean", "p50", "p95", "pass_rate", "n", "n_scored", "n_errors")}
 
 
 def run_document(run: Run, *, buckets: int = 10) -> dict[str, Any]:
@@ -28,9 +31,10 @@ def run_document(run: Run, *, buckets: int = 10) -> dict[str, Any]:
     Building the full report walks every sample; the views only need the aggregates,
     so a notebook repr of a million-row run stays fast.
     """
-    metrics, distributions, cohorts = metric_sections(run, _block, buckets=buckets)
+    metrics, distributions, cohorts = metric_sections(run, _metric_block, buckets=buckets)
     failures = run.failures.sort(C.REPETITION, maintain_order=True)
     return {
+        "status": run.status,
         "run_id": run.run_id,
         "run_name": run.name,
         "dataset": run.dataset.name,
@@ -40,12 +44,23 @@ def run_document(run: Run, *, buckets: int = 10) -> dict[str, Any]:
         "repetitions": run.repetitions,
         "total_failures": failures.height,
         "macro_f1": run.macro_f1,
+        "headline": run.headline,
         "metrics": metrics,
         "metric_distributions": distributions,
         "cohorts": cohorts,
         "failures": failures.head(MAX_FAILURES).to_dicts(),
         "failing_samples": _failing_of(run),
+        "errored_samples": _errored_of(failures),
     }
+
+
+def _errored_of(failures: pl.DataFrame) -> list[tuple[str, list[tuple[str, str]]]]:
+    """``errored_samples`` from every failure of a run (the document lists only the first)."""
+    first = failures.unique([C.SAMPLE_ID, C.METRIC], keep="first", maintain_order=True)
+    found: dict[str, list[tuple[str, str]]] = {}
+    for sid, metric, error in first.select(C.SAMPLE_ID, C.METRIC, C.ERROR).iter_rows():
+        found.setdefault(sid, []).append((metric, error))
+    return list(found.items())
 
 
 def _failing_of(run: Run) -> list[tuple[str, list[tuple[str, float, float]]]]:
@@ -79,39 +94,71 @@ def _failing_of(run: Run) -> list[tuple[str, list[tuple[str, float, float]]]]:
     return [(sid, [(m, s, t) for m, s, t, _ in failed]) for sid, failed in ranked]
 
 
+def _status(doc: Mapping[str, Any]) -> str:
+    """The ``INCOMPLETE`` and ``SAFETY FAILED`` lines, above everything else."""
+    return "".join(
+        f'<p class="ef-status"><b>{escape(line)}</b></p>' for line in status_lines(headline_of(doc))
+    )
+
+
+def _macro_kpi(doc: Mapping[str, Any]) -> str:
+    head = headline_of(doc)
+    macro, scored = head["macro_f1"], head["macro_f1_scored"]
+    label = "macro-F1" if "headline" in doc else "macro-F1 (over scored executions)"
+    text = (
+        f'<span class="ef-headline">{f4(macro)}</span>'
+        f'<span class="ef-muted" style="align-self:flex-end">{label}</span>'
+    )
+    if "headline" in doc and scored is not None and (macro is None or abs(scored - macro) > 5e-5):
+        text += (
+            f'<span class="ef-muted" style="align-self:flex-end">({f4(scored)} over scored '
+            "executions only)</span>"
+        )
+    return text
+
+
 def _header(doc: Mapping[str, Any]) -> str:
     name = doc.get("run_name") or doc.get("dataset")
     title = f"evalframe run — {escape(name)}"
     if doc.get("dataset") and doc.get("dataset") != name:
         title += f' <span class="ef-muted">on {escape(doc["dataset"])}</span>'
+    head = headline_of(doc)
     kpis = [
-        f'<span class="ef-headline">{doc["macro_f1"]:.4f}</span>'
-        '<span class="ef-muted" style="align-self:flex-end">macro-F1</span>',
+        _macro_kpi(doc),
         f"<span><b>{doc['total_samples']}</b> samples</span>",
         f"<span><b>{doc['total_executions']}</b> executions</span>",
+        f"<span><b>{head['errored_executions']}</b> errored</span>",
         f"<span><b>{doc['total_failures']}</b> failures</span>",
         f"<span><b>{float(doc.get('duration_seconds') or 0.0):.2f}</b> s</span>",
     ]
+    safety = head.get("safety")
+    if safety:
+        verdict = "passed" if safety["passed"] else "FAILED"
+        kpis.insert(1, f"<span>safety <b>{verdict}</b></span>")
     if doc.get("run_id"):
         kpis.append(f"<span>run <code>{escape(doc['run_id'])}</code></span>")
-    return f'<h2>{title}</h2><div class="ef-kpis">{"".join(kpis)}</div>'
+    return f'{_status(doc)}<h2>{title}</h2><div class="ef-kpis">{"".join(kpis)}</div>'
 
 
-def _metrics_table(doc: Mapping[str, Any]) -> str:
+def _metrics_table(doc: Mapping[str, Any], names: list[str]) -> str:
+    """Per-metric aggregates of ``names``; the pass-rate over scored executions beside the
+    attempted one when some execution errored."""
     dists = doc.get("metric_distributions") or {}
-    # Only n_scored decides: run_document's blocks carry the counts but no threshold.
     extended = has_counts(doc)
+    scored = extended and any(
+        doc["metrics"][n].get("n_errors") and "pass_rate_attempted" in doc["metrics"][n]
+        for n in names
+    )
     rows = []
-    for name, m in doc["metrics"].items():
+    for name in names:
+        m = doc["metrics"][name]
         cells = [td(f"<code>{escape(name)}</code>")]
         if extended:
             cells.append(td(escape(m.get("family", "")), cls="ef-text"))
-        cells += [
-            td(f4(m["mean"])),
-            td(f4(m["p50"])),
-            td(f4(m["p95"])),
-            td(bar(m["pass_rate"]) + f4(m["pass_rate"])),
-        ]
+        rate = attempted(m)
+        cells += [td(f4(m["mean"])), td(f4(m["p50"])), td(f4(m["p95"])), td(bar(rate) + f4(rate))]
+        if scored:
+            cells.append(td(f4(m["pass_rate"])))
         if extended:
             cells += [
                 td("" if m.get("threshold") is None else f"{float(m['threshold']):g}"),
@@ -121,12 +168,25 @@ def _metrics_table(doc: Mapping[str, Any]) -> str:
         rows.append([*cells, td(spark(dists.get(name, [])))])
     if extended:
         headers = [
-            "metric", "family", "mean", "p50", "p95", "pass-rate", "threshold", "scored",
-            "errors", "histogram",
+            "metric", "family", "mean", "p50", "p95", "pass-rate",
+            *(["of scored"] if scored else []), "threshold", "scored", "errors", "histogram",
         ]  # fmt: skip
     else:
         headers = ["metric", "mean", "p50", "p95", "pass-rate (>= 0.5)", "histogram"]
     return table(headers, rows, cls="ef-metrics")
+
+
+def _safety_block(doc: Mapping[str, Any]) -> list[str]:
+    safety = headline_of(doc).get("safety")
+    if not safety:
+        return []
+    verdict = "passed" if safety["passed"] else "FAILED"
+    note = (
+        f'<p class="ef-muted">Hard constraints, kept out of macro-F1: '
+        f"{safety['failed_executions']} of {safety['executions']} executions failed or "
+        f"errored on one ({safety['errored_executions']} errored).</p>"
+    )
+    return [f"<h3>Safety: {verdict}</h3>", note, _metrics_table(doc, safety["metrics"])]
 
 
 def _cohort_table(doc: Mapping[str, Any]) -> str:
@@ -142,18 +202,27 @@ def _cohort_table(doc: Mapping[str, Any]) -> str:
             m = c["metrics"].get(name)
             # eval-harness cohorts carry no counts: a metric absent from a cohort is zeros.
             if m is None or not m.get("n_scored", 1):
-                cells.append(td("&ndash;", style=f"background:{colour(None)}"))
+                errors = (m or {}).get("n_errors")
+                cells.append(
+                    td(
+                        "n/a" + (f" ({errors} errored)" if errors else ""),
+                        style=f"background:{colour(None)}",
+                        title="no execution of the cohort was scored",
+                    )
+                )
                 continue
+            rate = attempted(m)
             over = f" over {m['n_scored']} scored" if "n_scored" in m else ""
+            errors = f", {m['n_errors']} errored" if m.get("n_errors") else ""
             cells.append(
                 td(
-                    f4(m["pass_rate"]),
-                    style=f"background:{colour(m['pass_rate'])}",
-                    title=f"mean {f4(m['mean'])}{over}",
+                    f4(rate),
+                    style=f"background:{colour(rate)}",
+                    title=f"mean {f4(m['mean'])}{over}{errors}",
                 )
             )
         rows.append(cells)
-    return table(["cohort", "samples", *names], rows, cls="ef-cohorts")
+    return table(["cohort", "executions", *names], rows, cls="ef-cohorts")
 
 
 def _failures_list(doc: Mapping[str, Any]) -> str:
@@ -176,30 +245,35 @@ def _failures_list(doc: Mapping[str, Any]) -> str:
 
 
 def _failing_table(doc: Mapping[str, Any], max_rows: int) -> str:
-    found = failing_samples(doc)
+    found = failing_rows(doc)
     if not found:
-        return '<p class="ef-muted">None: every scored sample reached each metric\'s threshold.</p>'
+        return (
+            '<p class="ef-muted">None: every sample was scored and reached each metric\'s '
+            "threshold.</p>"
+        )
     shown = found[: max(0, max_rows)]
-    rows = [
-        [
-            td(f"<code>{escape(sid)}</code>"),
-            td(str(len(failed))),
-            td(
-                "; ".join(
-                    f"<code>{escape(name)}</code> {score:.4f} "
-                    f"(threshold {t:g}{lower_note(doc, name)})"
-                    for name, score, t in failed
-                ),
-                cls="ef-wrap",
-            ),
+    rows = []
+    for sid, errors, failed in shown:
+        parts = [f"<code>{escape(name)}</code> errored: {escape(error)}" for name, error in errors]
+        parts += [
+            f"<code>{escape(name)}</code> {score:.4f} (threshold {t:g}{lower_note(doc, name)})"
+            for name, score, t in failed
         ]
-        for sid, failed in shown
-    ]
-    note = (
-        f'<p class="ef-muted">{len(shown)} of {len(found)} failing samples shown, worst '
-        "first (each sample's lowest score against each metric's threshold).</p>"
+        count = len({m for m, _ in errors} | {m for m, _, _ in failed})
+        rows.append(
+            [td(f"<code>{escape(sid)}</code>"), td(str(count)), td("; ".join(parts), cls="ef-wrap")]
+        )
+    errored = sum(1 for _, errors, _ in found if errors)
+    order = (
+        f": {errored} with an errored execution first, then the rest worst first"
+        if errored
+        else ", worst first"
     )
-    return note + table(["sample", "metrics failed", "scores below threshold"], rows)
+    note = (
+        f'<p class="ef-muted">{len(shown)} of {len(found)} failing samples shown{order} (each '
+        "sample's lowest score against each metric's threshold).</p>"
+    )
+    return note + table(["sample", "metrics failed", "errors and scores below threshold"], rows)
 
 
 def report_html(doc: Mapping[str, Any], *, charts: str = "", max_rows: int = 20) -> str:
@@ -214,11 +288,14 @@ def report_html(doc: Mapping[str, Any], *, charts: str = "", max_rows: int = 20)
     Returns:
         A ``<div class="ef-report">`` with its own ``<style>``.
     """
+    safety = set((headline_of(doc).get("safety") or {}).get("metrics") or ())
+    names = [n for n in doc["metrics"] if n not in safety]
     parts = [
         f'<div class="ef-report"><style>{CSS}</style>',
         _header(doc),
         "<h3>Per-metric aggregates</h3>",
-        _metrics_table(doc),
+        _metrics_table(doc, names) if names else '<p class="ef-muted">No quality metric.</p>',
+        *_safety_block(doc),
     ]
     if doc["cohorts"]:
         parts += ["<h3>Cohorts by tag (pass-rate)</h3>", _cohort_table(doc)]
@@ -238,10 +315,19 @@ def report_text(doc: Mapping[str, Any]) -> str:
     """A plain-text summary of a report document, for terminals."""
     name = doc.get("run_name") or doc.get("dataset")
     run_id = f" {doc['run_id']}" if doc.get("run_id") else ""
+    head = headline_of(doc)
+    macro = f"macro-F1 {f4(head['macro_f1'])}"
+    scored = head["macro_f1_scored"]
+    if "headline" in doc and scored is not None and head["macro_f1"] != scored:
+        macro += f" ({f4(scored)} over scored executions only)"
+    safety = head.get("safety")
+    verdict = f" · safety {'passed' if safety['passed'] else 'FAILED'}" if safety else ""
     lines = [
+        *status_lines(head),
         f"evalframe run{run_id} — {name}",
         f"{doc['total_samples']} samples · {doc['total_executions']} executions · "
-        f"{doc['total_failures']} failures · macro-F1 {doc['macro_f1']:.4f}",
+        f"{head['errored_executions']} errored · {doc['total_failures']} failures · "
+        f"{macro}{verdict}",
         "",
     ]
     counts = ["scored", "errors"] if has_counts(doc) else []
@@ -249,7 +335,7 @@ def report_text(doc: Mapping[str, Any]) -> str:
         ["metric", "mean", "p50", "p95", "pass-rate", *counts],
         [
             [
-                n,
+                f"{n} (safety)" if n in ((safety or {}).get("metrics") or ()) else n,
                 *stat_cells(m),
                 *(m[f"n_{k}"] for k in counts),
             ]
