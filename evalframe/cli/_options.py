@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import click
+
+from evalframe.engine._evaluate import MAX_REPETITIONS
 
 if TYPE_CHECKING:
     from evalframe.providers import Providers
@@ -122,12 +125,16 @@ def _refuse_overwriting_own_files() -> None:
 
 
 def guard_commands(group: click.Group) -> None:
-    """Make every command under ``group`` refuse to write over its own files before it runs."""
+    """Make every command under ``group`` refuse to write over its own files before it runs,
+    and bound every number option it takes (``bound_numbers``)."""
     for command in group.commands.values():
         if isinstance(command, click.Group):
             guard_commands(command)
-        elif command.callback is not None:
+            continue
+        if command.callback is not None:
             command.callback = _guarded(command.callback)
+        for param in command.params:
+            bound_numbers(param)
 
 
 def _guarded(callback: Callable[..., Any]) -> Callable[..., Any]:
@@ -241,12 +248,19 @@ def dask_option(help: str) -> Callable[[F], F]:
     )
 
 
-_SIZE: Final = re.compile(r"\s*\d+(\.\d+)?\s*([KMGT]i?)?B\s*", re.IGNORECASE)
+_SIZE: Final = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?)?B\s*", re.IGNORECASE)
+_SIZE_RANGE: Final = (10**6, 2**50)  # 1MB to 1PiB
 
 
 def _size(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    if not _SIZE.fullmatch(value):
+    found = _SIZE.fullmatch(value)
+    if not found:
         raise click.BadParameter(f"{value!r} is not a size such as 2GB, 512MB or 1.5GiB.")
+    unit = (found.group(2) or "").upper()
+    scale = (1024 if unit.endswith("I") else 1000) ** (" KMGT".index(unit[:1] or " "))
+    size = float(found.group(1)) * scale
+    if not _SIZE_RANGE[0] <= size <= _SIZE_RANGE[1]:
+        raise click.BadParameter(f"{value!r} is not a size from 1MB to 1PiB.")
     return value
 
 
@@ -285,6 +299,101 @@ if TYPE_CHECKING:
     _ParamType = click.ParamType[Any, Any]  # generic to type checkers in click 8.2 and later
 else:
     _ParamType = click.ParamType
+
+
+# --- number options ----------------------------------------------------------------------------
+
+MAX_COUNT: Final = 1_000_000_000
+"""The largest value of a count option no limit below names (rows, runs, captures, ...)."""
+_DAY: Final = 86_400.0
+
+OPTION_LIMITS: Final[dict[str, tuple[float, float]]] = {
+    "--concurrency": (1, 1_000),
+    "--embeddings-concurrency": (1, 1_000),
+    "--judge-concurrency": (1, 1_000),
+    "--retries": (0, 100),
+    "--rate-limit": (1, 1_000_000),
+    "--rate-window-seconds": (0.0, _DAY),
+    "--timeout": (0.0, _DAY),
+    "--deadline": (0.0, 30 * _DAY),
+    "--budget-usd": (0.0, 1e9),
+    "--repetitions": (1, MAX_REPETITIONS),
+    "--bootstrap": (0, 1_000_000),
+    "--seed": (0, 2**32 - 1),
+    "--since": (1, 36_500),
+    "--manifest-retain": (1, 1_000_000),
+    "--suggest": (1, 1_000_000),
+    "--budget": (2_000, 100_000_000),
+    "--max-score": (0.0, 1.0),
+}
+"""The range of each number option by name, whichever command takes it: what the option
+declares, narrowed to these bounds (a count without one here stops at ``MAX_COUNT``; a
+number of seconds or dollars is finite). A value outside is a usage error naming the option
+(exit 2), never an overflow deep in a library."""
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A ``FloatRange`` that also refuses NaN and infinities (which pass its comparisons)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
+def option_range(
+    name: str, low: float | None = None, high: float | None = None, *, integer: bool = True
+) -> tuple[float, float]:
+    """The bounds of the number option ``name``: those it declares (``low``, ``high``),
+    narrowed to ``OPTION_LIMITS[name]``; a count with no upper bound stops at ``MAX_COUNT``.
+
+    Examples:
+        >>> option_range("--rate-limit", 1), option_range("--window", 1)
+        ((1, 1000000), (1, 1000000000))
+    """
+    lo = -math.inf if low is None else low
+    hi = math.inf if high is None else high
+    if name in OPTION_LIMITS:
+        lo, hi = max(lo, OPTION_LIMITS[name][0]), min(hi, OPTION_LIMITS[name][1])
+    if integer and hi == math.inf:
+        hi = MAX_COUNT
+    return lo, hi
+
+
+def _bounded(kind: Any, name: str) -> Any:
+    """``kind`` (a click number type) with the option's bounds, or None for another type."""
+    if isinstance(kind, Clearable):
+        inner = _bounded(kind.inner, name)
+        return None if inner is None else Clearable(inner)
+    if isinstance(kind, click.IntRange | click.FloatRange):
+        low, high, min_open, max_open = kind.min, kind.max, kind.min_open, kind.max_open
+    elif isinstance(kind, click.types.IntParamType | click.types.FloatParamType):
+        low, high, min_open, max_open = None, None, False, False
+    else:
+        return None
+    integer = isinstance(kind, click.types.IntParamType)
+    lo, hi = option_range(name, low, high, integer=integer)
+    lowest = None if lo == -math.inf else lo
+    highest = None if hi == math.inf else hi
+    if integer:
+        return click.IntRange(
+            None if lowest is None else int(lowest),
+            None if highest is None else int(highest),
+            min_open=min_open,
+            max_open=max_open,
+        )
+    return FiniteFloatRange(lowest, highest, min_open=min_open, max_open=max_open)
+
+
+def bound_numbers(param: click.Parameter) -> None:
+    """Give a number option its range (``OPTION_LIMITS``): called on every option of every
+    command when the command line is built, so no number option is left unbounded."""
+    if not isinstance(param, click.Option) or param.nargs != 1:
+        return
+    bounded = _bounded(param.type, param.opts[0])
+    if bounded is not None:
+        param.type = bounded
 
 
 class Clearable(_ParamType):

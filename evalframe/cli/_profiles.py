@@ -11,7 +11,6 @@ value of the wrong kind, is an error naming the file, the profile and the key.
 from __future__ import annotations
 
 import functools
-import math
 import os
 import tomllib
 from collections.abc import Callable
@@ -21,8 +20,8 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from evalframe.cli._options import option_range
 from evalframe.core._errors import EvalframeError
-from evalframe.engine._evaluate import MAX_REPETITIONS
 
 __all__ = ["BUILTIN_PROFILES", "CONFIG_ENV", "load_profile", "profile_option"]
 
@@ -42,28 +41,41 @@ BUILTIN_PROFILES: dict[str, dict[str, Any]] = {
 }
 
 
-def _count(low: int, high: float = math.inf) -> Callable[[Any], bool]:
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
+def _count(key: str, low: int) -> tuple[Callable[[Any], bool], str]:
+    """An integer option's check and its description, with the option's bounds."""
+    lo, hi = option_range("--" + key.replace("_", "-"), low)
+
+    def ok(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+    return ok, f"an integer >= {lo:g}; at most {hi:,.0f}"
 
 
-def _seconds(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < math.inf
+def _positive(key: str, what: str = "a number of seconds") -> tuple[Callable[[Any], bool], str]:
+    """A number of seconds (or dollars) option's check and its description: finite, > 0."""
+    _, hi = option_range("--" + key.replace("_", "-"), 0.0, integer=False)
+
+    def ok(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= hi
+
+    return ok, f"{what} > 0; at most {hi:,.0f}"
 
 
-# Each key a profile may set: the option it stands for, and what its value must be.
+# Each key a profile may set: the option it stands for, and what its value must be (the
+# option's own range: cli._options.OPTION_LIMITS).
 _KEYS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "concurrency": (_count(1), "an integer >= 1"),
-    "repetitions": (_count(1, MAX_REPETITIONS), f"an integer from 1 to {MAX_REPETITIONS}"),
-    "checkpoint_every": (_count(1), "an integer >= 1"),
+    "concurrency": _count("concurrency", 1),
+    "repetitions": _count("repetitions", 1),
+    "checkpoint_every": _count("checkpoint_every", 1),
     "strict": (lambda v: isinstance(v, bool), "true or false"),
-    "rate_limit": (_count(1), "an integer >= 1"),
-    "rate_window_seconds": (_seconds, "a number of seconds > 0"),
-    "timeout": (_seconds, "a number of seconds > 0"),
-    "retries": (_count(0), "an integer >= 0"),
-    "deadline": (_seconds, "a number of seconds > 0"),
-    "budget_usd": (_seconds, "a number > 0"),
-    "embeddings_concurrency": (_count(1), "an integer >= 1"),
-    "judge_concurrency": (_count(1), "an integer >= 1"),
+    "rate_limit": _count("rate_limit", 1),
+    "rate_window_seconds": _positive("rate_window_seconds"),
+    "timeout": _positive("timeout"),
+    "retries": _count("retries", 0),
+    "deadline": _positive("deadline"),
+    "budget_usd": _positive("budget_usd", "a number"),
+    "embeddings_concurrency": _count("embeddings_concurrency", 1),
+    "judge_concurrency": _count("judge_concurrency", 1),
 }
 
 
@@ -107,8 +119,10 @@ def _checked(path: Path, profiles: Any) -> dict[str, dict[str, Any]]:
                 )
             ok, expected = _KEYS[key]
             if not ok(value):
+                kind, _, bound = expected.partition("; ")
                 raise EvalframeError(
-                    f"{path}: profile '{name}' key '{key}' must be {expected}; got {value!r}."
+                    f"{path}: profile '{name}' key '{key}' must be {kind}; got {value!r}"
+                    + (f" (the option takes {bound})." if bound else ".")
                 )
     return profiles
 
