@@ -36,8 +36,8 @@ __all__ = [
 
 
 def _escapes() -> dict[str, str]:
-    short = {"\\": "\\\\", '"': '\\"', "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r"}
-    short["\t"] = "\\t"
+    short = {"\\": "\\\\", '"': '\\"', "\b": "\\b", "\f": "\\f", "\n": "\\n"}
+    short |= {"\r": "\\r", "\t": "\\t"}
     controls = [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]
     return {**{chr(c): f"\\u{c:04x}" for c in controls}, **short}
 

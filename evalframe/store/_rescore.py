@@ -339,7 +339,9 @@ def score_into_run(
     fill_stats(con, new_id)  # after the runs row: the cohort view joins it
 
 
-def _prompts(source: Mapping[str, Any], copied: list[str], computed: list[Metric]) -> Any:
+def _prompts(
+    source: Mapping[str, Any], copied: list[str], computed: list[Metric]
+) -> dict[str, list[str]]:
     """The judge prompt keys of the new run's metrics: the source run's for the scores it
     copies, the current ones for those it computes."""
     extra = json.loads(source.get("extra") or "{}")
