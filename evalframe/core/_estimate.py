@@ -18,7 +18,6 @@ more where the judge disagrees more), and never wider in expectation otherwise.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -156,22 +155,119 @@ def _label_value(value: Any, where: str) -> float:
     )
 
 
-def _label_file(path: Path) -> pl.DataFrame | Mapping[str, Any]:
+_LABELS_SHAPE: Final = (
+    "expected a CSV, JSONL or Parquet file with sample_id (or id) and label columns, or JSON "
+    "(an object of sample id to label, or a list of {sample_id, label} objects)"
+)
+
+
+def _label_file(path: Path) -> tuple[list[Any], list[Any]]:
+    """The sample ids and raw labels in a labels file, in file order.
+
+    Raises:
+        DatasetError: naming the file and what was expected: missing or unreadable, empty,
+            not UTF-8 (CSV, JSON, JSONL), not parseable, nested too deeply, or the wrong shape.
+    """
+    from evalframe.core._formats import decode_utf8, load_json, read_bytes
+
+    where = str(path)
     suffix = path.suffix.lower()
-    if suffix == ".json":
-        value = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(value, list):
-            return pl.DataFrame(value, infer_schema_length=None)
-        if isinstance(value, dict):
-            return value
-        raise DatasetError(f"{path}: labels JSON must be an object or a list of objects.")
-    if suffix == ".csv":
-        return pl.read_csv(path, infer_schema_length=0)
-    if suffix == ".jsonl":
-        return pl.read_ndjson(path, infer_schema_length=None)
+    if suffix not in (".csv", ".json", ".jsonl", ".parquet"):
+        raise DatasetError(f"{where}: labels must be .csv, .json, .jsonl or .parquet.")
+    data = read_bytes(path, where, "Labels")
+    if not data.strip():
+        raise DatasetError(f"{where}: the labels file is empty; {_LABELS_SHAPE}.")
     if suffix == ".parquet":
-        return pl.read_parquet(path)
-    raise DatasetError(f"{path}: labels must be .csv, .json, .jsonl or .parquet.")
+        return _label_columns(_read_frame(pl.read_parquet, data, where, "Parquet"), where)
+    text = decode_utf8(data, where, "Labels file")
+    if suffix == ".csv":
+        frame = _read_frame(lambda d: pl.read_csv(d, infer_schema_length=0), data, where, "CSV")
+        return _label_columns(frame, where)
+    try:
+        if suffix == ".json":
+            value = load_json(text, where, "Labels JSON", lines=False)
+            if isinstance(value, dict):
+                return list(value), list(value.values())
+            if not isinstance(value, list):
+                raise DatasetError(f"{where}: labels JSON holds a {_kind(value)}; {_LABELS_SHAPE}.")
+            records, at = value, "item"
+        else:
+            records, at = [], "line"
+            for number, line in enumerate(text.split("\n"), start=1):
+                if line.strip():
+                    try:
+                        records.append(load_json(line, where, "Labels JSONL", rescan=text))
+                    except ValueError as exc:
+                        if isinstance(exc, DatasetError):
+                            raise
+                        raise DatasetError(
+                            f"{where}: labels JSONL line {number} is not valid JSON: {exc}."
+                        ) from exc
+    except DatasetError:
+        raise
+    except ValueError as exc:
+        raise DatasetError(f"{where}: labels JSON is not valid JSON: {exc}.") from exc
+    return _label_records(records, where, at)
+
+
+def _kind(value: Any) -> str:
+    names = {dict: "map", list: "list", str: "string", int: "number", float: "number"}
+    return names.get(type(value), "null" if value is None else type(value).__name__)
+
+
+def _read_frame(read: Any, data: bytes, where: str, kind: str) -> pl.DataFrame:
+    import io
+
+    try:
+        frame: pl.DataFrame = read(io.BytesIO(data))
+    except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
+        problem = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DatasetError(
+            f"{where}: the labels file is not a readable {kind} file ({problem}); {_LABELS_SHAPE}."
+        ) from exc
+    return frame
+
+
+def _label_columns(frame: pl.DataFrame, where: str) -> tuple[list[Any], list[Any]]:
+    if "sample_id" not in frame.columns and "id" in frame.columns:
+        frame = frame.rename({"id": "sample_id"})
+    missing = [c for c in ("sample_id", "label") if c not in frame.columns]
+    if missing:
+        raise DatasetError(
+            f"{where}: missing column(s) {', '.join(missing)}; it has "
+            f"{', '.join(frame.columns) or 'none'}; {_LABELS_SHAPE}."
+        )
+    return frame.get_column("sample_id").to_list(), frame.get_column("label").to_list()
+
+
+def _label_records(records: list[Any], where: str, at: str) -> tuple[list[Any], list[Any]]:
+    ids: list[Any] = []
+    values: list[Any] = []
+    for index, record in enumerate(records, start=1 if at == "line" else 0):
+        if not isinstance(record, dict):
+            raise DatasetError(
+                f"{where}: labels {at} {index} is a {_kind(record)}, not an object with "
+                "sample_id and label; " + _LABELS_SHAPE + "."
+            )
+        sample_id = record.get("sample_id", record.get("id"))
+        if "label" not in record:
+            raise DatasetError(f"{where}: labels {at} {index} has no 'label'; {_LABELS_SHAPE}.")
+        ids.append(sample_id)
+        values.append(record["label"])
+    return ids, values
+
+
+def _sample_ids(ids: list[Any], source: str) -> list[str]:
+    """The ids as text: strings and integers; a missing or blank one is an error."""
+    out = []
+    for index, value in enumerate(ids):
+        if isinstance(value, bool) or not isinstance(value, str | int) or not str(value).strip():
+            raise DatasetError(
+                f"{source}: label {index + 1} has no sample id (got {value!r}); each label "
+                "needs a non-empty sample_id."
+            )
+        out.append(str(value))
+    return out
 
 
 def read_labels(labels: Labels) -> pl.DataFrame:
@@ -180,29 +276,27 @@ def read_labels(labels: Labels) -> pl.DataFrame:
     Accepts a frame or mapping of sample id to label, or a file: CSV, JSONL or Parquet with
     ``sample_id`` (or ``id``) and ``label`` columns, or JSON (an object of id to label, or a
     list of ``{"sample_id": ..., "label": ...}``). Labels are ``pass``/``fail``, booleans or
-    numbers in [0, 1]; a repeated sample id is an error.
+    numbers in [0, 1]; a repeated or missing sample id, and a file holding no label, are
+    errors naming the file.
+
+    Raises:
+        DatasetError: naming the file (or ``labels``), the label and what was expected.
 
     Examples:
         >>> read_labels({"a": "pass", "b": 0.25}).to_dicts()
         [{'sample_id': 'a', 'label': 1.0}, {'sample_id': 'b', 'label': 0.25}]
     """
     source = "labels"
-    table: pl.DataFrame | Mapping[str, Any]
     if isinstance(labels, str | os.PathLike):
         source = str(labels)
-        table = _label_file(Path(labels))
+        raw_ids, values = _label_file(Path(labels))
+    elif isinstance(labels, Mapping):
+        raw_ids, values = list(labels), list(labels.values())
     else:
-        table = labels
-    if isinstance(table, Mapping):
-        ids, values = [str(k) for k in table], list(table.values())
-    else:
-        if "sample_id" not in table.columns and "id" in table.columns:
-            table = table.rename({"id": "sample_id"})
-        missing = [c for c in ("sample_id", "label") if c not in table.columns]
-        if missing:
-            raise DatasetError(f"{source}: missing column(s) {', '.join(missing)}.")
-        ids = [str(v) for v in table.get_column("sample_id").to_list()]
-        values = table.get_column("label").to_list()
+        raw_ids, values = _label_columns(labels, source)
+    if not raw_ids:
+        raise DatasetError(f"{source}: no labels; {_LABELS_SHAPE}, with at least one label.")
+    ids = _sample_ids(raw_ids, source)
     parsed = []
     for sid, raw in zip(ids, values, strict=True):  # one per label, a few hundred
         value = raw

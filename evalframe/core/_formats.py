@@ -425,7 +425,8 @@ def read_bytes(file: Path, where: str, subject: str) -> bytes:
     try:
         return file.read_bytes()
     except OSError as exc:
-        raise DatasetError(f"{subject} file is missing or unreadable: {where}") from exc
+        noun = subject if subject.endswith("file") else f"{subject} file"
+        raise DatasetError(f"{noun} is missing or unreadable: {where}") from exc
 
 
 def read_text(file: Path, where: str, subject: str) -> str:
