@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalframe.core._json_bytes import exact_double, exact_integer
+from evalframe.core._json_bytes import compact_value, exact_double, exact_integer, skip_value
 
 
 def _bytes(text: str) -> np.ndarray:  # type: ignore[type-arg]
@@ -67,3 +67,101 @@ def test_exact_integer_reads_every_integer_of_up_to_18_digits(value: int) -> Non
 @pytest.mark.parametrize("text", ["1.0", "1e2", "01", "-", "", "1" * 19, "true"])
 def test_exact_integer_declines_anything_else(text: str) -> None:
     assert exact_integer(_bytes(text), 0, len(text))[0] == -1
+
+
+# --- values skipped and re-encoded ------------------------------------------------------------
+
+_texts = st.text(
+    st.characters(codec="utf-8") | st.sampled_from('"\\/\b\f\n\r\t\x00\x1f\x7f\u2028é😀')
+)
+_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**30), 10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([0.0, -0.0, 1e16, 1e15, 0.0001, 1e-05, 123.456, 1e22, 1.5e300])
+    | _texts,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_texts, inner, max_size=4),
+    max_leaves=12,
+)
+_spellings = st.sampled_from(
+    [{}, {"ensure_ascii": False}, {"indent": 2}, {"separators": (" ,\n", " :\t")}]
+)
+
+
+def _compact(text: str) -> str | None:
+    data = _bytes(text)
+    out = np.empty(data.size + 8, np.uint8)
+    stack, keys = np.empty(128, np.int64), np.empty(1024, np.int64)
+    end, stop = compact_value(data, 0, data.size, out, 0, stack, keys)
+    if end < 0:
+        return None
+    assert end == data.size
+    return bytes(out[:stop]).decode()
+
+
+@settings(max_examples=500, deadline=None)
+@given(_values, _spellings)
+def test_compact_value_writes_what_pythons_encoder_writes_or_declines(
+    value: object, spelling: dict[str, object]
+) -> None:
+    text = json.dumps(value, **spelling)  # type: ignore[arg-type]
+    got = _compact(text)
+    want = json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))
+    assert got is None or got == want
+    assert skip_value(_bytes(text), 0, len(text.encode()), np.empty(64, np.int64)) == len(
+        text.encode()
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | _texts
+        | st.floats(-1e9, 1e9).map(lambda x: round(x, 4)),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_texts, inner, max_size=4),
+        max_leaves=12,
+    )
+)
+def test_compact_value_vouches_for_short_floats_and_everything_else(value: object) -> None:
+    text = json.dumps(value)
+    assert _compact(text) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": 1, "a": 2}',  # Python keeps the last value, at the first key's place
+        '{"a": {"b": 1, "b": 1}}',
+        "[NaN]",
+        "Infinity",
+        '"\\ud800"',  # a lone surrogate
+        "1.50",  # not how Python spells 1.5
+        "1E5",
+        "0.30000000000000004",  # more significant digits than it can tell the repr of
+        "[" * 70 + "]" * 70,  # deeper than its scratch space
+        "[1,]",
+        '{"a" 1}',
+    ],
+)
+def test_compact_value_declines_what_it_cannot_vouch_for(text: str) -> None:
+    assert _compact(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [("-0", "0"), ("-0.0", "-0.0"), ('"\\u00e9\\/\\u0001"', '"é/\\u0001"'), ("1e-05", "1e-05"),
+     ("100.0", "100.0"), ("1e+16", "1e+16"), ("  [ 1 , { } ]  ", "[1,{}]")],
+)  # fmt: skip
+def test_compact_value_at_the_edges(text: str, written: str) -> None:
+    data = _bytes(text)
+    out = np.empty(data.size + 8, np.uint8)
+    end, stop = compact_value(
+        data, 0, data.size, out, 0, np.empty(128, np.int64), np.empty(64, np.int64)
+    )
+    assert end == len(text.rstrip())  # the value's end, before any space after it
+    assert bytes(out[:stop]).decode() == written
+    assert written == json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))

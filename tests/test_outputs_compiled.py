@@ -264,8 +264,8 @@ def assert_same_reading(path: Path) -> None:
 @pytest.mark.parametrize(
     "line",
     [
-        '{"id": "a", "actual_output": "x", "contexts": ["c"]}',  # parsed by the exact reader
-        '{"id": "a", "actual_output": "x", "trajectory": {"tool_calls": []}}',
+        '{"id": "a", "actual_output": "x", "contexts": "c"}',  # not a list: the exact reader's
+        '{"id": "a", "actual_output": "x", "trajectory": []}',
         '{"id": "a", "actual_output": "x", "meta": {"k": 1}}',  # a nested member
         '{"id": "a", "actual_output": "x", "id": "b"}',  # a repeated member
         '{"id": 3, "actual_output": "x"}',
@@ -315,7 +315,7 @@ def test_jsonl_vouches_for_the_usual_export() -> None:
         b'{"outputs": [{"id": "a", "actual_output": "x"},]}',
         b'{"outputs": [{"id": "a", "actual_output": "x"}]',
         b'{"outputs": [{"id": "a", "actual_output": "x"}, "b"]}',
-        b'{"outputs": [{"id": "a", "actual_output": "x", "contexts": ["c"]}]}',
+        b'{"outputs": [{"id": "a", "actual_output": "x", "contexts": [3]}]}',
     ],
 )
 def test_the_list_form_declines_what_the_exact_reader_must_judge(document: bytes) -> None:

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
-__all__ = ["Kernel", "compiling", "njit", "numba_object", "worth_compiling"]
+__all__ = ["Kernel", "compiling", "kernel_int", "njit", "numba_object", "worth_compiling"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -194,3 +194,15 @@ def compiling(what: str, *kernels: Kernel[Any, Any]) -> None:
         return
     sys.stderr.write(f"evalframe: compiling {what}, once per environment...\n")
     sys.stderr.flush()
+
+
+def kernel_int(value: int) -> int:
+    """``value`` as a NumPy int64 (typed ``int``), for module constants kernels pass on.
+
+    Numba types a Python int one kernel passes to another as a literal, and compiles the
+    callee (and every kernel it passes the value on to) once per value; a NumPy integer is an
+    ordinary int64 argument.
+    """
+    import numpy as np
+
+    return np.int64(value)  # type: ignore[return-value]  # an int to every kernel and caller

@@ -6,13 +6,14 @@ object per line (JSONL) how most systems export them. At 100,000 outputs of rank
 (89 MB) Python's ``json`` module spends 0.3 s building a dictionary of strings that the
 reader then copies into a frame; an entry costs 3-6 us of Python each. :func:`outputs_map`,
 :func:`outputs_list` and :func:`outputs_lines` read those shapes straight into the frame's
-Arrow buffers instead, or decline (return None) and the exact reader takes the file: any
-other shape, any text Python's reader would refuse or keep differently (a lone surrogate, a
-control character, a bad escape), invalid UTF-8, an empty, blank or repeated sample id, a
-member only the exact reader parses (contexts, trajectory, turns), a value of the wrong type,
-or a number the exact conversion cannot vouch for. So what a pass vouches for is what the
-exact reader returns, and every error keeps its
-message. ``read_outputs`` tries them on files of 4 MiB and more.
+Arrow buffers instead (an entry's contexts, trajectory and turns through
+``core/_outputs_nested.py``), or decline (return None) and the exact reader takes the file:
+any other shape, any text Python's reader would refuse or keep differently (a lone
+surrogate, a control character, a bad escape), invalid UTF-8, an empty, blank or repeated
+sample id, a value of the wrong type, a nested value the exact parsers would judge, or a
+number the exact conversion cannot vouch for. So what a pass vouches for is what the exact
+reader returns, and every error keeps its message. ``read_outputs`` tries them on files of
+4 MiB and more.
 
 Examples:
     >>> outputs_map(b'{"outputs": {"q1": "30 days", "q2": "[\\\\"d1\\\\"]"}}').rows()
@@ -43,6 +44,7 @@ from evalframe.core._json_bytes import (
     skip_ws,
 )
 from evalframe.core._njit import njit
+from evalframe.core._outputs_nested import Builder, end_row, nested_columns, nested_value, start_row
 
 __all__ = ["outputs_lines", "outputs_list", "outputs_map"]
 
@@ -158,16 +160,16 @@ def outputs_map(data: bytes) -> pl.DataFrame | None:
 
 # --- entries: {id, actual_output, operational numbers} objects, per line or in a list ---------
 
-# The members a line may name, by index: the id (either spelling), the output, the fields
-# only the exact reader parses (declined unless null), then the operational numbers.
+# The members a line may name, by index: the id (either spelling), the output, the nested
+# fields (core/_outputs_nested.py), then the operational numbers.
 _ID, _SAMPLE_ID, _TEXT = 0, 1, 2
-_EXACT_ONLY = ("contexts", "trajectory", "turns")
-_FIRST_NUMBER = 3 + len(_EXACT_ONLY)
+_NESTED = ("contexts", "trajectory", "turns")
+_FIRST_NUMBER = 3 + len(_NESTED)
 _TRUE, _FALSE, _NULL = (np.frombuffer(w, np.uint8) for w in (b"true", b"false", b"null"))
 
 
 def _names(numbers: list[str]) -> tuple[Any, Any]:
-    words = ["id", C.SAMPLE_ID, C.ACTUAL_OUTPUT, *_EXACT_ONLY, *numbers]
+    words = ["id", C.SAMPLE_ID, C.ACTUAL_OUTPUT, *_NESTED, *numbers]
     data = np.frombuffer("".join(words).encode(), np.uint8)
     return data, np.cumsum([0, *(len(w) for w in words)]).astype(np.int64)
 
@@ -209,6 +211,13 @@ def _ws(data: Any, p: int, end: int, newline: bool) -> int:
 
 
 @njit
+def _line_end(data: Any, p: int, end: int) -> int:
+    while p < end and data[p] != 0x0A:
+        p += 1
+    return p
+
+
+@njit
 def _scan_entries(
     data: Any,
     ids: Any,
@@ -219,10 +228,14 @@ def _scan_entries(
     offsets: Any,
     integer: Any,
     listed: bool,
+    nested: Any,
+    has_nested: bool,
 ) -> tuple[int, Any, Any, Any, Any, Any, Any]:
     """Read the entries of a JSONL file, or (``listed``) of a ``{"outputs": [...]}``
     document: entries, id and text offsets, integer and float values, validity and which
-    numeric members any entry named; -1 entries for a file this pass does not vouch for."""
+    numeric members any entry named; -1 entries for a file this pass does not vouch for.
+    With ``has_nested``, contexts, trajectories and turns go to the builder ``nested``
+    (``core/_outputs_nested.py``); without, an entry holding one is declined."""
     end = data.size
     room = end // 30 + 2  # an entry takes at least 30 bytes: '{"id":"a","actual_output":""},'
     columns = integer.size
@@ -250,6 +263,8 @@ def _scan_entries(
                 break
         if data[p] != _OPEN or n == room:
             return -1, id_off, text_off, ints, floats, valid, seen
+        if has_nested:
+            start_row(nested, n)
         got[:] = False
         id_stop, sid_stop, text_stop = -1, -1, -1
         p = _ws(data, p + 1, end, listed)
@@ -295,6 +310,9 @@ def _scan_entries(
                 p, text_stop = json_string(data, p, end, texts, text_off[n])
             elif null >= 0 and which != _TEXT:
                 p = null  # a null id, contexts, trajectory or turns: as if absent
+            elif has_nested and _TEXT < which < _FIRST_NUMBER:
+                stop = end if listed else _line_end(data, p, end)  # a line holds its entry
+                p = nested_value(which - _TEXT - 1, data, p, stop, nested, n)
             elif which >= 0 or c in (_OPEN, 0x5B):
                 return -1, id_off, text_off, ints, floats, valid, seen
             elif c == _QUOTE:
@@ -317,6 +335,8 @@ def _scan_entries(
             ids[id_off[n] : id_stop] = alt[:sid_stop]
         if text_stop < 0 or id_stop <= id_off[n]:  # no output, or no (or an empty) id
             return -1, id_off, text_off, ints, floats, valid, seen
+        if has_nested:
+            end_row(nested, n)
         n += 1
         id_off[n] = id_stop
         text_off[n] = text_stop
@@ -364,12 +384,18 @@ def _entries(data: bytes, numbers: pl.Schema, *, listed: bool) -> pl.DataFrame |
     names, offsets = _names(list(numbers))
     integer = np.array([dtype == pl.Int64 for dtype in numbers.values()])
     ids, texts, alt, scratch = (np.empty(raw.size, np.uint8) for _ in range(4))
+    has_nested = any(f'"{name}"'.encode() in data for name in _NESTED)
+    room = raw.size // 30 + 2  # as _scan_entries sizes its own arrays
+    nested = Builder.sized(raw, room, data) if has_nested else Builder.sized(raw[:0], 0)
     n, id_off, text_off, ints, floats, valid, seen = _scan_entries(
-        raw, ids, texts, alt, scratch, names, offsets, integer, listed
+        raw, ids, texts, alt, scratch, names, offsets, integer, listed, nested.arrays, has_nested
     )
     if n <= 0:  # declined, or no entry (an error, or an empty list, the exact reader takes)
         return None
     if not _utf8(raw):
+        return None
+    found = nested_columns(nested, raw, n) if has_nested else {}
+    if found is None:
         return None
     columns = [
         pl.Series(C.SAMPLE_ID, string_array(id_off[: n + 1], ids)),
@@ -380,7 +406,7 @@ def _entries(data: bytes, numbers: pl.Schema, *, listed: bool) -> pl.DataFrame |
             values = ints[col, :n] if integer[col] else floats[col, :n]
             column = pl.Series(name, values, dtype=dtype)
             columns.append(column.scatter(np.flatnonzero(~valid[col, :n]), None))
-    frame = pl.DataFrame(columns)
+    frame = pl.DataFrame([*columns, *found.values()])
     sample_ids = frame.get_column(C.SAMPLE_ID)
     if sample_ids.is_duplicated().any() or sample_ids.str.contains(_MAYBE_BLANK).any():
         return None  # the exact reader names the id

@@ -1,0 +1,385 @@
+"""Contexts, trajectories and turns read by the compiled pass, against the exact parsers
+(``parse_contexts``, ``parse_trajectory``, ``parse_turns``) as oracles: every value either
+reads exactly as they read it, or is declined and left to them, so frames and error messages
+stay the same."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_outputs_compiled import assert_same_reading, ids, texts
+
+from evalframe.core import _outputs_nested as nested
+from evalframe.core._contexts import contexts_columns, parse_contexts
+from evalframe.core._errors import DatasetError
+from evalframe.core._outputs import _NUMBERS
+from evalframe.core._outputs_compiled import outputs_lines, outputs_list
+from evalframe.core._trajectory import parse_trajectory, trajectory_series
+from evalframe.core._turns import parse_turns, turns_series
+
+# --- values: mostly well formed, with every wrong shape the exact parsers judge ----------------
+
+big = st.integers(-(10**25), 10**25)
+floats = st.floats(allow_nan=False) | st.sampled_from(
+    [0.1, 1e-05, 1e16, 2.5e-300, 0.30000000000000004]
+)
+json_values = st.recursive(
+    st.none() | st.booleans() | big | floats | texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=6,
+)
+names = st.sampled_from(["search", "book", "a b", "ツール", " ", "", "\u00a0", "\x1c"]) | texts
+counts = (
+    st.none()
+    | st.integers(-3, 40)
+    | big
+    | st.sampled_from([2.0, 1.5, 1e2, -0.0, True, " 7 ", "12", "x", "", "\u0663", "3.0"])
+)
+latencies = (
+    st.none()
+    | st.integers(-3, 10**20)
+    | st.floats(allow_nan=False)
+    | st.sampled_from([12.345678901234567, 1e-07, True, "3", 0.1])
+)
+arguments = (
+    st.none()
+    | st.dictionaries(texts, json_values, max_size=4)
+    | st.sampled_from(['{"q": 1}', "", " ", "not json", "[1]", 5, [1]])
+)
+results = json_values
+
+
+@st.composite
+def tool_calls(draw: st.DrawFn) -> object:
+    kind = draw(st.integers(0, 9))
+    if kind == 0:
+        return draw(names)
+    if kind == 1:
+        return draw(st.none() | big | st.lists(texts, max_size=1))
+    call: dict[str, object] = {}
+    fields = {
+        "name": names | st.none() | big,
+        "tool": names | st.none(),
+        "arguments": arguments,
+        "args": arguments,
+        "result": results,
+        "error": results,
+        "latency_ms": latencies,
+        "tokens": counts,
+        "note": json_values,
+    }
+    for key in draw(st.lists(st.sampled_from(list(fields)), unique=True, max_size=6)):
+        call[key] = draw(fields[key])
+    if kind > 3 and "name" not in call and "tool" not in call:
+        call["name"] = draw(names)
+    return call
+
+
+trajectories = st.one_of(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "tool_calls": st.lists(tool_calls(), max_size=5) | st.none() | st.just("search"),
+            "steps": counts,
+            "finish_reason": st.none() | texts | st.just(3),
+            "approvals": st.none()
+            | st.lists(
+                texts | st.integers(-5, 10**20) | st.sampled_from([1.5, True, None]), max_size=3
+            ),
+            "pending_approvals": counts,
+            "meta": json_values,
+        },
+    ),
+    st.sampled_from(['{"tool_calls": ["x"]}', "", "[]", 3, ["x"]]),
+)
+context_items = (
+    texts
+    | st.fixed_dictionaries(
+        {"text": texts | st.none() | st.just(3)},
+        optional={
+            "id": st.none() | texts | st.integers(-5, 10**20) | st.sampled_from([True, 1.5]),
+            "score": floats,
+        },
+    )
+    | st.none()
+    | st.just(7)
+)
+contexts = st.lists(context_items, max_size=4) | st.sampled_from(["a", '["a"]', {"a": 1}])
+turns_values = st.lists(
+    st.fixed_dictionaries(
+        {"role": names | st.none()},
+        optional={
+            "content": st.none() | texts | st.just(3),
+            "tool_calls": st.lists(tool_calls(), max_size=3) | st.none(),
+            "latency_ms": latencies,
+            "tokens": counts,
+            "meta": json_values,
+        },
+    )
+    | st.just("user"),
+    max_size=3,
+) | st.sampled_from(["hi", {"role": "user"}])
+
+
+@st.composite
+def entries(draw: st.DrawFn) -> dict[str, object]:
+    entry: dict[str, object] = {"id": draw(ids), "actual_output": draw(texts)}
+    fields = {"contexts": contexts, "trajectory": trajectories, "turns": turns_values}
+    for key in draw(st.lists(st.sampled_from(list(fields)), unique=True, max_size=3)):
+        entry[key] = draw(fields[key]) if draw(st.integers(0, 4)) else None
+    if draw(st.booleans()):
+        entry["latency_ms"] = draw(st.floats(0, 1e4))
+    return dict(draw(st.permutations(list(entry.items()))))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(entries(), min_size=1, max_size=6),
+    st.sampled_from([{}, {"ensure_ascii": False}, {"separators": (",", ":")}]),
+)
+def test_jsonl_with_nested_fields_reads_as_the_exact_reader_reads_it(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[dict[str, Any]], spelling: dict[str, Any]
+) -> None:
+    path = tmp_path_factory.mktemp("jsonl") / "o.jsonl"
+    path.write_text("\n".join(json.dumps(e, **spelling) for e in lines) + "\n")
+    assert_same_reading(path)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(entries(), min_size=1, max_size=6),
+    st.sampled_from([{}, {"indent": 2}, {"ensure_ascii": False}, {"separators": (",", ":")}]),
+)
+def test_the_list_form_with_nested_fields_reads_as_the_exact_reader_reads_it(
+    tmp_path_factory: pytest.TempPathFactory, listed: list[dict[str, Any]], spelling: dict[str, Any]
+) -> None:
+    path = tmp_path_factory.mktemp("list") / "o.json"
+    path.write_text(json.dumps({"outputs": listed}, **spelling))
+    assert_same_reading(path)
+
+
+# --- the usual shapes are vouched for, not merely declined ------------------------------------
+
+plain_names = st.text(st.characters(codec="utf-8"), max_size=8).map(lambda s: "t" + s)
+plain_values = st.recursive(
+    st.none() | st.booleans() | big | st.floats(-1e9, 1e9).map(lambda x: round(x, 6)) | texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=6,
+)
+plain_calls = plain_names | st.fixed_dictionaries(
+    {"name": plain_names},
+    optional={
+        "arguments": st.dictionaries(texts, plain_values, max_size=4),
+        "result": plain_values,
+        "error": plain_values | st.none(),
+        "latency_ms": st.floats(0, 1e6) | st.integers(0, 10**6),
+        "tokens": st.integers(0, 10**6) | st.none(),
+    },
+)
+plain_trajectories = st.fixed_dictionaries(
+    {"tool_calls": st.lists(plain_calls, max_size=6)},
+    optional={
+        "steps": st.integers(0, 50),
+        "finish_reason": texts,
+        "approvals": st.lists(texts | st.integers(0, 10**6), max_size=3),
+        "pending_approvals": st.integers(0, 3),
+    },
+)
+plain_turns = st.lists(
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["user", "assistant", "tool"]), "content": texts | st.none()},
+        optional={"tool_calls": st.lists(plain_calls, max_size=2), "tokens": st.integers(0, 99)},
+    ),
+    max_size=4,
+)
+plain_contexts = st.lists(
+    texts | st.fixed_dictionaries({"text": texts}, optional={"id": texts | st.integers(0, 99)}),
+    max_size=4,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {"id": ids, "actual_output": texts},
+            optional={
+                "trajectory": plain_trajectories,
+                "contexts": plain_contexts,
+                "turns": plain_turns,
+            },
+        ),
+        min_size=1,
+        max_size=5,
+        unique_by=lambda e: e["id"],
+    ),
+    st.sampled_from([{}, {"ensure_ascii": False}, {"indent": 1}]),
+)
+def test_well_formed_nested_fields_are_vouched_for(
+    tmp_path_factory: pytest.TempPathFactory, listed: list[dict[str, Any]], spelling: dict[str, Any]
+) -> None:
+    document = json.dumps({"outputs": listed}, **spelling)
+    assert outputs_list(document.encode(), _NUMBERS) is not None
+    path = tmp_path_factory.mktemp("list") / "o.json"
+    path.write_text(document)
+    assert_same_reading(path)
+
+
+TRAJECTORY = {
+    "tool_calls": [
+        "search",
+        {"name": "book", "arguments": {"id": 7, "when": "2024-05-01", "seats": [1, 2]}},
+        {"tool": "pay", "args": {"amount": 12.5, "card": None, "ok": True}, "result": "paid",
+         "latency_ms": 12.345678901234567, "tokens": 30},
+        {"name": "mail", "arguments": {}, "error": {"code": 500, "retry": 1e-05}, "latency_ms": 3},
+    ],
+    "steps": "4",
+    "finish_reason": "stop",
+    "approvals": ["pay", 7],
+    "pending_approvals": None,
+    "trace_id": {"x": [1, {"y": None}]},
+}  # fmt: skip
+CONTEXTS = ["Returns within 30 days.", {"id": 7, "text": "Refunds take 5 days."}, {"text": "é"}]
+TURNS = [
+    {"role": "user", "content": "Book it"},
+    {"role": "assistant", "content": None, "tool_calls": ["book"], "latency_ms": 3.5, "tokens": 9},
+]
+
+
+@pytest.mark.parametrize("spelling", [{}, {"ensure_ascii": False}, {"indent": 1}])
+def test_the_usual_nested_fields_are_read_by_the_compiled_pass(spelling: dict[str, Any]) -> None:
+    entries_ = [
+        {"id": "a", "actual_output": "ok", "contexts": CONTEXTS, "trajectory": TRAJECTORY,
+         "turns": TURNS},
+        {"id": "b", "actual_output": "ok", "trajectory": {"tool_calls": []}},
+        {"id": "c", "actual_output": "ok", "contexts": None, "turns": []},
+    ]  # fmt: skip
+    document = json.dumps({"outputs": entries_}, **spelling).encode()
+    frame = outputs_list(document, _NUMBERS)
+    assert frame is not None
+    rows = [{k: v for k, v in e.items() if k not in ("id", "actual_output")} for e in entries_]
+    assert frame.get_column("trajectory").equals(
+        trajectory_series([parse_trajectory(r.get("trajectory"), "x") for r in rows])
+    )
+    assert frame.get_column("turns").equals(
+        turns_series([parse_turns(r.get("turns"), "x") for r in rows])
+    )
+    want = contexts_columns([parse_contexts(r.get("contexts")) for r in rows])
+    assert frame.select("contexts", "context_ids").equals(pl.DataFrame(want))
+    lines = b"\n".join(json.dumps(e).encode() for e in entries_)
+    from_lines = outputs_lines(lines, _NUMBERS)
+    assert from_lines is not None
+    assert from_lines.equals(frame)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        '{"tool_calls": [{"name": "a", "arguments": "{\\"q\\": 1}"}]}',  # arguments as text
+        '{"tool_calls": [{"name": "a", "arguments": {"k": 1, "k": 2}}]}',  # a repeated key
+        '{"tool_calls": [{"name": " "}]}',
+        '{"tool_calls": [{"name": "a", "latency_ms": -1}]}',
+        '{"tool_calls": [{"name": "a", "arguments": {"x": 1.50}}]}',  # not Python's spelling
+        '{"steps": -1}',
+        '{"steps": "\\u0663"}',
+        '{"approvals": [1.5]}',
+        '{"tool_calls": ["a"], "tool_calls": []}',
+    ],
+)
+def test_what_the_exact_parser_judges_is_declined(value: str) -> None:
+    line = f'{{"id": "a", "actual_output": "x", "trajectory": {value}}}\n'
+    assert outputs_lines(line.encode(), _NUMBERS) is None
+
+
+def test_a_number_with_more_digits_than_the_exact_conversion_is_read_from_its_text() -> None:
+    values = [12.345678901234567, 0.30000000000000004, 1e300, 123456789012345678901, 5e-324]
+    calls = [{"name": "t", "latency_ms": v} for v in values]
+    line = json.dumps({"id": "a", "actual_output": "x", "trajectory": {"tool_calls": calls}})
+    frame = outputs_lines(line.encode(), _NUMBERS)
+    assert frame is not None
+    got = [c["latency_ms"] for c in frame.get_column("trajectory")[0]["tool_calls"]]
+    assert got == [float(v) for v in values]
+
+
+def test_a_number_past_the_double_range_is_left_to_the_exact_parser() -> None:
+    call = '{"name": "t", "latency_ms": 1e400}'
+    line = f'{{"id": "a", "actual_output": "x", "trajectory": {{"tool_calls": [{call}]}}}}'
+    assert outputs_lines(line.encode(), _NUMBERS) is None
+
+
+# --- columns of JSON text (CSV, Parquet, frames) ---------------------------------------------
+
+
+def cells(field: int, values: list[str | None]) -> dict[str, pl.Series] | None:
+    encoded = [(v or "").encode() for v in values]
+    offsets = np.cumsum([0, *(len(e) for e in encoded)]).astype(np.int64)
+    data = np.frombuffer(b"".join(encoded) + b" ", np.uint8)[: offsets[-1]]
+    builder = nested.Builder.sized(data, len(values))
+    valid = np.array([v is not None for v in values])
+    if not nested.nested_cells(field, data, offsets, valid, builder.arrays):
+        return None
+    return nested.nested_columns(builder, data, len(values))
+
+
+def exact_cells(parse: Any, values: list[str | None]) -> list[Any] | str:
+    try:
+        return [None if v is None else parse(v, "x") for v in values]
+    except DatasetError as exc:
+        return str(exc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(trajectories | st.none(), min_size=1, max_size=5), st.sampled_from(["", " ", "\n"]))
+def test_trajectory_cells_read_as_the_exact_parser_reads_them(values: list[Any], pad: str) -> None:
+    texts_ = [None if v is None else pad + json.dumps(v) + pad for v in values]
+    got = cells(nested.TRAJECTORY_FIELD, texts_)
+    want = exact_cells(parse_trajectory, texts_)
+    if got is None:
+        return  # declined: the exact parser takes it
+    assert not isinstance(want, str), want
+    if all(w is None for w in want):
+        assert got == {}
+    else:
+        assert got["trajectory"].equals(trajectory_series(want))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(turns_values | st.none(), min_size=1, max_size=5))
+def test_turns_cells_read_as_the_exact_parser_reads_them(values: list[Any]) -> None:
+    texts_ = [None if v is None else json.dumps(v) for v in values]
+    got = cells(nested.TURNS_FIELD, texts_)
+    want = exact_cells(parse_turns, texts_)
+    if got is None:
+        return
+    assert not isinstance(want, str), want
+    if all(w is None for w in want):
+        assert got == {}
+    else:
+        assert got["turns"].equals(turns_series(want))
+
+
+def test_blank_and_null_cells_are_no_value() -> None:
+    got = cells(nested.TRAJECTORY_FIELD, [None, "", "  ", "null", '{"tool_calls": ["a"]}'])
+    assert got is not None
+    assert got["trajectory"].to_list()[:4] == [None] * 4
+    assert cells(nested.CONTEXTS_FIELD, ["null"]) is None  # an error for contexts
+    assert cells(nested.TRAJECTORY_FIELD, ["\u00a0"]) is None  # blank only to Python: left
+
+
+def test_a_large_file_with_trajectories_reads_as_a_small_one(tmp_path: Path) -> None:
+    entries_ = [
+        {"id": f"q{i}", "actual_output": "ok", "trajectory": TRAJECTORY, "contexts": CONTEXTS}
+        for i in range(8000)
+    ]
+    path = tmp_path / "o.json"
+    path.write_text(json.dumps({"outputs": entries_}))
+    assert path.stat().st_size >= 4 << 20
+    assert outputs_list(path.read_bytes(), _NUMBERS) is not None  # the compiled pass took it
+    assert_same_reading(path)
