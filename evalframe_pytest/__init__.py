@@ -11,6 +11,8 @@ on first use.
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     if outputs or system:
         config.pluginmanager.register(_Summary(), "evalframe-summary")
+        config.pluginmanager.register(_Items(config), "evalframe-items")
 
 
 def _named(file_path: Path, config: pytest.Config) -> bool:
@@ -96,6 +99,40 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     from evalframe.integrations._pytest import DatasetFile
 
     return DatasetFile.from_parent(parent, path=file_path)
+
+
+class _Items:
+    """What the dataset items need from the session around them."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # The final selection (node ids, -k, --lf, --deselect): only those samples are
+        # scored. Nothing to do, and nothing imported, when no dataset file was collected.
+        work = sys.modules.get("evalframe.integrations._pytest")
+        if work is not None:
+            work.note_selection(session.items)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Head a failed item's section with its id, as the summary prints it.
+
+        The id goes into the report's location once the terminal has printed the item's
+        progress line: given from the start, pytest would rewrite its dots as "::" in the
+        verbose progress line ("golden::yaml"), and without it the section would be headed
+        "test session".
+        """
+        if not report.failed or report.location[2]:
+            return
+        path, sep, names = report.nodeid.partition("::")
+        file = self.config.rootpath / path
+        if not sep or file.suffix.lower() not in DATASET_SUFFIXES or not _named(file, self.config):
+            return
+        here, root = self.config.invocation_params.dir, self.config.rootpath
+        if here != root:
+            path = os.path.relpath(root / path, here)
+        report.location = (report.location[0], report.location[1], f"{path}::{names}")
 
 
 class _Summary:

@@ -1,15 +1,21 @@
 """The pytest plugin's work: a dataset file as items, one per (sample, metric).
 
 ``evalframe_pytest`` (the entry point, kept light) hands a dataset file named on the command
-line to ``DatasetFile``. Items are named ``<file>::<sample_id>::<metric>``; an item passes when
-every execution of its row passed its metric's threshold, and fails below it or on an error,
-with the input, expected and actual output, score, threshold and details.
+line to ``DatasetFile``, which collects one ``SampleNode`` per sample holding one ``EvalItem``
+per metric: node ids are ``<file>::<sample_id>::<metric>``, as pytest builds them for any
+collector tree, so an id printed in a report selects that item when passed back to pytest
+(and ``--lf``, ``--ff`` and JUnit XML see the same ids). Names pytest would split or cut are
+escaped by ``node_name``. An item passes when every execution of its row passed its metric's
+threshold, and fails below it or on an error, with the input, expected and actual output,
+score, threshold and details.
 
-The dataset is scored once per session. Without xdist that is the first item's call; with
+The dataset is scored once per session, only for the samples whose items are selected (by
+node id, ``-k``, ``--lf``, ``--deselect``). Without xdist that is the first item's call; with
 ``-n N`` every worker shares one result: the first worker to take a lock (an atomic
 ``mkdir``) in a directory named by xdist's test-run id scores the run and writes the result,
 the others wait for the file. The lock's key hashes the dataset and outputs files, the metric
-specs and the system reference, so two datasets in one session never share a result.
+specs, the system reference and the selected samples, so two datasets in one session never
+share a result.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -29,10 +36,32 @@ import pytest
 
 from evalframe.core._errors import EvalframeError
 
-__all__ = ["DatasetFile", "EvalItem"]
+__all__ = ["DatasetFile", "EvalItem", "SampleNode", "node_name", "note_selection"]
 
 _POLL_SECONDS: Final = 0.05
 _TEXT_LIMIT: Final = 2000
+# What pytest would read as structure in a node name: "::" (and a colon next to it), "["
+# (parameters), an escape's own "%XX", and characters that break a line.
+_ESCAPED: Final = re.compile(r"%(?=[0-9A-Fa-f]{2})|\[|:{2,}|:$|[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _percent(found: re.Match[str]) -> str:
+    return "".join(f"%{byte:02X}" for byte in found.group().encode())
+
+
+def node_name(text: str) -> str:
+    """``text`` (a sample id or metric id) as a pytest node name: unchanged unless it holds
+    what pytest would read as structure, which is percent-escaped as UTF-8 bytes: ``[``,
+    a run of two or more colons, a colon at the end, ``%`` before two hex digits, and
+    control and line-separator characters. Different texts give different names.
+
+    Examples:
+        >>> node_name("rouge-l(beta=2.0)"), node_name("refunds/late"), node_name("q:1")
+        ('rouge-l(beta=2.0)', 'refunds/late', 'q:1')
+        >>> node_name("a::b"), node_name("q[1]"), node_name("50%25 off"), node_name("end:")
+        ('a%3A%3Ab', 'q%5B1]', '50%2525 off', 'end%3A')
+    """
+    return _ESCAPED.sub(_percent, text)
 
 
 class _RowFailedError(EvalframeError):
@@ -80,6 +109,8 @@ class _Session:
         self.specs: list[str] = list(config.getoption("evalframe_metric") or [])
         workerinput = getattr(config, "workerinput", None)
         self.run_uid = workerinput["testrunuid"] if workerinput else None
+        self.samples: list[str] = []  # every sample of the file, in file order
+        self.selected: set[str] | None = None  # the samples with a selected item
         self._result: dict[str, dict[str, Any]] | None = None
         self._failure: str | None = None
 
@@ -90,6 +121,7 @@ class _Session:
             self.outputs.read_bytes() if self.outputs else b"",
             (self.system or "").encode(),
             json.dumps(self.specs).encode(),
+            json.dumps(self._chosen()).encode(),
         ):
             digest.update(hashlib.sha256(part).digest())
         return digest.hexdigest()[:32]
@@ -130,12 +162,36 @@ class _Session:
         loaded: dict[str, dict[str, Any]] = json.loads(done.read_text(encoding="utf-8"))
         return loaded
 
-    def _score(self) -> dict[str, dict[str, Any]]:
-        import evalframe as ef
+    def _chosen(self) -> list[str] | None:
+        """The selected samples in file order, or None when every sample is selected."""
+        if self.selected is None or self.selected >= set(self.samples):
+            return None
+        return [s for s in self.samples if s in self.selected]
 
+    def _score(self) -> dict[str, dict[str, Any]]:
+        import polars as pl
+
+        import evalframe as ef
+        from evalframe.core import schema as C
+
+        dataset: Any = self.path
+        outputs: Any = self.outputs
+        chosen = self._chosen()
+        if chosen is not None:  # score only what was selected: no system call for the rest
+            whole = ef.read_dataset(self.path)
+            keep = pl.col(C.SAMPLE_ID).is_in(chosen)
+            dataset = ef.Dataset.from_frame(
+                whole.filter(keep),
+                name=whole.name,
+                metrics=whole.metrics,
+                repetitions=whole.repetitions,
+                path=whole.path,
+            )
+            if self.outputs is not None:
+                outputs = ef.read_outputs(self.outputs).filter(keep)
         run = ef.evaluate(
-            self.path,
-            outputs=self.outputs,
+            dataset,
+            outputs=outputs,
             system=_load_system(self.system) if self.system else None,
             metrics=self.specs or None,
             progress=False,
@@ -198,9 +254,9 @@ def item_results(run: Any) -> dict[str, dict[str, Any]]:
 
 
 class DatasetFile(pytest.File):
-    """A dataset file named on the command line: one item per (sample, metric)."""
+    """A dataset file named on the command line: one ``SampleNode`` per sample."""
 
-    def collect(self) -> Iterator[pytest.Item]:
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         import evalframe as ef
         from evalframe.metrics._registry import resolve
 
@@ -213,15 +269,49 @@ class DatasetFile(pytest.File):
                 "under 'metrics:' in the dataset file."
             )
         metric_ids = [m.id for m in resolve(specs)]
-        for sample_id in dataset.get_column("sample_id").to_list():
-            for metric in metric_ids:
-                yield EvalItem.from_parent(
-                    self,
-                    name=f"{sample_id}::{metric}",
-                    scoring=session,
-                    sample_id=sample_id,
-                    metric=metric,
-                )
+        session.samples = dataset.get_column("sample_id").to_list()
+        for sample_id in session.samples:
+            yield SampleNode.from_parent(
+                self,
+                name=node_name(sample_id),
+                scoring=session,
+                sample_id=sample_id,
+                metrics=metric_ids,
+            )
+
+
+class SampleNode(pytest.Collector):
+    """One sample of a dataset file: one item per metric."""
+
+    def __init__(
+        self, *, scoring: _Session, sample_id: str, metrics: list[str], **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.eval_session = scoring
+        self.sample_id = sample_id
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[pytest.Item]:
+        for metric in self.metrics:
+            yield EvalItem.from_parent(
+                self,
+                name=node_name(metric),
+                scoring=self.eval_session,
+                sample_id=self.sample_id,
+                metric=metric,
+            )
+
+
+def note_selection(items: list[pytest.Item]) -> None:
+    """Record, for each dataset file, which samples have a selected item (the session's
+    final items, after node ids, ``-k``, ``--lf`` and ``--deselect`` were applied)."""
+    chosen: dict[int, tuple[_Session, set[str]]] = {}
+    for item in items:
+        if isinstance(item, EvalItem):
+            session = item.eval_session
+            chosen.setdefault(id(session), (session, set()))[1].add(item.sample_id)
+    for session, samples in chosen.values():
+        session.selected = samples
 
 
 class EvalItem(pytest.Item):
