@@ -55,14 +55,20 @@ _CALIBRATE_EXIT = (
     help="Instead of calibrating: pick which N rows of --run to label next, to narrow "
     "`evalframe estimate`'s interval most (estimate afterwards with the same --strata).",
 )
-@click.option("--run", "run_ref", metavar="RUN", help="With --suggest: the stored run.")
 @click.option(
-    "--metric", metavar="METRIC", help="With --suggest: the judged metric (e.g. llm-as-judge)."
+    "--run",
+    "run_ref",
+    metavar="RUN",
+    help="The stored run: with --suggest, or without CASES to use the labels in the store.",
+)
+@click.option(
+    "--metric", metavar="METRIC", help="With --run: the judged metric (e.g. llm-as-judge)."
 )
 @click.option(
     "--labels",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="With --suggest: the labels you have (CSV, JSON, JSONL or Parquet).",
+    help="With --suggest: the labels you have (CSV, JSON, JSONL or Parquet; default: the "
+    "run's labels in the store).",
 )
 @click.option(
     "--strata",
@@ -100,23 +106,44 @@ def calibrate(
     (Spearman of answer length against score; a warning at |rho| >= 0.4) and the
     self-preference check. With --store the calibration is kept, and `evalframe runs`
     shows its agreement next to runs of the same metric and judge model.
+
+    Without CASES, --run RUN --metric METRIC --store DB calibrates the run's judge against
+    the human labels kept in the store (`evalframe view`'s Label page): the run's own
+    scores are the judge's, so no judge is called.
     """
     if suggest is not None:
         _suggest(suggest, run_ref, metric, labels, strata, seed, fmt, out, store_path)
         return
-    if cases is None:
-        raise click.UsageError("Pass a CASES file (or --suggest N --run RUN --metric METRIC).")
-    from evalframe.engine._calibrate import calibrate as run_calibration
     from evalframe.views._calibration import calibration_markdown
 
-    result = run_calibration(
-        cases,
-        providers=provider_settings.build(),
-        threshold=threshold,
-        min_agreement=min_agreement,
-        model_under_test=model_under_test,
-        store=store_path,
-    )
+    if cases is None:
+        if run_ref is None or metric is None:
+            raise click.UsageError(
+                "Pass a CASES file, or --run RUN --metric METRIC --store DB to calibrate "
+                "against the labels kept in the store (or --suggest N --run RUN --metric M)."
+            )
+        from evalframe.engine._calibrate import calibrate_labels
+
+        with open_store(store_path) as store:
+            result = calibrate_labels(
+                store,
+                run_ref,
+                metric,
+                threshold=threshold,
+                min_agreement=min_agreement,
+                model_under_test=model_under_test,
+            )
+    else:
+        from evalframe.engine._calibrate import calibrate as run_calibration
+
+        result = run_calibration(
+            cases,
+            providers=provider_settings.build(),
+            threshold=threshold,
+            min_agreement=min_agreement,
+            model_under_test=model_under_test,
+            store=store_path,
+        )
     if fmt == "json":
         text = json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
     else:
@@ -144,12 +171,14 @@ def _suggest(
     store_path: Path | None,
 ) -> None:
     from evalframe.core._estimate import suggest_labels
+    from evalframe.engine._calibrate import stored_labels
 
     if run_ref is None or metric is None:
         raise click.UsageError("--suggest needs --run RUN and --metric METRIC.")
     with open_store(store_path) as store:
         run = store.load(run_ref)
-    picks = suggest_labels(run, metric=metric, n=n, labels=labels, strata=strata, seed=seed)
+        have = labels if labels is not None else stored_labels(store, run.run_id, metric)
+    picks = suggest_labels(run, metric=metric, n=n, labels=have, strata=strata, seed=seed)
     if fmt == "json":
         text = json.dumps(
             {"metric": metric, "strata": strata, "seed": seed, "rows": picks.to_dicts()},
@@ -169,9 +198,9 @@ def _suggest(
 @click.argument("run_ref", metavar="RUN")
 @click.option(
     "--labels",
-    required=True,
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Human labels: sample_id and label (pass/fail or a score in [0, 1]).",
+    help="Human labels: sample_id and label (pass/fail or a score in [0, 1]); default: the "
+    "run's labels in the store (`evalframe view`).",
 )
 @click.option("--metric", required=True, metavar="METRIC", help="The judged metric.")
 @click.option(
@@ -188,7 +217,7 @@ def _suggest(
 @store_option()
 def estimate(
     run_ref: str,
-    labels: Path,
+    labels: Path | None,
     metric: str,
     strata: int,
     no_cohorts: bool,
@@ -203,11 +232,18 @@ def estimate(
     human-only figures, overall and per tag.
     """
     from evalframe.core._estimate import estimate as run_estimate
+    from evalframe.engine._calibrate import stored_labels
     from evalframe.views._calibration import estimate_markdown
 
     with open_store(store_path) as store:
         run = store.load(run_ref)
-    result = run_estimate(run, labels=labels, metric=metric, strata=strata, cohorts=not no_cohorts)
+        have = labels if labels is not None else stored_labels(store, run.run_id, metric)
+    if not isinstance(have, Path) and have.height == 0:
+        raise click.UsageError(
+            f"Run {run.run_id} has no human label for {metric!r} in the store: label rows "
+            "with `evalframe view` (its Label page), or pass --labels FILE."
+        )
+    result = run_estimate(run, labels=have, metric=metric, strata=strata, cohorts=not no_cohorts)
     if fmt == "json":
         emit(json.dumps(result.to_dict(), indent=2) + "\n", out)
     else:

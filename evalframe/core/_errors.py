@@ -41,6 +41,7 @@ __all__ = [
     "EvalframeError",
     "ExportError",
     "ImportRefusedError",
+    "LabelTargetError",
     "MetricError",
     "PromotionTargetError",
     "ProviderError",
@@ -50,6 +51,7 @@ __all__ = [
     "StoreError",
     "StrictModeError",
     "UnsupportedValueError",
+    "ViewRequestError",
     "YamlLimitError",
 ]
 
@@ -191,6 +193,32 @@ class StoreBusyError(StoreError):
     """
 
     retryable: ClassVar[bool] = True
+
+
+class LabelTargetError(StoreError):
+    """A human label names a run, an execution or a metric the store does not hold.
+
+    Attributes:
+        missing: ``"run"``, ``"execution"`` or ``"metric"``.
+    """
+
+    def __init__(self, missing: str, message: str) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
+class ViewRequestError(EvalframeError):
+    """A request ``evalframe view`` cannot answer: a bad filter, an unknown run or page.
+
+    Attributes:
+        status: the HTTP status that fits (400, 404, 413, ...).
+        message: what is wrong, in one paragraph.
+    """
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
 class ClusterError(EvalframeError):

@@ -20,7 +20,7 @@ from evalframe.providers import JudgeClient, Providers
 if TYPE_CHECKING:
     from evalframe.store import Store
 
-__all__ = ["calibrate"]
+__all__ = ["calibrate", "calibrate_labels", "stored_labels"]
 
 
 def calibrate(
@@ -114,3 +114,108 @@ def calibrate(
 
         as_store(store).save_calibration(result)
     return result
+
+
+def calibrate_labels(
+    store: Store | str | os.PathLike[str],
+    run: str,
+    metric: str,
+    *,
+    threshold: float = 0.5,
+    min_agreement: float = 0.8,
+    model_under_test: str | None = None,
+    length_bias_warn: float = 0.4,
+    require_distinct_models: bool = True,
+    save: bool = True,
+) -> Calibration:
+    """Measure a stored run's judge against the human labels kept with it in the store.
+
+    The labelled executions (``evalframe view``'s Label page, ``Store.save_labels``) are the
+    cases: their input, expected and actual output, and the person's verdict (a score label
+    passes at ``threshold``, and counts as a graded label for weighted kappa when every
+    label is a score). The judge's scores are those the run already holds, so no judge is
+    called; to calibrate another judge on the same labels, rescore the run with it (a
+    rescored run shares its source's outputs, and so its labels) and calibrate that run.
+
+    Args:
+        store: the run store.
+        run: a run reference.
+        metric: the judged metric's id in that run.
+        threshold, min_agreement, model_under_test, length_bias_warn,
+            require_distinct_models: as for ``calibrate``.
+        save: keep the calibration in the store (``evalframe runs`` shows its agreement).
+
+    Raises:
+        DatasetError: the run has no label for ``metric``.
+        StoreError: an unknown run.
+    """
+    import json
+
+    from evalframe.core._calibration import CalibrationCase
+    from evalframe.core._errors import DatasetError
+    from evalframe.store import as_store
+    from evalframe.store._labels import judge_model, labelled_executions
+
+    db = as_store(store)
+    run_id = db.resolve(run)
+    metrics = db.sql(
+        "SELECT metric, threshold FROM run_metrics WHERE run_id = ? ORDER BY ordinal", [run_id]
+    )
+    if metric not in metrics.get_column("metric").to_list():
+        raise MetricError(
+            f"Run {run_id} has no metric {metric!r}; it has: "
+            f"{', '.join(metrics.get_column('metric').to_list())}."
+        )
+    rows = labelled_executions(db, run_id, metric)
+    if rows.height == 0:
+        raise DatasetError(
+            f"Run {run_id} has no human label for {metric!r} in the store: label rows with "
+            "`evalframe view` (its Label page) or Store.save_labels, or pass a CASES file."
+        )
+    many = rows.get_column("repetition").max() != 0
+    cases = []
+    for r in rows.iter_rows(named=True):  # one per label, a few hundred
+        verdict = r["verdict"] or ("pass" if r["label"] >= threshold else "fail")
+        expected = r["expected_output"]
+        cases.append(
+            CalibrationCase(
+                id=f"{r['sample_id']}#{r['repetition']}" if many else r["sample_id"],
+                input=json.loads(r["input"]) if r["input"] else {},
+                expected="" if expected is None else str(expected),
+                actual=r["actual_output"] or "",
+                human_verdict=verdict,
+                tags=tuple(r["tags"] or ()),
+                human_score=None if r["verdict"] is not None else float(r["label"]),
+            )
+        )
+    name = str(db.sql("SELECT name FROM runs WHERE run_id = ?", [run_id]).item())
+    labelled = CalibrationCases(name=f"{name} labels", cases=tuple(cases), metric=metric)
+    from evalframe.metrics._registry import get
+
+    try:
+        higher = get(metric).higher_is_better
+    except MetricError:  # a stored metric this process does not register
+        higher = True
+    result = agreement(
+        labelled,
+        rows.get_column("score").to_list(),
+        rows.get_column("error").to_list(),
+        threshold=threshold,
+        min_agreement=min_agreement,
+        length_bias_warn=length_bias_warn,
+        judge_model=judge_model(db, run_id),
+        model_under_test=model_under_test,
+        require_distinct_models=require_distinct_models,
+        higher_is_better=higher,
+    )
+    if save:
+        db.save_calibration(result)
+    return result
+
+
+def stored_labels(store: Store, run: str, metric: str) -> pl.DataFrame:
+    """A stored run's current human labels of ``metric`` as ``estimate`` and
+    ``suggest_labels`` take them: ``sample_id`` and ``label`` (the mean over the labelled
+    repetitions of a sample), in dataset order."""
+    labels = store.labels(run, metric=metric)
+    return labels.group_by("sample_id", maintain_order=True).agg(pl.col("label").mean())

@@ -22,7 +22,7 @@ import polars as pl
 from evalframe.core._errors import StoreError
 from evalframe.store._connect import store_error
 
-__all__ = ["check_select", "user_query"]
+__all__ = ["Reading", "check_select", "user_query"]
 
 _ALLOWED: Final = "one read-only SELECT query (WITH, FROM, VALUES, DESCRIBE, SUMMARIZE, SHOW)"
 
@@ -58,11 +58,14 @@ def user_query(
     con: duckdb.DuckDBPyConnection,
     text: str,
     params: Sequence[Any] | dict[str, Any] | None = None,
+    *,
+    limit: int | None = None,
 ) -> pl.DataFrame:
     """Check ``text`` with ``check_select`` and run it; a refused file access is one line.
 
     Run it on a connection from ``Connector.connect(write=False, sandbox=True)``: for a
-    store file, that connection cannot reach any file but the store.
+    store file, that connection cannot reach any file but the store. With ``limit``, only
+    that many rows of the result are fetched.
 
     Raises:
         StoreError: refused, failed, or (a bug) given a file connection without the sandbox.
@@ -76,6 +79,8 @@ def user_query(
         raise StoreError(f"Internal error: a query from the user reached {path} unsandboxed.")
     try:
         rel = con.sql(text, params=params) if params is not None else con.sql(text)
+        if rel is not None and limit is not None:
+            rel = rel.limit(limit)
         frame: pl.DataFrame = rel.pl() if rel is not None else pl.DataFrame()
     except duckdb.PermissionException as exc:
         _abort(con)
@@ -92,3 +97,27 @@ def user_query(
 def _abort(con: duckdb.DuckDBPyConnection) -> None:
     with suppress(duckdb.Error):  # release a half-read result; the connection stays usable
         con.abort()
+
+
+class Reading:
+    """SELECT queries on one sandboxed, read-only connection (``Store.reading``): a few
+    queries in a row open the file once. Each query is checked as ``Store.sql`` checks it."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._con = con
+
+    def sql(
+        self,
+        text: str,
+        params: Sequence[Any] | dict[str, Any] | None = None,
+        *,
+        limit: int | None = None,
+    ) -> pl.DataFrame:
+        """The query's result (at most ``limit`` rows) as a Polars frame."""
+        return user_query(self._con, text, params, limit=limit)
+
+    def resolve(self, ref: str) -> str:
+        """The run id of a reference, as ``Store.resolve`` finds it."""
+        from evalframe.store._read import resolve
+
+        return resolve(self._con, ref)

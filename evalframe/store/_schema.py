@@ -1,4 +1,4 @@
-"""The store's tables and views (schema version 5), and forward migrations to it.
+"""The store's tables and views (schema version 6), and forward migrations to it.
 
 The schema is a public contract, documented table by table in ``docs/store-schema.md``.
 Changing it means a new version number, a migration from the previous one in
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Final
 
 from evalframe.store._agent import AGENT_VIEWS, TRAJECTORIES_TABLE, trajectories_from_extra
 from evalframe.store._files import IN_PLACE, SAMPLE_STATS_TABLE, SCORES_TABLE, in_place_views
+from evalframe.store._labels import LABEL_VIEWS, LABELS_TABLE
 
 if TYPE_CHECKING:
     import duckdb
@@ -35,10 +36,11 @@ __all__ = [
     "create",
     "create_views",
     "fill_stats",
+    "histogram_bucket",
     "histogram_edges",
 ]
 
-SCHEMA_VERSION: Final = 5
+SCHEMA_VERSION: Final = 6
 """The schema version this evalframe writes; files of older versions are migrated on open."""
 
 # The aggregates both stats tables materialize (from metric_summary and cohort_summary).
@@ -263,6 +265,7 @@ TABLES: Final[dict[str, str]] = {
             details JSON,
             judged_at TIMESTAMP NOT NULL
         )""",
+    "labels": LABELS_TABLE,
 }
 
 HISTOGRAM_BUCKETS: Final = 10
@@ -274,18 +277,23 @@ def histogram_edges(buckets: int = HISTOGRAM_BUCKETS) -> list[tuple[int, float, 
     return [(i, edges[i], 1.0 if i == buckets - 1 else edges[i + 1]) for i in range(buckets)]
 
 
-def _histogram_view() -> str:
+def histogram_bucket(column: str = "score") -> str:
+    """SQL for the bucket (0 to 9) of the score in ``column``, as ``score_histogram`` and
+    ``aggregate.histograms`` place it."""
     # The edges are constants of the schema (not user values), written as exact literals so
     # that DuckDB compares scores against the very doubles Python uses.
+    rounded = f"round({column}, 10)"
+    index = " + ".join(f"({rounded} >= {lo!r})::INTEGER" for _, lo, _ in histogram_edges())
+    return f"least(greatest({index} - 1, 0), {HISTOGRAM_BUCKETS - 1})"
+
+
+def _histogram_view() -> str:
     triples = histogram_edges()
-    rounded = "round(score, 10)"
-    index = " + ".join(f"({rounded} >= {lo!r})::INTEGER" for _, lo, _ in triples)
     grid = ", ".join(f"({i}, {lo!r}::DOUBLE, {hi!r}::DOUBLE)" for i, lo, hi in triples)
     return f"""
         CREATE OR REPLACE VIEW score_histogram AS
         WITH placed AS (
-            SELECT run_id, metric,
-                   least(greatest({index} - 1, 0), {HISTOGRAM_BUCKETS - 1}) AS bucket
+            SELECT run_id, metric, {histogram_bucket()} AS bucket
             FROM scores WHERE score IS NOT NULL
         ),
         counted AS (
@@ -456,6 +464,7 @@ def create(con: duckdb.DuckDBPyConnection) -> None:
 
 
 VIEWS.update(AGENT_VIEWS)  # run_trajectories, tool_calls: store/_agent.py
+VIEWS.update(LABEL_VIEWS)  # run_labels: store/_labels.py
 
 
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
@@ -585,11 +594,17 @@ def _v3_to_v4(con: duckdb.DuckDBPyConnection) -> None:
     _add_tables(con)
 
 
+def _labels(con: duckdb.DuckDBPyConnection) -> None:
+    """Human labels arrive (``labels``, read through ``run_labels``); nothing existing changes."""
+    _add_tables(con)
+
+
 MIGRATIONS: Final[dict[int, Callable[[duckdb.DuckDBPyConnection], None]]] = {
     0: _v0_to_v1,
     1: _add_tables,  # 2: calibrations, checkpoints, eval_set_manifests, online_*
     2: _v2_to_v3,
     3: _v3_to_v4,
     4: _v4_to_v5,
+    5: _labels,
 }
 """``MIGRATIONS[v]`` upgrades a file from version ``v`` to ``v + 1``."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
@@ -14,10 +15,10 @@ import polars as pl
 
 from evalframe.core import _seam
 from evalframe.core._errors import StoreError
-from evalframe.store import _calibrations, _read, _schema
+from evalframe.store import _calibrations, _labels, _read, _schema
 from evalframe.store._connect import MEMORY, Connector, execute, fetch
 from evalframe.store._files import in_place_views, stale
-from evalframe.store._sandbox import user_query
+from evalframe.store._sandbox import Reading, user_query
 from evalframe.store._write import transaction, write_run
 
 if TYPE_CHECKING:
@@ -146,6 +147,44 @@ class Store:
         with self._connector.connect(write=False) as con:
             return _calibrations.list_calibrations(con)
 
+    def save_labels(self, labels: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Add human labels, in one transaction; returns their ids.
+
+        Each label is a mapping with ``run_id``, ``sample_id``, ``metric`` and ``label``
+        (``"pass"``, ``"fail"``, a boolean or a score in [0, 1]), and optionally
+        ``repetition`` (default 0), ``note`` and ``labeller``. It is kept under the run whose
+        outputs it judges, so a rescored run shares its source's labels; the newest label of
+        an execution and metric is its current one (the ``run_labels`` view).
+        ``calibrate`` and ``estimate`` read them when given no case or label file.
+
+        Raises:
+            StoreError: a malformed label, or one naming a run, execution or metric the
+                store does not hold (nothing is added).
+
+        Examples:
+            >>> import evalframe as ef
+            >>> ds = ef.Dataset.from_records(
+            ...     [{"id": "q1", "input": {}, "expected_output": "Paris"}], name="geo")
+            >>> with ef.Store(":memory:") as store:
+            ...     run = ef.evaluate(ds, outputs={"q1": "Lyon"}, metrics=["contains"],
+            ...                       store=store)
+            ...     _ = store.save_labels([{"run_id": run.run_id, "sample_id": "q1",
+            ...                             "metric": "contains", "label": "fail"}])
+            ...     store.labels(run.run_id).select("sample_id", "label", "verdict").rows()
+            [('q1', 0.0, 'fail')]
+        """
+        parsed = [_labels.parse_label(x, f"label {i}") for i, x in enumerate(labels)]
+        with self._connector.connect(write=True) as con, transaction(con):
+            return _labels.save_labels(con, parsed)
+
+    def labels(self, ref: str, *, metric: str | None = None) -> pl.DataFrame:
+        """A stored run's current human labels (of every metric, or of ``metric``), in
+        dataset order: sample_id, repetition, metric, label, verdict, note, labeller,
+        labelled_at, label_id."""
+        run_id = self.resolve(ref)
+        with self._connector.connect(write=False) as con:
+            return _labels.current_labels(con, run_id, metric)
+
     # --- reading ---------------------------------------------------------------------------
 
     def sql(
@@ -174,6 +213,22 @@ class Store:
         with self._connector.connect(write=False, sandbox=True) as con:
             bound = dict(params) if isinstance(params, Mapping) else params
             return user_query(con, query_text, bound)
+
+    @contextmanager
+    def reading(self) -> Iterator[Reading]:
+        """Several SELECT queries on one read-only connection: ``with store.reading() as r:
+        r.sql(...)``. Each query runs under the rules of ``sql``. The file stays open, and so
+        blocks other processes' writes (they wait, up to their timeout), until the block
+        ends: keep it short.
+
+        Examples:
+            >>> import evalframe as ef
+            >>> with ef.Store(":memory:") as store, store.reading() as r:
+            ...     r.sql("SELECT count(*) AS n FROM runs").item()
+            0
+        """
+        with self._connector.connect(write=False, sandbox=True) as con:
+            yield Reading(con)
 
     def runs(self, *, dataset: str | None = None, limit: int | None = None) -> pl.DataFrame:
         """Stored runs, newest first: run_id, name, dataset, created_at, macro_f1, n_samples, ..."""

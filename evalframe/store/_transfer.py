@@ -62,10 +62,13 @@ _RUN_TABLES: Final = (
 _BATCH: Final = 200_000
 _NEW_IN_3: Final = "trajectories"
 _STATS: Final = ("run_metric_stats", "run_cohort_stats")
-_IMPORTABLE: Final = (2, 4, SCHEMA_VERSION)
+_CURRENT_STATS: Final = 5
+"""The first export version whose stats tables are imported as they are."""
+_IMPORTABLE: Final = (2, *range(4, SCHEMA_VERSION + 1))
 """Export schema versions ``import_runs`` reads (version 2 lacks the ``trajectories`` file;
 before version 5 the stats tables and ``runs.macro_f1`` counted pass rates over scored rows
-only, so they are computed again on import)."""
+only, so they are computed again on import; later versions added tables that are not part
+of a run, such as ``labels``, so their exports hold the same files)."""
 
 
 def export_runs(connector: Connector, refs: list[str], to: str | os.PathLike[str]) -> Path:
@@ -156,7 +159,7 @@ def import_runs(connector: Connector, source: str | os.PathLike[str]) -> list[st
     tables = [
         t
         for t in (*_RUN_TABLES, "samples")
-        if (version != 2 or t != _NEW_IN_3) and (version == SCHEMA_VERSION or t not in _STATS)
+        if (version != 2 or t != _NEW_IN_3) and (version >= _CURRENT_STATS or t not in _STATS)
     ]
     files = {t: folder / f"{t}.parquet" for t in tables}
     missing = [str(p.name) for p in files.values() if not p.is_file()]
@@ -169,7 +172,7 @@ def import_runs(connector: Connector, source: str | os.PathLike[str]) -> list[st
             fresh = _insert(con, files)
             if _NEW_IN_3 not in files:
                 trajectories_from_extra(con, fresh)
-            if version != SCHEMA_VERSION:
+            if version < _CURRENT_STATS:
                 _restate(con, fresh)
             verify_imported(con, fresh)  # a refusal rolls the whole import back
             return fresh
