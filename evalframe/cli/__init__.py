@@ -48,6 +48,7 @@ def _register_commands() -> None:
         _run,
         _run_set,
         _store,
+        _view,
     )
 
     cli.add_command(_run.run)
@@ -63,6 +64,7 @@ def _register_commands() -> None:
     cli.add_command(_run_set.run_set)
     cli.add_command(_export.export_cmd)
     cli.add_command(_convert.convert)
+    cli.add_command(_view.view)
     _options.guard_commands(cli)
 
 
