@@ -13,6 +13,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlencode
 
 from evalframe.views._web import _queries as Q
 from evalframe.views._web._filters import (
@@ -163,6 +164,13 @@ def build_app(store: Store, worker: StoreWorker, *, name: str) -> Starlette:
         return html_page("Label rows", await worker.read(read))
 
     async def compare_pages(request: Request) -> Response:
+        picked = request.query_params.getlist("pick")
+        if picked and "runs" not in request.query_params:
+            # Runs ticked on the runs page: the oldest is the reference.
+            ordered = await worker.read(lambda r: _oldest_first(r, picked))
+            from starlette.responses import RedirectResponse
+
+            return RedirectResponse(f"/compare?{urlencode({'runs': ','.join(ordered)})}", 303)
         q = CompareQuery.parse(params(request), request.query_params.getlist("runs"))
         found = await _compared(q)
         total, rows = matrix_page(found, q)
@@ -474,6 +482,17 @@ def build_app(store: Store, worker: StoreWorker, *, name: str) -> Starlette:
         StoreError: on_request_error,
     }
     return Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
+
+
+def _oldest_first(r: Any, refs: list[str]) -> list[str]:
+    """The runs ``refs`` name, oldest first."""
+    CompareQuery.parse({}, [",".join(refs)])  # 2 to 10 of them
+    ids = [Q.resolve(r, ref) for ref in refs]
+    frame = r.sql(
+        "SELECT run_id FROM runs WHERE list_contains($ids, run_id) ORDER BY created_at, seq",
+        {"ids": ids},
+    )
+    return [str(x) for x in frame.get_column("run_id").to_list()]
 
 
 async def _body(request: Request) -> bytes:

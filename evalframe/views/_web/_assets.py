@@ -26,7 +26,7 @@ for(const tr of $$("tr[data-href]"))tr.addEventListener("click",ev=>{
   if(ev.target.closest("a,input,button,label"))return;location.href=tr.dataset.href;});
 // Comparing: between 2 and 10 runs selected.
 const cmp=$("#ef-compare-go");
-if(cmp){const boxes=$$("input[name=runs]");const upd=()=>{const n=boxes.filter(b=>b.checked).length;
+if(cmp){const boxes=$$("input[name=pick]");const upd=()=>{const n=boxes.filter(b=>b.checked).length;
   cmp.disabled=n<2||n>10;$("#ef-compare-n").textContent=n+" selected";};
   boxes.forEach(b=>b.addEventListener("change",upd));upd();}
 // SQL: Ctrl+Enter runs the query.

@@ -74,7 +74,7 @@ main.ef-report{padding:8px 16px 40px;max-width:1400px}
 .ef-report .ef-keys kbd{border:1px solid #d0d7de;border-bottom-width:2px;border-radius:4px;
   padding:0 4px;font-size:12px;background:#f6f8fa}
 .ef-report textarea{width:100%;box-sizing:border-box}
-.ef-report .ef-matrix td{vertical-align:top;white-space:normal;max-width:320px}
+.ef-report .ef-matrix td{vertical-align:top;white-space:normal;max-width:320px;text-align:left}
 .ef-report .ef-regressed{background:#fff1f0}
 .ef-report .ef-improved{background:#f0fff4}
 """.strip()

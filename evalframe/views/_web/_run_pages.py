@@ -69,7 +69,7 @@ def runs_page(
         body_rows.append(
             f'<tr class="ef-click" data-href="{href}">'
             + td(
-                f'<input type="checkbox" name="runs" value="{escape(r["run_id"])}" '
+                f'<input type="checkbox" name="pick" value="{escape(r["run_id"])}" '
                 f'form="ef-compare" aria-label="compare {escape(r["run_id"])}">'
             )
             + td(link(href, r["name"]), cls="ef-text")
@@ -98,8 +98,8 @@ def runs_page(
         '<form id="ef-compare" method="get" action="/compare" class="ef-filters">'
         '<button type="submit" class="ef-primary" id="ef-compare-go">Compare selected</button>'
         '<span class="ef-muted" id="ef-compare-n"></span>'
-        '<span class="ef-muted">runs of one dataset, 2 to 10; the first selected is the '
-        "reference</span></form>"
+        '<span class="ef-muted">runs of one dataset, 2 to 10; the oldest is the reference'
+        "</span></form>"
     )
     return (
         f'<h2>Runs <span class="ef-muted">({total:,})</span></h2>{filters}{compare}'
