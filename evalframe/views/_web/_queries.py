@@ -143,7 +143,7 @@ def run_info(r: Reading, run_id: str) -> dict[str, Any]:
     info["metrics"] = _records(
         r.sql(
             "SELECT m.metric, m.name, m.threshold, m.family, m.dimension, s.n, s.n_scored, "
-            "s.n_errors, s.mean, s.p50, s.p95, s.pass_rate "
+            "s.n_errors, s.n_passed, s.mean, s.p50, s.p95, s.pass_rate, s.pass_rate_scored "
             "FROM run_metrics AS m LEFT JOIN run_metric_stats AS s "
             "ON s.run_id = m.run_id AND s.metric = m.metric "
             "WHERE m.run_id = ? ORDER BY m.ordinal",
@@ -152,8 +152,8 @@ def run_info(r: Reading, run_id: str) -> dict[str, Any]:
     )
     info["cohorts"] = _records(
         r.sql(
-            "SELECT label, cohort, is_untagged, sample_count, metric, n_scored, mean, "
-            "pass_rate FROM run_cohort_stats WHERE run_id = ? "
+            "SELECT label, cohort, is_untagged, sample_count, metric, n_scored, n_errors, mean, "
+            "pass_rate, pass_rate_scored FROM run_cohort_stats WHERE run_id = ? "
             "ORDER BY is_untagged, cohort, ordinal",
             [run_id],
         )

@@ -128,8 +128,10 @@ def _doc(info: Mapping[str, Any], hist: Mapping[str, Any]) -> dict[str, Any]:
         )
         entry["metrics"][c["metric"]] = {
             "mean": c["mean"],
-            "pass_rate": c["pass_rate"],
+            "pass_rate": c["pass_rate_scored"],
+            "pass_rate_attempted": c["pass_rate"],
             "n_scored": c["n_scored"],
+            "n_errors": c["n_errors"],
         }
     return {
         "metrics": {
@@ -137,7 +139,10 @@ def _doc(info: Mapping[str, Any], hist: Mapping[str, Any]) -> dict[str, Any]:
                 "mean": m["mean"],
                 "p50": m["p50"],
                 "p95": m["p95"],
-                "pass_rate": m["pass_rate"],
+                # As the report names them: over scored executions, and over attempted ones
+                # (the store's pass_rate, an errored execution not passing).
+                "pass_rate": m["pass_rate_scored"],
+                "pass_rate_attempted": m["pass_rate"],
                 "n": m["n"],
                 "n_scored": m["n_scored"] or 0,
                 "n_errors": m["n_errors"] or 0,
@@ -306,7 +311,8 @@ def run_page(
     from evalframe.views._html._run import _cohort_table, _metrics_table
 
     doc = _doc(info, hist)
-    parts = [_header(info), "<h3>Per-metric aggregates</h3>", _metrics_table(doc)]
+    names = list(doc["metrics"])
+    parts = [_header(info), "<h3>Per-metric aggregates</h3>", _metrics_table(doc, names)]
     if doc["cohorts"]:
         parts += ["<h3>Cohorts by tag (pass-rate)</h3>", _cohort_table(doc)]
     parts.append(_charts(doc))
