@@ -106,7 +106,9 @@ def tab(_chromium: Browser, viewer: Viewer) -> Iterator[Tab]:
 
 
 def _ids(tab: Tab, selector: str) -> list[str]:
-    found: list[str] = tab.page.eval_on_selector_all(selector, "es => es.map(e => e.dataset.sample)")
+    found: list[str] = tab.page.eval_on_selector_all(
+        selector, "es => es.map(e => e.dataset.sample)"
+    )
     return found
 
 

@@ -178,7 +178,8 @@ def _suggest(
     with open_store(store_path) as store:
         run = store.load(run_ref)
         have = labels if labels is not None else stored_labels(store, run.run_id, metric)
-    picks = suggest_labels(run, metric=metric, n=n, labels=have, strata=strata, seed=seed)
+    known = have if isinstance(have, Path) or have.height else None  # none labelled yet
+    picks = suggest_labels(run, metric=metric, n=n, labels=known, strata=strata, seed=seed)
     if fmt == "json":
         text = json.dumps(
             {"metric": metric, "strata": strata, "seed": seed, "rows": picks.to_dicts()},

@@ -156,6 +156,7 @@ def import_runs(connector: Connector, source: str | os.PathLike[str]) -> list[st
             "evalframe that wrote it, or open that store here (it migrates on open) and "
             "export again."
         )
+    version = int(str(version))
     tables = [
         t
         for t in (*_RUN_TABLES, "samples")

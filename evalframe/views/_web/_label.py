@@ -73,7 +73,12 @@ def queue(r: Reading, info: Mapping[str, Any], q: QueueQuery) -> list[dict[str, 
     if scores.filter(pl.col("error").is_null()).height == 0:
         return []
     picks = suggest_labels(
-        scores, metric=q.metric, n=q.n, labels=have, strata=q.strata, seed=q.seed
+        scores,
+        metric=q.metric,
+        n=q.n,
+        labels=have if have.height else None,
+        strata=q.strata,
+        seed=q.seed,
     )
     if picks.height == 0:
         return []
