@@ -147,6 +147,24 @@ def test_report_json_follows_the_scores_order_whatever_it_is(frames: None) -> No
     assert data == canonical(data)
 
 
+@pytest.mark.parametrize("slice_rows", [1, 2, 5])
+def test_report_json_streamed_in_slices_is_the_same_bytes(
+    frames: None, monkeypatch: pytest.MonkeyPatch, slice_rows: int
+) -> None:
+    """The per-row sections laid out a few rows at a time, as a large report streams to its
+    file: the pieces join to the bytes of the report written whole."""
+    from test_report import fixed_run
+
+    from evalframe.views import _report_json
+    from evalframe.views._report_json import report_json_parts
+
+    monkeypatch.setattr(_report_json, "_SLICE_ROWS", slice_rows)
+    for run in (odd_run(), fixed_run()):
+        pieces = [bytes(p) for p in report_json_parts(run)]
+        assert len(pieces) > 6  # streamed: several slices per section
+        assert b"".join(pieces) == run.report().to_json_bytes()
+
+
 def test_run_json_output_is_canonical_json(tmp_path: Path, frames: None) -> None:
     from click.testing import CliRunner
 

@@ -366,7 +366,14 @@ def dimensions(
         pl.col("mean").mean().alias("macro_mean"),
         pl.col("pass_rate").mean().alias("macro_pass_rate"),
     )
-    pooled = scores.join(keys, on=C.METRIC, how="inner").group_by("dimension").agg(AGGREGATES)
+    # lazily, so that only the columns the aggregates read are joined (not the details)
+    pooled = (
+        scores.lazy()
+        .join(keys.lazy(), on=C.METRIC, how="inner")
+        .group_by("dimension")
+        .agg(AGGREGATES)
+        .collect()
+    )
     rank = {d: i for i, d in enumerate(_DIMENSION_ORDER)}
     return (
         macro.join(pooled, on="dimension", how="left")

@@ -318,13 +318,10 @@ def _parse_many(texts: pl.Series) -> list[Any]:
     return parsed
 
 
-def _executions(run: Run) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The executions in repetition order (``_pos`` numbers them), and their scored rows.
-
-    The scored rows carry each execution's ``_pos`` and come in that order; missing details
-    read as ``{}``.
-    """
-    rows = (
+def execution_rows(run: Run) -> pl.DataFrame:
+    """The executions in repetition order, ``_pos`` numbering them, with what the report
+    shows of each."""
+    return (
         run.frame.select(
             C.SAMPLE_ID,
             C.ROW_HASH,
@@ -337,6 +334,15 @@ def _executions(run: Run) -> tuple[pl.DataFrame, pl.DataFrame]:
         .sort(C.REPETITION, maintain_order=True)
         .with_row_index("_pos")
     )
+
+
+def _executions(run: Run) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The executions in repetition order (``_pos`` numbers them), and their scored rows.
+
+    The scored rows carry each execution's ``_pos`` and come in that order; missing details
+    read as ``{}``.
+    """
+    rows = execution_rows(run)
     scored = (
         run.scores.filter(pl.col(C.ERROR).is_null())
         .select(C.SAMPLE_ID, C.REPETITION, C.METRIC, C.SCORE, pl.col("details").fill_null("{}"))
@@ -414,11 +420,15 @@ def _columns(frame: pl.DataFrame) -> list[list[Any]]:
     return [frame.get_column(c).to_list() for c in frame.columns]
 
 
-def _sample_metric_stats(run: Run) -> pl.DataFrame:
-    """Per sample and metric: the scores' mean, stddev, min, max and count, where scored."""
+def _sample_metric_stats(run: Run, scores: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per sample and metric: the scores' mean, stddev, min, max and count, where scored.
+
+    ``scores``: the run's score rows of some of its samples (every row of each), or all.
+    """
     score = pl.col(C.SCORE)
+    scores = run.scores if scores is None else scores
     if run.repetitions == 1:  # one score per sample and metric: no grouping to do
-        return run.scores.filter(score.is_not_null()).select(
+        return scores.filter(score.is_not_null()).select(
             C.SAMPLE_ID,
             C.METRIC,
             _r6(score).alias("mean"),
@@ -428,7 +438,7 @@ def _sample_metric_stats(run: Run) -> pl.DataFrame:
             pl.lit(1, pl.UInt32).alias("observations"),
         )
     return (
-        run.scores.group_by(C.SAMPLE_ID, C.METRIC)
+        scores.group_by(C.SAMPLE_ID, C.METRIC)
         .agg(
             _r6(score.mean()).alias("mean"),
             _r6(score.std(ddof=0).fill_null(0.0)).alias("stddev"),

@@ -30,10 +30,10 @@ from evalframe.views._layout import Entries, section
 from evalframe.views._records import Template, records
 from evalframe.views._report import (
     _build_report,
-    _executions,
     _python_floats,
     _r6,
     _sample_metric_stats,
+    execution_rows,
 )
 from evalframe.views._trajectory_json import trajectory_suffixes
 
@@ -105,22 +105,64 @@ def _bounds(positions: pl.Series, rows: int) -> npt.NDArray[np.int64]:
     return bounds
 
 
-def _array(rows: bytes | npt.NDArray[np.uint8]) -> list[bytes | npt.NDArray[np.uint8]]:
-    """The pieces of a JSON array at the report's second level, given its joined rows."""
-    return [b"[\n", rows, b"\n  ]"] if len(rows) else [b"[]"]
-
+Piece = bytes | npt.NDArray[np.uint8]
 
 # Scored rows plus executions up to which the report is written from Python objects.
 _OBJECTS_UP_TO = 20_000
+# Rows laid out at a time: the sections stream to the file a slice at a time, so memory
+# holds a few slices' text (about 3 KB a row) instead of the whole report.
+_SLICE_ROWS = 32_768
 
 # Separator, empty object, opening, closing (at 6 spaces) and row end (at 4) of both sections.
 _ROWS = (",\n", "{}", "{\n", "\n" + _pad(6) + "}", "\n" + _pad(4) + "}")
 
 
-def _samples_text(run: Run) -> list[bytes | npt.NDArray[np.uint8]]:
-    rows, scored = _executions(run)
-    if rows.height == 0:
-        return _array(b"")
+def _array(rows: int, slices: Iterator[Piece]) -> Iterator[Piece]:
+    """A JSON array at the report's second level, its ``rows`` laid out slice by slice."""
+    if rows == 0:
+        yield b"[]"
+        return
+    yield b"[\n"
+    for k, text in enumerate(slices):
+        if k:
+            yield _ROWS[0].encode()
+        yield text
+    yield b"\n  ]"
+
+
+def _cuts(rows: int) -> list[tuple[int, int]]:
+    return [(a, min(a + _SLICE_ROWS, rows)) for a in range(0, rows, _SLICE_ROWS)]
+
+
+def _entries_of(frame: pl.DataFrame, rows: pl.DataFrame, keys: list[str]) -> tuple[
+    npt.NDArray[np.int64], npt.NDArray[np.int64]
+]:  # fmt: skip
+    """Which of ``frame``'s rows belong to each of ``rows`` (by ``keys``; ``rows`` numbered
+    by ``_pos``): their indices grouped by row, in ``frame``'s order within a row, and each
+    row's offsets into them."""
+    index = (
+        frame.select(keys)
+        .with_row_index("_i")
+        .join(rows.select(*keys, "_pos"), on=keys, how="inner", maintain_order="left")
+        .sort("_pos", maintain_order=True)
+    )
+    return index.get_column("_i").to_numpy(), _bounds(index.get_column("_pos"), rows.height)
+
+
+def _samples_text(run: Run) -> Iterator[Piece]:
+    rows = execution_rows(run)
+    scored = run.scores.filter(pl.col(C.ERROR).is_null())
+    order, bounds = _entries_of(scored, rows, [C.SAMPLE_ID, C.REPETITION])
+    scored = scored.select(C.METRIC, C.SCORE, pl.col("details").fill_null("{}"))
+    for a, b in _cuts(rows.height):
+        yield _samples_slice(rows.slice(a, b - a), scored.gather(order[bounds[a] : bounds[b]]),
+                             bounds[a : b + 1] - bounds[a])  # fmt: skip
+
+
+def _samples_slice(
+    rows: pl.DataFrame, scored: pl.DataFrame, bounds: npt.NDArray[np.int64]
+) -> Piece:
+    """The ``samples`` rows of these executions, with their scored rows in order."""
     scored = _spelled(scored, [C.SCORE])
     at10 = "\n" + _pad(10)
     prefix = (
@@ -131,12 +173,13 @@ def _samples_text(run: Run) -> list[bytes | npt.NDArray[np.uint8]]:
     )
     # ``scored`` comes in execution order, each execution's scores in the run's metric order.
     entries = Entries(
-        bounds=_bounds(scored.get_column("_pos"), rows.height),
+        bounds=bounds,
         prefixes=records(prefix, scored.height),
         documents=scored.get_column("details"),
         indent=10,
         suffix="\n" + _pad(8) + "}",
     )
+    rows = rows.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_pos"))
     tags = (
         rows.select("_pos", C.TAGS)
         .explode(C.TAGS)
@@ -162,7 +205,7 @@ def _samples_text(run: Run) -> list[bytes | npt.NDArray[np.uint8]]:
         .text("", trajectory_suffixes(rows, 6))
         .end("," + at6 + '"scores": ')
     )
-    return _array(section(records(head, rows.height), entries, _ROWS))
+    return section(records(head, rows.height), entries, _ROWS)
 
 
 def _adversarial_texts(metadata: pl.Series) -> pl.Series:
@@ -177,14 +220,23 @@ def _adversarial_texts(metadata: pl.Series) -> pl.Series:
     return pl.Series(out, dtype=pl.String)
 
 
-def _aggregates_text(run: Run) -> list[bytes | npt.NDArray[np.uint8]]:
-    rows = run.sample_aggregates
-    if rows.height == 0:
-        return _array(b"")
-    floats = ["pass_rate", "pass_rate_low", "pass_rate_high", "score_mean", "score_stddev"]
-    rows = rows.with_columns(_r6(pl.col(f)) for f in floats).with_row_index("_pos")
+_FLOATS = ["pass_rate", "pass_rate_low", "pass_rate_high", "score_mean", "score_stddev"]
+
+
+def _aggregates_text(run: Run) -> Iterator[Piece]:
+    rows = run.sample_aggregates.with_columns(_r6(pl.col(f)) for f in _FLOATS)
+    rows = rows.with_row_index("_pos")
+    order, bounds = _entries_of(run.scores, rows, [C.SAMPLE_ID])
+    for a, b in _cuts(rows.height):
+        scores = run.scores.gather(order[bounds[a] : bounds[b]])
+        yield _aggregates_slice(run, rows.slice(a, b - a), scores)
+
+
+def _aggregates_slice(run: Run, rows: pl.DataFrame, scores: pl.DataFrame) -> Piece:
+    """The ``sample_aggregates`` rows of these samples, from every score row of theirs."""
+    rows = rows.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_pos"))
     per_metric = (
-        _sample_metric_stats(run)
+        _sample_metric_stats(run, scores)
         .join(rows.select(C.SAMPLE_ID, "_pos"), on=C.SAMPLE_ID, how="inner")
         .sort("_pos", C.METRIC)
     )
@@ -217,15 +269,24 @@ def _aggregates_text(run: Run) -> list[bytes | npt.NDArray[np.uint8]]:
         .number("," + at6 + '"score_stddev": ', rows.get_column("score_stddev"))
         .end("," + at6 + '"metrics": ')
     )
-    return _array(section(records(head, rows.height), entries, _ROWS))
+    return section(records(head, rows.height), entries, _ROWS)
+
+
+def _ahead(pieces: Iterator[Piece], pool: ThreadPoolExecutor) -> Iterator[Piece]:
+    """``pieces``, each computed on ``pool`` while the one before it is being written."""
+    done = object()
+    pending = pool.submit(next, pieces, done)
+    while (piece := pending.result()) is not done:
+        pending = pool.submit(next, pieces, done)
+        yield piece  # type: ignore[misc]
 
 
 def report_json_parts(run: Run, *, include_evidence: bool = False) -> Iterator[memoryview]:
     """The run's report JSON as UTF-8 pieces to write in order (see :func:`report_json`).
 
-    Writing the pieces one after another spares joining a document of hundreds of
-    megabytes in memory first, and the first pieces are written while the samples are
-    still being laid out.
+    The per-row sections are laid out a slice of rows at a time, the next slice while the
+    previous one is written, so a report larger than memory can be written; joining the
+    pieces gives the same bytes as writing them.
     """
     if not worth_compiling(run.scores.height + run.frame.height, _OBJECTS_UP_TO):
         # A small run: its Python objects written by orjson (the same bytes) take a few
@@ -238,10 +299,10 @@ def report_json_parts(run: Run, *, include_evidence: bool = False) -> Iterator[m
         "the JSON report writer",
         _layout._row_sizes, _layout._write_rows, _layout._lengths, _records._sizes, _records._write,
     )  # fmt: skip
-    with gc_paused(), ThreadPoolExecutor(2) as pool:
-        # Polars and the layout kernels release the GIL: the three parts overlap.
-        aggregates = pool.submit(_aggregates_text, run)
-        samples = pool.submit(_samples_text, run)
+    with gc_paused(), ThreadPoolExecutor(1) as pool:
+        # Polars and the layout kernels release the GIL: the first slice is laid out while
+        # the head is built.
+        aggregates = _ahead(_array(run.sample_aggregates.height, _aggregates_text(run)), pool)
         doc = _build_report(run, samples=False, aggregates=False, include_evidence=include_evidence)
         # Markers stand in for the large sections while the rest is written and its floats
         # are respelled; the sections' numbers are spelled right already.
@@ -251,12 +312,13 @@ def report_json_parts(run: Run, *, include_evidence: bool = False) -> Iterator[m
         head = _python_floats(head)
         first, rest = head.split(_AGGREGATES)
         middle, last = rest.split(_SAMPLES)
+        del doc, head, rest
         yield memoryview(first)
         # numpy arrays are buffers (numpy's stubs do not say so)
-        for part in aggregates.result():
+        for part in aggregates:
             yield memoryview(part)  # type: ignore[arg-type]
         yield memoryview(middle)
-        for part in samples.result():
+        for part in _ahead(_array(run.frame.height, _samples_text(run)), pool):
             yield memoryview(part)  # type: ignore[arg-type]
         yield memoryview(last)
 
