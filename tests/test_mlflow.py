@@ -281,6 +281,14 @@ def test_any_string_exports(uri: str, tmp_path: Path, monkeypatch: pytest.Monkey
         elif "label" in original:
             assert logged.data.tags[key] == original["value"]
     assert all(len(key) <= 250 for key in [*logged.data.metrics, *logged.data.tags])
+    # The per-row table carries every text as it is, read back by MLflow's table reader.
+    table = client.load_table(logged.info.experiment_id, "eval_results_table.json", [mlflow_id])
+    frame = run.frame.sort("sample_id")
+    got = table.sort_values("sample_id")
+    assert got["sample_id"].tolist() == frame["sample_id"].to_list()
+    assert got["inputs"].tolist() == [json.loads(text) for text in frame["input"]]
+    assert [list(t) for t in got["tags"]] == frame["tags"].to_list()
+    assert got["outputs"].tolist() == frame["actual_output"].to_list()
     # The same strings map to the same keys: exporting again changes nothing.
     assert run.to_mlflow(tracking_uri=uri) == mlflow_id
 

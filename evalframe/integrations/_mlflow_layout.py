@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import orjson
 
@@ -188,45 +188,44 @@ def _check_unique(run: Run) -> None:
 def results_table(run: Run) -> bytes:
     """The per-row table as MLflow's table artifacts hold it: ``{"columns": [...], "data":
     [[...], ...]}``, one row per (sample, repetition), with ``<metric>/score``,
-    ``<metric>/passed``, ``<metric>/error`` and ``<metric>/details`` per metric."""
+    ``<metric>/passed``, ``<metric>/error`` and ``<metric>/details`` per metric. The input,
+    and an expected output that is not a string, go in as the JSON they are."""
     import polars as pl
 
     frame = run.frame.select(
-        C.SAMPLE_ID,
-        C.REPETITION,
-        pl.col(C.INPUT).alias("inputs"),
-        pl.col(C.EXPECTED_OUTPUT).alias("ground_truth"),
-        pl.col(C.EXPECTED_TYPE),
-        pl.col(C.ACTUAL_OUTPUT).alias("outputs"),
-        pl.col(C.TAGS).alias("tags"),
-    )
+        C.SAMPLE_ID, C.REPETITION, C.INPUT, C.EXPECTED_OUTPUT, C.EXPECTED_TYPE, C.ACTUAL_OUTPUT,
+        C.TAGS,
+    )  # fmt: skip
     columns = [C.SAMPLE_ID, C.REPETITION, "inputs", "ground_truth", "outputs", "tags"]
+    cells = [
+        _json(C.SAMPLE_ID),
+        _json(C.REPETITION),
+        pl.col(C.INPUT).fill_null("null"),
+        pl.when(pl.col(C.EXPECTED_TYPE).fill_null("string") == "string")
+        .then(_json(C.EXPECTED_OUTPUT))
+        .otherwise(pl.col(C.EXPECTED_OUTPUT).fill_null("null")),
+        _json(C.ACTUAL_OUTPUT),
+        _json(C.TAGS),
+    ]
     scores = run.scores
-    for metric in run.metric_ids:
+    for i, metric in enumerate(run.metric_ids):
+        parts = {"score": C.SCORE, "passed": "passed", "error": C.ERROR, "details": "details"}
         one = scores.filter(pl.col(C.METRIC) == metric).select(
             C.SAMPLE_ID,
             C.REPETITION,
-            pl.col(C.SCORE).alias(f"{metric}/score"),
-            pl.col("passed").alias(f"{metric}/passed"),
-            pl.col(C.ERROR).alias(f"{metric}/error"),
-            pl.col("details").alias(f"{metric}/details"),
+            *(pl.col(column).alias(f"{i}/{part}") for part, column in parts.items()),
         )
         frame = frame.join(one, on=[C.SAMPLE_ID, C.REPETITION], how="left", maintain_order="left")
-        columns += [f"{metric}/{part}" for part in ("score", "passed", "error", "details")]
-    return orjson.dumps({"columns": columns, "data": _rows(frame, columns)})
+        columns += [f"{metric}/{part}" for part in parts]
+        cells += [_json(f"{i}/{part}") for part in parts]
+    rows = frame.select(pl.concat_str(cells, separator=",").str.join("],[")).item()
+    head = orjson.dumps({"columns": columns})[:-1]
+    return head + b',"data":[' + (b"[" + rows.encode() + b"]" if frame.height else b"") + b"]}"
 
 
-def _rows(frame: pl.DataFrame, columns: list[str]) -> list[list[Any]]:
-    """The table's rows; the input (and an expected output that is not a string) go in as the
-    JSON they are, not as text."""
-    width = len(columns)
-    kinds = frame.get_column(C.EXPECTED_TYPE).to_list()
-    rows = frame.select(columns).rows()
-    out: list[list[Any]] = []
-    for row, kind in zip(rows, kinds, strict=True):
-        values = list(row)
-        values[2] = orjson.Fragment(values[2]) if values[2] is not None else None
-        if kind not in (None, "string") and values[3] is not None:
-            values[3] = orjson.Fragment(values[3])
-        out.append(values[:width])
-    return out
+def _json(column: str) -> pl.Expr:
+    """Each value of ``column`` as JSON text (Polars encodes it: no loop over rows)."""
+    import polars as pl
+
+    encoded = pl.struct(pl.col(column).alias("v")).struct.json_encode()
+    return encoded.str.slice(5, encoded.str.len_chars() - 6)
