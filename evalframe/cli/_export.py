@@ -25,7 +25,8 @@ MLFLOW = "mlflow"
 @click.option(
     "--tracking-uri",
     default=None,
-    help="With --to mlflow: the tracking server or store (default: $MLFLOW_TRACKING_URI).",
+    help="With --to mlflow: the tracking server or store, e.g. sqlite:///mlflow.db (default: "
+    "$MLFLOW_TRACKING_URI, else MLflow's default).",
 )
 @click.option(
     "--experiment",
