@@ -204,20 +204,29 @@ def open_store(store_path: Path | None, *, create: bool = False) -> Any:
     return Store(store_path)
 
 
-def system_options(outputs_help: str, *, sources: bool = False) -> Callable[[F], F]:
+def system_options(
+    outputs_help: str, *, sources: bool = False, repeatable: bool = False
+) -> Callable[[F], F]:
     """``--outputs FILE``, ``--system MODULE:FUNCTION`` and ``--concurrency N``: where the
     outputs come from (saved, or a system under test called for them). With ``sources``,
-    ``--outputs`` also takes a directory, glob or URL of Parquet files (kept as text)."""
+    ``--outputs`` also takes a directory, glob or URL of Parquet files (kept as text); with
+    ``repeatable``, both options may be given several times (tuples)."""
     kind = click.Path() if sources else click.Path(dir_okay=False, path_type=Path)
+    again = (
+        " Repeatable: one run per system (or outputs file), sharing a comparison label."
+        if repeatable
+        else ""
+    )
     options = (
-        click.option("--outputs", type=kind, help=outputs_help),
+        click.option("--outputs", type=kind, multiple=repeatable, help=outputs_help + again),
         click.option(
             "--system",
             "system_ref",
             metavar="MODULE:FUNCTION",
+            multiple=repeatable,
             help="A system under test to call instead: a function taking a sample's input map "
             "and returning a string, e.g. my_app.rag:answer (the current directory is "
-            "importable).",
+            "importable)." + again,
         ),
         click.option(
             "--concurrency",

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     "Saved outputs: a JSON/YAML/JSONL/CSV/Parquet file, or a directory, glob or fsspec URL of "
     "Parquet files.",
     sources=True,
+    repeatable=True,
 )
 @click.option(
     "-m",
@@ -122,8 +123,8 @@ if TYPE_CHECKING:
 )
 def run(
     dataset: str,
-    outputs: str | None,
-    system_ref: str | None,
+    outputs: tuple[str, ...],
+    system_ref: tuple[str, ...],
     concurrency: int,
     metrics: tuple[str, ...],
     repetitions: int | None,
@@ -154,12 +155,34 @@ def run(
     When the store cannot take the run, the run is kept as an export directory next to the
     report (or in the current directory) and the message gives the `evalframe import`
     command that loads it.
+
+    Several --system (or --outputs) make one run per system, each labelled with its system
+    and with one shared comparison label; `evalframe view` compares them side by side.
     """
-    if (outputs is None) == (system_ref is None):
+    if bool(outputs) == bool(system_ref):
         raise click.UsageError(
             "Pass either --outputs FILE (the system under test's saved outputs) or --system "
             "MODULE:FUNCTION (a system under test to call), not both."
         )
+    if len(outputs) + len(system_ref) > 1:
+        alone = {
+            "--checkpoint-every": checkpoint_every, "--resume": resume,
+            "--promote-failures": promote_failures, "--batch-size": batch_size, "--dask": dask,
+            "--otel": otel or None,
+        }  # fmt: skip
+        given_alone = [k for k, v in alone.items() if v is not None]
+        if given_alone:
+            raise click.UsageError(
+                f"{', '.join(given_alone)} take(s) one system: run each system on its own."
+            )
+        _several(
+            dataset, list(outputs), list(system_ref), concurrency, list(metrics) or None,
+            repetitions, name, strict, labels, fmt, max_rows, out, store_path,
+            provider_settings, include_evidence,
+        )  # fmt: skip
+        return
+    one_output = outputs[0] if outputs else None
+    one_system = system_ref[0] if system_ref else None
     if force and promote_failures is None:
         raise click.UsageError("--force applies to --promote-failures.")
     if promote_failures is not None:  # refused before any work, not after the scoring
@@ -177,11 +200,11 @@ def run(
                 "evalframe sql."
             )
         _streamed(
-            dataset, outputs, store_path, list(metrics) or None, repetitions, name, labels,
+            dataset, one_output, store_path, list(metrics) or None, repetitions, name, labels,
             batch_size, memory_limit, provider_settings, dask, fmt, out,
         )  # fmt: skip
         return
-    system = _load_system(system_ref) if system_ref is not None else None
+    system = _load_system(one_system) if one_system is not None else None
     providers = provider_settings.build()
     checkpointed = checkpoint_every is not None or resume is not None
     if checkpointed and (system is None or store_path is None):
@@ -190,7 +213,7 @@ def run(
     try:
         result = ef.evaluate(
             dataset,
-            outputs=outputs,
+            outputs=one_output,
             system=system,
             concurrency=concurrency,
             metrics=list(metrics) or None,
@@ -257,6 +280,101 @@ def run(
     if failures:
         click.echo(f"{failures} (sample, metric) failure(s); see the report's failures.", err=True)
         raise SystemExit(1)
+
+
+COMPARISON_LABEL = "comparison"
+"""The label several systems' runs of one command share (its value is the same for all)."""
+SYSTEM_LABEL = "system"
+
+
+def _several(
+    dataset: str,
+    outputs: list[str],
+    systems: list[str],
+    concurrency: int,
+    metrics: list[str] | None,
+    repetitions: int | None,
+    name: str | None,
+    strict: bool,
+    labels: dict[str, str],
+    fmt: str,
+    max_rows: int,
+    out: Path | None,
+    store_path: Path | None,
+    provider_settings: ProviderSettings,
+    include_evidence: bool,
+) -> None:
+    """One run per system (or outputs file) on the same dataset, each labelled with its
+    system and with a comparison label they share; the reports in turn, then a summary."""
+    import uuid
+
+    from evalframe.core._dataset import read_dataset
+    from evalframe.views._format import f4, md_table
+
+    loaded = [(ref, _load_system(ref)) for ref in systems]  # refused before any work
+    sources: list[tuple[str, Any, Any]] = [(ref, None, fn) for ref, fn in loaded]
+    sources += [(path, path, None) for path in outputs]
+    seen = [tag for tag, _, _ in sources]
+    if len(set(seen)) != len(seen):
+        raise click.UsageError("A system (or outputs file) is given twice.")
+    ds = read_dataset(dataset)
+    shared = uuid.uuid4().hex[:12]
+    providers = provider_settings.build()
+    results = []
+    for tag, saved, system in sources:
+        try:
+            result = ef.evaluate(
+                ds,
+                outputs=saved,
+                system=system,
+                concurrency=concurrency,
+                metrics=metrics,
+                repetitions=repetitions,
+                providers=providers,
+                name=f"{name or ds.name} [{_system_name(tag)}]",
+                labels={**labels, SYSTEM_LABEL: tag, COMPARISON_LABEL: shared},
+                strict=strict,
+                baselines_from=store_path,
+            )
+        except StrictModeError as exc:
+            click.echo(f"error: {tag}: {exc}", err=True)
+            raise SystemExit(1) from None
+        results.append((tag, result))
+    if fmt == "json":
+        from evalframe.views._report_json import report_json
+
+        docs = [report_json(r, include_evidence=include_evidence) for _, r in results]
+        text = b"[\n" + b",\n".join(d.rstrip(b"\n") for d in docs) + b"\n]\n"
+        emit(text, out, note=f" ({len(results)} runs)")
+    else:
+        parts = [
+            f"# {tag}\n\n" + r.report(samples=False).to_markdown(max_rows=max_rows)
+            for tag, r in results
+        ]
+        rows = [[tag, r.run_id, f4(r.macro_f1), r.failures.height] for tag, r in results]
+        summary = "\n".join(md_table(["system", "run", "macro-F1", "failures"], rows))
+        parts.append(f"# Systems compared ({COMPARISON_LABEL}={shared})\n\n{summary}\n")
+        emit("\n".join(parts), out, note=f" ({len(results)} runs)")
+    if store_path is not None:
+        for _, r in results:
+            _save(r, store_path, out)
+        ids = ",".join(r.run_id for _, r in results)
+        click.echo(
+            f"compare them: evalframe view --store {store_path}, then /compare?runs={ids} "
+            f"(or the runs labelled {COMPARISON_LABEL}={shared}); evalframe compare takes two",
+            err=True,
+        )
+    failed = sum(r.failures.height for _, r in results)
+    if failed:
+        click.echo(f"{failed} (sample, metric) failure(s) across the runs.", err=True)
+        raise SystemExit(1)
+
+
+def _system_name(tag: str) -> str:
+    """A system's short name for a run name: the function, or the outputs file's stem."""
+    if ":" in tag and not Path(tag).exists():
+        return tag.rsplit(":", 1)[1]
+    return Path(tag).name
 
 
 def _streamed(
