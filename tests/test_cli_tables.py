@@ -268,7 +268,7 @@ def test_gate_text_fits_and_lists_the_counted_pairs(
     # The verdict, failures and notes are one line apiece (CI logs grep them); tables fit.
     verdict, tables = out.split("\n\n", 1)
     assert verdict.startswith("gate FAILED: ")
-    assert [line[:2] for line in verdict.splitlines()[1:]] == ["- ", "no"]
+    assert [line[:2] for line in verdict.splitlines()[1:]] == ["- "]
     _fits(tables, columns)
     if columns == 100:
         check_snapshot("cli_gate_100.txt", _stable(out, ids))
@@ -276,7 +276,7 @@ def test_gate_text_fits_and_lists_the_counted_pairs(
         check_snapshot("cli_gate_60.txt", _stable(out, ids))
     if columns == 100:
         regressed = ef.Store(path).compare("v1", "v2").regressions()
-        got = [(r[0], r[1]) for r in _table_rows(out, "Worst regressions")]
+        got = [(r[0], r[1]) for r in _table_rows(out, "Worst regressed pairs")]
         assert got == regressed.select("sample_id", "metric").rows()
 
 

@@ -189,11 +189,31 @@ def test_duplicate_row_hashes_fall_back_to_sample_ids() -> None:
 def test_runs_of_different_datasets_are_refused() -> None:
     a = _run(_dataset(["a"], name="one"), {EXACT: {"a": [1.0]}}, "r1")
     b = _run(_dataset(["a"], name="two"), {EXACT: {"a": [1.0]}}, "r2")
-    with pytest.raises(ComparisonError, match="dataset 'two' but the reference r1 is of dataset"):
+    with pytest.raises(ComparisonError) as caught:
         compare(a, b)
+    assert str(caught.value) == (
+        "Cannot compare run r2 with the reference r1: they are runs of different datasets: the "
+        "run is of dataset 'two' (1 row), the reference of dataset 'one' (1 row), so their rows "
+        "and numbers do not correspond. Compare runs of one dataset (or pass "
+        "allow_other_dataset=True when the dataset was only renamed)."
+    )
     assert compare(a, b, allow_other_dataset=True, n_bootstrap=0).counts["stable"] == 1
     with pytest.raises(ComparisonError, match="epsilon"):
         compare(a, a, epsilon=2.0)
+
+
+def test_runs_that_share_no_metric_are_refused_naming_both_metric_lists() -> None:
+    ds = _dataset(["a", "b"])
+    a = _run(ds, {EXACT: {"a": [1.0], "b": [0.0]}}, "r1")
+    b = _run(ds, {CONTAINS: {"a": [1.0], "b": [0.0]}}, "r2")
+    with pytest.raises(ComparisonError) as caught:
+        compare(a, b)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("Cannot compare run r2 with the reference r1: they share no metric")
+    assert "(the run scored contains; the reference scored exact-match)" in message
+    assert isinstance(caught.value, ef.EvalframeError)
+    assert ef.ComparisonError is ComparisonError
 
 
 # --- statistics against SciPy -----------------------------------------------------------------
@@ -241,6 +261,8 @@ def _counts(before: np.ndarray, after: np.ndarray) -> PairedCounts:
         sum_b=after[:, None],
         n_b=ones,
         pass_b=(after >= 0.5).astype(float)[:, None],
+        runs_a=ones,
+        runs_b=ones,
     )
 
 
@@ -462,7 +484,7 @@ def test_a_row_the_system_now_fails_on_is_a_regression_of_every_metric_it_passed
     assert c.counts["regressed_pairs"] == 2
     verdict = ef.gate(c)
     assert not verdict.passed
-    assert verdict.failures[0].startswith("2 regression(s) on 1 row(s)")
+    assert verdict.failures[0].startswith("2 regressed pair(s) on 1 row(s)")
     assert "NaN" not in c.to_json()
 
 
@@ -485,22 +507,24 @@ def test_regressions_is_a_frame_of_regressed_row_metric_pairs(
     assert doc["counts"]["regressed_pairs"] == 2
 
 
-def test_one_repetition_on_both_sides_makes_every_change_exact_and_confident(
-    hidden: tuple[ef.Run, ef.Run],
-) -> None:
+def test_a_single_execution_is_never_confident(hidden: tuple[ef.Run, ef.Run]) -> None:
+    # One execution per row measures no dispersion: the resolution is 100 points and no
+    # change can be told from noise, as eval-harness marks it (confident: false).
     c = compare(*hidden, n_bootstrap=0)
-    assert c.exact
+    assert c.resolution == 1.0
     assert c.regressions().height == 2
-    assert c.regressions(confident_only=True).height == 2
-    assert c.regressed_rows(confident_only=True).get_column("sample_id").to_list() == ["q"]
-    assert "every change is exact" in c.to_markdown()
-    # A fixed epsilon is the user's own threshold: the comparison is no longer exact.
-    assert not compare(*hidden, epsilon=0.1, n_bootstrap=0).exact
+    assert c.regressions(confident_only=True).height == 0
+    assert not c.rows.get_column("confident").any()
+    doc = json.loads(c.to_json())
+    assert {r["confident"] for r in doc["rows"]} == {False}
+    assert doc["counts"]["regressed_confident"] == 0
+    # A fixed epsilon is the user's own threshold: changes past it are confident.
+    fixed = compare(*hidden, epsilon=0.1, n_bootstrap=0)
+    assert fixed.regressions(confident_only=True).height == 2
 
 
 def test_repetitions_keep_the_noise_threshold(pair: tuple[ef.Run, ef.Run]) -> None:
     c = compare(*pair, n_bootstrap=0)
-    assert not c.exact
     a = c.regressions().filter(pl.col("sample_id") == "a").row(0, named=True)
     # a fell from 2/2 to 1/2 passing: a regression, confident only beyond the resolution.
     assert a["pass_rate_delta"] == -0.5

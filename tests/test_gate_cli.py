@@ -89,9 +89,11 @@ def test_gate_fails_on_regressions_and_prints_the_worst_rows(db: str) -> None:
     code, out, _ = invoke("gate", "latest", "--baseline", "previous", "--store", db)
     assert code == 1
     assert out.startswith("gate FAILED: ")
-    assert "- 2 regression(s) on 2 row(s) against previous (allowed: 0)\n" in out
-    assert "note: no statistical power: every row ran once in both runs" in out
-    rows = [line.split() for line in out.split("Worst regressions")[1].splitlines()[4:]]
+    assert (
+        "- 2 regressed pair(s) on 2 row(s) against previous (allowed: 0); none can be told from "
+        "noise (this run's detectable difference is 100.0 points)\n" in out
+    )
+    rows = [line.split() for line in out.split("Worst regressed pairs")[1].splitlines()[4:]]
     assert [r[:5] for r in rows if r] == [
         ["s1", "exact-match", "1", "→", "0"],
         ["s3", "exact-match", "1", "→", "0"],
@@ -103,17 +105,28 @@ def test_gate_allows_regressions_up_to_the_maximum(db: str) -> None:
     assert invoke("gate", "v2", "--baseline", "v1", "--max-regressions", "1", "--store", db)[0] == 1
 
 
-def test_confident_only_with_one_repetition_counts_every_exact_change(db: str) -> None:
-    # Saved outputs, one repetition: no sampling noise, so each change is exact and counts.
+def test_confident_only_with_one_repetition_says_nothing_can_be_confident(db: str) -> None:
+    # One execution per row: no regression can be told from noise (eval-harness marks it
+    # confident: false). The gate does not pass the regressed run unchecked: it says so, and
+    # how many repetitions would resolve 5 points.
     code, out, _ = invoke("gate", "v2", "--baseline", "v1", "--confident-only", "--store", db)
     assert code == 1, out
-    assert "2 confident regression(s) on 2 row(s) against v1 (allowed: 0)" in out
-    assert "no statistical power" in out
+    assert (
+        "- 2 regressed pair(s) on 2 row(s) against v1, none of which can be confident: every "
+        "row ran once, so no dispersion was measured and no difference is distinguishable from "
+        "noise (this run's detectable difference is 100.0 points); resolving 5 points needs at "
+        "least 60 repetitions (--repetitions 60)." in out
+    )
+    # Nothing regressed: nothing to count, and the gate passes saying it could count nothing.
+    code, out, _ = invoke("gate", "v1", "--baseline", "v1", "--confident-only", "--store", db)
+    assert code == 0, out
+    assert "note: nothing can be confident: every row ran once" in out
+    # A fixed epsilon is the user's own threshold.
     code, out, _ = invoke(
         "gate", "v2", "--baseline", "v1", "--confident-only", "--epsilon", "0.1", "--store", db
     )
     assert code == 1
-    assert "2 confident regression(s) on 2 row(s) against v1 (allowed: 0)" in out
+    assert "2 confident regressed pair(s) on 2 row(s) against v1 (allowed: 0)" in out
 
 
 def test_confident_only_says_when_no_regression_could_be_confident(db: str) -> None:
@@ -121,7 +134,7 @@ def test_confident_only_says_when_no_regression_could_be_confident(db: str) -> N
         "gate", "v2", "--baseline", "v1", "--confident-only", "--epsilon", "1", "--store", db
     )
     assert code == 0, out
-    assert "note: no statistical power: this run's detectable difference is 100.0 points" in out
+    assert "note: nothing can be confident: the noise threshold given (epsilon) is 100.0" in out
 
 
 def test_confident_only_does_not_pass_a_run_whose_macro_f1_collapsed(tmp_path: Path) -> None:
@@ -140,7 +153,7 @@ def test_confident_only_does_not_pass_a_run_whose_macro_f1_collapsed(tmp_path: P
     )
     assert code == 1, out
     fell = sum(1 for n in range(50) if n % 7 and not n % 2)  # passed before, fail now
-    assert f"- {fell} confident regression(s) on {fell} row(s)" in out
+    assert f"regressed pair(s) on {fell} row(s) against old, none of which can be confident" in out
 
 
 def test_max_regressions_counts_row_metric_pairs(tmp_path: Path) -> None:
@@ -152,8 +165,12 @@ def test_max_regressions_counts_row_metric_pairs(tmp_path: Path) -> None:
     ef.evaluate(ds, outputs=_outputs(forbidden={"s0"}), metrics=METRICS, name="b", store=store)
     code, out, _ = invoke("gate", "b", "--baseline", "a", "--store", str(store))
     assert code == 1, out
-    assert "1 (row, metric) regression(s); rows: 0 regressed" in out
-    assert "- 1 regression(s) on 1 row(s) against a (allowed: 0)" in out
+    assert (
+        "1 regressed pair(s) on 1 row(s); row verdicts: 0 regressed, 0 improved, 6 stable, "
+        "0 added, 0 removed (a row's verdict weighs all its metrics: 1 row(s) have a regressed "
+        "pair, 0 regressed overall)" in out
+    )
+    assert "- 1 regressed pair(s) on 1 row(s) against a (allowed: 0)" in out
     assert ["s0", "no-forbidden-word", "1", "→", "0"] in [
         line.split()[:5] for line in out.splitlines()
     ]
@@ -350,7 +367,7 @@ def test_a_missing_baseline_does_not_hide_a_mistyped_reference(fresh: str) -> No
     [
         (("gate", "v2", "--baseline", "nope"), "Unknown run reference 'nope'"),
         (("gate", "ghost", "--baseline", "v1"), "Unknown run reference 'ghost'"),
-        (("gate", "other", "--baseline", "v1"), "is of dataset 'other' but the reference"),
+        (("gate", "other", "--baseline", "v1"), "the run is of dataset 'other' (6 rows), the"),
         (("gate", "v2", "--baseline", "SELECT 1 WHERE false"), "returned 0 row(s)"),
     ],
 )
@@ -399,6 +416,39 @@ def test_runs_table_and_json(db: str) -> None:
     code, out, _ = invoke("runs", "--store", db)
     assert code == 0
     assert out.splitlines()[0].split()[:5] == ["id", "name", "labels", "dataset", "created_at"]
+
+
+def test_runs_that_cannot_be_compared_exit_2_in_one_paragraph(db: str, tmp_path: Path) -> None:
+    # runs of another dataset, and runs sharing no metric, through every command that compares
+    store = Path(db)
+    ef.evaluate(_dataset("other"), outputs=_outputs(), metrics=METRICS, name="other", store=store)
+    ef.evaluate(_dataset(), outputs=_outputs(), metrics=["contains"], name="c", store=store)
+    report = tmp_path / "other.json"
+    assert (
+        invoke("report", "other", "--store", db, "--format", "json", "--out", str(report))[0] == 0
+    )
+    for ref, why in (
+        ("other", "they are runs of different datasets: the run is of dataset 'gate'"),
+        ("c", "they share no metric (the run scored exact-match, no-forbidden-word; the "
+         "reference scored contains)"),
+    ):  # fmt: skip
+        for args in (
+            ("compare", ref, "v1"),
+            ("gate", "v1", "--baseline", ref),
+            ("report", "v1", "--compare", ref, "--format", "markdown"),
+            ("brief", "v1", "--comparison", ref),
+        ):
+            code, out, err = invoke(*args, "--store", db)
+            assert code == 2, (args, out, err)
+            assert "Traceback" not in err
+            assert "SchemaError" not in err
+            assert err.startswith("error: Cannot compare run "), (args, err)
+            assert why in err, (args, err)
+            assert err.count("\n") == 1  # one paragraph
+    # a report file of another dataset, as the reference
+    code, _, err = invoke("compare", str(report), "v1", "--store", db)
+    assert code == 2
+    assert "they are runs of different datasets" in err
 
 
 def test_sql_prints_query_results(db: str) -> None:

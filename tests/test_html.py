@@ -374,7 +374,7 @@ def test_comparison_html_snapshot() -> None:
 def test_comparison_text_names_runs_and_deltas() -> None:
     text = efhtml.comparison_text(_comparison())
     assert text.startswith("comparison before-run (baseline) -> after-run")
-    assert "1 regressed · 1 improved" in text
+    assert "2 regressed pairs · rows: 1 regressed, 1 improved" in text
 
 
 def test_paired_scores_and_the_delta_chart() -> None:

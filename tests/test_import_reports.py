@@ -100,7 +100,7 @@ def test_an_eval_harness_baseline_gates_an_evalframe_run(tmp_path: Path) -> None
     assert invoke("run", str(data), "--outputs", str(worse), "--store", str(store))[0] == 0
     code, out = invoke("gate", "latest", "--baseline", str(baseline), "--store", str(store))
     assert code == 1
-    assert "2 (row, metric) regression(s)" in out  # q1: exact-match and contains
+    assert "2 regressed pair(s) on 1 row(s)" in out  # q1: exact-match and contains
     assert "q1" in out
     code, out = invoke(
         "gate", "latest", "--baseline", str(baseline), "--store", str(store),
@@ -112,7 +112,7 @@ def test_an_eval_harness_baseline_gates_an_evalframe_run(tmp_path: Path) -> None
     imported = invoke("import", str(baseline), "--store", str(store))[1].strip().rsplit(" ", 1)[1]
     code, out = invoke("gate", "latest", "--baseline", imported, "--store", str(store))
     assert code == 1
-    assert "2 (row, metric) regression(s)" in out
+    assert "2 regressed pair(s) on 1 row(s)" in out
 
 
 def test_compare_takes_report_files_on_either_side(tmp_path: Path) -> None:

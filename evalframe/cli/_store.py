@@ -230,8 +230,9 @@ def _drops(values: tuple[str, ...], option: str = "--max-drop") -> dict[str, flo
 @click.option(
     "--confident-only",
     is_flag=True,
-    help="Count only regressions beyond the run's detectable difference (with one "
-    "repetition in both runs every change is exact, so all count).",
+    help="Count only regressions beyond the run's detectable difference. With one execution "
+    "per row none can be confident: regressed pairs then fail the gate, with the repetitions "
+    "that would tell them from noise.",
 )
 @click.option(
     "--if-missing",

@@ -26,14 +26,19 @@ fail on a row that was already failing another metric leaves the row's verdict u
 (its pass rate was already 0) but is a regression of that metric. ``regressions()`` lists
 the regressed pairs; ``regressed_rows()`` the regressed rows.
 
-When every row ran once in both runs (saved outputs, one repetition) and no ``epsilon`` is
-given, the comparison is ``exact``: there is no sampling noise to separate, so every
-regression and improvement is confident.
+A change is ``confident`` only beyond the noise threshold: with one execution per row no
+dispersion was measured, the resolution is 1.0 (100 points) and no change is confident, as
+in eval-harness.
 
 Beyond eval-harness, each metric's mean and pass-rate delta and the macro-F1 delta get a
-seeded paired bootstrap confidence interval, and each metric (overall and per cohort) gets
-McNemar's exact test on the paired pass/fail of its rows, Holm-corrected across all of
-those tests. A row passes a metric when at least half of its scored repetitions pass.
+seeded paired bootstrap confidence interval (pass rates over every execution, an errored one
+not passing; macro-F1 over the quality metrics, as ``Run.macro_f1``), and each metric
+(overall and per cohort) gets McNemar's exact test on the paired pass/fail of its rows,
+Holm-corrected across all of those tests. A row passes a metric when at least half of its
+executions pass it.
+
+Runs of different datasets, or with no metric in common, cannot be compared: ``compare``
+raises ``ComparisonError`` saying what differs.
 """
 
 from __future__ import annotations
@@ -56,7 +61,6 @@ from evalframe.core._compare_tables import (
     metric_table,
     metric_verdicts,
     paired_counts,
-    paired_matrices,
     per_key_counts,
     row_verdicts,
 )
@@ -84,8 +88,6 @@ class Comparison:
         join_key: ``row_hash`` or ``sample_id``.
         resolution: the noise threshold used for row verdicts.
         resolution_is_statistical: False when it was given as ``epsilon``.
-        exact: every row ran once in both runs and no ``epsilon`` was given, so every
-            change is confident (there is no sampling noise to separate).
         rows: one row per joined key: key, sample_id, status, confident, newly_failing,
             pass_rate_delta, score_delta, and before_*/after_* pass_rate, score_mean,
             score_stddev and repetitions.
@@ -105,7 +107,6 @@ class Comparison:
     join_key: Literal["row_hash", "sample_id"]
     resolution: float
     resolution_is_statistical: bool
-    exact: bool
     rows: pl.DataFrame
     row_metrics: pl.DataFrame
     metrics: pl.DataFrame
@@ -166,7 +167,6 @@ class Comparison:
             "incomparable_reason": None,
             "resolution": round6(self.resolution),
             "resolution_is_statistical": self.resolution_is_statistical,
-            "exact": self.exact,
             "macro_f1_delta": _r6(self.macro_f1["delta"]),
             "pass_rate_delta": _r6(self.pass_rate["delta"]),
             "counts": self.counts,
@@ -220,6 +220,36 @@ class Comparison:
             f"{c['regressed']} regressed, {c['improved']} improved, {c['stable']} stable, "
             f"{c['added']} added, {c['removed']} removed; macro-F1 delta "
             f"{'n/a' if delta is None else format(delta, '+.4f')})"
+        )
+
+
+def _rows(run: Run) -> str:
+    n = run.dataset.height
+    return f"{n} row" if n == 1 else f"{n} rows"
+
+
+def _metrics_text(run: Run) -> str:
+    return ", ".join(run.metric_ids) or "none"
+
+
+def _comparable(before: Run, after: Run, *, allow_other_dataset: bool) -> None:
+    """Raise ``ComparisonError``, in one paragraph naming what differs, for runs of different
+    datasets (unless allowed) or with no metric in common."""
+    other = before.dataset.name != after.dataset.name
+    if other and not allow_other_dataset:
+        raise ComparisonError(
+            f"Cannot compare run {after.run_id} with the reference {before.run_id}: they are "
+            f"runs of different datasets: the run is of dataset '{after.dataset.name}' "
+            f"({_rows(after)}), the reference of dataset '{before.dataset.name}' "
+            f"({_rows(before)}), so their rows and numbers do not correspond. Compare runs of "
+            "one dataset (or pass allow_other_dataset=True when the dataset was only renamed)."
+        )
+    if not set(after.metric_ids) & set(before.metric_ids):
+        raise ComparisonError(
+            f"Cannot compare run {after.run_id} with the reference {before.run_id}: they share "
+            f"no metric (the run scored {_metrics_text(after)}; the reference scored "
+            f"{_metrics_text(before)}), so there is no score to compare. Rescore one with the "
+            "other's metrics (evalframe rescore -m METRIC), or compare runs of the same metrics."
         )
 
 
@@ -318,12 +348,7 @@ def compare(
         │ q2        ┆ improved  ┆ false         │
         └───────────┴───────────┴───────────────┘
     """
-    if before.dataset.name != after.dataset.name and not allow_other_dataset:
-        raise ComparisonError(
-            f"Run {after.run_id} is of dataset '{after.dataset.name}' but the reference "
-            f"{before.run_id} is of dataset '{before.dataset.name}'; compare runs of one "
-            "dataset (or pass allow_other_dataset=True)."
-        )
+    _comparable(before, after, allow_other_dataset=allow_other_dataset)
     if epsilon is not None and not 0.0 <= epsilon <= 1.0:
         raise ComparisonError(f"epsilon must be in [0, 1]; got {epsilon}.")
     if not 0.0 < confidence < 1.0:
@@ -335,9 +360,6 @@ def compare(
     block_a = precision_block(rows_a, before.frame.height)
     block_b = precision_block(rows_b, after.frame.height)
     res = float(epsilon) if epsilon is not None else float(block_b["resolution"])
-    exact = epsilon is None and all(
-        rows.filter(pl.col("repetitions") > 1).height == 0 for rows in (rows_a, rows_b)
-    )
 
     def side(rows: pl.DataFrame, prefix: str) -> pl.DataFrame:
         return rows.select(
@@ -350,7 +372,7 @@ def compare(
     joined = side(rows_b, "after").join(
         side(rows_a, "before"), on="key", how="full", coalesce=True, maintain_order="left_right"
     )
-    verdicts = row_verdicts(joined, res, exact=exact).select(
+    verdicts = row_verdicts(joined, res).select(
         "key",
         pl.coalesce("after_sample_id", "before_sample_id").alias(C.SAMPLE_ID),
         pl.coalesce("after_row_hash", "before_row_hash").alias(C.ROW_HASH),
@@ -371,16 +393,16 @@ def compare(
     common = [m for m in ids_b if m in ids_a]
     per_key_a, per_key_b = per_key_counts(before, keys_a), per_key_counts(after, keys_b)
     counts = paired_counts(per_key_a, per_key_b, paired_keys, common)
-    runs = paired_matrices(per_key_a, per_key_b, paired_keys, common, ("runs",))
     pair_verdicts = metric_verdicts(
         paired.select("key", C.SAMPLE_ID),
         counts,
-        (runs["runs_a"], runs["runs_b"]),
         common,
         res,
-        exact=exact,
     )
-    boot = bootstrap_deltas(counts, n_resamples=n_bootstrap, seed=seed, confidence=confidence)
+    quality = [after.dimension_of.get(m) != "safety" for m in common]
+    boot = bootstrap_deltas(
+        counts, quality, n_resamples=n_bootstrap, seed=seed, confidence=confidence
+    )
     tests = mcnemar_tests(counts)
     cohort_tests = cohort_mcnemar(before, after, key, paired_keys, counts, common)
 
@@ -407,7 +429,6 @@ def compare(
         join_key=key,
         resolution=res,
         resolution_is_statistical=epsilon is None,
-        exact=exact,
         rows=verdicts,
         row_metrics=pair_verdicts,
         metrics=metrics,

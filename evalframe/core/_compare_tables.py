@@ -44,11 +44,11 @@ def join_key(rows_a: pl.DataFrame, rows_b: pl.DataFrame) -> Literal["row_hash", 
     return "row_hash"
 
 
-def row_verdicts(joined: pl.DataFrame, res: float, *, exact: bool = False) -> pl.DataFrame:
+def row_verdicts(joined: pl.DataFrame, res: float) -> pl.DataFrame:
     """Deltas, status, confidence and newly_failing of each joined row at resolution ``res``.
 
-    With ``exact`` (every row ran once on both sides: saved outputs, one repetition) there is
-    no sampling noise to tell a change from, so every regression and improvement is confident.
+    A change is confident only past ``res``: one execution per row measures no dispersion
+    (``res`` is then 1.0), so nothing is confident, as eval-harness marks it.
     """
     dp, ds = pl.col("pass_rate_delta"), pl.col("score_delta")
     before_missing = pl.col("before_repetitions").is_null()
@@ -94,10 +94,6 @@ def row_verdicts(joined: pl.DataFrame, res: float, *, exact: bool = False) -> pl
         )
         .with_columns(status.alias("status"), confident.alias("confident"))
         .with_columns(
-            pl.col("confident")
-            | (pl.lit(exact) & pl.col("status").is_in(["regressed", "improved"]))
-        )
-        .with_columns(
             (
                 (pl.col("status") == "regressed")
                 & (pl.col("before_pass_rate") >= 1.0)
@@ -108,26 +104,18 @@ def row_verdicts(joined: pl.DataFrame, res: float, *, exact: bool = False) -> pl
 
 
 def metric_verdicts(
-    rows: pl.DataFrame,
-    counts: PairedCounts,
-    runs: tuple[np.ndarray, np.ndarray],
-    metrics: list[str],
-    res: float,
-    *,
-    exact: bool,
+    rows: pl.DataFrame, counts: PairedCounts, metrics: list[str], res: float
 ) -> pl.DataFrame:
     """The row verdict rules applied per (paired row, metric), over rows both runs executed.
 
-    ``rows`` holds the paired rows' ``key`` and ``sample_id`` in the order of ``counts``;
-    ``runs`` the executions of each (row, metric) before and after, errored ones included.
+    ``rows`` holds the paired rows' ``key`` and ``sample_id`` in the order of ``counts``.
     A (row, metric) pair is judged on that metric's pass rate over the row's executions (an
     errored execution does not pass, as in the row verdict) and its mean score over the
     scored ones, exactly as a row is judged on all its metrics: a metric that now errors on
-    a row it passed regressed. With ``exact`` (one repetition on both sides, no noise to
-    separate) every change is confident.
+    a row it passed regressed.
     """
     k, m = counts.shape
-    runs_a, runs_b = runs
+    runs_a, runs_b = counts.runs_a, counts.runs_b
     with np.errstate(divide="ignore", invalid="ignore"):
         stats = {
             "before_pass_rate": counts.pass_a / runs_a,
@@ -151,7 +139,7 @@ def metric_verdicts(
         pl.lit(1, pl.Int64).alias("before_repetitions"),
         pl.lit(1, pl.Int64).alias("after_repetitions"),
     )
-    return row_verdicts(joined, res, exact=exact).select(
+    return row_verdicts(joined, res).select(
         "key",
         C.SAMPLE_ID,
         C.METRIC,
@@ -168,14 +156,16 @@ def metric_verdicts(
 
 
 def per_key_counts(run: Run, keys: pl.DataFrame) -> pl.DataFrame:
-    """Sum of scores, scored and passing executions per (key, metric)."""
+    """Sum of scores, scored, passing and attempted executions per (key, metric); an errored
+    execution did not pass."""
+    ok = pl.col("passed").fill_null(False) & pl.col(C.ERROR).is_null()
     return (
         run.scores.join(keys, on=C.SAMPLE_ID, how="inner")
         .group_by("key", C.METRIC)
         .agg(
             pl.col(C.SCORE).sum().alias("sum"),
             pl.col(C.SCORE).count().cast(pl.Float64).alias("n"),
-            pl.col("passed").sum().cast(pl.Float64).alias("pass"),
+            ok.sum().cast(pl.Float64).alias("pass"),
             pl.len().cast(pl.Float64).alias("runs"),
         )
     )
@@ -184,8 +174,9 @@ def per_key_counts(run: Run, keys: pl.DataFrame) -> pl.DataFrame:
 def paired_counts(
     a: pl.DataFrame, b: pl.DataFrame, paired: pl.Series, metrics: list[str]
 ) -> PairedCounts:
-    """Per-(paired row, metric) sums, scored and passing counts of both runs, as matrices."""
-    arrays = paired_matrices(a, b, paired, metrics, ("sum", "n", "pass"))
+    """Per-(paired row, metric) sums, scored, passing and attempted counts of both runs, as
+    matrices."""
+    arrays = paired_matrices(a, b, paired, metrics, ("sum", "n", "pass", "runs"))
     return PairedCounts(
         sum_a=arrays["sum_a"],
         n_a=arrays["n_a"],
@@ -193,6 +184,8 @@ def paired_counts(
         sum_b=arrays["sum_b"],
         n_b=arrays["n_b"],
         pass_b=arrays["pass_b"],
+        runs_a=arrays["runs_a"],
+        runs_b=arrays["runs_b"],
     )
 
 
@@ -212,10 +205,11 @@ def paired_matrices(
 
 
 def mcnemar_tests(counts: PairedCounts, rows: np.ndarray | None = None) -> list[dict[str, Any]]:
-    """McNemar counts and p-value per metric, over paired rows scored on both sides."""
+    """McNemar counts and p-value per metric, over paired rows executed on both sides; a row
+    passes when at least half of its executions passed (errored ones did not)."""
     out = []
     for j in range(counts.shape[1]):
-        na, nb = counts.n_a[:, j], counts.n_b[:, j]
+        na, nb = counts.runs_a[:, j], counts.runs_b[:, j]
         mask = (na > 0) & (nb > 0)
         if rows is not None:
             mask &= rows

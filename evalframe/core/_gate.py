@@ -5,9 +5,10 @@ Checks, each optional except the first:
 * regressions: the regressed (row, metric) pairs of the comparison (only the confident
   ones with ``confident_only``) may number at most ``max_regressions`` (default 0). A
   pair, not a row, is the unit: a metric that fell from pass to fail on a row already
-  failing another metric counts, though the row's own verdict is unchanged. With one
-  repetition per row in both runs every change is exact and so confident; when no change
-  could be confident at all the gate says it has no statistical power;
+  failing another metric counts, though the row's own verdict is unchanged. A change is
+  confident only past the run's detectable difference: with one execution per row nothing
+  can be, and ``confident_only`` then fails a run with regressed pairs, saying how many
+  repetitions would tell them from noise, instead of passing it unchecked;
 * ``min_macro_f1``: the run's macro-F1 must reach it;
 * ``max_drop``: per metric, the mean score may fall by at most this much (a fraction:
   0.05 is 5 points); a key ``METRIC:p50``, ``METRIC:p95`` or ``METRIC:pass_rate`` checks
@@ -28,6 +29,7 @@ import polars as pl
 from evalframe.core import _seam
 from evalframe.core import schema as C
 from evalframe.core._compare import Comparison, ComparisonError
+from evalframe.core._precision import precision_block
 
 __all__ = ["GateResult", "gate"]
 
@@ -106,7 +108,8 @@ def gate(
         comparison: from ``ef.compare(reference, run)``.
         max_regressions: regressed (row, metric) pairs allowed.
         confident_only: count only pairs whose drop exceeds the run's detectable difference
-            (every pair when the comparison is exact: one repetition on both sides).
+            (none can with one execution per row: regressed pairs then fail the gate, with
+            the repetitions that would tell them from noise).
         min_macro_f1: the lowest acceptable macro-F1 of the run.
         max_drop: per metric id, the largest acceptable fall of its mean score; keys
             ``METRIC:p50``, ``METRIC:p95`` and ``METRIC:pass_rate`` check that statistic.
@@ -129,7 +132,7 @@ def gate(
         >>> from evalframe.core._gate import gate
         >>> result = gate(compare(old, new, label="baseline"))
         >>> result.passed, result.failures[0].split("; ")[0]
-        (False, '1 regression(s) on 1 row(s) against baseline (allowed: 0)')
+        (False, '1 regressed pair(s) on 1 row(s) against baseline (allowed: 0)')
     """
     if max_regressions < 0:
         raise ComparisonError(f"max_regressions must be at least 0; got {max_regressions}.")
@@ -141,31 +144,34 @@ def gate(
 
     regressed = c.regressions()
     counted = c.regressions(confident_only=confident_only)
+    powerless = confident_only and c.resolution >= 1.0
     if counted.height > max_regressions:
         kind = "confident " if confident_only else ""
-        rows = counted.get_column(C.SAMPLE_ID).n_unique()
         message = (
-            f"{counted.height} {kind}regression(s) on {rows} row(s) against {c.label} "
-            f"(allowed: {max_regressions})"
+            f"{counted.height} {kind}regressed pair(s) on {_rows(counted)} row(s) against "
+            f"{c.label} (allowed: {max_regressions})"
         )
         confident = int(regressed.get_column("confident").sum())
-        if not confident_only and confident < regressed.height:
+        if not confident_only and c.resolution >= 1.0 and c.resolution_is_statistical:
+            message += (
+                "; none can be told from noise (this run's detectable difference is "
+                f"{c.resolution * 100:.1f} points)"
+            )
+        elif not confident_only and confident < regressed.height:
             message += (
                 f"; {confident} of {regressed.height} exceed this run's detectable difference "
                 f"of {c.resolution * 100:.1f} points, the rest are within sampling noise"
             )
         failures.append(message)
-    if c.exact:
-        notes.append(
-            "no statistical power: every row ran once in both runs, so there is no sampling "
-            "noise to separate; every change counts as exact (and as confident)"
+    elif powerless and regressed.height and c.resolution_is_statistical:
+        # Counting nothing here would pass a run that may have collapsed: say so and fail.
+        failures.append(
+            f"{regressed.height} regressed pair(s) on {_rows(regressed)} row(s) against "
+            f"{c.label}, none of which can be confident: {_no_power(c)} Run more "
+            "repetitions, or drop --confident-only to count every regression"
         )
-    elif confident_only and c.resolution >= 1.0:
-        notes.append(
-            f"no statistical power: this run's detectable difference is "
-            f"{c.resolution * 100:.1f} points, so no regression can count as confident; "
-            "run more repetitions or drop --confident-only"
-        )
+    elif powerless:
+        notes.append(f"nothing can be confident: {_no_power(c)}")
     if c.counts["compared"] == 0:
         notes.append(f"no rows in common with {c.label}: the regression check compared nothing")
 
@@ -213,6 +219,34 @@ def gate(
         worst_rows=counted,
         safety_failures=safety,
         comparison=c,
+    )
+
+
+def _rows(pairs: pl.DataFrame) -> int:
+    return int(pairs.get_column(C.SAMPLE_ID).n_unique())
+
+
+def _no_power(c: Comparison) -> str:
+    """Why no change can be confident, and the repetitions that would resolve 5 points."""
+    if not c.resolution_is_statistical:
+        return (
+            f"the noise threshold given (epsilon) is {c.resolution * 100:.1f} points, which no "
+            "change can exceed."
+        )
+    block = precision_block(c.after.sample_aggregates, c.after.frame.height)
+    need = block["required_repetitions"]
+    if c.after.repetitions < 2:
+        why = "every row ran once, so no dispersion was measured and no difference is "
+        why += "distinguishable from noise"
+    else:
+        why = (
+            f"{c.after.repetitions} repetitions only resolve differences of "
+            f"{c.resolution * 100:.1f} points"
+        )
+    return (
+        f"{why} (this run's detectable difference is {c.resolution * 100:.1f} points); "
+        f"resolving {block['target_delta'] * 100:g} points needs at least {need} repetitions "
+        f"(--repetitions {need})."
     )
 
 

@@ -84,8 +84,8 @@ def percentile_interval(replicates: Floats, confidence: float) -> tuple[Floats, 
 class PairedCounts:
     """Per paired row and metric, the sums each side's statistics are ratios of.
 
-    Arrays are (rows, metrics): the sum of scores, the number of scored executions and the
-    number of passing executions, before and after.
+    Arrays are (rows, metrics): the sum of scores, the number of scored executions, the
+    number of passing executions and of attempted ones (errored included), before and after.
     """
 
     sum_a: Floats
@@ -94,6 +94,8 @@ class PairedCounts:
     sum_b: Floats
     n_b: Floats
     pass_b: Floats
+    runs_a: Floats
+    runs_b: Floats
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -106,40 +108,55 @@ def _ratio(num: Floats, den: Floats) -> Floats:
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
 
-def _statistics(weighted: Floats, metrics: int) -> Floats:
+def _statistics(weighted: Floats, metrics: int, quality: Floats) -> Floats:
     """Mean deltas, pass-rate deltas (per metric) and the macro-F1 delta from weighted sums.
 
-    ``weighted`` is (replicates, 6 * metrics), the six sums in ``PairedCounts`` order.
-    Macro-F1 counts a metric with no scored row as a pass rate of 0, as ``aggregate`` does.
+    ``weighted`` is (replicates, 8 * metrics), the eight sums in ``PairedCounts`` order. Pass
+    rates are over attempted executions (an errored one did not pass) and macro-F1 averages
+    them over the ``quality`` metrics (a 0/1 mask), as ``aggregate`` does.
     """
-    sa, na, pa, sb, nb, pb = (weighted[:, k * metrics : (k + 1) * metrics] for k in range(6))
+    sa, na, pa, sb, nb, pb, ra, rb = (
+        weighted[:, k * metrics : (k + 1) * metrics] for k in range(8)
+    )
     mean_delta = _ratio(sb, nb) - _ratio(sa, na)
-    rate_a, rate_b = _ratio(pa, na), _ratio(pb, nb)
+    rate_a, rate_b = _ratio(pa, ra), _ratio(pb, rb)
     pass_delta = rate_b - rate_a
-    macro = np.nan_to_num(rate_b).mean(axis=1) - np.nan_to_num(rate_a).mean(axis=1)
+    kept = max(1.0, float(quality.sum()))
+    macro = ((np.nan_to_num(rate_b) - np.nan_to_num(rate_a)) * quality).sum(axis=1) / kept
+    if not quality.any():
+        macro = np.full(weighted.shape[0], np.nan)
     return np.column_stack([mean_delta, pass_delta, macro])
 
 
 def bootstrap_deltas(
-    counts: PairedCounts, *, n_resamples: int, seed: int, confidence: float
+    counts: PairedCounts,
+    quality: Sequence[bool] | None = None,
+    *,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
 ) -> dict[str, Floats]:
     """Paired bootstrap of every metric's mean and pass-rate delta and the macro-F1 delta.
 
     Rows are resampled with replacement (the same rows on both sides, so each replicate
     keeps the pairing); each replicate recomputes the pooled statistics from the resampled
-    sums. Intervals are percentile intervals.
+    sums. Intervals are percentile intervals; with fewer than two paired rows there is no
+    spread to resample and every interval is undefined (NaN). ``quality`` marks the metrics
+    macro-F1 averages (default: every metric).
 
     Returns:
         ``point``, ``low`` and ``high``, each of length ``2 * metrics + 1``: mean deltas,
         then pass-rate deltas, then the macro-F1 delta.
     """
     rows, metrics = counts.shape
+    mask = np.asarray(quality if quality is not None else [True] * metrics, dtype=np.float64)
     stacked = np.hstack(
-        [counts.sum_a, counts.n_a, counts.pass_a, counts.sum_b, counts.n_b, counts.pass_b]
-    ).astype(np.float64)
-    point = _statistics(stacked.sum(axis=0, keepdims=True), metrics)[0]
+        [counts.sum_a, counts.n_a, counts.pass_a, counts.sum_b, counts.n_b, counts.pass_b,
+         counts.runs_a, counts.runs_b]
+    ).astype(np.float64)  # fmt: skip
+    point = _statistics(stacked.sum(axis=0, keepdims=True), metrics, mask)[0]
     width = 2 * metrics + 1
-    if rows == 0 or n_resamples < 1:
+    if rows < 2 or n_resamples < 1:
         nan = np.full(width, np.nan)
         return {"point": point, "low": nan, "high": nan.copy()}
     rng = np.random.default_rng(seed)
@@ -151,7 +168,7 @@ def bootstrap_deltas(
         picks = rng.integers(0, rows, size=(size, rows))
         offsets = (np.arange(size)[:, None] * rows + picks).ravel()
         weights = np.bincount(offsets, minlength=size * rows).reshape(size, rows)
-        replicates[done : done + size] = _statistics(weights @ stacked, metrics)
+        replicates[done : done + size] = _statistics(weights @ stacked, metrics, mask)
         done += size
     low, high = percentile_interval(replicates, confidence)
     return {"point": point, "low": low, "high": high}

@@ -103,8 +103,8 @@ def comparison_text(c: Comparison, *, max_rows: int = 20, width: int | None = No
 def _comparison(c: Comparison, max_rows: int, style: _Style) -> str:
     counts = c.counts
     stat = "this run's detectable difference" if c.resolution_is_statistical else "epsilon"
-    if c.exact:
-        stat += "; one repetition on both sides, so every change is exact"
+    if c.resolution >= 1.0:
+        stat += "; no change can exceed it, so none is beyond noise"
     out = [
         *style.title(f"Comparison — {c.after.dataset.name}"),
         *style.note(
@@ -114,9 +114,13 @@ def _comparison(c: Comparison, max_rows: int, style: _Style) -> str:
         ),
         "",
         *style.heading("Rows"),
+        *style.note(
+            f"{counts['regressed_pairs']} regressed (row, metric) pair(s) on {_pair_rows(c)} "
+            "row(s); each row's verdict below weighs all its metrics."
+        ),
+        "",
         *style.table(
             (
-                "regressed (row, metric)",
                 "regressed",
                 "beyond noise",
                 "newly failing",
@@ -127,7 +131,6 @@ def _comparison(c: Comparison, max_rows: int, style: _Style) -> str:
             ),
             [
                 (
-                    counts["regressed_pairs"],
                     counts["regressed"],
                     counts["regressed_confident"],
                     counts["newly_failing"],
@@ -213,6 +216,11 @@ def _comparison(c: Comparison, max_rows: int, style: _Style) -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
+def _pair_rows(c: Comparison) -> int:
+    """Rows with a regressed (row, metric) pair."""
+    return int(c.regressions().get_column(C.SAMPLE_ID).n_unique())
+
+
 def _means(r: dict[str, Any]) -> tuple[str, ...]:
     return (
         r["metric"],
@@ -250,14 +258,20 @@ def gate_text(result: GateResult, *, max_rows: int = 10, width: int | None = Non
     c = result.comparison
     head = "passed" if result.passed else "FAILED"
     counts = c.counts
+    rows = _pair_rows(c)
     # The verdict, each failure and each note stay one line apiece (CI logs grep them).
-    out = [
+    line = (
         f"gate {head}: run {c.after.run_id} against {c.label} (run {c.before.run_id}): "
-        f"{counts['regressed_pairs']} (row, metric) regression(s); rows: "
+        f"{counts['regressed_pairs']} regressed pair(s) on {rows} row(s); row verdicts: "
         f"{counts['regressed']} regressed, {counts['improved']} improved, "
-        f"{counts['stable']} stable, {counts['added']} added, {counts['removed']} removed; "
-        f"macro-F1 {fmt(c.macro_f1['before'])} → {fmt(c.macro_f1['after'])}."
-    ]
+        f"{counts['stable']} stable, {counts['added']} added, {counts['removed']} removed"
+    )
+    if rows != counts["regressed"]:
+        line += (
+            f" (a row's verdict weighs all its metrics: {rows} row(s) have a regressed pair, "
+            f"{counts['regressed']} regressed overall)"
+        )
+    out = [f"{line}; macro-F1 {fmt(c.macro_f1['before'])} → {fmt(c.macro_f1['after'])}."]
     out += [f"- {f}" for f in result.failures]
     out += [f"note: {n}" for n in result.notes]
     style = _Style(markdown=False, width=width)
@@ -265,7 +279,7 @@ def gate_text(result: GateResult, *, max_rows: int = 10, width: int | None = Non
         shown = result.worst_rows.head(max_rows)
         out += [
             "",
-            f"Worst regressions ({shown.height} of {result.worst_rows.height}):",
+            f"Worst regressed pairs ({shown.height} of {result.worst_rows.height}):",
             "",
         ]
         out += row_table(shown, style)

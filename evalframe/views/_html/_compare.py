@@ -31,7 +31,8 @@ def _delta_td(value: Any, extra: str = "") -> str:
 
 
 _COUNTS = (
-    ("regressed", "regressed"),
+    ("regressed_pairs", "regressed pairs"),
+    ("regressed", "rows regressed"),
     ("regressed_confident", "beyond noise"),
     ("newly_failing", "newly failing"),
     ("improved", "improved"),
@@ -231,8 +232,9 @@ def comparison_text(comparison: Comparison) -> str:
     lines = [
         f"comparison {c.before.run_id} ({c.label}) -> {c.after.run_id} — {c.after.dataset.name}",
         f"macro-F1 {f4(c.macro_f1['before'])} -> {f4(c.macro_f1['after'])} "
-        f"({signed(c.macro_f1['delta'])}) · {counts['regressed']} regressed · "
-        f"{counts['improved']} improved · {counts['stable']} stable",
+        f"({signed(c.macro_f1['delta'])}) · {counts['regressed_pairs']} regressed pairs · rows: "
+        f"{counts['regressed']} regressed, {counts['improved']} improved, "
+        f"{counts['stable']} stable",
         "",
     ]
     lines += text_table(
