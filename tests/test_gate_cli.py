@@ -517,3 +517,45 @@ def test_run_saves_to_the_store_from_the_environment(tmp_path: Path) -> None:
     assert code in (0, 1)
     assert f"to {path}" in err
     assert Store(path).runs().item(0, "dataset") == "support.faq"
+
+
+def test_baseline_promote_refuses_errored_runs_and_other_datasets_and_clear_removes(
+    db: str,
+) -> None:
+    store = Path(db)
+    ds = _dataset()
+    errored = {**_outputs(), "s2": None}  # the system failed on s2
+    ef.evaluate(
+        ds,
+        system=lambda inputs: errored[inputs["q"]] or 1 / 0,
+        metrics=METRICS,
+        name="broken",
+        store=store,
+    )
+    code, _, err = invoke("baseline", "promote", "broken", "--store", db)
+    assert code == 2
+    assert err.startswith("error: Refusing to promote run ")
+    assert "to baseline 'gate': 1 of 6 executions errored" in err
+    assert "--force" in err
+    assert invoke("baseline", "list", "--store", db)[1] == "(no baselines)\n"
+    code, out, _ = invoke("baseline", "promote", "broken", "--force", "--store", db)
+    assert code == 0, out
+    assert invoke("baseline", "promote", "v1", "--store", db)[0] == 0  # a clean run
+    # a run of another dataset is refused under a name that baselines another dataset
+    ef.evaluate(_dataset("other"), outputs=_outputs(), metrics=METRICS, name="o", store=store)
+    code, _, err = invoke("baseline", "promote", "o", "--name", "gate", "--store", db)
+    assert code == 2
+    assert "the baseline is of dataset 'gate' (it points at run " in err
+    code, _, err = invoke("baseline", "promote", "v1", "--name", "other", "--store", db)
+    assert code == 2
+    assert "the baseline is of dataset 'other', and a baseline is compared row by row" in err
+    assert invoke("baseline", "promote", "o", "--store", db)[0] == 0  # its own name
+    # clear
+    code, out, _ = invoke("baseline", "clear", "gate", "--store", db)
+    assert code == 0
+    assert out.startswith("baseline 'gate' cleared (it pointed at run ")
+    names = ef.Store(store).baselines().get_column("name").to_list()
+    assert names == ["other"]
+    code, _, err = invoke("baseline", "clear", "gate", "--store", db)
+    assert code == 2
+    assert "No baseline named 'gate' to clear. Baselines: other." in err

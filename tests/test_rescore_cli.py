@@ -68,3 +68,37 @@ def test_failures_copied_from_the_source_do_not_fail_the_rescore(db: str) -> Non
     code, out, err = invoke("rescore", "--store", db, "-m", "fails-on-odd-ids")
     assert code == 0, err
     assert "0 new failure(s)" in out
+
+
+def test_a_rescored_run_gets_its_own_name_and_runs_shows_its_lineage(db: str) -> None:
+    import json
+
+    store = ef.Store(db)
+    source = store.resolve("latest")
+    assert invoke("rescore", "--store", db, "-m", "contains")[0] == 0
+    first = store.resolve("latest")
+    assert invoke("rescore", "--store", db, "-m", "rouge-l", "--runs", first)[0] == 0
+    second = store.resolve("latest")
+    assert invoke("rescore", "--store", db, "-m", "contains", "--name", "mine")[0] == 0
+    named = store.resolve("latest")
+    names = dict(store.sql("SELECT run_id, name FROM runs").iter_rows())
+    assert names[first] == "r (rescored)"
+    assert names[second] == "r (rescored) (rescored)"
+    assert names[named] == "mine"
+    assert store.resolve("r") == source  # the name still means the run it named
+    runs = {r["run_id"]: r["lineage"] for r in store.runs().iter_rows(named=True)}
+    assert runs == {
+        source: [],
+        first: [source],
+        second: [first, source],
+        named: [second, first, source],
+    }
+    code, out, _ = invoke("runs", "--store", db, "--format", "json")
+    assert code == 0
+    listed = {r["run_id"]: r["lineage"] for r in json.loads(out)}
+    assert listed[second] == [first, source]
+    wide = CliRunner().invoke(cli, ["runs", "--store", db], env={"COLUMNS": "400"})
+    assert f"{first} (r (rescored)) ← {source} (r)" in wide.stdout
+    code, out, _ = invoke("runs", "--store", db, "--format", "csv")
+    assert code == 0
+    assert f"{first} {source}" in out

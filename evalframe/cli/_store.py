@@ -77,16 +77,21 @@ def runs(
     store_path: Path | None, output: str, out: Path | None, dataset: str | None, limit: int | None
 ) -> None:
     """List stored runs, newest first: id, name, labels, dataset, created_at, macro_f1, n
-    samples (csv, json and parquet carry every column of the run list)."""
-    frame = open_store(store_path).runs(dataset=dataset, limit=limit)
+    samples and, for a rescored run, its lineage: the run it was rescored from (and that one's
+    source, ...). csv, json and parquet carry every column of the run list."""
+    store = open_store(store_path)
+    frame = store.runs(dataset=dataset, limit=limit)
     if output != "table":
         if output != "parquet":
             frame = frame.with_columns(pl.col("created_at").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
+        if output == "csv":  # a list has no CSV cell: the ids, nearest source first
+            frame = frame.with_columns(pl.col("lineage").list.join(" "))
         write_frame(frame, output, out, None)
         return
     if frame.height == 0:
         emit("(no runs)\n", out)
         return
+    names = _run_names(store, frame)
     body: list[tuple[Any, ...]] = [
         (
             r["run_id"],
@@ -96,7 +101,7 @@ def runs(
             r["created_at"].strftime("%Y-%m-%d %H:%M:%S"),
             fmt(r["macro_f1"]),
             r["n_samples"],
-            r["source_run_id"] or "",
+            " ← ".join(f"{a} ({names.get(a, '?')})" for a in r["lineage"]),
         )
         for r in frame.iter_rows(named=True)
     ]
@@ -117,6 +122,15 @@ def runs(
             (*row, fmt(a) if a is not None else "") for row, a in zip(body, agreement, strict=True)
         ]
     emit(render(headers, body) + "\n", out)
+
+
+def _run_names(store: Any, frame: pl.DataFrame) -> dict[str, str]:
+    """The names of the runs the listed runs were rescored from."""
+    ids = sorted({a for lineage in frame.get_column("lineage").to_list() for a in lineage})
+    if not ids:
+        return {}
+    found = store.sql("SELECT run_id, name FROM runs WHERE list_contains(?, run_id)", [ids])
+    return dict(found.iter_rows())
 
 
 def _labels_text(raw: str | None) -> str:
@@ -372,16 +386,31 @@ def baseline() -> None:
     """Named baselines: pointers to runs (reference them as baseline or baseline:NAME)."""
 
 
-@baseline.command("promote")
+@baseline.command("promote", epilog=EXIT_CODES)
 @click.argument("run_ref", metavar="RUN")
 @click.option("--name", default=None, help="The baseline's name (default: the dataset name).")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Promote a run with errored executions, or one of another dataset than the "
+    "baseline's, which are refused otherwise (exit 2).",
+)
 @store_option()
-def promote(run_ref: str, name: str | None, store_path: Path | None) -> None:
-    """Point a baseline at RUN."""
+def promote(run_ref: str, name: str | None, force: bool, store_path: Path | None) -> None:
+    """Point a baseline at RUN: a clean run (no errored execution) of the baseline's dataset."""
     store = open_store(store_path)
-    label = store.promote_baseline(run_ref, name=name)
+    label = store.promote_baseline(run_ref, name=name, force=force)
     run_id = store.resolve(f"baseline:{label}")
     click.echo(f"baseline '{label}' -> run {run_id}")
+
+
+@baseline.command("clear", epilog=EXIT_CODES)
+@click.argument("name", metavar="NAME")
+@store_option()
+def clear(name: str, store_path: Path | None) -> None:
+    """Remove the baseline NAME (the run it pointed at stays in the store)."""
+    run_id = open_store(store_path).clear_baseline(name)
+    click.echo(f"baseline '{name}' cleared (it pointed at run {run_id})")
 
 
 @baseline.command("list")
@@ -413,7 +442,12 @@ def list_baselines(store_path: Path | None) -> None:
 )
 @click.option("--keep", is_flag=True, help="Also carry over the source's other metrics.")
 @click.option("--force", is_flag=True, help="Recompute metrics the source already scored.")
-@click.option("--name", default=None, help="The new runs' name (default: the source's).")
+@click.option(
+    "--name",
+    default=None,
+    help="The new runs' name (default: '<source name> (rescored)', so a name never starts to "
+    "mean another run).",
+)
 @click.option("--batch-size", type=click.IntRange(min=1), default=100_000, show_default=True)
 @memory_limit_option("DuckDB's memory limit while rescoring.")
 @provider_options

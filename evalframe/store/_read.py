@@ -50,7 +50,8 @@ def looks_like_sql(text: str) -> bool:
 def list_runs(
     con: duckdb.DuckDBPyConnection, *, dataset: str | None = None, limit: int | None = None
 ) -> pl.DataFrame:
-    """Runs newest first: id, name, dataset, created_at, macro_f1, n samples and more."""
+    """Runs newest first: id, name, dataset, created_at, macro_f1, n samples and more, and each
+    run's ``lineage``: the runs it was rescored from, nearest first (empty for a scored run)."""
     cols = ", ".join(f"r.{c}" for c in RUN_LIST_COLUMNS)
     where = "WHERE r.dataset = $dataset" if dataset is not None else ""
     tail = "LIMIT $limit" if limit is not None else ""
@@ -67,9 +68,25 @@ def list_runs(
     order = "ORDER BY r.created_at DESC, r.seq DESC"
     return query(
         con,
-        f"SELECT {cols}, c.judge_agreement FROM runs AS r {calibrated} {where} {order} {tail}",
+        f"WITH RECURSIVE {_LINEAGE} SELECT {cols}, coalesce(l.lineage, []::VARCHAR[]) AS lineage, "
+        f"c.judge_agreement FROM runs AS r {calibrated} "
+        f"LEFT JOIN lineage AS l ON l.run_id = r.run_id {where} {order} {tail}",
         params or None,
     )
+
+
+# Each rescored run's sources, nearest first: the run it rescored, the run that one rescored...
+_LINEAGE: Final = """
+    chain(run_id, ancestor, depth) AS (
+        SELECT run_id, source_run_id, 1 FROM runs WHERE source_run_id IS NOT NULL
+        UNION ALL
+        SELECT c.run_id, r.source_run_id, c.depth + 1
+        FROM chain AS c JOIN runs AS r ON r.run_id = c.ancestor
+        WHERE r.source_run_id IS NOT NULL AND c.depth < 100
+    ),
+    lineage AS (
+        SELECT run_id, list(ancestor ORDER BY depth) AS lineage FROM chain GROUP BY run_id
+    )"""
 
 
 def _known_runs(con: duckdb.DuckDBPyConnection) -> str:

@@ -606,7 +606,8 @@ def _insert_run(
         {
             **{k: source[k] for k in ("dataset", "dataset_hash", "git_commit", "git_branch")},
             "run_id": new_id,
-            "name": name or source["name"],
+            # a run name never starts to mean another run: the new one says what it is
+            "name": name or f"{source['name']} (rescored)",
             "models": list(source["models"] or []),
             "labels": source["labels"],
             "extra": json.dumps(extra),

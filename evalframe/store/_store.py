@@ -289,23 +289,48 @@ class Store:
         options.setdefault("label", before)
         return compare(run_a, run_b, **options)
 
-    def promote_baseline(self, ref: str, *, name: str | None = None) -> str:
+    def promote_baseline(self, ref: str, *, name: str | None = None, force: bool = False) -> str:
         """Point the baseline ``name`` (default: the run's dataset name) at a run.
+
+        As eval-harness promotes only a clean run of the baseline's dataset, this refuses a
+        run with an errored execution (it is no reference to gate against), and a run of
+        another dataset than the one the baseline (or the dataset named ``name``) is of.
+        ``force`` promotes it anyway.
 
         Returns:
             The baseline's name.
+
+        Raises:
+            StoreError: the run is refused (the message says why and how to override).
         """
         run_id = self.resolve(ref)  # on a read-only connection: a reference may be SQL
         with self._connector.connect(write=True) as con, transaction(con):
             run_id = _read.resolve(con, run_id)
-            dataset = fetch(con, "SELECT dataset FROM runs WHERE run_id = ?", [run_id])
-            label = name or str(dataset)
+            dataset = str(fetch(con, "SELECT dataset FROM runs WHERE run_id = ?", [run_id]))
+            label = name or dataset
+            if not force:
+                _promotable(con, run_id, dataset, label)
             execute(
                 con,
                 "INSERT OR REPLACE INTO baselines VALUES (?, ?, ?, ?)",
                 [label, run_id, dataset, dt.datetime.now(dt.UTC).replace(tzinfo=None)],
             )
         return label
+
+    def clear_baseline(self, name: str) -> str:
+        """Remove the baseline ``name``; returns the run id it pointed at (the run stays).
+
+        Raises:
+            StoreError: there is no baseline of that name (the message lists them).
+        """
+        with self._connector.connect(write=True) as con, transaction(con):
+            rows = execute(con, "SELECT run_id FROM baselines WHERE name = ?", [name])
+            if not rows:
+                listed = [r[0] for r in execute(con, "SELECT name FROM baselines ORDER BY name")]
+                known = f"Baselines: {', '.join(listed)}." if listed else "There is none."
+                raise StoreError(f"No baseline named '{name}' to clear. {known}")
+            execute(con, "DELETE FROM baselines WHERE name = ?", [name])
+        return str(rows[0][0])
 
     def baselines(self) -> pl.DataFrame:
         """Named baselines: name, run_id, dataset, promoted_at."""
@@ -343,7 +368,8 @@ class Store:
                 returning a ``run_id`` column (default: the latest run).
             keep: also carry over the source's metrics that are not requested.
             force: recompute every metric, even those the source already scored.
-            name: the new runs' name (default: the source's name).
+            name: the new runs' name (default: ``"<source name> (rescored)"``, so a run
+                name never starts to mean another run; ``runs()`` gives each run's lineage).
             batch_size: outputs per scoring batch.
             memory_limit: DuckDB's memory limit while rescoring a file store (None: DuckDB's
                 default, 80% of RAM; ignored for in-memory stores). Joins and sorts beyond
@@ -533,6 +559,33 @@ def _version(con: duckdb.DuckDBPyConnection) -> int | None:
     if value is None:
         raise StoreError("The store's meta table has no schema_version; the file is damaged.")
     return int(value)
+
+
+def _promotable(con: duckdb.DuckDBPyConnection, run_id: str, dataset: str, label: str) -> None:
+    """Raise ``StoreError`` when run ``run_id`` must not become baseline ``label``."""
+    executions, errored = execute(
+        con, "SELECT executions, errored_executions FROM run_status WHERE run_id = ?", [run_id]
+    )[0]
+    if errored:
+        raise StoreError(
+            f"Refusing to promote run {run_id} to baseline '{label}': {errored} of {executions} "
+            "executions errored, so it is no reference to gate against (only a clean run is "
+            "promoted, as eval-harness does). Fix the run, or pass --force (force=True) to "
+            "promote it anyway."
+        )
+    current = execute(con, "SELECT run_id, dataset FROM baselines WHERE name = ?", [label])
+    other = current[0][1] if current and current[0][1] != dataset else None
+    if other is None and label != dataset:
+        named = execute(con, "SELECT 1 FROM runs WHERE dataset = ? LIMIT 1", [label])
+        other = label if named else None
+    if other is not None:
+        held = f" (it points at run {current[0][0]})" if current else ""
+        raise StoreError(
+            f"Refusing to point baseline '{label}' at run {run_id} of dataset '{dataset}': "
+            f"the baseline is of dataset '{other}'{held}, and a baseline is compared row by "
+            "row with runs of its own dataset. Promote it under another --name, clear this "
+            f"one (evalframe baseline clear {label}), or pass --force (force=True)."
+        )
 
 
 def _any_sql(*refs: str) -> bool:
