@@ -60,7 +60,15 @@ if TYPE_CHECKING:  # the families load with the registry, not at import
         rubric,
         summarization,
     )
-    from evalframe.metrics.lexical import contains, exact_match, regex, rouge_l
+    from evalframe.metrics.lexical import (
+        contains,
+        exact_match,
+        regex,
+        rouge_1,
+        rouge_2,
+        rouge_l,
+        rouge_lsum,
+    )
     from evalframe.metrics.mcp import (
         mcp_arguments_valid,
         mcp_tool_selection,
@@ -212,7 +220,10 @@ __all__ = [
     "retry_count",
     "role_adherence",
     "role_violation",
+    "rouge_1",
+    "rouge_2",
     "rouge_l",
+    "rouge_lsum",
     "rowwise",
     "rubric",
     "score_consistency",

@@ -1,16 +1,19 @@
-"""Lexical metrics: exact-match, contains, regex and rouge-l.
+"""Lexical metrics: exact-match, contains, regex and the ROUGE family (rouge-1, rouge-2,
+rouge-l, rouge-lsum).
 
-All four are network-free and exact. exact-match, contains and regex are single Polars
-expressions; rouge-l tokenises in Polars and runs a bit-parallel LCS kernel over the batch.
+All are network-free and exact. exact-match, contains and regex are single Polars
+expressions; rouge-l tokenises in Polars and runs a bit-parallel LCS kernel over the batch,
+rouge-1, rouge-2 and rouge-lsum small kernels over token ids (``_rouge.py``).
 
 A sample with any-of answers (``metadata.expected_any``, see ``evalframe.core._any_of``)
-scores as the best over its acceptable answers in exact-match, contains and rouge-l: the
-answers are read once per frame into a generated column that the three share.
+scores as the best over its acceptable answers in exact-match, contains and the ROUGE
+metrics: the answers are read once per frame into a generated column that they share.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final
 
 import polars as pl
@@ -22,7 +25,16 @@ from evalframe.metrics._batched import batched, sample_error, type_error
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Derived, Range, Scored
 
-__all__ = ["ANSWERS", "contains", "exact_match", "regex", "rouge_l"]
+__all__ = [
+    "ANSWERS",
+    "contains",
+    "exact_match",
+    "regex",
+    "rouge_1",
+    "rouge_2",
+    "rouge_l",
+    "rouge_lsum",
+]
 
 _ACTUAL = pl.col(C.ACTUAL_OUTPUT)
 _EXPECTED = pl.col(C.EXPECTED_OUTPUT)
@@ -345,15 +357,17 @@ _ROUGE_FIELDS: Final = {
 }
 
 
-def _rouge_kernel(beta: float, max_tokens: int) -> pl.Expr:
-    from evalframe.metrics._lcs import rouge_l as rouge_l_columns
+def _best_pair(
+    columns: Callable[[pl.Series, pl.Series], pl.DataFrame],
+    fields: Mapping[str, pl.DataType | type[pl.DataType]],
+) -> pl.Expr:
+    """``columns(expected, actual)`` per row, over any-of answers the best-scoring pair."""
 
     def kernel(frame: pl.DataFrame) -> pl.DataFrame:
         expected, actual = frame.get_column("expected"), frame.get_column("actual")
         answers = frame.get_column("answers")
         if answers.null_count() == frame.height:
-            plain = rouge_l_columns(expected, actual, beta=beta, max_tokens=max_tokens)
-            return plain.with_columns(best=pl.lit(None, pl.String))
+            return columns(expected, actual).with_columns(best=pl.lit(None, pl.String))
         # One pair per acceptable answer (a plain row is its one expected text); a row keeps
         # its best pair, or its first pair over the token cap (never silently skipped).
         pairs = (
@@ -365,12 +379,9 @@ def _rouge_kernel(beta: float, max_tokens: int) -> pl.Expr:
             )
             .explode("answers")
         )
-        scored = rouge_l_columns(
-            pairs.get_column("answers"),
-            pairs.get_column("actual"),
-            beta=beta,
-            max_tokens=max_tokens,
-        ).with_columns(row=pairs.get_column("row"), best=pairs.get_column("answers"))
+        scored = columns(pairs.get_column("answers"), pairs.get_column("actual")).with_columns(
+            row=pairs.get_column("row"), best=pairs.get_column("answers")
+        )
         best = scored.sort(
             [pl.col("row"), pl.col("over_cap").is_null(), pl.col("score")],
             descending=[False, False, True],
@@ -384,8 +395,32 @@ def _rouge_kernel(beta: float, max_tokens: int) -> pl.Expr:
     return batched(
         kernel,
         {"expected": C.expected_text(), "actual": _ACTUAL, "answers": _acceptable()},
-        {**_ROUGE_FIELDS, "best": pl.String},
+        {**fields, "best": pl.String},
     )
+
+
+def _rouge_kernel(beta: float, max_tokens: int) -> pl.Expr:
+    from evalframe.metrics._lcs import rouge_l as rouge_l_columns
+
+    return _best_pair(
+        lambda e, a: rouge_l_columns(e, a, beta=beta, max_tokens=max_tokens), _ROUGE_FIELDS
+    )
+
+
+def _cap_error(name: str, max_tokens: int, k: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """The field over the token cap (or null) and the row's message about it."""
+    over = k.struct.field("over_cap")
+    count = (
+        pl.when(over == "expected_output")
+        .then(k.struct.field("expected_tokens"))
+        .otherwise(k.struct.field("actual_tokens"))
+    )
+    message = sample_error(
+        f"{{}} has {{}} tokens; {name} metric supports at most {max_tokens} tokens per field.",
+        over,
+        count,
+    )
+    return over, message
 
 
 @metric("rouge-l", family="lexical", derived=_answers_derived)
@@ -404,17 +439,7 @@ def rouge_l(
     bad, message = type_error("rouge-l")
     bad = bad & _acceptable().is_null()
     k = pl.col("rouge-l__kernel")
-    over = k.struct.field("over_cap")
-    count = (
-        pl.when(over == "expected_output")
-        .then(k.struct.field("expected_tokens"))
-        .otherwise(k.struct.field("actual_tokens"))
-    )
-    cap_error = sample_error(
-        f"{{}} has {{}} tokens; rouge-l metric supports at most {max_tokens} tokens per field.",
-        over,
-        count,
-    )
+    over, cap_error = _cap_error("rouge-l", max_tokens, k)
     score = k.struct.field("score")
     return Scored(
         score=pl.when(bad).then(None).otherwise(score),
@@ -437,4 +462,130 @@ def rouge_l(
             ),
         ),
         prepare={"rouge-l__kernel": _rouge_kernel(beta, max_tokens)},
+    )
+
+
+def _rouge_family(
+    name: str,
+    compute: Callable[[pl.Series, pl.Series], pl.DataFrame],
+    units: str,
+    max_tokens: int,
+) -> Scored:
+    """Score, error and details of rouge-1, rouge-2 or rouge-lsum (``_rouge.ROUGE_FIELDS``)."""
+    from evalframe.metrics._rouge import ROUGE_FIELDS
+
+    bad, message = type_error(name)
+    bad = bad & _acceptable().is_null()
+    column = f"{name}__kernel"
+    k = pl.col(column)
+    over, cap_error = _cap_error(name, max_tokens, k)
+    score = k.struct.field("score")
+    plain = [
+        k.struct.field("matches").alias(units),
+        *(k.struct.field(f) for f in ("expected_units", "actual_units", "precision", "recall")),
+    ]
+    return Scored(
+        score=pl.when(bad).then(None).otherwise(score),
+        error=pl.when(bad).then(message).when(over.is_not_null()).then(cap_error),
+        details=_with_answers(
+            pl.struct(plain), pl.struct(k.struct.field("best").alias("best_answer"), *plain)
+        ),
+        prepare={column: _best_pair(compute, ROUGE_FIELDS)},
+    )
+
+
+_BETA = Annotated[float, Range(gt=0, le=1e6)]
+_MAX_TOKENS = Annotated[int, Range(ge=1)]
+
+
+def _rouge_n(n: int, beta: float, max_tokens: int) -> Scored:
+    from evalframe.metrics._rouge import rouge_n
+
+    return _rouge_family(
+        f"rouge-{n}",
+        lambda e, a: rouge_n(e, a, n=n, beta=beta, max_tokens=max_tokens),
+        "overlap",
+        max_tokens,
+    )
+
+
+@metric("rouge-1", family="lexical", derived=_answers_derived)
+def rouge_1(*, beta: _BETA = 1.0, max_tokens: _MAX_TOKENS = 1024) -> Scored:
+    """ROUGE-1: the F-measure of the tokens the output shares with the expected text.
+
+    Tokens as for rouge-l. With ``overlap`` the shared tokens counted with multiplicity
+    (``sum over tokens t of min(count_expected(t), count_actual(t))``), P = overlap /
+    |actual| and R = overlap / |expected|, the score is (1+β²)PR / (R + β²P). Both sides
+    empty score 1.0, one side empty 0.0. Agrees with Google's ``rouge-score`` ``rouge1`` on
+    ASCII text without stemming. A field with more than ``max_tokens`` tokens is that
+    sample's error; with any-of answers, the best over the acceptable answers.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Where?"}, "expected_output": "the cat sat on the mat"},
+        ...     {"id": "q2", "input": {"q": "Who?"}, "expected_output": "a dog"}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": "the cat on the mat", "q2": "no idea"},
+        ...                   metrics=["rouge-1"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.9090909090909091 {"overlap":5,"expected_units":6,"actual_units":5,"precision":1.0,"recall":0.8333333333333334}
+        q2 0.0 {"overlap":0,"expected_units":2,"actual_units":2,"precision":0.0,"recall":0.0}
+    """  # noqa: E501
+    return _rouge_n(1, beta, max_tokens)
+
+
+@metric("rouge-2", family="lexical", derived=_answers_derived)
+def rouge_2(*, beta: _BETA = 1.0, max_tokens: _MAX_TOKENS = 1024) -> Scored:
+    """ROUGE-2: the F-measure of the token bigrams the output shares with the expected text.
+
+    As rouge-1 over adjacent token pairs: P = overlap / max(actual bigrams, 1), R = overlap
+    / max(expected bigrams, 1), so a one-token text (no bigram) scores 0.0 against any
+    other non-empty text, as in ``rouge-score``'s ``rouge2``; both sides empty score 1.0.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Where?"}, "expected_output": "the cat sat on the mat"},
+        ...     {"id": "q2", "input": {"q": "Who?"}, "expected_output": "a dog"}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": "the cat on the mat", "q2": "a dog"},
+        ...                   metrics=["rouge-2"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.6666666666666665 {"overlap":3,"expected_units":5,"actual_units":4,"precision":0.75,"recall":0.6}
+        q2 1.0 {"overlap":1,"expected_units":1,"actual_units":1,"precision":1.0,"recall":1.0}
+    """  # noqa: E501
+    return _rouge_n(2, beta, max_tokens)
+
+
+@metric("rouge-lsum", family="lexical", derived=_answers_derived)
+def rouge_lsum(*, beta: _BETA = 1.0, max_tokens: _MAX_TOKENS = 1024) -> Scored:
+    r"""ROUGE-Lsum: the summary-level LCS F-measure, sentences split at line feeds.
+
+    Both texts are split into sentences at line feeds (empty lines dropped). For each
+    expected sentence, the union of the tokens its longest common subsequence with every
+    output sentence covers; each covered token is a hit while both texts have an unused
+    occurrence of it. P = hits / |actual|, R = hits / |expected|, the score their
+    F-measure as for rouge-l (which it equals on one-line texts). Agrees with
+    ``rouge-score``'s ``rougeLsum`` (newline-split sentences) on ASCII text.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Sum up"}, "expected_output": "the cat sat\non the mat"},
+        ...     {"id": "q2", "input": {"q": "Sum up"}, "expected_output": "rain today"}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": "the cat\nsat on a mat", "q2": "sun"},
+        ...                   metrics=["rouge-lsum"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.8333333333333334 {"lcs_hits":5,"expected_units":6,"actual_units":6,"precision":0.8333333333333334,"recall":0.8333333333333334}
+        q2 0.0 {"lcs_hits":0,"expected_units":2,"actual_units":1,"precision":0.0,"recall":0.0}
+    """  # noqa: E501
+    from evalframe.metrics._rouge import rouge_lsum as lsum
+
+    return _rouge_family(
+        "rouge-lsum",
+        lambda e, a: lsum(e, a, beta=beta, max_tokens=max_tokens),
+        "lcs_hits",
+        max_tokens,
     )
