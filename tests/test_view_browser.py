@@ -181,8 +181,11 @@ def test_compare_three_runs(tab: Tab, vs: ViewStore) -> None:
     with ef.Store(vs.path) as store:
         regressed = set()
         for other in vs.runs[1:]:
-            rows = store.compare(vs.runs[0], other).rows
-            regressed |= set(rows.filter(pl.col("status") == "regressed").get_column("sample_id"))
+            c = store.compare(vs.runs[0], other)
+            for frame in (c.rows, c.row_metrics):  # a row, or one of its metrics, regressed
+                regressed |= set(
+                    frame.filter(pl.col("status") == "regressed").get_column("sample_id")
+                )
     assert sorted(shown) == sorted(regressed)
     row = tab.page.locator('.ef-matrix-row[data-sample="refund-window"]')
     assert row.locator("td[data-status=regressed]").count() >= 1

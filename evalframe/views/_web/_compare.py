@@ -32,7 +32,9 @@ _KEPT: Final = 4
 class Compared:
     """The runs (reference first), each other run's comparison with the reference, and the
     matrix: one row per joined row with, per run ``i``, ``output_i``, ``pass_rate_i``,
-    ``score_i`` and (for ``i >= 1``) ``status_i``, plus ``regressed`` and ``differs``."""
+    ``score_i`` and (for ``i >= 1``) ``status_i`` (the row's verdict) and ``worse_i`` (the
+    metrics that regressed on it), plus ``regressed`` (a row or one of its metrics regressed
+    in some run) and ``differs`` (a verdict moved, or the outputs are not all equal)."""
 
     runs: list[dict[str, Any]]
     comparisons: list[Comparison]
@@ -127,14 +129,23 @@ def _matrix(comparisons: list[Comparison]) -> pl.DataFrame:
         matrix = matrix.join(
             _outputs(c, "after").rename({"output": f"output_{i}"}), on="key", how="left"
         )
+        worse = (
+            c.row_metrics.filter(pl.col("status") == "regressed")
+            .group_by("key", maintain_order=True)
+            .agg(pl.col(C.METRIC).alias(f"worse_{i}"))
+        )
+        matrix = matrix.join(worse, on="key", how="left")
     n = len(comparisons) + 1
     statuses = [pl.col(f"status_{i}") for i in range(1, n)]
+    worse_any = [pl.col(f"worse_{i}").list.len().fill_null(0) > 0 for i in range(1, n)]
     outputs = [pl.col(f"output_{i}").fill_null("\u0000missing") for i in range(n)]
     moved = pl.any_horizontal(
         [s.is_in(["regressed", "improved", "added", "removed"]) for s in statuses]
     )
     return matrix.with_columns(
-        pl.any_horizontal([s == "regressed" for s in statuses]).fill_null(False).alias("regressed"),
+        pl.any_horizontal([(s == "regressed").fill_null(False) for s in statuses] + worse_any)
+        .fill_null(False)
+        .alias("regressed"),
         (moved.fill_null(False) | (pl.concat_list(outputs).list.n_unique() > 1)).alias("differs"),
     )
 
@@ -159,6 +170,7 @@ def matrix_page(found: Compared, q: CompareQuery) -> tuple[int, list[dict[str, A
                         "pass_rate": row.get(f"pass_rate_{i}"),
                         "score_mean": row.get(f"score_{i}"),
                         "status": row.get(f"status_{i}") if i else "reference",
+                        "regressed_metrics": list(row.get(f"worse_{i}") or []) if i else [],
                     }
                     for i, run in enumerate(found.runs)
                 ],

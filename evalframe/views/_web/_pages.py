@@ -55,6 +55,12 @@ def _delta(value: Any) -> str:
     return f'<span class="{cls or ""}">{signed(value)}</span>'
 
 
+_COUNT_HEADERS = [
+    "#", "macro-F1 Δ", "rows regressed", "(row, metric) pairs regressed", "improved", "stable",
+    "added", "removed",
+]  # fmt: skip
+
+
 def compare_page(found: Compared, q: CompareQuery, total: int, rows: list[dict[str, Any]]) -> str:
     """Per-metric table with paired statistics, then the row matrix."""
     runs = found.runs
@@ -88,6 +94,10 @@ def compare_page(found: Compared, q: CompareQuery, total: int, rows: list[dict[s
                     + _ci([c.macro_f1.get("ci_low"), c.macro_f1.get("ci_high")])
                 ),
                 td(escape(n["regressed"]), cls="ef-down" if n["regressed"] else None),
+                td(
+                    escape(n["regressed_pairs"]),
+                    cls="ef-down" if n["regressed_pairs"] else None,
+                ),
                 td(escape(n["improved"])),
                 td(escape(n["stable"])),
                 td(escape(n["added"])),
@@ -96,7 +106,7 @@ def compare_page(found: Compared, q: CompareQuery, total: int, rows: list[dict[s
         )
     parts += [
         "<h3>Against the reference</h3>",
-        table(["#", "macro-F1 Δ", "regressed", "improved", "stable", "added", "removed"], counts),
+        table(_COUNT_HEADERS, counts),
     ]
     headers = ["metric", "#0 mean", "#0 pass-rate"]
     for i in range(1, len(runs)):
@@ -165,11 +175,15 @@ def _matrix(runs: list[dict[str, Any]], rows: list[dict[str, Any]]) -> str:
         ]
         for i, side in enumerate(row["runs"]):
             status = side["status"] or ""
+            if side["regressed_metrics"]:
+                status = "regressed" if status == "stable" else status
             if i and side["output"] is not None and reference is not None:
                 _, shown = word_diff(reference, side["output"])
             else:
                 shown = escape(side["output"] if side["output"] is not None else "")
             figures = f"pass-rate {f4(side['pass_rate'])} · score {f4(side['score_mean'])}"
+            if side["regressed_metrics"]:
+                figures += " · worse: " + ", ".join(side["regressed_metrics"])
             cells.append(
                 f'<td class="ef-{escape(status)}" data-status="{escape(status)}">'
                 f'<div class="ef-muted">{escape(status)} · {figures}</div><pre>{shown}</pre></td>'
