@@ -6,6 +6,7 @@ import html
 from typing import TYPE_CHECKING
 
 from evalframe.views._format import f4, text_table
+from evalframe.views.plot import xml_text
 
 if TYPE_CHECKING:
     import polars as pl
@@ -69,7 +70,7 @@ def trend_svg(dataset: str, trend: pl.DataFrame, threshold: float) -> str:
             f'<text x="{width - pad}" y="{height - 10}" font-size="11" text-anchor="end">'
             f"{rows[-1]['date']}</text>"
         )
-    title = html.escape(f"{dataset}: daily pass rate")
+    title = html.escape(xml_text(f"{dataset}: daily pass rate"))
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'role="img" aria-label="{title}"><title>{title}</title>'

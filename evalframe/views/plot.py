@@ -27,7 +27,7 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import polars as pl
 
@@ -55,6 +55,7 @@ __all__ = [
     "to_svg",
     "trend",
     "trend_frame",
+    "xml_text",
 ]
 
 _HINT = (
@@ -175,8 +176,8 @@ def histograms(data: Any, *, buckets: int = 10, columns: int = 3) -> alt.FacetCh
         An Altair facet chart.
     """
     alt = _altair("histograms()")
-    frame = _histogram_frame(data, buckets).select(C.METRIC, "min", "max", "count")
-    order = frame.get_column(C.METRIC).unique(maintain_order=True).to_list()
+    frame, order = _ordered(_histogram_frame(data, buckets), C.METRIC)
+    frame = frame.select(_present(frame, C.METRIC, _rank(C.METRIC), "min", "max", "count"))
     base = (
         alt.Chart(frame)
         .mark_bar(color="#0969da", stroke="white", strokeWidth=0.5)
@@ -195,7 +196,37 @@ def histograms(data: Any, *, buckets: int = 10, columns: int = 3) -> alt.FacetCh
     return _per_metric(base, order, columns)
 
 
-def _per_metric(chart: Any, order: list[str], columns: int) -> alt.FacetChart:
+# Categories (metrics, cohorts) keep their first-seen order. Vega-Lite turns a sort given as
+# a list of names into an expression, whose parser refuses U+2028 and U+2029 (line breaks to
+# it): one such name and the whole chart failed to draw. Where a name holds one, the chart
+# sorts by a rank column instead.
+_UNPARSED = ("\u2028", "\u2029")
+
+
+def _rank(column: str) -> str:
+    return f"{column}__order"
+
+
+def _present(frame: pl.DataFrame, *columns: str) -> list[str]:
+    return [c for c in columns if c in frame.columns]
+
+
+def _ordered(
+    frame: pl.DataFrame, column: str, names: pl.Series | None = None
+) -> tuple[pl.DataFrame, Any]:
+    """``frame`` and the sort that keeps ``column``'s values in first-seen order (of
+    ``names`` when given): the list of names, or, when a name holds a character Vega's
+    expression parser refuses, a rank column added to ``frame`` and a sort by it."""
+    seen = (frame.get_column(column) if names is None else names).unique(maintain_order=True)
+    listed = seen.to_list()
+    if not any(c in name for name in listed if isinstance(name, str) for c in _UNPARSED):
+        return frame, listed
+    rank = pl.DataFrame({column: seen, _rank(column): range(seen.len())})
+    frame = frame.join(rank, on=column, how="left", nulls_equal=True, maintain_order="left")
+    return frame, _altair().EncodingSortField(field=_rank(column), op="min", order="ascending")
+
+
+def _per_metric(chart: Any, order: Any, columns: int) -> alt.FacetChart:
     """``chart`` as small panels, one per metric in ``order``, each with its own y scale."""
     facet = _altair().Facet(f"{C.METRIC}:N", sort=order, title=None)
     panels = chart.properties(width=200, height=110).facet(facet=facet, columns=columns)
@@ -213,10 +244,14 @@ def heatmap(data: Any, *, value: Literal["pass_rate", "mean"] = "pass_rate") -> 
         An Altair layer chart (coloured cells and their labels).
     """
     alt = _altair("heatmap()")
-    frame = _cohort_frame(data)
-    metrics = frame.get_column(C.METRIC).unique(maintain_order=True).to_list()
-    labels = frame.get_column("label").unique(maintain_order=True).to_list()
-    frame = frame.select("label", C.METRIC, "sample_count", "n_scored", "mean", "pass_rate")
+    frame, metrics = _ordered(_cohort_frame(data), C.METRIC)
+    frame, labels = _ordered(frame, "label")
+    width = frame.get_column(C.METRIC).n_unique()
+    height = frame.get_column("label").n_unique()
+    frame = frame.select(
+        _present(frame, "label", C.METRIC, "sample_count", "n_scored", "mean", "pass_rate",
+                 _rank("label"), _rank(C.METRIC))
+    )  # fmt: skip
     base = alt.Chart(frame).encode(
         x=alt.X(f"{C.METRIC}:N", sort=metrics, title=None, axis=alt.Axis(labelAngle=-30)),
         y=alt.Y("label:N", sort=labels, title="cohort"),
@@ -246,7 +281,7 @@ def heatmap(data: Any, *, value: Literal["pass_rate", "mean"] = "pass_rate") -> 
         ),
     )
     return (cells + text).properties(  # type: ignore[no-any-return]
-        width=max(160, 70 * len(metrics)), height=max(60, 22 * len(labels))
+        width=max(160, 70 * width), height=max(60, 22 * height)
     )
 
 
@@ -361,8 +396,9 @@ def deltas(paired: pl.DataFrame, *, width: float = 0.1, columns: int = 3) -> alt
         An Altair facet chart: regressions red, improvements green, unchanged grey.
     """
     alt = _altair("deltas()")
-    order = paired.get_column(C.METRIC).unique(maintain_order=True).to_list()
-    frame = delta_bins(paired, width=width)
+    frame, order = _ordered(
+        delta_bins(paired, width=width), C.METRIC, names=paired.get_column(C.METRIC)
+    )
     base = (
         alt.Chart(frame)
         .mark_bar(stroke="white", strokeWidth=0.5)
@@ -394,12 +430,43 @@ def deltas(paired: pl.DataFrame, *, width: float = 0.1, columns: int = 3) -> alt
 
 # --- export ------------------------------------------------------------------------------
 
+_PICTURES: Final = str.maketrans(
+    {**{c: 0x2400 + c for c in range(0x20) if c not in (0x09, 0x0A, 0x0D)}, 0xFFFE: 0xFFFD,
+     0xFFFF: 0xFFFD}
+)  # fmt: skip
+
+
+def xml_text(text: str) -> str:
+    r"""``text`` with the characters XML cannot hold (C0 controls but tab and line breaks,
+    U+FFFE, U+FFFF) shown as their Unicode control pictures (U+0001 as U+2401), or U+FFFD.
+
+    An SVG is XML: a tag holding U+0001 made the SVG renderer fail (and vl-convert abort
+    the process); drawn as a picture, the label stays visible and the file stays valid.
+
+    Examples:
+        >>> xml_text("a\x01b\tc") == "a\u2401b\tc"
+        True
+    """
+    return text.translate(_PICTURES)
+
+
+def _xml_safe(value: Any) -> Any:
+    """A spec with every string (keys too) passed through ``xml_text``, without recursion
+    limits beyond the spec's own depth (a few levels)."""
+    if isinstance(value, str):
+        return xml_text(value)
+    if isinstance(value, Mapping):
+        return {xml_text(str(k)): _xml_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_xml_safe(v) for v in value]
+    return value
+
 
 def _spec(chart: Any) -> dict[str, Any]:
-    if isinstance(chart, Mapping):
-        return dict(chart)
-    spec: dict[str, Any] = chart.to_dict()
-    return spec
+    """The chart's Vega-Lite spec, its text made safe for an SVG renderer."""
+    spec: dict[str, Any] = dict(chart) if isinstance(chart, Mapping) else chart.to_dict()
+    safe: dict[str, Any] = _xml_safe(spec)
+    return safe
 
 
 def to_svg(chart: Any) -> str:

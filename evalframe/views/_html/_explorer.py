@@ -26,7 +26,7 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.views._html._explorer_js import EXPLORER_CSS, EXPLORER_JS
-from evalframe.views._html._parts import escape
+from evalframe.views._html._parts import escape, script_json
 
 if TYPE_CHECKING:
     from evalframe.core._run import Run
@@ -365,15 +365,6 @@ def _reference_part(part: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(encoded.alias("details")).drop("_dec")
 
 
-def _script_json(data: Mapping[str, Any]) -> str:
-    import orjson
-
-    text = orjson.dumps(data).decode()
-    # Inside <script>, "</" could close the element and "<!--" open a comment: no "<" at all
-    # (JSON reads the escape back as the same character).
-    return text.replace("<", "\\u003c")
-
-
 def explorer_html(data: Mapping[str, Any]) -> str:
     """The explorer section: controls, the virtual table, the detail panel, data and script."""
     shown, total = int(data["shown"]), int(data["total"])
@@ -401,5 +392,5 @@ def explorer_html(data: Mapping[str, Any]) -> str:
         '<div class="ef-x-scroll" id="ef-x-scroll"><div class="ef-x-spacer" id="ef-x-spacer">'
         '</div></div></div><div class="ef-x-detail" id="ef-x-detail" hidden></div>'
         '<script type="application/json" id="ef-x-data">'
-        f"{_script_json(data)}</script>\n<script>{EXPLORER_JS}</script></section>"
+        f"{script_json(data)}</script>\n<script>{EXPLORER_JS}</script></section>"
     )

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from evalframe.views._html._parts import escape
+from evalframe.views._html._parts import escape, script_json
 from evalframe.views._html._run import report_html
 
 if TYPE_CHECKING:
@@ -48,7 +47,7 @@ def _vega_charts(specs: Sequence[tuple[str, dict[str, Any]]]) -> tuple[str, str]
         blocks.append(
             f'<h3>{escape(label)}</h3><div class="ef-chart vega-chart" id="ef-chart-{i}"></div>'
         )
-        data = json.dumps(spec, sort_keys=True).replace("</", "<\\/")
+        data = script_json(spec)
         calls.append(
             f"vegaEmbed('#ef-chart-{i}', {data}, "
             '{"actions": false, "renderer": "svg"}).catch(console.error);'

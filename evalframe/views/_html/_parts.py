@@ -6,7 +6,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["CSS", "MAX_FAILURES", "bar", "colour", "escape", "spark", "table", "td"]
+__all__ = ["CSS", "MAX_FAILURES", "bar", "colour", "escape", "script_json", "spark", "table", "td"]
 
 MAX_FAILURES = 20
 """Failures listed in a fragment; the rest are counted."""
@@ -99,3 +99,21 @@ def td(value: Any, *, cls: str | None = None, style: str | None = None, title: s
     attrs += f' style="{style}"' if style else ""
     attrs += f' title="{escape(title)}"' if title else ""
     return f"<td{attrs}>{value}</td>"
+
+
+def script_json(data: Any) -> str:
+    r"""``data`` as JSON to put inside a ``<script>`` element, whatever its strings hold.
+
+    No ``<`` at all (``</script>`` would close the element, and ``<!--`` followed by
+    ``<script>`` would make the parser skip the real ``</script>``), nor U+2028/U+2029 (line
+    breaks to older JavaScript parsers): each is written as its ``\u`` escape, which JSON
+    reads back as the same character.
+
+    Examples:
+        >>> script_json({"tag": "<!--<script>\u2028"})
+        '{"tag":"\\u003c!--\\u003cscript>\\u2028"}'
+    """
+    import orjson
+
+    text = orjson.dumps(data).decode()
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
