@@ -6,7 +6,7 @@ import html
 from typing import TYPE_CHECKING
 
 from evalframe.views._format import f4, text_table
-from evalframe.views.plot import xml_text
+from evalframe.views._xml import xml_text
 
 if TYPE_CHECKING:
     import polars as pl

@@ -27,13 +27,14 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
 from evalframe.core import aggregate
 from evalframe.core import schema as C
 from evalframe.views._format import attempted
+from evalframe.views._xml import xml_text
 
 if TYPE_CHECKING:
     import altair as alt
@@ -55,7 +56,6 @@ __all__ = [
     "to_svg",
     "trend",
     "trend_frame",
-    "xml_text",
 ]
 
 _HINT = (
@@ -429,25 +429,6 @@ def deltas(paired: pl.DataFrame, *, width: float = 0.1, columns: int = 3) -> alt
 
 
 # --- export ------------------------------------------------------------------------------
-
-_PICTURES: Final = str.maketrans(
-    {**{c: 0x2400 + c for c in range(0x20) if c not in (0x09, 0x0A, 0x0D)}, 0xFFFE: 0xFFFD,
-     0xFFFF: 0xFFFD}
-)  # fmt: skip
-
-
-def xml_text(text: str) -> str:
-    r"""``text`` with the characters XML cannot hold (C0 controls but tab and line breaks,
-    U+FFFE, U+FFFF) shown as their Unicode control pictures (U+0001 as U+2401), or U+FFFD.
-
-    An SVG is XML: a tag holding U+0001 made the SVG renderer fail (and vl-convert abort
-    the process); drawn as a picture, the label stays visible and the file stays valid.
-
-    Examples:
-        >>> xml_text("a\x01b\tc") == "a\u2401b\tc"
-        True
-    """
-    return text.translate(_PICTURES)
 
 
 def _xml_safe(value: Any) -> Any:
