@@ -598,8 +598,10 @@ def provider_options(f: Callable[..., Any]) -> Callable[..., Any]:
 def emit(text: str | bytes | Iterable[memoryview], out: Path | None, *, note: str = "") -> None:
     """Print ``text`` (bytes are UTF-8; an iterable is UTF-8 pieces written in order), or
     write it to ``out`` and say so on stderr (``note`` follows the path). It goes to a
-    temporary file renamed to ``out`` at the end, so a failure midway leaves no half file
-    (and the previous one as it was); a failure to write is an error naming ``out``."""
+    temporary file of its own, flushed to disk and renamed to ``out`` at the end, so a
+    failure midway leaves no half file (and the previous one as it was), and two commands
+    writing one file at once each write a whole one; a failure to write is an error naming
+    ``out``."""
     if out is None:
         if isinstance(text, str | bytes):
             click.echo(text, nl=False)
@@ -607,18 +609,12 @@ def emit(text: str | bytes | Iterable[memoryview], out: Path | None, *, note: st
             for part in text:  # click finds the binary stream (also under a test runner)
                 click.echo(bytes(part), nl=False)
         return
-    partial = out.with_name(f".{out.name}.partial")
+    from evalframe.core._safe_write import write_atomic
+
     try:
-        if isinstance(text, str | bytes):
-            partial.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
-        else:
-            with partial.open("wb") as f:
-                f.writelines(text)
-        os.replace(partial, out)
+        write_atomic(out, text.encode("utf-8") if isinstance(text, str) else text)
     except OSError as exc:
         raise click.ClickException(f"could not write {out}: {exc.strerror or exc}") from exc
-    finally:
-        partial.unlink(missing_ok=True)
     click.echo(f"wrote {out}{note}", err=True)
 
 

@@ -15,7 +15,7 @@ import os
 import secrets
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -45,13 +45,14 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
 
 def write_atomic(
     path: str | os.PathLike[str],
-    data: bytes,
+    data: bytes | Iterable[bytes | memoryview],
     *,
     check: Callable[[Path], None] | None = None,
 ) -> None:
-    """Write ``data`` to ``path`` all at once: a temporary file in the same folder, flushed to
-    disk, checked by ``check`` (given the temporary file; it raises to refuse it), then
-    renamed over ``path``. An existing file keeps its permission bits.
+    """Write ``data`` (bytes, or pieces written in order) to ``path`` all at once: a
+    temporary file in the same folder, flushed to disk, checked by ``check`` (given the
+    temporary file; it raises to refuse it), then renamed over ``path``. An existing file
+    keeps its permission bits; a symbolic link stays a link to the file it names.
 
     Raises:
         OSError: the folder cannot be written (the target is untouched).
@@ -67,9 +68,10 @@ def write_atomic(
     fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            for piece in (data,) if isinstance(data, bytes) else data:
+                view = memoryview(piece)
+                while view:
+                    view = view[os.write(fd, view) :]
             if mode is not None:
                 os.fchmod(fd, mode)
             os.fsync(fd)
