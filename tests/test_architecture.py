@@ -117,6 +117,7 @@ def test_public_names_are_pinned() -> None:
         "schema", "score", "testing", "trajectory",
     ]  # fmt: skip
     assert ef.metrics.__all__ == [
+        "Alias",
         "Derived",
         "JudgeReplies",
         "Metric",
@@ -129,6 +130,8 @@ def test_public_names_are_pinned() -> None:
         "Scored",
         "TextEmbeddings",
         "TokenEmbeddings",
+        "alias",
+        "aliases",
         "answer_containment_at_k",
         "answer_correctness",
         "answer_relevancy",

@@ -201,7 +201,9 @@ def test_metrics_table_fits_and_wraps_the_summary(columns: int) -> None:
         check_snapshot("cli_metrics_lexical_60.txt", out)
     code, doc, _ = invoke("metrics", "--family", "lexical", "--format", "json")
     expected = [d for d in ef.metrics.available() if d.family == "lexical"]
-    assert [r["name"] for r in json.loads(doc)] == [d.name for d in expected]
+    aliases = [a.name for a in ef.metrics.aliases() if a.definition.family == "lexical"]
+    assert [r["name"] for r in json.loads(doc)] == [d.name for d in expected] + aliases
+    assert aliases == ["rouge"]
     # Every summary is there in full: wrapped, never cut (joined back, words in order).
     flat = " ".join(out.split())
     for d in expected:

@@ -137,6 +137,24 @@ def metric_catalogue(docs_dir: Path) -> str:
                     out.append(f"| `{p.name}` | `{_type_name(p.annotation)}` | {default} |")
                 out.append("")
             out += [_doc_to_markdown(d.doc or d.summary), ""]
+    found = ef.metrics.aliases()
+    if found:
+        out += [
+            "",
+            "## Aliases",
+            "",
+            "Other tools' names for a metric spec: the alias resolves to the spec (parameters "
+            "given with it are added), and the run records the spec's canonical id.",
+            "",
+            "| alias | stands for | origin |",
+            "|---|---|---|",
+        ]
+        for a in found:
+            target = a.resolve({})[0]
+            out.append(
+                f'| <a id="{a.name}"></a>`{a.name}` | [`{a.target}`](#{target}) | '
+                f"{_md_inline(a.note)} |"
+            )
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -9,8 +9,8 @@ import click
 
 from evalframe.cli._options import format_option
 from evalframe.cli._table import render
-from evalframe.metrics import available
-from evalframe.metrics._spec import format_value
+from evalframe.metrics import aliases, available
+from evalframe.metrics._spec import MetricDef, format_value
 
 
 @click.command()
@@ -31,7 +31,8 @@ from evalframe.metrics._spec import format_value
 )
 def metrics(fmt: str, families: tuple[str, ...], show_prompts: bool) -> None:
     """List every registered metric: name, family, dimension, threshold, parameters and a
-    one-line summary (the table fits the terminal; --format json for every field)."""
+    one-line summary (the table fits the terminal; --format json for every field), then the
+    aliases (other tools' names for a metric spec)."""
     if show_prompts:
         _prompts(fmt)
         return
@@ -39,17 +40,29 @@ def metrics(fmt: str, families: tuple[str, ...], show_prompts: bool) -> None:
     for d in available():
         if families and d.family not in families:
             continue
-        params = [
-            f"{p.name}" + ("" if p.required else f"={format_value(p.default)}") for p in d.params
-        ]
         rows.append(
             {
                 "name": d.name,
                 "family": d.family,
                 "dimension": d.dimension,
                 "threshold": d.threshold,
-                "parameters": params,
+                "parameters": _params(d),
                 "summary": d.summary,
+            }
+        )
+    for a in aliases():
+        target = a.definition
+        if families and target.family not in families:
+            continue
+        rows.append(
+            {
+                "name": a.name,
+                "family": target.family,
+                "dimension": target.dimension,
+                "threshold": a.threshold,
+                "parameters": _params(target),
+                "summary": f"Alias of {a.target}: {a.note}.",
+                "alias_of": a.target,
             }
         )
     if fmt == "json":
@@ -68,6 +81,10 @@ def metrics(fmt: str, families: tuple[str, ...], show_prompts: bool) -> None:
     ]
     headers = ("name", "family", "dimension", "threshold", "parameters", "summary")
     click.echo(render(headers, body, wrap=("parameters", "summary")))
+
+
+def _params(d: MetricDef) -> list[str]:
+    return [f"{p.name}" + ("" if p.required else f"={format_value(p.default)}") for p in d.params]
 
 
 def _prompts(fmt: str) -> None:

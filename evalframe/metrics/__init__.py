@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from evalframe.metrics._registry import (
     BUILTIN_FAMILIES,
+    Alias,
     MetricFactory,
+    alias,
+    aliases,
     available,
     definition,
     get,
@@ -135,6 +138,7 @@ if TYPE_CHECKING:  # the families load with the registry, not at import
     )
 
 __all__ = [
+    "Alias",
     "Derived",
     "JudgeReplies",
     "Metric",
@@ -147,6 +151,8 @@ __all__ = [
     "Scored",
     "TextEmbeddings",
     "TokenEmbeddings",
+    "alias",
+    "aliases",
     "answer_containment_at_k",
     "answer_correctness",
     "answer_relevancy",

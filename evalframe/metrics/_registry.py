@@ -19,15 +19,28 @@ from evalframe.metrics._spec import (
     MetricDef,
     Need,
     Scored,
+    coerce,
     params_of,
     parse_spec,
 )
 
-__all__ = ["MetricFactory", "available", "definition", "get", "metric", "register", "resolve"]
+__all__ = [
+    "Alias",
+    "MetricFactory",
+    "alias",
+    "aliases",
+    "available",
+    "definition",
+    "get",
+    "metric",
+    "register",
+    "resolve",
+]
 
 ENTRY_POINT_GROUP = "evalframe.metrics"
 
 _REGISTRY: dict[str, MetricDef] = {}
+_ALIASES: dict[str, Alias] = {}
 _plugins_loaded = False
 
 BUILTIN_FAMILIES: Final = (
@@ -67,7 +80,42 @@ def load_builtins() -> None:
     _builtins = "loading"
     for family in BUILTIN_FAMILIES:
         importlib.import_module(f"evalframe.metrics.{family}")
+    importlib.import_module("evalframe.metrics._aliases")
     _builtins = "loaded"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Alias:
+    """Another name for a metric spec: the name a user of another tool types.
+
+    Attributes:
+        name: the alias, e.g. ``embedding-similarity``.
+        target: the spec it stands for, e.g. ``cosine-embedding(threshold=0.8)``; parameters
+            given with the alias are added to (and override) the target's.
+        note: where the name comes from, shown by ``evalframe metrics``.
+    """
+
+    name: str
+    target: str
+    note: str = ""
+
+    def resolve(self, params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The target's name and its parameters with ``params`` over them."""
+        name, fixed = parse_spec(self.target)
+        return name, {**fixed, **params}
+
+    @property
+    def definition(self) -> MetricDef:
+        """The target metric's definition."""
+        return definition(self.resolve({})[0])
+
+    @property
+    def threshold(self) -> float:
+        """The pass threshold the alias gives (its target's unless the alias sets one)."""
+        fixed = self.resolve({})[1].get("threshold")
+        if fixed is None:
+            return self.definition.threshold
+        return float(coerce(fixed, float, self.name, "threshold"))
 
 
 class MetricFactory:
@@ -192,6 +240,8 @@ def register(item: Metric | MetricDef | MetricFactory, *, replace: bool = False)
 
 def _add(definition: MetricDef, *, replace: bool) -> None:
     load_builtins()
+    if definition.name in _ALIASES:
+        raise MetricError(f"The name '{definition.name}' is already an alias.")
     existing = _REGISTRY.get(definition.name)
     if existing is not None and not replace and existing.build is not definition.build:
         raise MetricError(
@@ -199,6 +249,37 @@ def _add(definition: MetricDef, *, replace: bool) -> None:
             "pass replace=True to override it."
         )
     _REGISTRY[definition.name] = definition
+
+
+def alias(name: str, target: str, *, note: str = "") -> Alias:
+    """Register ``name`` as another name for the metric spec ``target``.
+
+    ``get("name(k=v)")`` resolves to the target with ``k=v`` added: the run records the
+    target's canonical id, so an alias and the spec it stands for share their scores, cache
+    entries and history.
+
+    Raises:
+        MetricError: ``name`` is a metric's own name or another alias's.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ef.metrics.get("embedding-similarity").id
+        'cosine-embedding(threshold=0.8)'
+        >>> ef.metrics.get("embedding-similarity(threshold=0.7)").id
+        'cosine-embedding(threshold=0.7)'
+    """
+    load_builtins()
+    found = Alias(name, target, note)
+    if name in _REGISTRY or (name in _ALIASES and _ALIASES[name] != found):
+        raise MetricError(f"The name '{name}' is already registered.")
+    _ALIASES[name] = found
+    return found
+
+
+def aliases() -> list[Alias]:
+    """Every registered alias, in registration order."""
+    load_builtins()
+    return list(_ALIASES.values())
 
 
 def _load_plugins() -> None:
@@ -227,14 +308,17 @@ def available() -> list[MetricDef]:
 
 
 def definition(name: str) -> MetricDef:
-    """The registered definition for an alias; raises with close matches when unknown."""
+    """The registered definition for a name (an alias gives its target's); raises with close
+    matches when unknown."""
     load_builtins()
+    if name in _ALIASES:
+        name = _ALIASES[name].resolve({})[0]
     found = _REGISTRY.get(name)
     if found is None:
         _load_plugins()
         found = _REGISTRY.get(name)
     if found is None:
-        close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.6)
+        close = difflib.get_close_matches(name, [*_REGISTRY, *_ALIASES], n=3, cutoff=0.6)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         raise MetricError(
             f"Unknown metric '{name}'.{hint} Run `evalframe metrics` to list the "
@@ -246,6 +330,9 @@ def definition(name: str) -> MetricDef:
 def get(spec: str) -> Metric:
     """Resolve a spec string such as ``"rouge-l(beta=2.0)"`` to a metric value."""
     name, params = parse_spec(spec)
+    load_builtins()
+    if name in _ALIASES:
+        name, params = _ALIASES[name].resolve(params)
     return definition(name).bind(**params)
 
 

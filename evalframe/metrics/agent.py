@@ -14,12 +14,16 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
+import numpy.typing as npt
 import polars as pl
 
+from evalframe.core._njit import njit, worth_compiling
 from evalframe.core._trajectory import Expectations
 from evalframe.metrics import _dialogue_judged as judged
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored
+from evalframe.metrics._text import IdArray, OffsetArray, intern
 from evalframe.metrics.trajectory import (
     arguments_match,
     called_names,
@@ -65,44 +69,168 @@ def _plain(*fields: str):  # type: ignore[no-untyped-def]
     return lambda k: pl.struct(*(k.struct.field(f).alias(f) for f in fields))
 
 
-@metric("tool-correctness", family="agent", dimension="trajectory", derived=scoring_pass)
-def tool_correctness() -> Scored:
-    """The overlap of the tools called with the tools expected, as sets (Jaccard).
+@njit
+def _order_kernel(
+    e_ids: IdArray,
+    e_off: OffsetArray,
+    c_ids: IdArray,
+    c_off: OffsetArray,
+    positional: npt.NDArray[np.int64],
+    ordered: npt.NDArray[np.int64],
+) -> None:
+    """Per row: positions where both sequences name the same tool, and how many expected
+    tools, from the first, appear in the calls in order (taking each at its earliest)."""
+    for r in range(positional.shape[0]):
+        e0, e1, c0, c1 = e_off[r], e_off[r + 1], c_off[r], c_off[r + 1]
+        same = 0
+        for k in range(min(e1 - e0, c1 - c0)):
+            if e_ids[e0 + k] == c_ids[c0 + k]:
+                same += 1
+        positional[r] = same
+        i = e0
+        for j in range(c0, c1):
+            if i < e1 and c_ids[j] == e_ids[i]:
+                i += 1
+        ordered[r] = i - e0
 
-    With E the distinct expected tools (``metadata.trajectory.expected_tools``, else
-    ``tools``) and C the distinct tools called: the size of their intersection over the
-    size of their union. A missing expected tool and an unexpected call both cost. No
-    expectation scores 1.0 with a note; nothing expected and nothing called is 1.0.
-    """
+
+# Rows up to which the order counts run as Python instead of compiling.
+_ORDER_PYTHON_UP_TO = 10_000
+
+
+def _order_counts(expected: pl.Series, names: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """``_order_kernel``'s two counts per row (a null list counts as empty)."""
+    (e_ids, e_off), (c_ids, c_off) = intern(expected, names)
+    positional = np.zeros(expected.len(), dtype=np.int64)
+    ordered = np.zeros(expected.len(), dtype=np.int64)
+    args = (e_ids, e_off, c_ids, c_off, positional, ordered)
+    if worth_compiling(expected.len(), _ORDER_PYTHON_UP_TO):
+        _order_kernel(*args)
+    else:
+        _order_kernel.interpreted(*args)
+    return pl.Series(positional), pl.Series(ordered)
+
+
+ToolCorrectnessMode = Literal["set", "multiset", "exact", "subset", "ordered", "subsequence"]
+
+
+@metric("tool-correctness", family="agent", dimension="trajectory", derived=scoring_pass)
+def tool_correctness(*, mode: ToolCorrectnessMode = "set") -> Scored:
+    """The tools called against the tools expected, as sets (Jaccard) or in one of five modes.
+
+    E is the expected tool list (``metadata.trajectory.expected_tools``, else ``tools``), C
+    the names of the calls made, in order.
+
+    * ``set`` (default): the distinct tools, the size of their intersection over their union. A missing expected tool and
+      an unexpected call both cost.
+    * ``multiset``: the same Jaccard counting repeats, common / (|E| + |C| - common), with
+      common the tools both name, as many times as both do (harness-evals' MCP
+      ``tool_selection``).
+    * ``exact``: the positions where C names E's tool, over max(|E|, |C|): order and count
+      must match (harness-evals' ``exact``).
+    * ``subset``: the expected tools called, counting repeats, over |E|; order free, extra
+      calls free (harness-evals' ``subset``).
+    * ``ordered`` (or ``subsequence``): how many expected tools, from the first, the calls
+      make in that order (other calls between them allowed), over |E| (harness-evals'
+      ``subsequence``).
+
+    Nothing expected and nothing called is 1.0; an empty E with calls is 0.0 in every mode.
+    No expectation at all scores 1.0 with a note. Details: ``unexpected`` and ``not_called``
+    (distinct tools); outside ``set`` mode also ``matched`` and ``out_of`` (the numerator and
+    the denominator) and the ``called`` sequence.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "a", "input": {"q": "a"}, "expected_output": "",
+        ...      "metadata": {"trajectory": {"expected_tools": ["search", "fetch", "answer"]}}},
+        ...     {"id": "b", "input": {"q": "b"}, "expected_output": "",
+        ...      "metadata": {"trajectory": {"expected_tools": ["search"]}}}], name="demo")
+        >>> calls = {"a": ["search", "answer", "fetch"], "b": ["search", "search"]}
+        >>> def agent(sample):
+        ...     return {"output": "", "trajectory": {"tool_calls": calls[sample["q"]]}}
+        >>> run = ef.evaluate(ds, system=agent, metrics=["tool-correctness(mode=ordered)"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.666667 {"unexpected":[],"not_called":[],"matched":2,"out_of":3,"called":["search","answer","fetch"],"note":null}
+        b 1.0 {"unexpected":[],"not_called":[],"matched":1,"out_of":1,"called":["search","search"],"note":null}
+    """  # noqa: E501
+    mode = "ordered" if mode == "subsequence" else mode
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         expected = _expected_sequence(expect)
+        names = called_names(frame)
         e = expected.list.unique(maintain_order=True)
-        c = called_names(frame).list.unique(maintain_order=True)
-        common = e.list.set_intersection(c).list.len()
-        union = e.list.set_union(c).list.len()
+        c = names.list.unique(maintain_order=True)
+        note = _note(
+            expected.is_null(),
+            "No metadata.trajectory.expected_tools or tools: nothing to check, scored 1.0.",
+        )
+        sides = {
+            "unexpected": c.list.set_difference(e.fill_null(pl.Series([[]], dtype=_NAMES))),
+            "not_called": e.list.set_difference(c),
+        }
+        if mode == "set":
+            common = e.list.set_intersection(c).list.len()
+            union = e.list.set_union(c).list.len()
+            score = pl.select(
+                pl.when(expected.is_null() | (union == 0))
+                .then(1.0)
+                .otherwise((common / union).round(6))
+            ).to_series()
+            return pl.DataFrame({"score": score, **sides, "note": note})
+        safe = expected.fill_null(pl.Series([[]], dtype=_NAMES))
+        n_e, n_c = safe.list.len().cast(pl.Int64), names.list.len().cast(pl.Int64)
+        if mode in ("multiset", "subset"):
+            matched = multiset_common(safe, names)
+        else:
+            positional, ordered = _order_counts(safe, names)
+            matched = positional if mode == "exact" else ordered
+        t = pl.DataFrame({"e": n_e, "c": n_c, "m": matched})
+        out_of = {
+            "multiset": pl.col("e") + pl.col("c") - pl.col("m"),
+            "exact": pl.max_horizontal("e", "c"),
+        }.get(mode, pl.col("e"))
+        counted = t.select(
+            matched="m",
+            out_of=out_of,
+            score=pl.when(pl.col("e") == 0)
+            .then((pl.col("c") == 0).cast(pl.Float64))
+            .otherwise((pl.col("m") / out_of).round(6)),
+        )
+        score = pl.select(
+            pl.when(expected.is_null()).then(1.0).otherwise(counted.get_column("score"))
+        ).to_series()
         return pl.DataFrame(
             {
-                "score": pl.select(
-                    pl.when(expected.is_null() | (union == 0))
-                    .then(1.0)
-                    .otherwise((common / union).round(6))
-                ).to_series(),
-                "unexpected": c.list.set_difference(e.fill_null(pl.Series([[]], dtype=_NAMES))),
-                "not_called": e.list.set_difference(c),
-                "note": _note(
-                    expected.is_null(),
-                    "No metadata.trajectory.expected_tools or tools: nothing to check, scored 1.0.",
-                ),
+                "score": score,
+                **sides,
+                "matched": counted.get_column("matched"),
+                "out_of": counted.get_column("out_of"),
+                "called": names,
+                "note": note,
             }
         )
 
-    return trajectory_metric(
-        "tool-correctness",
-        kernel,
-        {"unexpected": _NAMES, "not_called": _NAMES, "note": pl.String()},
-        _plain("unexpected", "not_called", "note"),
-    )
+    if mode == "set":
+        output: dict[str, pl.DataType] = {
+            "unexpected": _NAMES,
+            "not_called": _NAMES,
+            "note": pl.String(),
+        }
+        fields: tuple[str, ...] = ("unexpected", "not_called", "note")
+    else:
+        output = {
+            "unexpected": _NAMES,
+            "not_called": _NAMES,
+            "matched": pl.Int64(),
+            "out_of": pl.Int64(),
+            "called": _NAMES,
+            "note": pl.String(),
+        }
+        fields = ("unexpected", "not_called", "matched", "out_of", "called", "note")
+    key = "" if mode == "set" else f"({mode})"
+    return trajectory_metric("tool-correctness", kernel, output, _plain(*fields), key=key)
 
 
 @metric("argument-correctness", family="agent", dimension="trajectory", derived=scoring_pass)
