@@ -1,6 +1,6 @@
-"""``metadata.trajectory`` decoded in one typed pass reads every row exactly as the per-field
-path lookups do: the same names, counts and problems, whatever shapes the rows hold (the
-per-field path is the oracle)."""
+"""``metadata.trajectory`` decoded in one typed pass, and by the compiled pass, reads every row
+exactly as the per-field path lookups do: the same names, counts, argument specs and problems,
+whatever shapes the rows hold (the per-field path is the oracle)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ import json
 from typing import Any
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalframe.core._trajectory import Expectations
+from evalframe.core._errors import DatasetError
+from evalframe.core._trajectory import Expectations, check_expectation_texts, check_expectations
 
 FIELDS = (
     "tools",
@@ -22,6 +24,7 @@ FIELDS = (
     "max_steps",
     "optimal_steps",
 )
+NESTED = ("tool_arguments", "skipped_arguments", "goal")
 
 scalar = st.one_of(
     st.sampled_from(["search", "pay", "true", "null", "a b", ""]),
@@ -35,7 +38,39 @@ value = st.one_of(
     st.just({"name": "x"}),
     st.sampled_from(["4", "-1", " 7 "]),
 )
-block = st.dictionaries(st.sampled_from(FIELDS), value, max_size=7)
+arguments = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.sampled_from([1.5, 1e-05, 0.1, 2.50])
+    | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=3), inner, max_size=2)
+    ),
+    max_leaves=4,
+)
+spec = st.fixed_dictionaries(
+    {},
+    optional={
+        "tool": st.sampled_from(["search", " ", "", "\u00a0", "a b"]) | st.none() | st.integers(),
+        "name": st.sampled_from(["pay", "\t"]) | st.none(),
+        "arguments": st.dictionaries(st.text(max_size=3), arguments, max_size=3) | arguments,
+        "args": st.dictionaries(st.text(max_size=3), arguments, max_size=2) | st.none(),
+        "extra": arguments,
+    },
+)
+nested = st.fixed_dictionaries(
+    {},
+    optional={
+        "tool_arguments": st.lists(spec | scalar, max_size=3) | scalar | spec,
+        "goal": spec | st.sampled_from(["book", " ", "[x]", "{y"]) | scalar,
+    },
+)
+block = st.builds(
+    lambda fields, more: {**fields, **more},
+    st.dictionaries(st.sampled_from(FIELDS), value, max_size=7),
+    nested,
+)
 metadata = st.one_of(
     st.builds(lambda b: {"trajectory": b}, block),
     st.builds(lambda b: {"trajectory": b, "tags": ["x"], "note": "null"}, block),
@@ -44,25 +79,48 @@ metadata = st.one_of(
 )
 
 
-def decoded(texts: list[str | None], *, typed: bool) -> dict[str, Any]:
+def decoded(texts: list[str | None], mode: str) -> dict[str, Any]:
     expect = Expectations(
         pl.Series("metadata", texts, dtype=pl.String),
         pl.Series("sample_id", [f"s{i}" for i in range(len(texts))]),
+        compiled=mode == "compiled",
     )
-    if not typed:
+    if mode == "path":
         expect._typed = lambda: None  # type: ignore[method-assign]
-    out: dict[str, Any] = {f: expect.get_column(f).to_list() for f in FIELDS}
-    out["problems"] = {f: expect.problem_for([f]).to_list() for f in FIELDS}
+    fields = (*FIELDS, *NESTED)
+    out: dict[str, Any] = {f: expect.get_column(f).to_list() for f in fields}
+    out["problems"] = {f: expect.problem_for([f]).to_list() for f in fields}
     return out
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(metadata, min_size=1, max_size=6), st.sampled_from([(", ", ": "), (",", ":")]))
-def test_the_typed_pass_reads_every_row_as_the_path_lookups(
+def test_the_typed_and_compiled_passes_read_every_row_as_the_path_lookups(
     rows: list[Any], separators: tuple[str, str]
 ) -> None:
     texts = [json.dumps(r, separators=separators) for r in rows]
-    assert decoded(texts, typed=True) == decoded(texts, typed=False)
+    path = decoded(texts, "path")
+    assert decoded(texts, "typed") == path
+    assert decoded(texts, "compiled") == path
+
+
+def test_the_compiled_pass_vouches_for_the_usual_expectations() -> None:
+    usual = {
+        "tools": ["search", "book"], "forbidden_tools": "delete", "order": ["search", "book"],
+        "max_steps": 5, "requires_approval": ["pay"], "expected_tools": ["search"],
+        "tool_arguments": [{"tool": "book", "arguments": {"id": 7, "when": "é"}}, "x"],
+        "goal": {"name": "book", "args": {"id": 7.5}}, "optimal_steps": 2,
+    }  # fmt: skip
+    texts = [json.dumps({"trajectory": usual, "tags": ["a"]}), "{}", None]
+    expect = Expectations(
+        pl.Series(texts, dtype=pl.String), pl.Series(["a", "b", "c"]), compiled=True
+    )
+    assert decoded(texts, "compiled") == decoded(texts, "path")
+    assert expect.get_column("tool_arguments").to_list()[0] == [
+        {"name": "book", "arguments": '{"id":7,"when":"é"}'}
+    ]
+    assert expect._compiled is not None
+    assert expect._compiled.get_column("exact").to_list() == [True, True, True]
 
 
 def test_wellformed_rows_take_the_typed_pass_and_odd_ones_the_path() -> None:
@@ -78,3 +136,25 @@ def test_wellformed_rows_take_the_typed_pass_and_odd_ones_the_path() -> None:
         None,
         "Sample 'o' field 'metadata.trajectory.max_steps' must be an integer.",
     ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(metadata | st.builds(lambda b: {"mcp": {"tools": b}}, scalar), min_size=1, max_size=6)
+)
+def test_a_dataset_s_expectations_are_checked_as_sample_by_sample(rows: list[Any]) -> None:
+    ids = [f"s{i}" for i in range(len(rows))]
+
+    def first_error(check: Any) -> str | None:
+        try:
+            check()
+        except DatasetError as exc:
+            return str(exc)
+        return None
+
+    texts = pl.Series([json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in rows])
+    by_sample = first_error(lambda: check_expectations(ids, rows, DatasetError))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EVALFRAME_KERNELS", "compiled")
+        by_text = first_error(lambda: check_expectation_texts(pl.Series(ids), texts, DatasetError))
+    assert by_text == by_sample

@@ -1,4 +1,8 @@
-"""Strings a compiled kernel wrote, as an Arrow array Polars takes without copying.
+"""Strings between Polars and compiled kernels: a column's bytes, and strings a kernel wrote,
+as an Arrow array Polars takes without copying.
+
+:func:`text_buffers` gives a kernel a String column as Arrow lays it out (bytes, offsets,
+validity).
 
 A kernel that decodes text writes its bytes one after the other with Arrow-style offsets.
 Polars keeps strings as views (16 bytes each: the length and, up to 12 bytes, the string
@@ -24,9 +28,10 @@ import numpy.typing as npt
 from evalframe.core._njit import njit, worth_compiling
 
 if TYPE_CHECKING:
+    import polars as pl
     import pyarrow as pa
 
-__all__ = ["string_array"]
+__all__ = ["string_array", "text_buffers"]
 
 _INLINE = 12  # bytes a view holds in place
 _MAX_OFFSET = 2**31 - 1  # a view names its place in the buffer with an int32
@@ -72,3 +77,27 @@ def string_array(offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8]) ->
     else:
         views = _views.interpreted(offsets, data)
     return pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(views), body])
+
+
+# The buffer of a column without any bytes: one zero byte, so a kernel may read ``buf[0]``, and
+# read-only like the buffers np.frombuffer gives, so the kernels compile one specialisation.
+_NO_BYTES = np.frombuffer(b"\0", dtype=np.uint8)
+
+
+def text_buffers(
+    s: pl.Series,
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """The byte buffer, Arrow offsets (``len(s) + 1``) and validity of a String Series.
+
+    Row ``i`` is ``data[offsets[i]:offsets[i + 1]]``; both arrays are read-only views of
+    Arrow memory.
+    """
+    import polars as pl
+
+    arr = s.cast(pl.String).to_arrow()
+    if str(arr.type) != "large_string":
+        arr = arr.cast("large_string")
+    _validity, off_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(off_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else _NO_BYTES
+    return data, offsets, s.is_not_null().to_numpy()

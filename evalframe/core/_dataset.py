@@ -61,7 +61,7 @@ from evalframe.core._formats import (
 )
 from evalframe.core._gc import gc_paused
 from evalframe.core._parquet_source import is_parquet_source
-from evalframe.core._trajectory import check_expectations
+from evalframe.core._trajectory import check_expectation_texts, check_expectations
 
 __all__ = ["SCHEMA_VERSION", "Dataset", "read_dataset"]
 
@@ -340,8 +340,18 @@ def _samples_frame(records: Iterable[object], source: Source) -> pl.DataFrame:
         found = _surrogate_error(samples[index], index, source)
         return found or source.error(f"Sample at index {index} holds a lone surrogate.")
 
-    check_expectations(ids, metadata, source.error)  # metadata.trajectory: core/_trajectory.py
-    return dataset_columns(ids, inputs, expected, metadata, tags, surrogate_error=surrogate_error)
+    try:
+        frame = dataset_columns(
+            ids, inputs, expected, metadata, tags, surrogate_error=surrogate_error
+        )
+    except DatasetError:
+        check_expectations(ids, metadata, source.error)  # the earlier check reports first
+        raise
+    # metadata.trajectory, checked over the metadata texts: core/_trajectory.py
+    check_expectation_texts(
+        frame.get_column("sample_id"), frame.get_column("metadata"), source.error
+    )
+    return frame
 
 
 def _first_problem(samples: list[_Sample], source: Source) -> DatasetError | None:

@@ -65,10 +65,13 @@ __all__ = [
     "TURNS_FIELD",
     "Builder",
     "end_row",
+    "list_array",
     "nested_cells",
     "nested_columns",
     "nested_value",
+    "numbers_array",
     "start_row",
+    "strings_array",
 ]
 
 CONTEXTS_FIELD, TRAJECTORY_FIELD, TURNS_FIELD = (kernel_int(f) for f in range(3))
@@ -729,39 +732,41 @@ def _spans(lo: Any, ln: Any, data: Any) -> tuple[Any, Any]:
     return offsets, body
 
 
-def _strings(b: tuple[Any, ...], col: int, n: int) -> Any:
+def strings_array(lo: Any, length: Any, data: Any) -> Any:
+    """The strings ``data[lo[i]:lo[i] + length[i]]`` (``length`` -1: null) as an Arrow array."""
     import pyarrow as pa
 
     from evalframe.core._arrow_text import string_array
 
-    lengths = b[1][_LEN + col, :n]
-    offsets, body = _spans(b[1][_S + col, :n], lengths, b[0])
+    offsets, body = _spans(lo, length, data)
     array = string_array(offsets, body)
-    nulls = lengths < 0
+    nulls = length < 0
     if not nulls.any():
         return array
+    bitmap = pa.py_buffer(np.packbits(~nulls, bitorder="little"))
     return pa.Array.from_buffers(
-        array.type, n, [_bitmap(~nulls), *array.buffers()[1:]], null_count=int(nulls.sum())
+        array.type, lo.size, [bitmap, *array.buffers()[1:]], null_count=int(nulls.sum())
     )
 
 
-def _bitmap(valid: npt.NDArray[np.bool_]) -> Any:
-    import pyarrow as pa
-
-    return pa.py_buffer(np.packbits(valid, bitorder="little"))
-
-
-def _numbers(values: Any, nulls: Any) -> Any:
+def numbers_array(values: Any, nulls: Any) -> Any:
+    """``values`` as an Arrow array, null where ``nulls`` (any integer or boolean array)."""
     import pyarrow as pa
 
     return pa.array(values, mask=nulls.astype(np.bool_))
 
 
-def _list(offsets: Any, items: Any, valid: Any) -> Any:
+def list_array(offsets: Any, items: Any, valid: Any) -> Any:
+    """A large list array of ``items`` cut at ``offsets``, null where not ``valid`` (None: no
+    nulls)."""
     import pyarrow as pa
 
     mask = None if valid is None else pa.array(~valid)
     return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), items, mask=mask)
+
+
+def _strings(b: tuple[Any, ...], col: int, n: int) -> Any:
+    return strings_array(b[1][_S + col, :n], b[1][_LEN + col, :n], b[0])
 
 
 def _calls_array(b: tuple[Any, ...], c: int, n: int) -> Any:
@@ -769,8 +774,8 @@ def _calls_array(b: tuple[Any, ...], c: int, n: int) -> Any:
 
     t = b[1]
     fields = [_strings(b, 4 * c + k, n) for k in range(4)]
-    fields.append(_numbers(b[2][c, :n], t[_F_NULL + c, :n]))
-    fields.append(_numbers(t[_I + c, :n], t[_I_NULL + c, :n]))
+    fields.append(numbers_array(b[2][c, :n], t[_F_NULL + c, :n]))
+    fields.append(numbers_array(t[_I + c, :n], t[_I_NULL + c, :n]))
     names = ["name", "arguments", "result", "error", "latency_ms", "tokens"]
     return pa.StructArray.from_arrays(fields, names)
 
@@ -817,18 +822,18 @@ def nested_columns(
         n = int(t[_C, _C_ITEMS])
         names = [CONTEXTS, CONTEXT_IDS] if t[_C, _C_ANY_ID] else [CONTEXTS]
         for name, col in zip(names, (_S_TEXT, _S_ID), strict=False):
-            items = _list(ends, _strings(b, col, n), valid)
+            items = list_array(ends, _strings(b, col, n), valid)
             out[name] = pl.Series(name, items).cast(pl.List(pl.String))
     if has[TRAJECTORY_FIELD].any():
         valid = has[TRAJECTORY_FIELD]
         calls = _calls_array(b, 0, int(t[_C, 0]))
         approvals = _strings(b, _S_APPROVAL, int(t[_C, _C_APPROVALS]))
         fields = [
-            _list(t[_O_CALLS, : rows + 1], calls, valid),
-            _numbers(t[_I + _STEPS, :rows], ~valid),
+            list_array(t[_O_CALLS, : rows + 1], calls, valid),
+            numbers_array(t[_I + _STEPS, :rows], ~valid),
             _strings(b, _S_FINISH, rows),
-            _list(t[_O_APPROVALS, : rows + 1], approvals, valid),
-            _numbers(t[_I + _PENDING, :rows], ~valid),
+            list_array(t[_O_APPROVALS, : rows + 1], approvals, valid),
+            numbers_array(t[_I + _PENDING, :rows], ~valid),
         ]
         names = ["tool_calls", "steps", "finish_reason", "approvals", "pending_approvals"]
         block = pa.StructArray.from_arrays(fields, names, mask=pa.array(~valid))
@@ -836,17 +841,17 @@ def nested_columns(
     if has[TURNS_FIELD].any():
         valid = has[TURNS_FIELD]
         n = int(t[_C, _C_TURNS])
-        turn_calls = _list(t[_O_TURN_CALLS, : n + 1], _calls_array(b, 1, int(t[_C, 1])), None)
+        turn_calls = list_array(t[_O_TURN_CALLS, : n + 1], _calls_array(b, 1, int(t[_C, 1])), None)
         turn = pa.StructArray.from_arrays(
             [
                 _strings(b, _S_ROLE, n),
                 _strings(b, _S_CONTENT, n),
                 turn_calls,
-                _numbers(b[2][_TURN_LATENCY, :n], t[_F_NULL + _TURN_LATENCY, :n]),
-                _numbers(t[_I + _TURN_TOKENS, :n], t[_I_NULL + _TURN_TOKENS, :n]),
+                numbers_array(b[2][_TURN_LATENCY, :n], t[_F_NULL + _TURN_LATENCY, :n]),
+                numbers_array(t[_I + _TURN_TOKENS, :n], t[_I_NULL + _TURN_TOKENS, :n]),
             ],
             ["role", "content", "tool_calls", "latency_ms", "tokens"],
         )
-        turns = _list(t[_O_TURNS, : rows + 1], turn, valid)
+        turns = list_array(t[_O_TURNS, : rows + 1], turn, valid)
         out[TURNS_COLUMN] = pl.Series(TURNS_COLUMN, turns).cast(TURNS)
     return out

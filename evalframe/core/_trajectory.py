@@ -35,12 +35,14 @@ from typing import Any, Final
 import polars as pl
 
 from evalframe.core._errors import DatasetError
+from evalframe.core._njit import worth_compiling
 
 __all__ = [
     "TOOL_CALL",
     "TRAJECTORY",
     "TRAJECTORY_COLUMN",
     "Expectations",
+    "check_expectation_texts",
     "parse_trajectory",
     "record",
     "recording",
@@ -461,21 +463,34 @@ _COUNT_FIELDS: Final = {"max_steps": pl.Int64(), "optimal_steps": pl.Int64()}
 """The integer keys."""
 
 
+_CHECKED_IN_PYTHON_UP_TO: Final = 2_000
+"""Rows up to which expectations are decoded and checked without the compiled pass."""
+
+
 class Expectations:
     """``metadata.trajectory`` (and ``metadata.mcp.tools``) of a batch of rows, by field.
 
-    Each field is decoded when first asked for, over the whole column: the name lists and
-    counts with Polars' JSON path functions, the nested ones (``tool_arguments``, ``goal``,
-    ``mcp_tools``) in Python once per distinct text of that field. A row whose field has the
-    wrong shape (possible only in frames built by hand: datasets are checked on load) gets
-    a message in ``problem`` naming the sample and field.
+    The trajectory fields of every row are decoded together, once per distinct metadata
+    text, by a compiled pass (``core/_expectations_compiled.py``) where it can vouch for the
+    text; the other rows, and ``mcp_tools``, are decoded field by field when first asked for:
+    the name lists and counts with Polars' JSON path functions, the nested ones
+    (``tool_arguments``, ``goal``, ``mcp_tools``) in Python once per distinct text of that
+    field. A row whose field has the wrong shape (possible only in frames built by hand:
+    datasets are checked on load) gets a message in ``problem`` naming the sample and field.
     """
 
-    def __init__(self, metadata: pl.Series, sample_ids: pl.Series) -> None:
+    def __init__(
+        self, metadata: pl.Series, sample_ids: pl.Series, *, compiled: bool | None = None
+    ) -> None:
         self._frame = pl.DataFrame({"metadata": metadata, "sample_id": sample_ids})
         self._cache: dict[str, pl.Series] = {}
         self._problems: dict[str, pl.Series] = {}
         self._decoding = ""
+        if compiled is None:  # a few rows are decoded without compiling anything
+            compiled = worth_compiling(metadata.len(), _CHECKED_IN_PYTHON_UP_TO)
+        self._use_compiled = compiled
+        self._compiled: pl.DataFrame | None = None
+        self._rest: Expectations | None = None
 
     @property
     def height(self) -> int:
@@ -511,8 +526,41 @@ class Expectations:
     def get_column(self, name: str) -> pl.Series:
         if name not in self._cache:
             self._decoding = "tool_arguments" if name == "skipped_arguments" else name
-            self._cache[name] = self._decode(name).alias(name)
+            if self._use_compiled and name != "mcp_tools":
+                self._cache[name] = self._from_compiled(name).alias(name)
+            else:
+                self._cache[name] = self._decode(name).alias(name)
         return self._cache[name]
+
+    def _from_compiled(self, name: str) -> pl.Series:
+        """Field ``name`` from the compiled decoding, the rows it leaves read field by field."""
+        if self._compiled is None:
+            from evalframe.core._expectations_compiled import decode_expectations
+
+            texts = self._frame.get_column("metadata")
+            distinct = texts.drop_nulls().unique()
+            decoded = decode_expectations(distinct).with_columns(metadata=distinct)
+            rows = self._frame.select("metadata").join(
+                decoded, on="metadata", how="left", maintain_order="left"
+            )
+            self._compiled = rows.with_columns(pl.col("exact").fill_null(True))  # no metadata
+        exact = self._compiled.get_column("exact")
+        field = "skipped" if name == "skipped_arguments" else name
+        values = self._compiled.get_column(field)
+        if name == "skipped_arguments":
+            values = values.fill_null(0)
+        problem = pl.Series("problem", [None] * self.height, dtype=pl.String)
+        if not exact.all():
+            if self._rest is None:
+                rest = self._frame.filter(~exact)
+                self._rest = Expectations(
+                    rest.get_column("metadata"), rest.get_column("sample_id"), compiled=False
+                )
+            slow = self._rest.get_column(name)
+            values = _merge(exact, values, slow.cast(values.dtype))
+            problem = _merge(exact, problem, self._rest.problem_for([name]))
+        self._problems[self._decoding] = problem
+        return values
 
     def _decode(self, name: str) -> pl.Series:
         if name in _NAME_LIST_FIELDS:
@@ -744,3 +792,30 @@ def check_expectations(ids: list[str], metadata: list[dict[str, Any]], error: An
                 parse_expectations(meta, f"Sample '{sample_id}' (index {index})")
             except DatasetError as exc:
                 raise error(str(exc)) from None
+
+
+def check_expectation_texts(ids: pl.Series, texts: pl.Series, error: Any) -> None:
+    """``check_expectations`` over a dataset frame's ``sample_id`` and ``metadata`` (texts).
+
+    The rows the compiled decoding reads exactly hold good expectations; the others (and those
+    with ``metadata.mcp``) are checked in Python, in sample order, so the first bad sample
+    is the one reported.
+    """
+    named = texts.str.contains('"trajectory"', literal=True)
+    mcp = texts.str.contains('"mcp"', literal=True)
+    rows = pl.DataFrame({"id": ids, "metadata": texts}).with_row_index().filter(named | mcp)
+    if not rows.height:
+        return
+    if worth_compiling(rows.height, _CHECKED_IN_PYTHON_UP_TO):
+        from evalframe.core._expectations_compiled import decode_expectations
+
+        distinct = rows.get_column("metadata").unique()
+        good = decode_expectations(distinct).select("exact", metadata=distinct)
+        rows = rows.join(good, on="metadata", how="left", maintain_order="left").filter(
+            ~pl.col("exact") | pl.col("metadata").str.contains('"mcp"', literal=True)
+        )
+    for index, sample_id, text in rows.select("index", "id", "metadata").iter_rows():
+        try:
+            parse_expectations(json.loads(text), f"Sample '{sample_id}' (index {index})")
+        except DatasetError as exc:
+            raise error(str(exc)) from None

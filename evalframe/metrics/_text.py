@@ -47,6 +47,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from evalframe.core._arrow_text import text_buffers
 from evalframe.core._njit import njit, numba_object, worth_compiling
 
 __all__ = ["TOKEN_PATTERN", "intern", "intern_texts", "tokens", "utf8_buffers"]
@@ -147,9 +148,6 @@ _EMPTY_CLASSES = np.zeros(0, dtype=np.uint8)
 # Planes 0-3 hold every letter and number of Unicode 16 (the last, CJK extension H, ends at
 # U+323AF); lowercasing maps a code point below this to code points below it.
 _CHAR_TABLE_SIZE = 0x40000
-# The buffer of a column without any bytes: one zero byte, so a kernel may read ``buf[0]``, and
-# read-only like the buffers np.frombuffer gives, so the kernels compile one specialisation.
-_NO_BYTES = np.frombuffer(b"\0", dtype=np.uint8)
 # Tokens up to which ``intern`` numbers them with Polars instead of compiling its kernel.
 _POLARS_UP_TO = 50_000
 
@@ -699,13 +697,7 @@ def utf8_buffers(
 
     Row ``i`` is ``buf[off[i]:off[i + 1]]``; both arrays are read-only views of Arrow memory.
     """
-    arr = s.cast(pl.String).to_arrow()
-    if str(arr.type) != "large_string":
-        arr = arr.cast("large_string")
-    _validity, off_buf, data_buf = arr.buffers()
-    off = np.frombuffer(off_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else _NO_BYTES
-    return data, off, s.is_not_null().to_numpy()
+    return text_buffers(s)
 
 
 def _check_dtype(s: pl.Series, expected: pl.DataType, what: str) -> None:
