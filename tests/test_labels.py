@@ -72,6 +72,9 @@ def test_labels_are_checked_and_the_newest_is_current(store: tuple[Path, str]) -
             with pytest.raises(ef.StoreError, match=message):
                 s.save_labels([_label(run_id, "s03", "pass"), bad])
         assert s.labels(run_id).height == 2  # a refused batch adds nothing
+        # The run's only metric is the label's when none is named; id and verdict read too.
+        s.save_labels([{"run_id": run_id, "id": "s04", "verdict": "pass"}])
+        assert s.labels(run_id).filter(pl.col("sample_id") == "s04").item(0, "metric") == "rouge-l"
 
 
 def test_a_rescored_run_shares_its_source_labels(store: tuple[Path, str]) -> None:

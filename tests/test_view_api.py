@@ -242,6 +242,8 @@ def test_labels_are_written_and_read(api: httpx.Client, vs: ViewStore) -> None:
     bad = {"run_id": run, "sample_id": "warranty", "metric": "rouge-l"}
     assert "label" in _error(api.post("/labels", json={**bad, "label": 2}), 400)
     assert "metric" in _error(api.post("/labels", json={**bad, "metric": "bleu", "label": 1}), 400)
+    unnamed = {"run_id": run, "sample_id": "warranty", "label": 1}
+    assert "Name the metric" in _error(api.post("/labels", json=unnamed), 400)
     assert "no execution" in _error(
         api.post("/labels", json={**bad, "sample_id": "nope", "label": 1}), 400
     )

@@ -130,10 +130,9 @@ def test_runs_filter_and_open_a_run(tab: Tab, vs: ViewStore) -> None:
 def test_run_filter_failures_and_open_a_sample(tab: Tab, vs: ViewStore) -> None:
     run = vs.runs[1]
     tab.go(f"/runs/{run}")
-    tab.page.wait_for_function(
-        "[...document.querySelectorAll('.ef-chart')].every(c => c.dataset.drawn === 'yes')"
-    )
+    tab.page.wait_for_function("document.body.dataset.efCharts === 'drawn'")
     assert tab.page.locator(".ef-chart svg").count() >= 2  # Vega-Lite drew the charts
+    assert tab.page.locator("#ef-metrics svg.ef-hist").count() == 3  # a histogram per metric
     tab.shot("run")
     with tab.page.expect_navigation():
         tab.page.select_option("#ef-x-status", "fail")

@@ -88,7 +88,7 @@ class Label:
 
     run_id: str
     sample_id: str
-    metric: str
+    metric: str  # "" for the run's only metric
     label: float
     verdict: str | None
     repetition: int = 0
@@ -97,9 +97,11 @@ class Label:
 
 
 def parse_label(raw: Mapping[str, Any], where: str = "label") -> Label:
-    """A ``Label`` from a JSON-like mapping: ``run_id``, ``sample_id``, ``metric``, ``label``
-    (``"pass"``, ``"fail"``, a boolean or a number in [0, 1]); optional ``repetition``
-    (default 0), ``note`` and ``labeller``.
+    """A ``Label`` from a JSON-like mapping: ``run_id``, ``sample_id`` (or ``id``) and
+    ``label`` (``"pass"``, ``"fail"``, a boolean or a number in [0, 1]; ``verdict`` or
+    ``score`` are taken for it); optional ``metric`` (needed when the run has several;
+    ``save_labels`` fills in a run's only metric), ``repetition`` (default 0), ``note`` and
+    ``labeller``.
 
     Raises:
         StoreError: a field is missing or of the wrong kind; the message names it.
@@ -121,11 +123,13 @@ def parse_label(raw: Mapping[str, Any], where: str = "label") -> Label:
             raise StoreError(f"{where}: field {name!r} holds more than {limit:,} characters.")
         return value
 
-    run_id, sample_id, metric = text("run_id"), text("sample_id"), text("metric")
+    run_id = text("run_id")
+    sample_id = text("sample_id" if "sample_id" in raw or "id" not in raw else "id")
+    metric = text("metric", required=False)
     repetition = raw.get("repetition", 0)
     if isinstance(repetition, bool) or not isinstance(repetition, int) or repetition < 0:
         raise StoreError(f"{where}: field 'repetition' must be an integer >= 0.")
-    value = raw.get("label")
+    value = next((raw[k] for k in ("label", "verdict", "score") if k in raw), None)
     verdict: str | None = None
     if isinstance(value, str) and value.strip().lower() in _WORDS:
         verdict = value.strip().lower()
@@ -143,7 +147,7 @@ def parse_label(raw: Mapping[str, Any], where: str = "label") -> Label:
     return Label(
         run_id=str(run_id),
         sample_id=str(sample_id),
-        metric=str(metric),
+        metric=metric or "",
         label=number,
         verdict=verdict,
         repetition=repetition,
@@ -166,7 +170,9 @@ def save_labels(con: duckdb.DuckDBPyConnection, labels: Sequence[Label]) -> list
         "WITH f AS (SELECT unnest($i) AS i, unnest($run) AS run_id, unnest($sample) AS sample_id, "
         "unnest($rep) AS repetition, unnest($metric) AS metric) "
         "SELECT f.i, r.outputs_run_id, o.sample_id IS NOT NULL AS has_row, "
-        "m.metric IS NOT NULL AS has_metric FROM f "
+        "m.metric IS NOT NULL AS has_metric, "
+        "(SELECT list(metric ORDER BY ordinal) FROM run_metrics WHERE run_id = f.run_id) "
+        "AS metrics FROM f "
         "LEFT JOIN runs AS r ON r.run_id = f.run_id "
         "LEFT JOIN outputs AS o ON o.run_id = r.outputs_run_id AND o.sample_id = f.sample_id "
         "AND o.repetition = f.repetition "
@@ -179,19 +185,21 @@ def save_labels(con: duckdb.DuckDBPyConnection, labels: Sequence[Label]) -> list
             "metric": [x.metric for x in labels],
         },
     )
-    for i, outputs_run, has_row, has_metric in found.iter_rows():  # one per label
+    chosen: dict[int, str] = {}
+    for i, outputs_run, has_row, has_metric, metrics in found.iter_rows():  # one per label
         x = labels[i]
         if outputs_run is None:
             raise LabelTargetError("run", f"Unknown run {x.run_id!r}: no such run in the store.")
-        if not has_metric:
-            metrics = [
-                r[0]
-                for r in execute(
-                    con,
-                    "SELECT metric FROM run_metrics WHERE run_id = ? ORDER BY ordinal",
-                    [x.run_id],
+        chosen[i] = x.metric
+        if not x.metric:
+            if len(metrics) != 1:
+                raise LabelTargetError(
+                    "metric",
+                    f"Name the metric of the label on {x.sample_id!r}: run {x.run_id} has "
+                    f"{', '.join(metrics)}.",
                 )
-            ]
+            chosen[i] = metrics[0]
+        elif not has_metric:
             raise LabelTargetError(
                 "metric",
                 f"Run {x.run_id} has no metric {x.metric!r}; it has: {', '.join(metrics)}.",
@@ -213,7 +221,7 @@ def save_labels(con: duckdb.DuckDBPyConnection, labels: Sequence[Label]) -> list
             "outputs_run_id": [outputs_of[i] for i in range(len(labels))],
             "sample_id": [x.sample_id for x in labels],
             "repetition": [x.repetition for x in labels],
-            "metric": [x.metric for x in labels],
+            "metric": [chosen[i] for i in range(len(labels))],
             "label": [x.label for x in labels],
             "verdict": [x.verdict for x in labels],
             "note": [x.note for x in labels],

@@ -8,6 +8,7 @@ thread (``_worker``), and render HTML (``_run_pages``, ``_pages``) or JSON. Erro
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 from collections import OrderedDict
@@ -99,7 +100,8 @@ def build_app(store: Store, worker: StoreWorker, *, name: str) -> Starlette:
     def html_page(title: str, body: str, here: str = "") -> Response:
         from evalframe.views._web._assets import has_vega
 
-        scripts = ("vega.js", "app.js") if has_vega() and 'class="ef-vega"' in body else ("app.js",)
+        charted = 'class="ef-vega"' in body or 'id="ef-run-charts"' in body
+        scripts = ("vega.js", "app.js") if has_vega() and charted else ("app.js",)
         return _html(page(title, body, here=here, store=name, scripts=scripts))
 
     def params(request: Request) -> dict[str, str]:
@@ -133,12 +135,19 @@ def build_app(store: Store, worker: StoreWorker, *, name: str) -> Starlette:
             total, rows = Q.executions(r, info, q)
             cohorts = Q.cohort_names(r, info["run_id"])
             explorer = RP.explorer(info, q, total, rows, cohorts)
-            return info, RP.run_page(
-                info, Q.histograms(r, info["run_id"]), Q.failures(r, info["run_id"]), explorer
-            )
+            return info, RP.run_page(info, Q.failures(r, info["run_id"]), explorer)
 
         info, body = await worker.read(read)
         return html_page(f"{info['name']} ({info['run_id']})", body)
+
+    async def run_charts(request: Request) -> Response:
+        ref = request.path_params["run"]
+
+        def read(r: Any) -> str:
+            info = Q.run_info(r, Q.resolve(r, ref))
+            return RP.run_charts(info, Q.histograms(r, info["run_id"]))
+
+        return _html(await worker.read(read))
 
     async def sample(request: Request) -> Response:
         ref = request.path_params["run"]
@@ -259,7 +268,8 @@ def build_app(store: Store, worker: StoreWorker, *, name: str) -> Starlette:
         if found is None:
             raise RequestError(404, "No such asset.")
         kind, text = found
-        return Response(text, media_type=kind)
+        cache = {"cache-control": "private, max-age=3600"}
+        return Response(text, media_type=kind, headers=cache)
 
     # --- the API -------------------------------------------------------------------------
 
@@ -451,6 +461,7 @@ def build_app(store: Store, worker: StoreWorker, *, name: str) -> Starlette:
         Route("/", runs),
         Route("/runs/{run:path}/sample", sample),
         Route("/runs/{run:path}/label", label_queue),
+        Route("/runs/{run:path}/charts", run_charts),
         Route("/runs/{run:path}", run),
         Route("/compare", compare_pages),
         Route("/trends", trends),
@@ -474,6 +485,10 @@ def build_app(store: Store, worker: StoreWorker, *, name: str) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        from evalframe.views._web._assets import warm
+
+        # The chart bundle takes seconds to build once: build it before a page asks.
+        asyncio.get_running_loop().run_in_executor(None, warm)
         yield
         worker.shutdown()
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Final
 
-__all__ = ["APP_JS", "asset", "has_vega"]
+__all__ = ["APP_JS", "asset", "has_vega", "warm"]
 
 APP_JS: Final = r"""
 (function(){
@@ -33,9 +33,17 @@ if(cmp){const boxes=$$("input[name=pick]");const upd=()=>{const n=boxes.filter(b
 const sql=$("#ef-sql-text");
 if(sql)sql.addEventListener("keydown",ev=>{if(ev.key==="Enter"&&(ev.ctrlKey||ev.metaKey)){ev.preventDefault();sql.form.requestSubmit();}});
 // Charts: each spec beside its container, drawn by vega-embed when the bundle is loaded.
-if(window.vegaEmbed)for(const s of $$("script.ef-vega")){
-  vegaEmbed("#"+s.dataset.target,JSON.parse(s.textContent),{actions:false,renderer:"svg"})
-    .then(()=>{document.getElementById(s.dataset.target).dataset.drawn="yes";}).catch(console.error);}
+function draw(root){
+  const specs=Array.from(root.querySelectorAll("script.ef-vega"));
+  if(!window.vegaEmbed)return Promise.resolve();
+  return Promise.all(specs.map(s=>vegaEmbed("#"+s.dataset.target,JSON.parse(s.textContent),{actions:false,renderer:"svg"})
+    .then(()=>{document.getElementById(s.dataset.target).dataset.drawn="yes";})));}
+draw(document).catch(console.error);
+// A run's histograms and charts count every score: they come after the page.
+const later=$("#ef-run-charts");
+if(later)fetch(later.dataset.src,{credentials:"same-origin"}).then(r=>{if(!r.ok)throw new Error("charts: "+r.status);return r.text();})
+  .then(html=>{later.innerHTML=html;return draw(later);})
+  .then(()=>{document.body.dataset.efCharts="drawn";}).catch(console.error);
 // The labelling queue: one card at a time, driven by the keyboard.
 const queue=$("#ef-queue");
 if(queue){
@@ -100,6 +108,12 @@ def _vega() -> str:
 
     bundle: str = vl_convert.javascript_bundle()  # type: ignore[call-arg]
     return bundle
+
+
+def warm() -> None:
+    """Build the chart bundle now (a few seconds, once per process), when there is one."""
+    if has_vega():
+        _vega()
 
 
 def asset(name: str) -> tuple[str, str] | None:

@@ -12,7 +12,7 @@
   and a browser's ``Origin`` and ``Sec-Fetch-Site`` must say it came from the viewer's own
   pages. So another site open in the same browser cannot add labels.
 * **Headers.** Every response forbids framing, sniffing and referrers, and pages may run
-  scripts only from the viewer's ``/assets/``.
+  scripts only from the viewer's ``/assets/``; nothing but the assets is cached.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ _HEADERS: Final = (
     (b"x-frame-options", b"DENY"),
     (b"referrer-policy", b"no-referrer"),
     (b"cross-origin-resource-policy", b"same-origin"),
-    (b"cache-control", b"no-store"),
 )
+_NO_STORE: Final = (b"cache-control", b"no-store")
 
 
 def _host_name(host: str) -> str:
@@ -102,7 +102,9 @@ class Guard:
 
         async def secured(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *_HEADERS]
+                given = list(message.get("headers", []))
+                cached = any(k.lower() == b"cache-control" for k, _ in given)
+                message["headers"] = [*given, *_HEADERS, *(() if cached else (_NO_STORE,))]
             await send(message)
 
         await self.app(scope, receive, secured)
@@ -165,6 +167,7 @@ async def _refuse(send: Send, scope: Scope, status: int, message: str) -> None:
                 (b"content-type", kind),
                 (b"content-length", str(len(body)).encode()),
                 *_HEADERS,
+                _NO_STORE,
             ],
         }
     )
@@ -185,6 +188,7 @@ async def _set_cookie_and_redirect(send: Send, scope: Scope, token: str) -> None
                 (b"set-cookie", cookie.encode()),
                 (b"content-length", b"0"),
                 *_HEADERS,
+                _NO_STORE,
             ],
         }
     )

@@ -301,21 +301,34 @@ def explorer(
     )
 
 
-def run_page(
-    info: Mapping[str, Any],
-    hist: Mapping[str, Any],
-    failures: list[dict[str, Any]],
-    explorer_html: str,
-) -> str:
-    """A run: its summary, aggregates, cohorts, charts, errors and the explorer."""
-    from evalframe.views._html._run import _cohort_table, _metrics_table
+def run_charts(info: Mapping[str, Any], hist: Mapping[str, Any]) -> str:
+    """The parts of a run page that count every score (the aggregates table with its
+    histograms, and the charts): fetched by the page once it is shown, since on a large run
+    they take longer than everything else on it."""
+    from evalframe.views._html._run import _metrics_table
 
     doc = _doc(info, hist)
+    return f'<div id="ef-metrics">{_metrics_table(doc, list(doc["metrics"]))}</div>' + _charts(doc)
+
+
+def run_page(info: Mapping[str, Any], failures: list[dict[str, Any]], explorer_html: str) -> str:
+    """A run: its summary, aggregates, cohorts, errors and the explorer; the histograms and
+    charts arrive from ``/runs/RUN/charts`` (``run_charts``)."""
+    from evalframe.views._html._run import _cohort_table, _metrics_table
+
+    doc = _doc(info, {})
     names = list(doc["metrics"])
-    parts = [_header(info), "<h3>Per-metric aggregates</h3>", _metrics_table(doc, names)]
+    charts = run_url(info["run_id"], "/charts")
+    parts = [
+        _header(info),
+        "<h3>Per-metric aggregates</h3>",
+        f'<div id="ef-run-charts" data-src="{charts}">'
+        f'<div id="ef-metrics">{_metrics_table(doc, names)}</div>'
+        '<p class="ef-muted" id="ef-charts-note">Histograms and charts are on their way '
+        f"({link(charts, 'open them')}).</p></div>",
+    ]
     if doc["cohorts"]:
         parts += ["<h3>Cohorts by tag (pass-rate)</h3>", _cohort_table(doc)]
-    parts.append(_charts(doc))
     parts.append(explorer_html)
     if failures:
         rows = [
