@@ -427,7 +427,8 @@ def parse_expectations(metadata: Mapping[str, Any], at: str) -> dict[str, Any]:
                     f"{at} field '{f}goal' must be a tool name or a {{tool, arguments}} map."
                 )
     mcp = metadata.get("mcp")
-    if mcp is not None:
+    # metadata.mcp may hold only an expected trace (trace-completeness reads it).
+    if mcp is not None and not (isinstance(mcp, dict) and "tools" not in mcp and mcp):
         tools = mcp.get("tools") if isinstance(mcp, dict) else None
         if not isinstance(tools, list | tuple):
             raise DatasetError(f"{at} field 'metadata.mcp.tools' must be a list of tools.")

@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # the families load with the registry, not at import
         conversation_relevancy,
         knowledge_retention,
         role_adherence,
+        turn_efficiency,
         turn_faithfulness,
         turn_latency,
         turn_token_cost,
@@ -75,6 +76,7 @@ if TYPE_CHECKING:  # the families load with the registry, not at import
     from evalframe.metrics.mcp import (
         mcp_arguments_valid,
         mcp_tool_selection,
+        trace_completeness,
     )
     from evalframe.metrics.operational import cost, latency, retry_count, token_cost
     from evalframe.metrics.ordinal import ordinal_distance
@@ -92,6 +94,8 @@ if TYPE_CHECKING:  # the families load with the registry, not at import
         brier_score,
         calibration_error,
         discrimination,
+        environment_robustness,
+        fault_robustness,
         outcome_consistency,
         output_consistency,
         prompt_robustness,
@@ -126,7 +130,12 @@ if TYPE_CHECKING:  # the families load with the registry, not at import
         cosine_embedding,
     )
     from evalframe.metrics.similarity import bleu, levenshtein
-    from evalframe.metrics.structural import json_diff, json_schema, json_valid
+    from evalframe.metrics.structural import (
+        json_diff,
+        json_schema,
+        json_valid,
+        structural_similarity,
+    )
     from evalframe.metrics.trajectory import (
         approval_gated,
         no_pending_approvals,
@@ -179,8 +188,10 @@ __all__ = [
     "dag",
     "definition",
     "discrimination",
+    "environment_robustness",
     "exact_match",
     "faithfulness",
+    "fault_robustness",
     "from_object",
     "g_eval",
     "get",
@@ -235,6 +246,7 @@ __all__ = [
     "score_consistency",
     "step_efficiency",
     "steps_below",
+    "structural_similarity",
     "summarization",
     "task_completion",
     "token_cost",
@@ -245,8 +257,10 @@ __all__ = [
     "tool_error_rate",
     "tool_not_called",
     "toxicity",
+    "trace_completeness",
     "trajectory_consistency",
     "trajectory_match",
+    "turn_efficiency",
     "turn_faithfulness",
     "turn_latency",
     "turn_token_cost",

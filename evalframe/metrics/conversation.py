@@ -1,14 +1,15 @@
-"""Conversation metrics over the ``turns`` column: deterministic turn-latency and
-turn-token-cost, and judge-backed knowledge-retention, role-adherence,
+"""Conversation metrics over the ``turns`` column: deterministic turn-latency,
+turn-token-cost and turn-efficiency, and judge-backed knowledge-retention, role-adherence,
 conversation-completeness, conversation-relevancy and turn-faithfulness (prompts and scoring in
 ``metrics/_dialogue_judged.py``).
 
 ``turns`` (``core/_turns.py``) holds one element per turn with ``role``, ``content``,
-``tool_calls``, ``latency_ms`` and ``tokens``. Both metrics grade the assistant's turns the
-way the operational metrics grade one call: each turn's value v maps to
+``tool_calls``, ``latency_ms`` and ``tokens``. turn-latency and turn-token-cost grade the
+assistant's turns the way the operational metrics grade one call: each turn's value v maps to
 ``clamp(1 - v / budget, 0, 1)`` and the score is their mean. Computed with list expressions
 over the whole column. A row without turns, without an assistant turn, or with an
-assistant turn missing the value is that row's error, never a silent 0 or 1.
+assistant turn missing the value is that row's error, never a silent 0 or 1. turn-efficiency
+compares the number of turns with the sample's expected number.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._turns import TURNS, TURNS_COLUMN
 from evalframe.metrics import _dialogue_judged as judged
+from evalframe.metrics._batched import sample_error
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Range, Scored
 
@@ -28,6 +30,7 @@ __all__ = [
     "conversation_relevancy",
     "knowledge_retention",
     "role_adherence",
+    "turn_efficiency",
     "turn_faithfulness",
     "turn_latency",
     "turn_token_cost",
@@ -112,6 +115,76 @@ def turn_token_cost(*, max_tokens: Annotated[int, Range(ge=1)] = 4096) -> Scored
     The mean over assistant turns of ``clamp(1 - tokens / max_tokens, 0, 1)``.
     """
     return _per_turn("turn-token-cost", "tokens", float(max_tokens), "max_tokens")
+
+
+@metric("turn-efficiency", family="conversation", dimension="trajectory", threshold=0.7)
+def turn_efficiency(*, expected_turns: Annotated[int, Range(ge=1)] | None = None) -> Scored:
+    """``min(1, expected_turns / turns)``: how close the conversation came to its expected length.
+
+    ``turns`` counts every turn of the row's ``turns`` column (all roles), as harness-evals
+    counts messages; ``expected_turns`` is the sample's ``metadata.expected_turns`` (a number
+    > 0), else this metric's ``expected_turns``. A conversation shorter than expected scores
+    1.0 (no bonus for being faster). A row without turns, with no turn at all, or without a
+    usable ``expected_turns`` is that row's error. Details: ``turns``, ``expected_turns``.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "a", "input": {"n": 4}, "expected_output": "",
+        ...      "metadata": {"expected_turns": 2}},
+        ...     {"id": "b", "input": {"n": 2}, "expected_output": "",
+        ...      "metadata": {"expected_turns": 2}}], name="demo")
+        >>> def chat(sample):
+        ...     turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": "..."}
+        ...              for i in range(sample["n"])]
+        ...     return {"output": "", "turns": turns}
+        >>> run = ef.evaluate(ds, system=chat, metrics=["turn-efficiency"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.5 {"turns":4,"expected_turns":2.0}
+        b 1.0 {"turns":2,"expected_turns":2.0}
+    """
+    turns = turns_expr()
+    n = turns.list.len().cast(pl.Int64)
+    given = C.metadata_field("expected_turns")
+    parsed = given.cast(pl.Float64, strict=False)
+    fallback = pl.lit(expected_turns, pl.Float64)
+    target = pl.coalesce(parsed, fallback) if expected_turns is not None else parsed
+    unusable = given.is_not_null() & (
+        parsed.is_null() | parsed.is_nan() | parsed.is_infinite() | (parsed <= 0)
+    )
+    prefix = "turn-efficiency metric"
+    error = (
+        pl.when(turns.is_null())
+        .then(
+            sample_error(
+                f"has no turns for {prefix}: the outputs did not record a conversation (add a "
+                "turns list to the saved outputs)."
+            )
+        )
+        .when(n == 0)
+        .then(sample_error(f"has an empty conversation (no turn) for {prefix}."))
+        .when(unusable)
+        .then(
+            sample_error(
+                f"metadata.expected_turns must be a number > 0 for {prefix}; got {{}}.", given
+            )
+        )
+        .when(target.is_null())
+        .then(
+            sample_error(
+                f"has no metadata.expected_turns for {prefix}: set it, or pass "
+                "turn-efficiency(expected_turns=N)."
+            )
+        )
+    )
+    return Scored(
+        score=pl.when(error.is_null()).then((target / n).clip(upper_bound=1.0).round(6)),
+        error=error,
+        details=pl.when(error.is_null()).then(
+            pl.struct(n.alias("turns"), target.alias("expected_turns"))
+        ),
+    )
 
 
 # --- judge-backed (the shared judge engine) ------------------------------------------------

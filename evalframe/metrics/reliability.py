@@ -29,6 +29,8 @@ __all__ = [
     "brier_score",
     "calibration_error",
     "discrimination",
+    "environment_robustness",
+    "fault_robustness",
     "outcome_consistency",
     "output_consistency",
     "prompt_robustness",
@@ -45,6 +47,8 @@ _RELIABILITY = (
     "calibration-error",
     "discrimination",
     "prompt-robustness",
+    "environment-robustness",
+    "fault-robustness",
     "resource-consistency",
     "trajectory-consistency",
 )
@@ -466,6 +470,185 @@ def prompt_robustness(
             ),
         },
     )
+
+
+def _robustness(name: str, kind: str, metric: str) -> Scored:
+    """The accuracy ratio ``min(1, accuracy of the perturbed runs / of the original's)`` over
+    each variant group, the variants being those labelled ``metadata.<kind>``; or a row's
+    precomputed ``metadata.nominal_passed`` / ``perturbed_results`` (harness-evals' form)."""
+    inner = _inner(name, metric)
+    _, passed, scored = _inner_results(inner)
+    variant_of = C.metadata_field(VARIANT_OF)
+    label = C.metadata_field(kind)
+    window = pl.col(f"{name}__group")
+    original = variant_of.is_null()
+    perturbed = variant_of.is_not_null() & label.is_not_null()
+    nominal_runs = original.sum().over(window).cast(pl.Int64)
+    nominal_ok = (passed & original).sum().over(window).cast(pl.Int64)
+    perturbed_runs = perturbed.sum().over(window).cast(pl.Int64)
+    perturbed_ok = (passed & perturbed).sum().over(window).cast(pl.Int64)
+    acc_nominal = nominal_ok / nominal_runs
+    acc_perturbed = perturbed_ok / perturbed_runs
+    ratio = (
+        pl.when(acc_nominal == 0)
+        .then(1.0)
+        .otherwise((acc_perturbed / acc_nominal).clip(upper_bound=1.0))
+    )
+    # harness-evals' precomputed form, per row: did the original pass, did each variant pass.
+    given_nominal = C.metadata_field("nominal_passed")
+    results_text = C.metadata_field("perturbed_results")
+    # Decoded only where it is a list of true/false: anything else is the row's error.
+    well_formed = results_text.str.contains(
+        r"^\[\s*(?:(?:true|false)\s*(?:,\s*(?:true|false)\s*)*)?\]$"
+    )
+    given_results = pl.when(well_formed).then(results_text).str.json_decode(pl.List(pl.Boolean))
+    precomputed = given_nominal.is_not_null() | results_text.is_not_null()
+    nominal_flag = given_nominal.replace_strict(
+        {"true": True, "false": False}, default=None, return_dtype=pl.Boolean
+    )
+    given_score = pl.when(~nominal_flag).then(1.0).otherwise(given_results.list.mean())
+    bad_given = nominal_flag.is_null() | given_results.is_null() | given_results.list.contains(None)
+    error = (
+        pl.when(precomputed & bad_given)
+        .then(
+            sample_error(
+                f"needs both metadata.nominal_passed (true or false) and "
+                f"metadata.perturbed_results (a list of true/false) for {name} metric."
+            )
+        )
+        .when(precomputed & (given_results.list.len() == 0))
+        .then(sample_error(f"has an empty metadata.perturbed_results for {name} metric."))
+        .when(~precomputed & (nominal_runs == 0))
+        .then(
+            sample_error(
+                f"is in a variant group without its original for {name} metric: "
+                "metadata.variant_of names '{}', which is not in the dataset.",
+                window,
+            )
+        )
+        .when(~precomputed & (perturbed_runs == 0))
+        .then(
+            sample_error(
+                f"has no {kind} variants for {name} metric: link variants to their original "
+                f"with metadata.variant_of and label each with metadata.{kind}."
+            )
+        )
+    )
+    score = pl.when(precomputed).then(given_score).otherwise(ratio)
+    details = (
+        pl.when(precomputed)
+        .then(
+            pl.struct(
+                nominal_passed=nominal_flag,
+                perturbed=given_results.list.len().cast(pl.Int64),
+                perturbed_accuracy=given_results.list.mean(),
+                group=pl.lit(None, pl.String),
+                nominal_runs=pl.lit(None, pl.Int64),
+                nominal_accuracy=pl.lit(None, pl.Float64),
+                labels=pl.lit(None, pl.Int64),
+                metric=pl.lit(None, pl.String),
+            )
+        )
+        .otherwise(
+            pl.struct(
+                nominal_passed=pl.lit(None, pl.Boolean),
+                perturbed=perturbed_runs,
+                perturbed_accuracy=acc_perturbed,
+                group=window,
+                nominal_runs=nominal_runs,
+                nominal_accuracy=acc_nominal,
+                labels=pl.when(perturbed)
+                .then(label)
+                .drop_nulls()
+                .n_unique()
+                .over(window)
+                .cast(pl.Int64),
+                metric=pl.lit(inner.id),
+            )
+        )
+    )
+    return Scored(
+        score=pl.when(error.is_null()).then(score.round(6)),
+        error=error,
+        details=pl.when(error.is_null()).then(details),
+        prepare={
+            **scored.prepare,
+            f"{name}__group": pl.coalesce(variant_of, pl.col(C.SAMPLE_ID)),
+        },
+    )
+
+
+@metric(
+    "environment-robustness",
+    family="reliability",
+    threshold=0.8,
+    derived=_derived,
+    needs=_needs,
+)
+def environment_robustness(*, metric: str = "exact-match") -> Scored:
+    """``min(1, perturbed accuracy / original accuracy)`` under environment perturbations.
+
+    A variant names its original in ``metadata.variant_of`` and its environment change in
+    ``metadata.environment`` (a label: ``field-reorder``, ``date-format``, ...). Accuracy
+    is the share of runs (every repetition) that pass the inner ``metric``: the original's
+    runs against all its environment variants' runs. An original that never passes scores
+    1.0 (the drop cannot be put on the perturbation). Every member of a group gets the
+    group's score. A row may instead carry harness-evals' precomputed form,
+    ``metadata.nominal_passed`` and ``metadata.perturbed_results`` (1.0 when the original
+    failed, else the share of variants that passed). Details: the accuracies and run counts,
+    the number of distinct labels, the inner metric.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q", "input": {"q": "2+2"}, "expected_output": "4"},
+        ...     {"id": "q-reordered", "input": {"q": "2 + 2"}, "expected_output": "4",
+        ...      "metadata": {"variant_of": "q", "environment": "spacing"}},
+        ...     {"id": "q-wrapped", "input": {"q": "(2+2)"}, "expected_output": "4",
+        ...      "metadata": {"variant_of": "q", "environment": "wrapping"}}], name="demo")
+        >>> outputs = {"q": "4", "q-reordered": "4", "q-wrapped": "5"}
+        >>> run = ef.evaluate(ds, outputs=outputs, metrics=["environment-robustness"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q 0.5 {"nominal_passed":null,"perturbed":2,"perturbed_accuracy":0.5,"group":"q","nominal_runs":1,"nominal_accuracy":1.0,"labels":2,"metric":"exact-match"}
+        q-reordered 0.5 {"nominal_passed":null,"perturbed":2,"perturbed_accuracy":0.5,"group":"q","nominal_runs":1,"nominal_accuracy":1.0,"labels":2,"metric":"exact-match"}
+        q-wrapped 0.5 {"nominal_passed":null,"perturbed":2,"perturbed_accuracy":0.5,"group":"q","nominal_runs":1,"nominal_accuracy":1.0,"labels":2,"metric":"exact-match"}
+    """  # noqa: E501
+    return _robustness("environment-robustness", "environment", metric)
+
+
+@metric(
+    "fault-robustness",
+    family="reliability",
+    threshold=0.7,
+    derived=_derived,
+    needs=_needs,
+)
+def fault_robustness(*, metric: str = "exact-match") -> Scored:
+    """``min(1, accuracy with injected faults / original accuracy)``.
+
+    As environment-robustness, with the variants labelled ``metadata.fault`` (the fault
+    injected: ``tool-timeout``, ``rate-limited``, ...); a variant group can hold both kinds,
+    each metric reading its own. harness-evals' precomputed form is read the same way.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q", "input": {"q": "refund?"}, "expected_output": "30 days"},
+        ...     {"id": "q-timeout", "input": {"q": "refund?"}, "expected_output": "30 days",
+        ...      "metadata": {"variant_of": "q", "fault": "tool-timeout"}},
+        ...     {"id": "p", "input": {"q": "?"}, "expected_output": "x",
+        ...      "metadata": {"nominal_passed": True, "perturbed_results": [True, False]}}],
+        ...     name="demo")
+        >>> outputs = {"q": "30 days", "q-timeout": "sorry, try later", "p": "x"}
+        >>> run = ef.evaluate(ds, outputs=outputs, metrics=["fault-robustness"])
+        >>> for row in run.scores.select("sample_id", "score").iter_rows():
+        ...     print(*row)
+        q 0.0
+        q-timeout 0.0
+        p 0.5
+    """
+    return _robustness("fault-robustness", "fault", metric)
 
 
 # --- resources and trajectories across repetitions ----------------------------------------

@@ -1,27 +1,32 @@
-"""Structural metrics: json-valid, json-schema and json-diff.
+"""Structural metrics: json-valid, json-schema, json-diff and structural-similarity.
 
 JSON is parsed by the strict compiled scanner of :mod:`evalframe.metrics._json_scan`
 (:func:`json_leaves`, RFC 8259, any depth, exact numbers), one column at a time.
 
 json-schema validates with the ``jsonschema`` package (draft 3 to 2020-12, chosen by the
 schema's ``$schema``), once per distinct (schema, output) pair.
+
+structural-similarity compares two documents leaf by leaf, arrays in any order, with the
+leaves counted and matched by group-bys over the whole column; YAML that is not also JSON is
+read with evalframe's YAML 1.2 reader once per distinct text.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Final, Literal
 
 import numpy as np
 import polars as pl
 
 from evalframe.core import schema as C
+from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched, sample_error
 from evalframe.metrics._json_scan import json_leaves
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Range, Scored
 
-__all__ = ["json_diff", "json_leaves", "json_schema", "json_valid"]
+__all__ = ["json_diff", "json_leaves", "json_schema", "json_valid", "structural_similarity"]
 
 _ACTUAL = pl.col(C.ACTUAL_OUTPUT)
 _EXPECTED = pl.col(C.EXPECTED_OUTPUT)
@@ -305,6 +310,282 @@ def json_schema(*, check_formats: bool = False) -> Scored:
                 _schema_kernel(check_formats),
                 {"schema": schema, "actual": _ACTUAL},
                 {"valid": pl.Boolean, "path": pl.String, "reason": pl.String, "problem": pl.String},
+            )
+        },
+    )
+
+
+# --- structural-similarity ---------------------------------------------------------------------
+
+_SEGMENT: Final = r"\['(?:[^'\\]|\\.)*'\]|\[\d+\]"
+"""One segment of a leaf path: a key (``['k']``, with ``\\`` and ``'`` escaped) or an index."""
+
+
+def _key_segment(name: str) -> str:
+    return "['" + name.replace("\\", "\\\\").replace("'", "\\'") + "']"
+
+
+def _yaml_as_json(text: str) -> tuple[str | None, str | None]:
+    """``(json text, None)`` for a YAML document, or ``(None, reason)``."""
+    import yaml
+
+    from evalframe.core._yaml import YamlLimitError, parse_yaml
+
+    try:
+        value = parse_yaml(text)
+    except (yaml.YAMLError, YamlLimitError) as exc:
+        first = str(exc).strip().splitlines()
+        return None, f"not valid YAML: {first[0] if first else type(exc).__name__}"
+    try:
+        return json.dumps(value, allow_nan=False, ensure_ascii=False), None
+    except (TypeError, ValueError) as exc:
+        return None, f"holds a value JSON cannot: {exc}"
+
+
+def _documents(texts: pl.Series, fmt: str) -> tuple[pl.Series, pl.Series]:
+    """Each text as JSON text (null when unusable) and why it is unusable (or null).
+
+    JSON texts are kept as they are (JSON is YAML too); with ``fmt="yaml"`` the others are
+    read as YAML, once per distinct text. A document whose root is a string is not a
+    structure.
+    """
+    status, _ = json_leaves(texts, leaves=False)
+    reason = pl.select(_parse_error(status)).to_series()
+    if fmt == "yaml":
+        retry = texts.filter(status.get_column("valid").fill_null(True).not_())
+        distinct = retry.unique(maintain_order=True).to_list()
+        converted = [_yaml_as_json(t) for t in distinct]  # distinct non-JSON texts, not rows
+        table = pl.DataFrame(
+            {
+                "text": pl.Series(distinct, dtype=pl.String),
+                "json": pl.Series([c[0] for c in converted], dtype=pl.String),
+                "why": pl.Series([c[1] for c in converted], dtype=pl.String),
+            }
+        )
+        looked = texts.to_frame("text").join(table, on="text", how="left", maintain_order="left")
+        ok = status.get_column("valid").fill_null(False)
+        texts = pl.select(
+            pl.when(pl.lit(ok)).then(pl.lit(texts)).otherwise(looked.get_column("json"))
+        ).to_series()
+        reason = pl.select(
+            pl.when(pl.lit(ok)).then(None).otherwise(looked.get_column("why"))
+        ).to_series()
+        status, _ = json_leaves(texts, leaves=False)
+    usable = status.get_column("valid").fill_null(False) & (status.get_column("root") != "string")
+    word = "YAML" if fmt == "yaml" else "JSON"
+    why = pl.select(
+        pl.when(pl.lit(usable))
+        .then(None)
+        .when(pl.lit(texts).is_null() & pl.lit(reason).is_null())
+        .then(pl.lit("missing"))
+        .when(pl.lit(status.get_column("root")) == "string")
+        .then(pl.lit(f"a {word} string, not a structure"))
+        .when(pl.lit(reason).is_not_null())
+        .then(pl.format("not valid {}: {}", pl.lit(word), pl.lit(reason)))
+        .otherwise(pl.lit(f"not valid {word}"))
+    ).to_series()
+    kept = pl.select(pl.when(pl.lit(usable)).then(pl.lit(texts))).to_series()
+    return kept, why
+
+
+def _star_leaves(texts: pl.Series, ignored: list[str]) -> pl.DataFrame:
+    """The leaves of each document (``row``, ``spath``, ``kind``, ``value``), array indices
+    written ``[*]`` (so arrays compare in any order), leaves under ignored keys left out."""
+    _, leaves = json_leaves(texts)
+    segments = pl.col("path").str.extract_all(_SEGMENT)
+    starred = segments.list.eval(
+        pl.when(pl.element().str.starts_with("['")).then(pl.element()).otherwise(pl.lit("[*]"))
+    )
+    out = leaves.with_columns(spath=starred.list.join(""))
+    if ignored:
+        keys = [_key_segment(k) for k in ignored]
+        out = out.filter(~segments.list.eval(pl.element().is_in(keys)).list.any())
+    return out.select("row", "spath", "kind", "value")
+
+
+def _similarity_kernel(
+    fmt: str, level: str, ignored: list[str], extra_keys: str, penalty: float
+) -> Any:
+    structural = level != "raw"
+
+    def kernel(frame: pl.DataFrame) -> pl.DataFrame:
+        e_text, e_why = _documents(frame.get_column("expected"), fmt)
+        a_text, a_why = _documents(frame.get_column("actual"), fmt)
+        skip = ignored if structural else []
+        e_leaves = _star_leaves(e_text, skip)
+        a_leaves = _star_leaves(a_text, skip)
+        extra = pl.lit(False)
+        if structural:
+            known = e_leaves.select("row", "spath").unique().with_columns(known=pl.lit(True))
+            a_leaves = a_leaves.join(known, on=["row", "spath"], how="left")
+            extra = pl.col("known").is_null()
+        a_counted = a_leaves.with_columns(extra=extra)
+        extras = a_counted.group_by("row").agg(extra=pl.col("extra").sum().cast(pl.Int64))
+        kept = a_counted.filter(~pl.col("extra"))
+        key = ["row", "spath", "kind", "value"]
+        matched = (
+            e_leaves.group_by(key)
+            .len("e")
+            .join(kept.group_by(key).len("a"), on=key, how="inner")
+            .group_by("row")
+            .agg(matched=pl.min_horizontal("e", "a").sum().cast(pl.Int64))
+        )
+        sizes = [
+            e_leaves.group_by("row").len("expected_leaves"),
+            kept.group_by("row").len("actual_leaves"),
+            matched,
+            extras,
+        ]
+        rows = pl.DataFrame({"row": np.arange(frame.height, dtype=np.int64)})
+        for table in sizes:
+            rows = rows.join(table, on="row", how="left", maintain_order="left")
+        counts = rows.with_columns(
+            pl.col("expected_leaves", "actual_leaves", "matched", "extra")
+            .fill_null(0)
+            .cast(pl.Int64)
+        )
+        n_e, n_a, m = pl.col("expected_leaves"), pl.col("actual_leaves"), pl.col("matched")
+        dice = pl.when(n_e + n_a == 0).then(1.0).otherwise(2.0 * m / (n_e + n_a))
+        if extra_keys == "penalize" and structural:
+            dice = pl.when(pl.col("extra") > 0).then(dice * penalty).otherwise(dice)
+        out = counts.select(
+            score=dice,
+            matched=m,
+            expected_leaves=n_e,
+            actual_leaves=n_a,
+            extra_leaves=pl.col("extra"),
+        ).with_columns(expected_error=e_why, actual_error=a_why)
+        if level == "schema_validated":
+            checked = _schema_kernel(False)(
+                pl.DataFrame({"schema": frame.get_column("schema"), "actual": a_text})
+            )
+            out = out.with_columns(
+                schema_valid=checked.get_column("valid"),
+                schema_reason=checked.get_column("reason"),
+                schema_problem=checked.get_column("problem"),
+            )
+        else:
+            out = out.with_columns(
+                schema_valid=pl.lit(None, pl.Boolean),
+                schema_reason=pl.lit(None, pl.String),
+                schema_problem=pl.lit(None, pl.String),
+            )
+        return out
+
+    return kernel
+
+
+_SIMILARITY_OUTPUT: Final = {
+    "score": pl.Float64,
+    "matched": pl.Int64,
+    "expected_leaves": pl.Int64,
+    "actual_leaves": pl.Int64,
+    "extra_leaves": pl.Int64,
+    "expected_error": pl.String,
+    "actual_error": pl.String,
+    "schema_valid": pl.Boolean,
+    "schema_reason": pl.String,
+    "schema_problem": pl.String,
+}
+
+
+@metric("structural-similarity", family="structural", threshold=0.85)
+def structural_similarity(
+    *,
+    format: Literal["yaml", "json"] = "yaml",
+    level: Literal["raw", "structural", "schema_validated"] = "raw",
+    ignore_keys: tuple[str, ...] = (),
+    extra_keys: Literal["ignore", "penalize"] = "ignore",
+    extra_keys_penalty: Annotated[float, Range(ge=0, le=1)] = 0.8,
+) -> Scored:
+    r"""How much of two YAML/JSON documents' structure and values agree, at three levels.
+
+    Both sides are read as ``format`` (``yaml``, the default, also reads JSON) and
+    flattened to leaves: a scalar, or an empty map or list, with its path and value
+    (numbers by exact value). Array positions are ignored (``$.items[*].id``), so lists
+    compare in any order. With m the leaves the two documents share (as multisets), the
+    score is ``2m / (|expected leaves| + |output leaves|)``: 1.0 for equal documents.
+
+    * ``raw``: every leaf of both documents counts.
+    * ``structural``: keys named in ``ignore_keys`` are dropped at any depth, and output
+      leaves at paths the expected document lacks (extra keys) are left out; with
+      ``extra_keys=penalize`` the score is then multiplied by ``extra_keys_penalty`` when
+      the output had any.
+    * ``schema_validated``: 0.0 unless the output validates against the sample's JSON
+      Schema (``metadata.json_schema``), else as ``structural``.
+
+    An output that is not a document (unparsable, or a bare string) scores 0.0 with the
+    reason in the details; an expected output that is not one, or a missing schema at
+    ``schema_validated``, is the row's error. Details: ``matched``, ``expected_leaves``,
+    ``actual_leaves``, ``extra_leaves`` and the reasons.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> expected = "name: web\nports: [80, 443]\nlabels: {tier: front}"
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "a", "input": {"q": "?"}, "expected_output": expected},
+        ...     {"id": "b", "input": {"q": "?"}, "expected_output": expected}], name="demo")
+        >>> outputs = {"a": '{"ports": [443, 80], "name": "web", "labels": {"tier": "front"}}',
+        ...            "b": "name: web\nports: [80]\nlabels: {tier: back, team: x}"}
+        >>> run = ef.evaluate(ds, outputs=outputs, metrics=["structural-similarity"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 1.0 {"matched":4,"expected_leaves":4,"actual_leaves":4,"extra_leaves":0,"actual_error":null,"schema_valid":null,"schema_reason":null}
+        b 0.5 {"matched":2,"expected_leaves":4,"actual_leaves":4,"extra_leaves":0,"actual_error":null,"schema_valid":null,"schema_reason":null}
+    """  # noqa: E501
+    if any(not k for k in ignore_keys):
+        raise MetricError(
+            "Metric 'structural-similarity' parameter 'ignore_keys' must hold key names; "
+            "got an empty one."
+        )
+    k = pl.col(f"structural-similarity__kernel({format},{level})")
+    field = k.struct.field
+    expected_error = field("expected_error")
+    problem = field("schema_problem")
+    validated = level == "schema_validated"
+    schema = C.metadata_field("json_schema") if validated else pl.lit(None, pl.String)
+    no_schema = schema.is_null() if validated else pl.lit(False)
+    error = (
+        pl.when(expected_error.is_not_null())
+        .then(
+            sample_error(
+                "expected_output is not a document for structural-similarity metric: {}.",
+                expected_error,
+            )
+        )
+        .when(no_schema)
+        .then(
+            sample_error(
+                "has no JSON Schema for structural-similarity(level=schema_validated): put it "
+                "in metadata.json_schema."
+            )
+        )
+        .when(problem.is_not_null())
+        .then(sample_error("structural-similarity metric: {}.", problem))
+    )
+    failed = field("actual_error").is_not_null() | (field("schema_valid") == False)  # noqa: E712
+    score = pl.when(failed.fill_null(False)).then(0.0).otherwise(field("score"))
+    return Scored(
+        score=pl.when(error.is_null()).then(score.clip(0.0, 1.0).round(6)),
+        error=error,
+        details=pl.when(error.is_null()).then(
+            pl.struct(
+                *(
+                    field(f).alias(f)
+                    for f in ("matched", "expected_leaves", "actual_leaves", "extra_leaves")
+                ),
+                field("actual_error").alias("actual_error"),
+                field("schema_valid").alias("schema_valid"),
+                field("schema_reason").alias("schema_reason"),
+            )
+        ),
+        prepare={
+            f"structural-similarity__kernel({format},{level})": batched(
+                _similarity_kernel(
+                    format, level, list(ignore_keys), extra_keys, extra_keys_penalty
+                ),
+                {"expected": _EXPECTED, "actual": _ACTUAL, "schema": schema},
+                _SIMILARITY_OUTPUT,
             )
         },
     )
