@@ -288,3 +288,34 @@ def test_suggest_then_estimate_through_the_cli(tmp_path: Path) -> None:
     methods = {(r["quantity"], r["method"]) for r in doc["estimates"]}
     assert ("pass_rate", "prediction-powered") in methods
     assert doc["strata"] == 5
+
+
+def test_a_constant_judge_gives_undefined_statistics_with_their_reasons(
+    tmp_path: Path, judge: Providers, openai_stub: StubOpenAI
+) -> None:
+    # The judge passes everything: its kappa is undefined (scikit-learn writes 0.0), and the
+    # length bias of one score is too (SciPy gives NaN); neither is a 0.0 with [0, 0].
+    openai_stub.verdict = lambda p: json.dumps({"score": 0.9, "reason": "fine"})
+    cases = case_file(tmp_path)
+    result = CliRunner().invoke(cli, ["calibrate", str(cases), "--format", "json"])
+    assert result.exit_code == 1, result.output  # 5 of 8 agree: below the 0.8 floor
+    data = json.loads(result.stdout)["data"]
+    assert data["agreement_rate"] == 0.625
+    assert data["cohen_kappa"] == {
+        "kappa": None, "low": None, "high": None,
+        "reason": "undefined: the judge gave one verdict on every case",
+    }  # fmt: skip
+    assert data["length_bias_correlation"] is None
+    assert data["weighted_kappa"] is None
+    assert data["undefined"] == {
+        "cohen_kappa": "undefined: the judge gave one verdict on every case",
+        "length_bias_correlation": "undefined: every judge score is the same",
+        "weighted_kappa": "undefined: the judge gave one grade on every case",
+    }
+    assert {c["cohort"]: c["cohen_kappa_reason"] for c in data["cohorts"]} == dict.fromkeys(
+        ("geo", "science"), "undefined: the judge gave one verdict on every case"
+    )
+    assert cohen_kappa_score([v == "pass" for _, v, _, _, _ in CASES], [True] * 8) == 0.0
+    md = CliRunner().invoke(cli, ["calibrate", str(cases)]).stdout
+    assert "- Cohen's kappa: n/a (undefined: the judge gave one verdict on every case)" in md
+    assert "- Length bias (Spearman): n/a (undefined: every judge score is the same)" in md

@@ -529,3 +529,31 @@ def test_repetitions_keep_the_noise_threshold(pair: tuple[ef.Run, ef.Run]) -> No
     # a fell from 2/2 to 1/2 passing: a regression, confident only beyond the resolution.
     assert a["pass_rate_delta"] == -0.5
     assert a["confident"] == (c.resolution < 0.5)
+
+
+def test_intervals_from_one_paired_row_are_undefined_with_the_reason() -> None:
+    # One row: resampling it gives the same delta every time, an interval of zero width
+    # ([-1, -1] here) that claims a certainty one row cannot give.
+    ds = _dataset(["a"])
+    before = _run(ds, {EXACT: {"a": [1.0]}}, "r1")
+    after = _run(ds, {EXACT: {"a": [0.0]}}, "r2")
+    c = compare(before, after, n_bootstrap=500)
+    m = c.metrics.row(0, named=True)
+    assert (m["mean_ci_low"], m["pass_rate_ci_high"]) == (None, None)
+    assert m["ci_reason"] == "undefined: 1 paired row(s), no spread to resample"
+    assert (c.macro_f1["ci_low"], c.macro_f1["ci_reason"]) == (None, m["ci_reason"])
+    doc = json.loads(c.to_json())
+    assert doc["metrics"][0]["ci_reason"] == m["ci_reason"]
+    assert doc["macro_f1"]["ci_reason"] == m["ci_reason"]
+    assert "_n/a intervals: undefined: 1 paired row(s), no spread to resample._" in (
+        c.to_markdown()
+    )
+    # two rows: defined again
+    two = _dataset(["a", "b"])
+    c2 = compare(
+        _run(two, {EXACT: {"a": [1.0], "b": [1.0]}}, "r1"),
+        _run(two, {EXACT: {"a": [0.0], "b": [1.0]}}, "r2"),
+        n_bootstrap=500,
+    )
+    assert c2.metrics.item(0, "ci_reason") is None
+    assert c2.metrics.item(0, "pass_rate_ci_low") is not None

@@ -14,6 +14,7 @@ import pytest
 
 import evalframe as ef
 from evalframe.core._estimate import bins, ppi, read_labels, suggest_labels
+from evalframe.views._calibration import estimate_markdown
 
 Z = 1.959963984540054
 
@@ -216,3 +217,28 @@ def test_too_few_labels_give_no_interval_rather_than_a_wrong_one() -> None:
     )
     assert est.get("mean") == (None, None, None)
     assert est.get("mean", "judge-only")[0] == pytest.approx(0.5)
+    reasons = dict(
+        est.frame.filter(pl.col("quantity") == "mean").select("method", "reason").iter_rows()
+    )
+    assert reasons == {
+        "prediction-powered": "undefined: fewer than two labelled rows",
+        "judge-only": None,
+        "human-only": "undefined: one labelled row gives no interval",
+    }
+
+
+def test_labels_that_all_agree_give_no_interval_of_zero_width() -> None:
+    # Three labels, all 0: their mean is 0.0 but a normal interval would be [0, 0], a
+    # certainty three labels cannot give. The estimate stays; the interval says why not.
+    est = ef.estimate(
+        scores_frame(np.array([0.2, 0.9, 0.4, 0.6])),
+        labels={"s0": 0.0, "s1": 0.0, "s2": 0.0},
+        metric="judge",
+        cohorts=False,
+    )
+    row = est.frame.filter((pl.col("quantity") == "mean") & (pl.col("method") == "human-only")).row(
+        0, named=True
+    )
+    assert (row["estimate"], row["low"], row["high"]) == (0.0, None, None)
+    assert row["reason"] == "undefined: every labelled row has the same value"
+    assert "n/a (undefined: every labelled row has the same value)" in estimate_markdown(est)

@@ -134,3 +134,16 @@ def test_the_inner_metric_must_be_a_per_sample_metric() -> None:
         ef.metrics.get("outcome-consistency(metric=score-consistency)")
     with pytest.raises(ef.MetricError, match="Unknown metric"):
         ef.metrics.get("outcome-consistency(metric=nope)")
+
+
+@pytest.mark.parametrize(
+    "metric", ["outcome-consistency", "score-consistency", "output-consistency"]
+)
+def test_one_execution_gives_no_reliability_score_and_says_why(metric: str) -> None:
+    # Consistency across repetitions is undefined for one: null with the reason, never 0.0
+    # (nor 1.0), and the run's aggregates over it are null too.
+    out = ef.score(frame({"one": ["Paris"], "also": ["Lyon"]}), [ef.metrics.get(metric)])
+    assert out.get_column("score").to_list() == [None, None]
+    assert all("needs at least 2" in e for e in out.get_column("error").to_list())
+    row = ef.aggregate.summarize(out).row(0, named=True)
+    assert (row["mean"], row["pass_rate_scored"], row["pass_rate"]) == (None, None, 0.0)

@@ -10,7 +10,9 @@ per case ``tags`` (per-cohort agreement), ``metadata`` (what the metric reads, e
 ``agreement(...)`` turns the judge's scores on the cases into a ``Calibration``: the
 eval-harness statistics (percent agreement, confusion, Spearman length bias, the
 self-preference check) and Cohen's kappa with its interval, weighted kappa and per-cohort
-agreement.
+agreement. A statistic that is undefined for the cases (no scored case, a judge or labels
+with one value, answers of one length) is null with the reason, in ``undefined``, where
+eval-harness wrote 0.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from evalframe.core._agreement import (
+    NO_CASE,
     Confusion,
     Kappa,
     cohen_kappa,
     confusion,
+    constant_reason,
     percent_agreement,
     spearman,
     weighted_kappa,
@@ -190,9 +194,9 @@ class Calibration:
     case_count: int
     scored_count: int
     verdict_pass_threshold: float
-    agreement_rate: float
+    agreement_rate: float | None
     confusion: Confusion
-    length_bias_correlation: float
+    length_bias_correlation: float | None
     length_bias_warn: float
     self_preference_violation: bool
     kappa: Kappa
@@ -202,15 +206,18 @@ class Calibration:
     errors: list[dict[str, str]]
     min_agreement: float
     cases: list[dict[str, Any]]
+    undefined: dict[str, str] = field(default_factory=dict)
 
     @property
     def length_bias_warning(self) -> bool:
-        return abs(self.length_bias_correlation) >= self.length_bias_warn
+        rho = self.length_bias_correlation
+        return rho is not None and abs(rho) >= self.length_bias_warn
 
     @property
     def passed(self) -> bool:
         return (
-            self.agreement_rate >= self.min_agreement
+            self.agreement_rate is not None
+            and self.agreement_rate >= self.min_agreement
             and not self.self_preference_violation
             and not self.errors
         )
@@ -239,6 +246,7 @@ class Calibration:
                 "grades": self.grades,
                 "cohorts": self.cohorts,
                 "errors": self.errors,
+                "undefined": self.undefined,
             },
         }
 
@@ -285,14 +293,22 @@ def agreement(
     judge = judge_scores >= threshold if higher_is_better else judge_scores <= threshold
     lengths = np.array([len(c.actual) for c in kept], dtype=np.float64)
     kappa = cohen_kappa(human.astype(np.int64), judge.astype(np.int64), 2)
+    rate = percent_agreement(human, judge)
+    bias = spearman(lengths, judge_scores, ("answer length", "judge score"))
+    undefined = {"agreement_rate": NO_CASE} if rate is None else {}
+    if kappa.reason is not None:
+        undefined["cohen_kappa"] = kappa.reason
+    if bias.reason is not None:
+        undefined["length_bias_correlation"] = bias.reason
     graded = [c.human_score for c in kept]
     weighted = None
     if kept and all(g is not None for g in graded):
-        weighted = weighted_kappa(
-            _grade(np.array(graded, np.float64), cases.grades),
-            _grade(judge_scores, cases.grades),
-            cases.grades,
-        )
+        human_grades = _grade(np.array(graded, np.float64), cases.grades)
+        judge_grades = _grade(judge_scores, cases.grades)
+        weighted = weighted_kappa(human_grades, judge_grades, cases.grades)
+        why = constant_reason(human_grades, judge_grades, "grade")
+        if why is not None:
+            undefined["weighted_kappa"] = why
     cohorts = []
     for tag in sorted({t for c in kept for t in c.tags}):  # a few tags
         mask = np.array([tag in c.tags for c in kept], dtype=bool)
@@ -303,6 +319,7 @@ def agreement(
                 "case_count": int(mask.sum()),
                 "agreement_rate": percent_agreement(human[mask], judge[mask]),
                 "cohen_kappa": k.kappa,
+                "cohen_kappa_reason": k.reason,
             }
         )
     violation = bool(
@@ -319,9 +336,9 @@ def agreement(
         case_count=len(cases.cases),
         scored_count=len(kept),
         verdict_pass_threshold=threshold,
-        agreement_rate=percent_agreement(human, judge),
+        agreement_rate=rate,
         confusion=confusion(human, judge),
-        length_bias_correlation=spearman(lengths, judge_scores),
+        length_bias_correlation=bias.rho,
         length_bias_warn=length_bias_warn,
         self_preference_violation=violation,
         kappa=kappa,
@@ -343,4 +360,5 @@ def agreement(
             }
             for c, s, good in zip(cases.cases, scores, ok, strict=True)
         ],
+        undefined=undefined,
     )

@@ -95,9 +95,11 @@ class Comparison:
             metric, status, confident, newly_failing, deltas, and before/after pass_rate
             and score_mean of that metric on that row.
         metrics: one row per metric: before/after mean and pass rate, deltas, paired
-            bootstrap intervals, McNemar counts and p-values (raw and Holm-adjusted).
+            bootstrap intervals, McNemar counts and p-values (raw and Holm-adjusted), and
+            ``ci_reason`` where an interval is missing (fewer than two paired rows have no
+            spread to resample: no interval, never one of zero width).
         cohorts: the same per (cohort, metric), without bootstrap intervals.
-        macro_f1: before, after, delta and the paired interval.
+        macro_f1: before, after, delta and the paired interval (``ci_reason`` when missing).
         seed, n_bootstrap, confidence: the statistics' settings.
     """
 
@@ -111,7 +113,7 @@ class Comparison:
     row_metrics: pl.DataFrame
     metrics: pl.DataFrame
     cohorts: pl.DataFrame
-    macro_f1: dict[str, float | None]
+    macro_f1: dict[str, Any]
     pass_rate: dict[str, float]
     seed: int
     n_bootstrap: int
@@ -170,7 +172,7 @@ class Comparison:
             "macro_f1_delta": _r6(self.macro_f1["delta"]),
             "pass_rate_delta": _r6(self.pass_rate["delta"]),
             "counts": self.counts,
-            "macro_f1": {k: _r6(v) for k, v in self.macro_f1.items()},
+            "macro_f1": {k: _r6(v) if k != "ci_reason" else v for k, v in self.macro_f1.items()},
             "pass_rate": {k: _r6(v) for k, v in self.pass_rate.items()},
             "statistics": {
                 "bootstrap": "paired, percentile interval",
@@ -221,6 +223,15 @@ class Comparison:
             f"{c['added']} added, {c['removed']} removed; macro-F1 delta "
             f"{'n/a' if delta is None else format(delta, '+.4f')})"
         )
+
+
+def _interval_reason(paired: int, n_bootstrap: int) -> str:
+    """Why a bootstrap interval is missing."""
+    if n_bootstrap == 0:
+        return "not computed: n_bootstrap is 0"
+    if paired < 2:
+        return f"undefined: {paired} paired row(s), no spread to resample"
+    return "undefined: no paired row scored on both sides"
 
 
 def _rows(run: Run) -> str:
@@ -410,11 +421,16 @@ def compare(
     for t, p in zip(tests + cohort_tests, adjusted, strict=True):
         t["p_holm"] = p
 
-    metrics = metric_table(before, after, common, boot, tests)
+    why = _interval_reason(paired_keys.len(), n_bootstrap)
+    metrics = metric_table(before, after, common, boot, tests).with_columns(
+        pl.when(pl.col("mean_ci_low").is_null() | pl.col("pass_rate_ci_low").is_null())
+        .then(pl.lit(why))
+        .alias("ci_reason")
+    )
     cohorts = cohort_table(before, after, cohort_tests)
     m = len(common)
     macro_a, macro_b = before.macro_f1, after.macro_f1
-    macro = {
+    macro: dict[str, Any] = {
         "before": macro_a,
         "after": macro_b,
         "delta": None if macro_a is None or macro_b is None else macro_b - macro_a,
@@ -422,6 +438,7 @@ def compare(
         "ci_low": finite_or_none(boot["low"][2 * m]),
         "ci_high": finite_or_none(boot["high"][2 * m]),
     }
+    macro["ci_reason"] = why if macro["ci_low"] is None else None
     return Comparison(
         before=before,
         after=after,

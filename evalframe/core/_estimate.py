@@ -64,19 +64,31 @@ _ESTIMATE_SCHEMA: Final = {
     "high": pl.Float64,
     "n_judged": pl.Int64,
     "n_labelled": pl.Int64,
+    "reason": pl.String,
 }
 
 
 # --- the statistics ----------------------------------------------------------------------------
 
 
-def _mean_interval(values: npt.NDArray[np.float64]) -> tuple[float, float, float] | None:
+Result = tuple[float | None, float | None, float | None, str | None]
+
+
+def _mean_interval(values: npt.NDArray[np.float64], rows: str) -> Result:
+    """The mean and its 95% normal interval, and why either is undefined (``rows`` names
+    what the values are): no value, one value (no spread to measure), or every value equal
+    (an interval of zero width would claim certainty no sample gives)."""
     n = len(values)
     if n == 0:
-        return None
+        return None, None, None, f"undefined: no {rows} row"
     mean = float(values.mean())
-    half = Z95 * math.sqrt(float(values.var(ddof=1)) / n) if n > 1 else math.inf
-    return mean, mean - half, mean + half
+    if n == 1:
+        return mean, None, None, f"undefined: one {rows} row gives no interval"
+    variance = float(values.var(ddof=1))
+    if variance == 0.0:
+        return mean, None, None, f"undefined: every {rows} row has the same value"
+    half = Z95 * math.sqrt(variance / n)
+    return mean, mean - half, mean + half, None
 
 
 def ppi(
@@ -356,8 +368,9 @@ class Estimate:
     ``frame`` holds one row per (cohort, quantity, method): ``cohort`` (null for the
     whole run), ``quantity`` (``mean`` or ``pass_rate``), ``method`` (``prediction-powered``,
     ``judge-only``, ``human-only``), ``estimate``, ``low``, ``high`` (95%), ``n_judged`` and
-    ``n_labelled``. An interval needs at least two labelled rows (per bin when stratified):
-    below that its values are null.
+    ``n_labelled``. An interval needs at least two labelled rows (per bin when stratified)
+    and some spread among them: otherwise ``low`` and ``high`` are null (with the estimate
+    too when it cannot be formed) and ``reason`` says why; it is null for a defined row.
     """
 
     metric: str
@@ -428,14 +441,27 @@ def _estimates(
             strata=cut[0] if cut else None,
             labelled_strata=cut[1] if cut else None,
         )
+        if powered is None:
+            within = " in a judge-score bin" if strata > 1 else ""
+            ppi_result: Result = (
+                None,
+                None,
+                None,
+                f"undefined: fewer than two labelled rows{within}",
+            )
+        elif powered[1] == powered[2]:
+            ppi_result = (
+                powered[0], None, None,
+                "undefined: the judge's scores and their corrections have no spread",
+            )  # fmt: skip
+        else:
+            ppi_result = (*powered, None)
         for method, result in (
-            ("prediction-powered", powered),
-            ("judge-only", _mean_interval(f_all)),
-            ("human-only", _mean_interval(y.astype(np.float64))),
+            ("prediction-powered", ppi_result),
+            ("judge-only", _mean_interval(f_all, "judged")),
+            ("human-only", _mean_interval(y.astype(np.float64), "labelled")),
         ):
-            value, low, high = result if result is not None else (None, None, None)
-            if low is not None and not math.isfinite(low):
-                low = high = None
+            value, low, high, reason = result
             out.append(
                 {
                     "cohort": cohort,
@@ -446,6 +472,7 @@ def _estimates(
                     "high": high,
                     "n_judged": rows.height,
                     "n_labelled": labelled.height,
+                    "reason": reason,
                 }
             )
     return out

@@ -213,7 +213,7 @@ TABLES: Final[dict[str, str]] = {
             judge_model VARCHAR,
             model_under_test VARCHAR,
             case_count BIGINT NOT NULL,
-            agreement_rate DOUBLE NOT NULL,
+            agreement_rate DOUBLE,
             kappa DOUBLE,
             kappa_low DOUBLE,
             kappa_high DOUBLE,
@@ -574,6 +574,8 @@ def _v4_to_v5(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"ALTER TABLE {table} ALTER COLUMN pass_rate DROP NOT NULL")
         con.execute(f"DELETE FROM {table}")
     _add_tables(con)
+    # a calibration whose judge scored no case has no agreement rate (it was 0.0)
+    con.execute("ALTER TABLE calibrations ALTER COLUMN agreement_rate DROP NOT NULL")
     create_views(con)
     fill_stats(con, None)
     con.execute(

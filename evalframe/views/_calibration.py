@@ -28,18 +28,34 @@ def calibration_markdown(cal: Calibration) -> str:
     """
     c = cal.confusion
     kappa = cal.kappa
+    why = cal.undefined
+
+    def value(name: str, x: float | None) -> str:
+        return f"n/a ({why[name]})" if x is None and name in why else f4(x)
+
+    kappa_text = (
+        value("cohen_kappa", None)
+        if kappa.kappa is None
+        else f"{f4(kappa.kappa)}, 95% interval {_interval(kappa.low, kappa.high)}"
+    )
     lines = [
         f"# Judge calibration: {cal.name}",
         "",
         f"- Metric: `{cal.metric}`; judge model: `{cal.judge_model or 'n/a'}`",
         f"- Cases: {cal.case_count} ({cal.scored_count} scored)",
         f"- Verdict pass threshold: {fmt(cal.verdict_pass_threshold, 'g')}",
-        f"- Agreement rate: {f4(cal.agreement_rate)} (floor {fmt(cal.min_agreement, 'g')})",
-        f"- Cohen's kappa: {f4(kappa.kappa)}, 95% interval {_interval(kappa.low, kappa.high)}",
+        f"- Agreement rate: {value('agreement_rate', cal.agreement_rate)} "
+        f"(floor {fmt(cal.min_agreement, 'g')})",
+        f"- Cohen's kappa: {kappa_text}",
     ]
-    if cal.weighted_kappa is not None:
-        lines.append(f"- Weighted kappa ({cal.grades} grades, quadratic): {f4(cal.weighted_kappa)}")
-    bias = f"- Length bias (Spearman): {f4(cal.length_bias_correlation)}"
+    if cal.weighted_kappa is not None or "weighted_kappa" in why:
+        lines.append(
+            f"- Weighted kappa ({cal.grades} grades, quadratic): "
+            f"{value('weighted_kappa', cal.weighted_kappa)}"
+        )
+    bias = (
+        f"- Length bias (Spearman): {value('length_bias_correlation', cal.length_bias_correlation)}"
+    )
     if cal.length_bias_warning:
         bias += (
             f" - warning: |rho| >= {fmt(cal.length_bias_warn, 'g')}, the judge's scores follow "
@@ -72,7 +88,14 @@ def calibration_markdown(cal: Calibration) -> str:
             *md_table(
                 ["cohort", "cases", "agreement", "kappa"],
                 [
-                    [r["cohort"], r["case_count"], f4(r["agreement_rate"]), f4(r["cohen_kappa"])]
+                    [
+                        r["cohort"],
+                        r["case_count"],
+                        f4(r["agreement_rate"]),
+                        f4(r["cohen_kappa"])
+                        if r["cohen_kappa"] is not None
+                        else f"n/a ({r['cohen_kappa_reason']})",
+                    ]
                     for r in cal.cohorts
                 ],
             ),
@@ -128,7 +151,7 @@ def estimate_markdown(est: Estimate) -> str:
             r["quantity"],
             r["method"],
             f4(r["estimate"]),
-            _interval(r["low"], r["high"]),
+            _interval(r["low"], r["high"]) + (f" ({r['reason']})" if r["reason"] else ""),
             r["n_judged"],
             r["n_labelled"],
         ]

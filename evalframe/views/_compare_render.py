@@ -184,6 +184,12 @@ def _comparison(c: Comparison, max_rows: int, style: _Style) -> str:
         f"paired CI {_interval(m['ci_low'], m['ci_high'])})"
     )
     out += ["", *([f"## {macro}"] if style.markdown else wrap_text(macro, style.width)), ""]
+    reasons = sorted(
+        set(c.metrics.get_column("ci_reason").drop_nulls().to_list())
+        | ({m["ci_reason"]} if m.get("ci_reason") else set())
+    )
+    if reasons:
+        out += [*style.note(f"n/a intervals: {'; '.join(reasons)}."), ""]
     moved = c.cohorts.filter(
         (pl.col("pass_rate_delta").abs() > 0) | (pl.col("mean_delta").abs() > c.resolution)
     )
