@@ -7,10 +7,15 @@ import sys
 import tomllib
 from pathlib import Path
 
+import duckdb  # noqa: F401  (see below)
 import pytest
 
 import evalframe as ef
 
+# pytester puts sys.modules back as it found it after each test, so a module first imported
+# inside one (DuckDB, when a test reads a store back) is imported again by the next test in
+# the process; DuckDB's extension aborts the process when initialised twice. Imported here,
+# it is in every snapshot.
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[1]
