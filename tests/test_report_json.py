@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import evalframe as ef
+from evalframe.views._pending import Pending
 from evalframe.views._report import Report
 
 # Every JSON value a report can hold: finite floats of any magnitude, any text.
@@ -198,3 +201,64 @@ def test_report_json_from_frames_when_every_row_errored_is_the_report(
     run = ef.evaluate(ds, outputs={"s0": "4", "s1": "4", "s2": "4"}, metrics=["regex"])
     assert run.failures.height == 3
     assert report_json(run) == run.report().to_json().encode()
+
+
+# --- run.report(): its per-row sections built when first read -----------------------------
+
+
+def _eager(run: ef.Run) -> dict[str, Any]:
+    """The report with every section built, as a plain dict (the oracle)."""
+    report = run.report()
+    report.settle()
+    return json.loads(json.dumps(dict(report.items())))
+
+
+def test_a_reports_sections_are_built_when_first_read() -> None:
+    run = odd_run()
+    want = _eager(run)
+    report = run.report()
+    assert report.pending() == ["sample_aggregates", "samples"]
+    assert report["samples"] == want["samples"]
+    assert report.pending() == ["sample_aggregates"]
+    assert report.get("sample_aggregates") == want["sample_aggregates"]
+    assert report.pending() == []
+    for read in (
+        dict,
+        lambda r: {**r},
+        lambda r: dict(r.items()),
+        lambda r: dict(zip(r.keys(), r.values(), strict=True)),
+        lambda r: r.copy(),
+        copy.deepcopy,
+        lambda r: pickle.loads(pickle.dumps(r)),
+        lambda r: json.loads(json.dumps(r)),
+        lambda r: r | {},
+    ):
+        got = read(run.report())
+        assert got == want
+        assert not isinstance(got.get("samples"), Pending)
+    assert run.report() == want
+    assert want == run.report()
+    assert run.report().pop("samples") == want["samples"]
+
+
+@pytest.mark.parametrize("mode", ["compiled", "interpreted"])
+def test_to_json_writes_pending_sections_from_the_frames_and_edits_as_edited(
+    monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """``interpreted``: a small run's report written from its objects; ``compiled``: the
+    pending sections laid out from the frames as the CLI does: the same bytes either way."""
+    from test_report import fixed_run
+
+    monkeypatch.setenv("EVALFRAME_KERNELS", mode)
+    for run in (odd_run(), fixed_run()):
+        want = (json.dumps(_eager(run), indent=2, ensure_ascii=False) + "\n").encode()
+        report = run.report()
+        assert report.to_json_bytes() == want
+        assert report.to_json() == want.decode()
+        assert report.pending() == ["sample_aggregates", "samples"]  # still not built
+        report["run_name"] = "renamed"
+        report["samples"] = report["samples"][:1]
+        doc = json.loads(report.to_json())
+        assert doc["run_name"] == "renamed"
+        assert len(doc["samples"]) == 1
+        assert doc["sample_aggregates"] == _eager(run)["sample_aggregates"]

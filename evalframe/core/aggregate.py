@@ -366,13 +366,12 @@ def dimensions(
         pl.col("mean").mean().alias("macro_mean"),
         pl.col("pass_rate").mean().alias("macro_pass_rate"),
     )
-    # lazily, so that only the columns the aggregates read are joined (not the details)
+    # only the columns the aggregates read are joined (not the details, nor the ids)
     pooled = (
-        scores.lazy()
-        .join(keys.lazy(), on=C.METRIC, how="inner")
+        scores.select(C.METRIC, C.SCORE, "passed", C.ERROR)
+        .join(keys, on=C.METRIC, how="inner")
         .group_by("dimension")
         .agg(AGGREGATES)
-        .collect()
     )
     rank = {d: i for i, d in enumerate(_DIMENSION_ORDER)}
     return (

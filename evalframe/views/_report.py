@@ -33,6 +33,7 @@ from evalframe.core import schema as C
 from evalframe.core._gc import gc_paused
 from evalframe.core._precision import precision_block
 from evalframe.core._trajectory import TRAJECTORY_COLUMN
+from evalframe.views._pending import Pending, PendingSections
 from evalframe.views._trajectory_json import trajectory_blocks
 
 if TYPE_CHECKING:
@@ -56,8 +57,14 @@ Errored = list[tuple[str, str]]
 REPORT_SCHEMA_VERSION = "evalframe.report.v1"
 
 
-class Report(dict[str, Any]):
-    """A run's report as a JSON-ready dict, renderable as JSON, Markdown or HTML."""
+class Report(PendingSections):
+    """A run's report as a JSON-ready dict, renderable as JSON, Markdown or HTML.
+
+    A run's ``samples`` and ``sample_aggregates`` are built when first read; until then
+    ``to_json`` writes them from the run's frames (see ``views/_pending.py``).
+    """
+
+    _run: Run | None = None
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """Pretty JSON with unescaped Unicode and slashes, ending in a newline."""
@@ -74,6 +81,10 @@ class Report(dict[str, Any]):
         if indent != 2:
             text = json.dumps(self, indent=indent, ensure_ascii=False, allow_nan=False)
             return (text + "\n").encode("utf-8")
+        if self._run is not None and self.pending():
+            from evalframe.views._report_json import report_json_parts
+
+            return b"".join(report_json_parts(self._run, head=self))
         import orjson
 
         data = orjson.dumps(self, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
@@ -542,12 +553,29 @@ def build_report(run: Run, *, samples: bool = True, include_evidence: bool = Fal
     ``include_evidence=True`` adds the ``evidence`` section (the retrieved contexts).
     """
     with gc_paused():
-        return _build_report(run, samples=samples, include_evidence=include_evidence)
+        return _build_report(run, samples=samples, include_evidence=include_evidence, pending=True)
 
 
 def _build_report(
-    run: Run, *, samples: bool, aggregates: bool = True, include_evidence: bool = False
+    run: Run,
+    *,
+    samples: bool,
+    aggregates: bool = True,
+    include_evidence: bool = False,
+    pending: bool = False,
 ) -> Report:
+    """The report; ``pending``: its per-row sections built when first read."""
+
+    def section(build: Callable[[], list[dict[str, Any]]]) -> Any:
+        if not pending:
+            return build()
+
+        def built() -> list[dict[str, Any]]:
+            with gc_paused():
+                return build()
+
+        return Pending(built)
+
     ids = run.metric_ids
     metrics, distributions, cohorts = metric_sections(run, _metric_block)
     rows = run.sample_aggregates
@@ -584,8 +612,8 @@ def _build_report(
         "headline": run.headline,
         "cost": run.extra.get("cost"),
         "budget": run.extra.get("budget"),
-        "sample_aggregates": _sample_aggregates(run, rows) if aggregates else [],
-        "samples": _samples(run) if samples else [],
+        "sample_aggregates": section(lambda: _sample_aggregates(run, rows)) if aggregates else [],
+        "samples": section(lambda: _samples(run)) if samples else [],
         "failures": failures.select(C.SAMPLE_ID, C.METRIC, C.ERROR, C.REPETITION).to_dicts(),
         "dimensions": _dimensions_block(run),
         "safety_failures": _safety_failures(run),
@@ -595,7 +623,10 @@ def _build_report(
         from evalframe.views._evidence import evidence_block
 
         report["evidence"] = evidence_block(run)
-    return Report(report)
+    out = Report(report)
+    if pending:
+        out._run = run
+    return out
 
 
 def _dimensions_block(run: Run) -> dict[str, Any]:

@@ -13,7 +13,7 @@ scores are cast to text with the few below 1e-4 respelled as Python writes them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -27,8 +27,10 @@ from evalframe.core._gc import gc_paused
 from evalframe.core._njit import compiling, worth_compiling
 from evalframe.views import _layout, _records
 from evalframe.views._layout import Entries, section
+from evalframe.views._pending import Pending
 from evalframe.views._records import Template, records
 from evalframe.views._report import (
+    Report,
     _build_report,
     _python_floats,
     _r6,
@@ -273,54 +275,90 @@ def _aggregates_slice(run: Run, rows: pl.DataFrame, scores: pl.DataFrame) -> Pie
 
 
 def _ahead(pieces: Iterator[Piece], pool: ThreadPoolExecutor) -> Iterator[Piece]:
-    """``pieces``, each computed on ``pool`` while the one before it is being written."""
+    """``pieces``, each computed on ``pool`` while the one before it is being written; the
+    first from now on."""
     done = object()
     pending = pool.submit(next, pieces, done)
-    while (piece := pending.result()) is not done:
-        pending = pool.submit(next, pieces, done)
-        yield piece  # type: ignore[misc]
+
+    def drain() -> Iterator[Piece]:
+        nonlocal pending
+        while (piece := pending.result()) is not done:
+            pending = pool.submit(next, pieces, done)
+            yield piece  # type: ignore[misc]
+
+    return drain()
 
 
-def report_json_parts(run: Run, *, include_evidence: bool = False) -> Iterator[memoryview]:
+def report_json_parts(
+    run: Run, *, include_evidence: bool = False, head: Report | None = None
+) -> Iterator[memoryview]:
     """The run's report JSON as UTF-8 pieces to write in order (see :func:`report_json`).
 
     The per-row sections are laid out a slice of rows at a time, the next slice while the
     previous one is written, so a report larger than memory can be written; joining the
-    pieces gives the same bytes as writing them.
+    pieces gives the same bytes as writing them. ``head``: a report of ``run`` to write
+    (``Report.to_json``), its pending sections laid out from the frames.
     """
     if not worth_compiling(run.scores.height + run.frame.height, _OBJECTS_UP_TO):
         # A small run: its Python objects written by orjson (the same bytes) take a few
         # milliseconds, compiling the layout passes tens of seconds once per environment.
         with gc_paused():
-            report = _build_report(run, samples=True, include_evidence=include_evidence)
+            if head is None:
+                report = _build_report(run, samples=True, include_evidence=include_evidence)
+            else:  # its pending sections built for this once (the report stays as it was)
+                report = Report(
+                    {k: v.build() if isinstance(v, Pending) else v for k, v in dict.items(head)}
+                )
         yield memoryview(report.to_json_bytes())
         return
     compiling(
         "the JSON report writer",
         _layout._row_sizes, _layout._write_rows, _layout._lengths, _records._sizes, _records._write,
     )  # fmt: skip
-    with gc_paused(), ThreadPoolExecutor(1) as pool:
-        # Polars and the layout kernels release the GIL: the first slice is laid out while
-        # the head is built.
-        aggregates = _ahead(_array(run.sample_aggregates.height, _aggregates_text(run)), pool)
-        doc = _build_report(run, samples=False, aggregates=False, include_evidence=include_evidence)
+    sections: dict[str, tuple[bytes, Callable[[], Iterator[Piece]]]] = {
+        "sample_aggregates": (
+            _AGGREGATES,
+            lambda: _array(run.sample_aggregates.height, _aggregates_text(run)),
+        ),
+        "samples": (_SAMPLES, lambda: _array(run.frame.height, _samples_text(run))),
+    }
+    with gc_paused(), ThreadPoolExecutor(1) as first, ThreadPoolExecutor(1) as second:
+        # Polars and the layout kernels release the GIL: each section's first slice is laid
+        # out, on a thread of its own, while the head is built and written.
+        if head is None:
+            streamed = list(sections)
+            started = _start(sections, streamed, first, second)
+            doc = dict(
+                _build_report(
+                    run, samples=False, aggregates=False, include_evidence=include_evidence
+                )
+            )
+        else:
+            doc = dict(dict.items(head))
+            streamed = [k for k, v in doc.items() if k in sections and isinstance(v, Pending)]
+            started = _start(sections, streamed, first, second)
         # Markers stand in for the large sections while the rest is written and its floats
         # are respelled; the sections' numbers are spelled right already.
-        doc["sample_aggregates"] = orjson.Fragment(_AGGREGATES)
-        doc["samples"] = orjson.Fragment(_SAMPLES)
-        head = orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
-        head = _python_floats(head)
-        first, rest = head.split(_AGGREGATES)
-        middle, last = rest.split(_SAMPLES)
-        del doc, head, rest
-        yield memoryview(first)
-        # numpy arrays are buffers (numpy's stubs do not say so)
-        for part in aggregates:
-            yield memoryview(part)  # type: ignore[arg-type]
-        yield memoryview(middle)
-        for part in _ahead(_array(run.frame.height, _samples_text(run)), pool):
-            yield memoryview(part)  # type: ignore[arg-type]
-        yield memoryview(last)
+        for key in streamed:
+            doc[key] = orjson.Fragment(sections[key][0])
+        text = orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        text = _python_floats(text)
+        del doc
+        for key in streamed:  # in the document's order
+            before, text = text.split(sections[key][0])
+            yield memoryview(before)
+            for part in started[key]:
+                yield memoryview(part)  # type: ignore[arg-type] # numpy arrays are buffers
+        yield memoryview(text)
+
+
+def _start(
+    sections: dict[str, tuple[bytes, Callable[[], Iterator[Piece]]]],
+    keys: list[str],
+    *pools: ThreadPoolExecutor,
+) -> dict[str, Iterator[Piece]]:
+    """Each of ``keys``' section pieces, computed ahead on a pool of its own."""
+    return {key: _ahead(sections[key][1](), pool) for key, pool in zip(keys, pools, strict=False)}
 
 
 def report_json(run: Run, *, include_evidence: bool = False) -> bytes:
