@@ -60,8 +60,9 @@ def _runs_store(n: int) -> Path:
     # Every row keyed by run id, copied n - 1 times under new ids, times, names and labels.
     copies = "FROM {t} AS x CROSS JOIN range(1, $n) AS g(i) WHERE x.run_id = $base"
     con.execute(
-        "INSERT INTO runs BY NAME SELECT x.* REPLACE (printf('r%08d', i) AS run_id, seq + i AS seq, "
-        "created_at + to_seconds(i) AS created_at, printf('model v%d', i % 50) AS name, "
+        "INSERT INTO runs BY NAME SELECT x.* REPLACE (printf('r%08d', i) AS run_id, "
+        "seq + i AS seq, created_at + to_seconds(i) AS created_at, "
+        "printf('model v%d', i % 50) AS name, "
         "printf('dataset-%02d', i % 20) AS dataset, "
         "json_object('attempt', i::VARCHAR, 'team', CASE WHEN i % 2 = 0 THEN 'search' "
         "ELSE 'ads' END) AS labels, printf('r%08d', i) AS outputs_run_id) "
@@ -193,6 +194,12 @@ def main() -> None:
                 _row(
                     f"run page `/runs/RUN`, {size:,} executions",
                     *_timed(c, f"/runs/{run}", args.rounds),
+                )
+            )
+            lines.append(
+                _row(
+                    f"its histograms and charts `/runs/RUN/charts`, {size:,}",
+                    *_timed(c, f"/runs/{run}/charts", args.rounds),
                 )
             )
             lines.append(

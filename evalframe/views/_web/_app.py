@@ -23,7 +23,7 @@ from evalframe.views._web._filters import (
     RequestError,
     RunQuery,
     TrendQuery,
-    page_of,
+    integer,
 )
 from evalframe.views._web._layout import escape, page
 
@@ -154,7 +154,7 @@ def build_app(store: Store, worker: StoreWorker, *, name: str) -> Starlette:
         sid = request.query_params.get("id")
         if not sid:
             raise RequestError(400, "Which execution? Pass ?id=SAMPLE_ID (and &rep=N).")
-        rep = page_of({"limit": "1", "offset": request.query_params.get("rep", "0")}).offset
+        rep = integer(params(request), "rep", 0, 0, 10**9)
 
         def read(r: Any) -> str:
             info = Q.run_info(r, Q.resolve(r, ref))
@@ -318,7 +318,7 @@ def build_app(store: Store, worker: StoreWorker, *, name: str) -> Starlette:
 
     async def api_execution(request: Request) -> Response:
         ref, sid = request.path_params["run"], request.path_params["sample"]
-        rep = page_of({"limit": "1", "offset": request.query_params.get("repetition", "0")}).offset
+        rep = integer(params(request), "repetition", 0, 0, 10**9)
 
         def read(r: Any) -> dict[str, Any]:
             info = Q.run_info(r, Q.resolve(r, ref))

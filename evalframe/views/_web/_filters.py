@@ -25,6 +25,7 @@ __all__ = [
     "RequestError",
     "RunQuery",
     "TrendQuery",
+    "integer",
     "label_pointer",
     "page_of",
 ]
@@ -56,7 +57,8 @@ def _text(params: Mapping[str, str], name: str) -> str | None:
     return value.strip()
 
 
-def _integer(params: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+def integer(params: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    """The integer parameter ``name`` (``default`` when absent), from ``low`` to ``high``."""
     raw = params.get(name)
     if raw is None or raw == "":
         return default
@@ -72,8 +74,8 @@ def _integer(params: Mapping[str, str], name: str, default: int, low: int, high:
 def page_of(params: Mapping[str, str], default: int = 50) -> Page:
     """``limit`` (1 to ``MAX_PAGE``) and ``offset`` (from 0)."""
     return Page(
-        _integer(params, "limit", default, 1, MAX_PAGE),
-        _integer(params, "offset", 0, 0, 10**12),
+        integer(params, "limit", default, 1, MAX_PAGE),
+        integer(params, "offset", 0, 0, 10**12),
     )
 
 
@@ -245,6 +247,6 @@ class TrendQuery:
             label=label,
             metric=_text(params, "metric"),
             value=value,
-            last=_integer(params, "last", 100, 1, 10_000),
+            last=integer(params, "last", 100, 1, 10_000),
             floor=floor,
         )

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from evalframe.views._web._filters import RequestError
+from evalframe.views._web._filters import RequestError, integer
 
 if TYPE_CHECKING:
     from evalframe.store._sandbox import Reading
@@ -36,8 +36,6 @@ class QueueQuery:
 
     @classmethod
     def parse(cls, params: Mapping[str, str], metrics: list[str]) -> QueueQuery:
-        from evalframe.views._web._filters import _integer
-
         metric = params.get("metric") or (metrics[0] if metrics else "")
         if metric not in metrics:
             raise RequestError(
@@ -45,9 +43,9 @@ class QueueQuery:
             )
         return cls(
             metric=metric,
-            n=_integer(params, "n", 20, 1, MAX_QUEUE),
-            strata=_integer(params, "strata", 5, 1, 20),
-            seed=_integer(params, "seed", 0, -(2**31), 2**31 - 1),
+            n=integer(params, "n", 20, 1, MAX_QUEUE),
+            strata=integer(params, "strata", 5, 1, 20),
+            seed=integer(params, "seed", 0, -(2**31), 2**31 - 1),
         )
 
 

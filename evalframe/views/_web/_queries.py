@@ -101,15 +101,6 @@ def datasets(r: Reading) -> list[tuple[str, int]]:
     return [(str(d), int(n)) for d, n in frame.iter_rows()]
 
 
-def label_keys(r: Reading) -> list[str]:
-    """The label keys stored runs carry (for the filters' hints)."""
-    frame = r.sql(
-        "SELECT DISTINCT unnest(json_keys(labels)) AS k FROM runs WHERE labels IS NOT NULL "
-        "ORDER BY k LIMIT 200"
-    )
-    return [str(k) for k in frame.get_column("k").to_list()]
-
-
 # --- one run -----------------------------------------------------------------------------
 
 
