@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # these load on first use (see __getattr__), not at import
         OpenAIEmbeddings,
         OpenAIJudge,
         Providers,
+        Webhook,
     )
     from evalframe.store import Store
     from evalframe.views import plot
@@ -78,6 +79,7 @@ __all__ = [
     "Store",
     "StoreBusyError",
     "StoreError",
+    "Webhook",
     "__version__",
     "adversarial",
     "aggregate",
@@ -117,6 +119,7 @@ _LAZY: dict[str, str] = {
     "OpenAIEmbeddings": "evalframe.providers",
     "OpenAIJudge": "evalframe.providers",
     "Providers": "evalframe.providers",
+    "Webhook": "evalframe.providers",
     "Store": "evalframe.store",
     "plot": "evalframe.views",
     "Report": "evalframe.views._report",

@@ -111,7 +111,8 @@ def test_public_names_are_pinned() -> None:
         "DatasetError", "Estimate", "EvalframeError", "ExportError", "GateResult",
         "HashingEmbedder",
         "MetricError", "OnnxEmbedder", "OpenAIEmbeddings", "OpenAIJudge", "ProviderError",
-        "Providers", "Report", "Run", "Store", "StoreBusyError", "StoreError", "__version__",
+        "Providers", "Report", "Run", "Store", "StoreBusyError", "StoreError", "Webhook",
+        "__version__",
         "adversarial", "aggregate", "calibrate", "compare", "estimate", "evaluate", "gate",
         "io", "metrics", "online", "plot", "providers", "read_dataset", "read_outputs",
         "schema", "score", "testing", "trajectory",
@@ -234,11 +235,12 @@ def test_public_names_are_pinned() -> None:
         "turn_faithfulness",
         "turn_latency",
         "turn_token_cost",
+        "webhook",
     ]  # fmt: skip
     assert ef.providers.__all__ == [
         "ENV", "BudgetExhaustedError", "Call", "Embedded", "EmbeddingClient", "HashingEmbedder",
         "JudgeClient", "Ledger", "OnnxEmbedder", "OpenAIEmbeddings", "OpenAIJudge", "Providers",
-        "Reply", "ResponseCache", "RetryPolicy", "Secret", "TokenEmbeddingClient",
+        "Reply", "ResponseCache", "RetryPolicy", "Secret", "TokenEmbeddingClient", "Webhook",
         "default_cache_path",
     ]  # fmt: skip
     assert ef.schema.__all__ == [

@@ -11,12 +11,14 @@ import math
 import re
 import types
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
 from conftest import STUB_API_KEY
+from test_webhook import Hook
 
 import evalframe as ef
 
@@ -93,11 +95,15 @@ def mixed_frame() -> pl.DataFrame:
 
 
 @pytest.fixture
-def providers(openai_stub: Any) -> ef.Providers:
+def providers(openai_stub: Any) -> Iterator[ef.Providers]:
     judge = ef.OpenAIJudge(
         "stub-judge", base_url=openai_stub.url, api_key=STUB_API_KEY, backoff=0.001, retries=1
     )
-    return ef.Providers(embeddings="hashing", judge=judge, cache=False)
+    # A scoring service for the webhook metric: a score from the output's length.
+    hook = Hook(lambda row: (200, {"score": len(row["output"]) % 7 / 6}))
+    webhook = ef.Webhook(hook.url, backoff=0.001, retries=1)
+    yield ef.Providers(embeddings="hashing", judge=judge, cache=False, webhooks=[webhook])
+    hook.close()
 
 
 @pytest.mark.parametrize("name", builtins())

@@ -31,6 +31,7 @@ from evalframe.enrich._judge_engine import fill_judge_need
 from evalframe.metrics._judge_engine import JudgeNeed
 from evalframe.metrics._spec import Metric, Need
 from evalframe.metrics._text import TOKEN_PATTERN
+from evalframe.metrics.deterministic import WebhookNeed
 from evalframe.metrics.judge import JudgeKind, JudgeReplies, judge_columns, prompts
 from evalframe.metrics.semantic import (
     EMBEDDING,
@@ -60,7 +61,8 @@ def check_providers(
     """Fail before any work when a metric needs a provider the context does not have.
 
     Embedding metrics always have one (the embedded offline model is the default); judge
-    metrics need a judge endpoint, unless ``columns`` already hold their replies.
+    metrics need a judge endpoint, and webhook metrics their named webhook, unless
+    ``columns`` already hold their replies.
 
     Raises:
         ProviderError: one message naming the metrics and the variables to set.
@@ -75,6 +77,13 @@ def check_providers(
     ]
     if needs:
         Providers.coerce(context).require_judge(f"The metric(s) {', '.join(needs)}")
+    hooks: dict[str, list[str]] = {}
+    for m in metrics:
+        for n in m.needs():
+            if isinstance(n, WebhookNeed) and n.column not in columns:
+                hooks.setdefault(n.endpoint, []).append(m.id)
+    for endpoint, ids in hooks.items():
+        Providers.coerce(context).require_webhook(endpoint, ", ".join(ids))
 
 
 def _with_requirements(needs: Sequence[Need]) -> list[Need]:
@@ -438,6 +447,33 @@ class _ListFiller:
 
 
 @dataclass(frozen=True, slots=True)
+class _WebhookFiller:
+    """Fills a ``WebhookNeed``: one POST per distinct payload (batched when asked)."""
+
+    need: WebhookNeed
+
+    def apply(self, frame: pl.DataFrame, context: Any) -> pl.DataFrame:
+        providers = Providers.coerce(context)
+        payload = frame.select(self.need.payload()).to_series()
+        distinct = payload.drop_nulls().unique(maintain_order=True)
+        got = providers.post_webhook(
+            self.need.endpoint,
+            distinct.to_list(),
+            batch=self.need.batch,
+            verdict=self.need.verdict,
+        )
+        content = pl.Series("content", [c for c, _ in got], dtype=pl.String)
+        error = pl.Series("error", [e for _, e in got], dtype=pl.String)
+        idx = _positions(payload, distinct).cast(pl.Int64)
+        return pl.DataFrame(
+            [
+                (content.gather(idx) if idx.len() else content.clear()).alias(self.need.column),
+                (error.gather(idx) if idx.len() else error.clear()).alias(self.need.error_column),
+            ]
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class _StagedFiller:
     """Fills a ``JudgeNeed`` (its required needs are filled before it)."""
 
@@ -447,7 +483,7 @@ class _StagedFiller:
         return fill_judge_need(frame, self.need, context)
 
 
-_Filler = _TextFiller | _TokenFiller | _JudgeFiller | _StagedFiller | _ListFiller
+_Filler = _TextFiller | _TokenFiller | _JudgeFiller | _StagedFiller | _ListFiller | _WebhookFiller
 
 
 def _filler(need: Need) -> _Filler:
@@ -462,10 +498,12 @@ def _filler(need: Need) -> _Filler:
             return _StagedFiller(need)
         case ListEmbeddings():
             return _ListFiller(need)
+        case WebhookNeed():
+            return _WebhookFiller(need)
     raise MetricError(
         f"No provider fills the column {need.column!r} ({type(need).__name__}); "
         "a metric's needs must be one of TextEmbeddings, TokenEmbeddings, ListEmbeddings, "
-        "JudgeReplies or JudgeNeed."
+        "JudgeReplies, JudgeNeed or WebhookNeed."
     )
 
 

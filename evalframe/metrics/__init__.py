@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # the families load with the registry, not at import
         turn_latency,
         turn_token_cost,
     )
-    from evalframe.metrics.deterministic import list_contains, numeric_diff
+    from evalframe.metrics.deterministic import list_contains, numeric_diff, webhook
     from evalframe.metrics.judge import JudgeReplies, llm_as_judge, refusal_quality
     from evalframe.metrics.judge_toolbox import (
         dag,
@@ -264,6 +264,7 @@ __all__ = [
     "turn_faithfulness",
     "turn_latency",
     "turn_token_cost",
+    "webhook",
 ]
 
 

@@ -1,25 +1,45 @@
-"""Deterministic metrics: numeric-diff and list-contains.
+"""Deterministic metrics: numeric-diff, list-contains and webhook.
 
 numeric-diff is a handful of Polars string and arithmetic expressions. list-contains reads
 the expected list with the JSON scanner of :mod:`evalframe.metrics.structural`, so a list
 holding a number or a nested list is that sample's error rather than a coerced string, and
 checks every expected string against its row's output in one vectorized pass.
+
+webhook lets the user's own HTTP endpoint score each row, and never calls anything itself: it
+declares a ``WebhookNeed``, the rows' payloads (a JSON object per row, built by Polars
+expressions) and the *name* of a configured endpoint (``ef.Webhook``, or
+``EVALFRAME_WEBHOOK_URL``): a URL is never taken from a metric spec or the data. The enrich
+layer POSTs each distinct payload once (concurrent, retried, rate-limited, budgeted, cached),
+batched when asked, and fills the need's column with each row's outcome (``{"status",
+"reply"}``); the metric reads the verdict from it with expressions.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any, Final, Literal
 
 import numpy as np
 import polars as pl
 
 from evalframe.core import schema as C
+from evalframe.core._contexts import CONTEXTS
+from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched, sample_error
+from evalframe.metrics._fence import fenced
 from evalframe.metrics._json_scan import json_leaves
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Range, Scored
 
-__all__ = ["NUMBER_PATTERN", "list_contains", "numeric_diff"]
+__all__ = [
+    "NUMBER_PATTERN",
+    "WebhookNeed",
+    "is_verdict",
+    "list_contains",
+    "numeric_diff",
+    "webhook",
+]
 
 NUMBER_PATTERN = (
     r"[-+]?(?:(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
@@ -192,4 +212,250 @@ def list_contains(
                 },
             )
         },
+    )
+
+
+# --- webhook -----------------------------------------------------------------------------------
+
+_ENDPOINT: Final = re.compile(r"[a-z][a-z0-9_-]*")
+_KEY: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NOT_VERDICTS: Final = frozenset({401, 403, 407, 408, 429})
+"""4xx statuses that say the request was not served (auth, timeout, rate), not a verdict."""
+
+
+def is_verdict(status: int, use_status_code: bool) -> bool:
+    """Whether an HTTP status answers the question (and may be cached): a 2xx always; with
+    ``use_status_code``, also a 4xx other than 401, 403, 407, 408 and 429.
+
+    Examples:
+        >>> is_verdict(200, False), is_verdict(404, False), is_verdict(404, True)
+        (True, False, True)
+        >>> is_verdict(401, True), is_verdict(503, True)
+        (False, False)
+    """
+    if 200 <= status < 300:
+        return True
+    return use_status_code and 400 <= status < 500 and status not in _NOT_VERDICTS
+
+
+def payload() -> pl.Expr:
+    """Each row as the JSON object the endpoint receives: ``id``, ``input`` (the sample's
+    input map), ``output``, ``expected`` (a string, or the expected value as JSON),
+    ``contexts`` (the retrieved contexts, or null) and ``metadata``. Null where the row has
+    no output to send."""
+    expected = (
+        pl.when(pl.col(C.EXPECTED_TYPE) == "string")
+        .then(fenced(pl.col(C.EXPECTED_OUTPUT)))
+        .otherwise(pl.coalesce(pl.col(C.EXPECTED_OUTPUT), pl.lit("null")))
+    )
+    contexts = pl.coalesce(pl.col(f"^{CONTEXTS}$"), pl.lit(None, pl.List(pl.String)))
+    context_json = pl.coalesce(
+        pl.concat_str(
+            pl.lit("["), contexts.list.eval(fenced(pl.element())).list.join(","), pl.lit("]")
+        ),
+        pl.lit("null"),
+    )
+    return pl.concat_str(
+        pl.lit('{"id":'),
+        fenced(pl.col(C.SAMPLE_ID)),
+        pl.lit(',"input":'),
+        pl.coalesce(pl.col(C.INPUT), pl.lit("null")),
+        pl.lit(',"output":'),
+        fenced(pl.col(C.ACTUAL_OUTPUT)),
+        pl.lit(',"expected":'),
+        expected,
+        pl.lit(',"contexts":'),
+        context_json,
+        pl.lit(',"metadata":'),
+        pl.coalesce(pl.col(C.METADATA), pl.lit("{}")),
+        pl.lit("}"),
+    )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class WebhookNeed:
+    """Need: each row's outcome from a configured webhook endpoint.
+
+    Attributes:
+        endpoint: the endpoint's name (``default``, or ``EVALFRAME_WEBHOOK_<NAME>_URL``'s).
+        batch: rows per request (1: one row per POST).
+        use_status_code: the HTTP status is the verdict (decides what is cached).
+
+    The filled column holds ``{"status": <HTTP status>, "reply": <object or null>}`` per row
+    (null where no request was made) and ``<column>__error`` why a row got no answer.
+    """
+
+    endpoint: str
+    batch: int = 1
+    use_status_code: bool = False
+
+    @property
+    def column(self) -> str:
+        mode = ", status" if self.use_status_code else ""
+        return f"webhook__{self.endpoint}(batch={self.batch}{mode})"
+
+    @property
+    def error_column(self) -> str:
+        return f"{self.column}__error"
+
+    def payload(self) -> pl.Expr:
+        return payload()
+
+    def verdict(self, status: int) -> bool:
+        return is_verdict(status, self.use_status_code)
+
+
+def _checked(
+    endpoint: str, response_key: str | None, score_key: str | None, use_status_code: bool
+) -> None:
+    where = "Metric 'webhook' parameter"
+    if not _ENDPOINT.fullmatch(endpoint):
+        raise MetricError(
+            f"{where} 'endpoint' names a configured webhook (lower-case letters, digits, '_' "
+            f"and '-'); got {endpoint!r}. The URL is configuration (EVALFRAME_WEBHOOK_URL, "
+            "EVALFRAME_WEBHOOK_<NAME>_URL or ef.Webhook(url, name=...)), never part of a spec."
+        )
+    for name, key in (("response_key", response_key), ("score_key", score_key)):
+        if key is not None and not _KEY.fullmatch(key):
+            raise MetricError(f"{where} '{name}' must be a plain key name; got {key!r}.")
+    if use_status_code and (response_key is not None or score_key is not None):
+        raise MetricError(
+            "Metric 'webhook' reads one answer: use_status_code=true, or response_key "
+            "(optionally with score_key), or score_key alone; not several."
+        )
+
+
+def _needs(
+    *,
+    endpoint: str = "default",
+    response_key: str | None = None,
+    score_key: str | None = None,
+    use_status_code: bool = False,
+    batch: int = 1,
+) -> list[WebhookNeed]:
+    return [WebhookNeed(endpoint, batch, use_status_code)]
+
+
+@metric("webhook", family="deterministic", threshold=1.0, needs=_needs)
+def webhook(
+    *,
+    endpoint: str = "default",
+    response_key: str | None = None,
+    score_key: str | None = None,
+    use_status_code: bool = False,
+    batch: Annotated[int, Range(ge=1, le=10_000)] = 1,
+) -> Scored:
+    """A score from the user's own HTTP endpoint: each row POSTed as JSON, the verdict read back.
+
+    The endpoint is a configured one, named by ``endpoint`` (``EVALFRAME_WEBHOOK_URL`` is
+    ``default``; ``EVALFRAME_WEBHOOK_<NAME>_URL`` or ``ef.Webhook(url, name=...)`` others).
+    Each row is sent as ``{"id", "input", "output", "expected", "contexts", "metadata"}``;
+    with ``batch=N``, N rows go in one request as ``{"items": [...]}`` and the reply must be
+    ``{"results": [...]}`` in the same order. The reply is read as harness-evals' webhook
+    metric reads it:
+
+    * ``score_key`` alone, or nothing (then ``score``): the number at that key, clamped to
+      [0, 1];
+    * ``response_key``: ``true`` or ``false`` at that key gives 1.0 or 0.0, unless
+      ``score_key`` is also given and present (then that number);
+    * ``use_status_code=true``: a 2xx status is 1.0, a 4xx 0.0 (but 401, 403, 407, 408 and
+      429, which say the request was not served).
+
+    A row whose request failed (connection, timeout, 5xx or 429 after retries, budget), a
+    non-2xx reply when the status is not the verdict, or a reply without the key or with a
+    value of the wrong type, is that row's error. Answers are cached by payload, so a rerun
+    sends nothing new. Details: ``status``, ``verdict`` (the ``response_key`` value),
+    ``raw_score`` (before clamping) and the ``endpoint``.
+
+    Examples:
+        >>> import evalframe as ef, httpx, json
+        >>> def grader(request):  # stands in for the user's scoring service
+        ...     row = json.loads(request.content)
+        ...     return httpx.Response(200, json={"ok": row["output"] == row["expected"]})
+        >>> hook = ef.Webhook("http://grader.test/score",
+        ...                   transport=httpx.MockTransport(grader))
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "a", "input": {"q": "2+2"}, "expected_output": "4"},
+        ...     {"id": "b", "input": {"q": "3+3"}, "expected_output": "6"}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"a": "4", "b": "7"},
+        ...                   metrics=["webhook(response_key=ok)"],
+        ...                   providers=ef.Providers(webhooks=[hook], cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 1.0 {"status":200,"verdict":true,"raw_score":null,"endpoint":"default"}
+        b 0.0 {"status":200,"verdict":false,"raw_score":null,"endpoint":"default"}
+    """
+    _checked(endpoint, response_key, score_key, use_status_code)
+    need = WebhookNeed(endpoint, batch, use_status_code)
+    outcome = pl.col(need.column)
+    failure = pl.col(need.error_column)
+    status = outcome.str.json_path_match("$.status").cast(pl.Int64, strict=False)
+    reply = outcome.str.json_path_match("$.reply")
+    is_object = reply.str.starts_with("{")
+    ok = status.is_between(200, 299)
+    label = f"webhook '{endpoint}'"
+    failed = (
+        pl.when(failure.is_not_null())
+        .then(sample_error(f"{label} request failed: {{}}", failure))
+        .when(outcome.is_null())
+        .then(sample_error(f"{label}: no request was made (the row has no output)."))
+    )
+    if use_status_code:
+        score = ok.cast(pl.Float64)
+        not_verdict = ~ok & (~status.is_between(400, 499) | status.is_in(list(_NOT_VERDICTS)))
+        wrong: pl.Expr = pl.when(not_verdict).then(
+            sample_error(f"{label} answered HTTP {{}}, which is not a verdict.", status)
+        )
+        verdict = pl.lit(None, pl.Boolean)
+        raw = pl.lit(None, pl.Float64)
+    else:
+        key = score_key or ("score" if response_key is None else None)
+        flag_text = reply.str.json_path_match(f"$.{response_key}") if response_key else None
+        raw_text = reply.str.json_path_match(f"$.{key}") if key else pl.lit(None, pl.String)
+        raw = raw_text.cast(pl.Float64, strict=False)
+        bad_number = raw_text.is_not_null() & (raw.is_null() | raw.is_nan() | raw.is_infinite())
+        base = (
+            pl.when(~ok)
+            .then(sample_error(f"{label} answered HTTP {{}}.", status))
+            .when(~is_object.fill_null(False))
+            .then(sample_error(f"{label} reply is not a JSON object."))
+        )
+        if response_key is not None:
+            assert flag_text is not None
+            verdict = flag_text.replace_strict(
+                {"true": True, "false": False}, default=None, return_dtype=pl.Boolean
+            )
+            checks = (
+                base.when(flag_text.is_null())
+                .then(sample_error(f"{label} reply has no '{response_key}'."))
+                .when(verdict.is_null())
+                .then(sample_error(f"{label} reply's '{response_key}' is not true or false."))
+            )
+            if score_key is not None:
+                checks = checks.when(bad_number).then(
+                    sample_error(f"{label} reply's '{score_key}' is not a number.")
+                )
+            wrong = checks
+            score = pl.coalesce(raw.clip(0.0, 1.0), verdict.cast(pl.Float64))
+        else:
+            verdict = pl.lit(None, pl.Boolean)
+            wrong = (
+                base.when(raw_text.is_null())
+                .then(sample_error(f"{label} reply has no '{key}'."))
+                .when(bad_number)
+                .then(sample_error(f"{label} reply's '{key}' is not a number."))
+            )
+            score = raw.clip(0.0, 1.0)
+    error = pl.coalesce(failed, wrong)
+    return Scored(
+        score=pl.when(error.is_null()).then(score),
+        error=error,
+        details=pl.when(error.is_null()).then(
+            pl.struct(
+                status=status,
+                verdict=verdict,
+                raw_score=raw,
+                endpoint=pl.lit(endpoint),
+            )
+        ),
     )

@@ -7,6 +7,7 @@ and budget. Clients:
 * ``HashingEmbedder``: deterministic hashed features; no model, for tests and fallbacks.
 * ``OpenAIEmbeddings`` and ``OpenAIJudge``: any OpenAI-compatible HTTP endpoint, batched,
   concurrent, retried, and usable under a running event loop (Jupyter).
+* ``Webhook``: a user's own HTTP endpoint that scores rows, for the ``webhook`` metric.
 
 Configuration comes from arguments, CLI options or the environment: ``OPENAI_API_KEY`` and
 ``OPENAI_BASE_URL`` as the fallback, ``EVALFRAME_EMBEDDINGS_BASE_URL``,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # each client module loads when its name is first used
     from evalframe.providers._onnx import OnnxEmbedder
     from evalframe.providers._openai import OpenAIEmbeddings, OpenAIJudge
     from evalframe.providers._providers import Providers
+    from evalframe.providers._webhook import Webhook
 
 __all__ = [
     "ENV",
@@ -57,6 +59,7 @@ __all__ = [
     "RetryPolicy",
     "Secret",
     "TokenEmbeddingClient",
+    "Webhook",
     "default_cache_path",
 ]
 
@@ -78,6 +81,7 @@ _MODULES: dict[str, str] = {
     "RetryPolicy": "evalframe.providers._config",
     "Secret": "evalframe.providers._config",
     "TokenEmbeddingClient": "evalframe.providers._base",
+    "Webhook": "evalframe.providers._webhook",
     "default_cache_path": "evalframe.providers._cache",
 }
 

@@ -59,6 +59,8 @@ ENV: Final = {
     "deadline": "EVALFRAME_DEADLINE",
     "embeddings_concurrency": "EVALFRAME_EMBEDDINGS_CONCURRENCY",
     "judge_concurrency": "EVALFRAME_JUDGE_CONCURRENCY",
+    "webhook_url": "EVALFRAME_WEBHOOK_URL",
+    "webhook_token": "EVALFRAME_WEBHOOK_TOKEN",
 }
 """The environment variables evalframe reads, by role."""
 
@@ -297,6 +299,8 @@ def endpoint_url(base_url: str, path: str) -> str:
     url = base_url.strip().rstrip("/")
     if not re.match(r"^https?://", url, flags=re.IGNORECASE):
         raise ValueError(f"A provider base URL must start with http:// or https://; got {url!r}.")
+    if not path:
+        return url
     return url if url.endswith("/" + path) else f"{url}/{path}"
 
 

@@ -16,13 +16,13 @@ import json
 import logging
 import random
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from evalframe.core._errors import RequestFailedError
-from evalframe.providers._config import RetryPolicy, Secret, redact
+from evalframe.providers._config import RetryPolicy, Secret, display_url, redact
 
 if TYPE_CHECKING:
     import httpx
@@ -64,11 +64,12 @@ class _AttemptTimeoutError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Response:
-    """A decoded JSON response and how it was obtained."""
+    """A decoded JSON response and how it was obtained (``status``: its HTTP status)."""
 
     body: dict[str, Any]
     attempts: int
     latency_ms: float
+    status: int = 200
 
 
 def run_sync(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -141,6 +142,8 @@ async def post_json(
     max_bytes: int,
     rng: random.Random | None = None,
     rate: RateLimit | None = None,
+    headers: Mapping[str, Secret] | None = None,
+    hidden: Sequence[Secret] = (),
 ) -> Response:
     """POST ``body`` as JSON and return the decoded JSON object, retrying per ``policy``.
 
@@ -155,6 +158,8 @@ async def post_json(
         max_bytes: the largest response body accepted; a larger one fails the call at once.
         rng: the jitter's random source.
         rate: the run's rate limit: every attempt waits for its slot first.
+        headers: more request headers, as secrets (sent, never shown in a message).
+        hidden: more values to keep out of messages and logs (a URL's query, say).
 
     Raises:
         RequestFailedError: the request failed for good; the message is safe to show.
@@ -162,9 +167,13 @@ async def post_json(
     import httpx
     from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    extra = dict(headers or {})
+    secrets = (api_key, *extra.values(), *hidden)
+    sent = {"Content-Type": "application/json", "Accept": "application/json"}
+    sent |= {name: value.reveal() for name, value in extra.items()}
     if api_key is not None:
-        headers["Authorization"] = f"Bearer {api_key.reveal()}"
+        sent["Authorization"] = f"Bearer {api_key.reveal()}"
+    status_seen = 200
     started = time.perf_counter()
     attempts = 0
 
@@ -175,16 +184,17 @@ async def post_json(
         log.info(
             "%s request to %s failed (%s); retry %d of %d in %.3f s",
             operation,
-            url.split("?", 1)[0],
-            redact(reason, api_key),
+            display_url(url),
+            redact(reason, *secrets),
             state.attempt_number,
             policy.retries,
             wait,
         )
 
     async def exchange() -> dict[str, Any]:
-        async with client.stream("POST", url, json=dict(body), headers=headers) as response:
-            status = response.status_code
+        nonlocal status_seen
+        async with client.stream("POST", url, json=dict(body), headers=sent) as response:
+            status = status_seen = response.status_code
             if status == 429 or status >= 500:
                 raise _RetryableStatusError(status, _retry_after(response.headers))
             if status >= 400:
@@ -229,7 +239,7 @@ async def post_json(
     def failed(message: str, status: int | None) -> RequestFailedError:
         latency = (time.perf_counter() - started) * 1000.0
         return RequestFailedError(
-            redact(message, api_key), status=status, attempts=attempts, latency_ms=latency
+            redact(message, *secrets), status=status, attempts=attempts, latency_ms=latency
         )
 
     try:
@@ -242,12 +252,12 @@ async def post_json(
     except _FatalStatusError as exc:
         raise failed(f"{operation} request failed: HTTP {exc.status}.", exc.status) from exc
     except _MalformedBodyError as exc:
-        raise failed(f"{operation} response is not a valid JSON object.", 200) from exc
+        raise failed(f"{operation} response is not a valid JSON object.", status_seen) from exc
     except _OversizeBodyError as exc:
         raise failed(
             f"{operation} response is larger than the {_size(max_bytes)} limit "
             "(max_response_bytes); it was not read.",
-            200,
+            status_seen,
         ) from exc
     except _AttemptTimeoutError as exc:
         raise failed(
@@ -262,7 +272,7 @@ async def post_json(
     except Exception as exc:  # e.g. a header httpx refuses: still a call's error, redacted
         raise failed(f"{operation} request could not be sent: {_describe(exc)}.", None) from exc
     latency = (time.perf_counter() - started) * 1000.0
-    return Response(decoded, attempts, latency)
+    return Response(decoded, attempts, latency, status_seen)
 
 
 def _size(n: int) -> str:

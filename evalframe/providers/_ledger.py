@@ -37,7 +37,7 @@ __all__ = [
     "usage_from_body",
 ]
 
-Kind = Literal["embeddings", "judge"]
+Kind = Literal["embeddings", "judge", "webhook"]
 CostSource = Literal["reported", "derived", "free", "unpriced"]
 Prices = Mapping[str, Mapping[str, float]]
 
@@ -49,7 +49,7 @@ class Call:
     """One provider call as the ledger records it.
 
     Attributes:
-        kind: ``embeddings`` or ``judge``.
+        kind: ``embeddings``, ``judge`` or ``webhook``.
         provider: where it went (a URL without credentials, or ``local``).
         model: the model the provider named in its reply, else the configured one.
         prompt_tokens, completion_tokens, total_tokens: as reported (``None`` when not).

@@ -57,7 +57,7 @@ class _HTTPClient:
 
     _path = ""
     _operation = ""
-    _kind: Literal["embeddings", "judge"] = "embeddings"
+    _kind: Literal["embeddings", "judge", "webhook"] = "embeddings"
 
     def __init__(
         self,
@@ -95,6 +95,7 @@ class _HTTPClient:
         )
         self.concurrency = concurrency
         self.transport = transport
+        self.headers: dict[str, Secret] = {}
         self._rng = random.Random(seed)
 
     @property
@@ -104,6 +105,11 @@ class _HTTPClient:
     @property
     def provider(self) -> str:
         return display_url(self.url)
+
+    @property
+    def secrets(self) -> tuple[Secret, ...]:
+        """Every value this client sends that must never be shown."""
+        return tuple(s for s in (self.api_key, *self.headers.values()) if s is not None)
 
     @property
     def id(self) -> str:
@@ -135,6 +141,8 @@ class _HTTPClient:
             max_bytes=self.max_response_bytes,
             rng=self._rng,
             rate=rate,
+            headers=self.headers,
+            hidden=self.secrets,
         )
 
     def _exchange(
@@ -142,6 +150,7 @@ class _HTTPClient:
         requests: Sequence[tuple[dict[str, Any], int]],
         parse: Callable[[dict[str, Any], int], tuple[T, str | None]],
         ledger: Ledger,
+        refused: Callable[[RequestFailedError, int], T | None] | None = None,
     ) -> list[tuple[T | None, str | None]]:
         """Send the ``(body, items)`` requests concurrently; request ``i`` gives
         ``parse(body, i)``.
@@ -150,15 +159,18 @@ class _HTTPClient:
         ``_POOL`` workers share one client (and its connection pool). Each request checks
         the budget and the run's deadline first and is recorded in
         ``ledger``, sent or failed; a request that fails, is refused, or is still running
-        when the deadline passes gives ``(None, error)``. Every error passes through
-        ``ledger.redact`` with this client's key.
+        when the deadline passes gives ``(None, error)``, unless ``refused(exc, i)`` makes a
+        result of a failed request (a webhook's HTTP status is its answer). Every error
+        passes through ``ledger.redact`` with this client's secrets.
         """
         import asyncio  # loaded with the first provider call, not at ``import evalframe``
 
         results: list[tuple[T | None, str | None]] = [(None, "not sent")] * len(requests)
 
+        secrets = self.secrets
+
         def fail(i: int, message: str) -> None:
-            results[i] = (None, ledger.redact(message, self.api_key))
+            results[i] = (None, ledger.redact(message, *secrets))
 
         async def one(client: httpx.AsyncClient, i: int) -> None:
             body, items = requests[i]
@@ -173,8 +185,12 @@ class _HTTPClient:
                     self._post(client, body, ledger.rate), ledger.remaining_seconds()
                 )
             except RequestFailedError as exc:
-                message = ledger.redact(str(exc), self.api_key)
+                message = ledger.redact(str(exc), *secrets)
                 ledger.record(self._call(items, exc.attempts, exc.latency_ms, error=message))
+                answer = refused(exc, i) if refused is not None else None
+                if answer is not None:
+                    results[i] = (answer, None)
+                    return
                 fail(i, message)
                 return
             except TimeoutError:

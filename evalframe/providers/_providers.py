@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -36,9 +37,20 @@ from evalframe.providers._config import (
 )
 from evalframe.providers._ledger import Ledger, Prices
 
+if TYPE_CHECKING:
+    from evalframe.providers._webhook import Webhook
+
 __all__ = ["BUDGET_ERROR_PREFIX", "Providers"]
 
 BUDGET_ERROR_PREFIX = "Budget exhausted:"
+
+_NO_WEBHOOK = (
+    "The metric(s) {metrics} POST rows to the webhook endpoint {name!r}, and none is "
+    "configured{known}. Set {variable} (with {token} if it needs a bearer token), or use "
+    "ef.Providers(webhooks=[ef.Webhook(url, name={name!r})]). A metric names an endpoint; its "
+    "URL is configuration, never taken from a dataset or a metric spec."
+)
+_WEBHOOK_ENV = re.compile(r"EVALFRAME_WEBHOOK_(?:([A-Z0-9_]+)_)?URL")
 
 _NO_JUDGE = (
     "{what} need a judge model, and none is configured. Set EVALFRAME_JUDGE_BASE_URL and "
@@ -121,6 +133,8 @@ class Providers:
         rate_limit: at most this many requests start in any window of
             ``rate_window_seconds`` (default 60); ``ef.evaluate`` shares the window with the
             system under test's calls.
+        webhooks: the endpoints the ``webhook`` metric may POST rows to (``ef.Webhook``),
+            known by their names.
 
     Examples:
         >>> from evalframe.providers import Providers
@@ -140,7 +154,17 @@ class Providers:
         deadline: float | None = None,
         rate_limit: int | None = None,
         rate_window_seconds: float = 60.0,
+        webhooks: Sequence[Webhook] = (),
     ) -> None:
+        from evalframe.providers._webhook import Webhook
+
+        self.webhooks: dict[str, Webhook] = {}
+        for hook in webhooks:
+            if not isinstance(hook, Webhook):
+                raise TypeError(f"webhooks must be ef.Webhook endpoints; got {hook!r}.")
+            if hook.name in self.webhooks:
+                raise ValueError(f"Two webhooks are named {hook.name!r}.")
+            self.webhooks[hook.name] = hook
         if judge is not None and not isinstance(judge, JudgeClient):
             raise TypeError(f"judge must be a judge client such as ef.OpenAIJudge; got {judge!r}.")
         self._embeddings = _embedder(embeddings)
@@ -152,7 +176,8 @@ class Providers:
     def _guard(self) -> None:
         """Give the ledger the keys of the current clients, for redaction."""
         keys = (getattr(c, "api_key", None) for c in (self._embeddings, self.judge))
-        self.ledger.secrets = tuple(k for k in keys if isinstance(k, Secret))
+        hooks = (s for hook in self.webhooks.values() for s in hook.secrets)
+        self.ledger.secrets = tuple(k for k in (*keys, *hooks) if isinstance(k, Secret))
 
     def _guarded(self, call: Any, *args: Any) -> Any:
         """``call(*args)``; an exception escaping a client leaves as a redacted
@@ -187,6 +212,7 @@ class Providers:
         environ: Mapping[str, str] | None = None,
         rate_limit: int | None = None,
         rate_window_seconds: float = 60.0,
+        webhooks: Sequence[Webhook] | None = None,
     ) -> Providers:
         """Providers from arguments, falling back to environment variables.
 
@@ -213,6 +239,9 @@ class Providers:
                 ``EVALFRAME_JUDGE_CONCURRENCY``, else 8).
             environ: the variables to read (default ``os.environ``).
             rate_limit, rate_window_seconds: as for ``Providers``.
+            webhooks: the webhook endpoints (default: ``EVALFRAME_WEBHOOK_URL`` names
+                ``default``, ``EVALFRAME_WEBHOOK_<NAME>_URL`` names ``<name>``; each with an
+                optional ``..._TOKEN`` sent as a bearer token).
 
         Raises:
             ProviderError: an API key that cannot be sent in a header, or a timeout,
@@ -276,6 +305,10 @@ class Providers:
                 retries=retries,
                 concurrency=in_flight["judge_concurrency"] or DEFAULT_CONCURRENCY,
             )
+        if webhooks is None:
+            webhooks = _webhooks_from_env(
+                os.environ if environ is None else environ, timeout, retries
+            )
         return cls(
             embeddings,
             judge,
@@ -285,6 +318,7 @@ class Providers:
             deadline=deadline,
             rate_limit=rate_limit,
             rate_window_seconds=rate_window_seconds,
+            webhooks=webhooks,
         )
 
     @classmethod
@@ -334,7 +368,65 @@ class Providers:
             raise ProviderError(_NO_JUDGE.format(what=what))
         return self.judge
 
+    def require_webhook(self, name: str, what: str = "webhook") -> Webhook:
+        """The webhook endpoint ``name``.
+
+        Raises:
+            ProviderError: no endpoint has that name; the message says how to configure one.
+        """
+        found = self.webhooks.get(name)
+        if found is None:
+            prefix = (
+                "EVALFRAME_WEBHOOK" if name == "default" else f"EVALFRAME_WEBHOOK_{name.upper()}"
+            )
+            known = f" (configured: {', '.join(sorted(self.webhooks))})" if self.webhooks else ""
+            raise ProviderError(
+                _NO_WEBHOOK.format(
+                    metrics=what,
+                    name=name,
+                    known=known,
+                    variable=f"{prefix}_URL",
+                    token=f"{prefix}_TOKEN",
+                )
+            )
+        return found
+
     # -- calls, deduplicated and cached ---------------------------------------------------
+
+    def post_webhook(
+        self, name: str, payloads: Sequence[str], *, batch: int, verdict: Any
+    ) -> list[tuple[str | None, str | None]]:
+        """Per payload (JSON texts, distinct) ``(outcome, error)`` from the webhook ``name``.
+
+        From the cache, else from the endpoint, ``batch`` payloads to a request. An outcome
+        is cached when ``verdict(status)`` says its HTTP status is an answer (a 2xx reply,
+        say), never a failure.
+        """
+        hook = self.require_webhook(name)
+        self._guard()
+        namespace = f"webhook|{hook.id}"
+        cached = (
+            self.cache.get_replies(namespace, list(payloads)) if self.cache is not None else None
+        )
+        results: list[tuple[str | None, str | None]] = [
+            (c, None) if c is not None else (None, "not computed")
+            for c in (cached or [None] * len(payloads))
+        ]
+        missing = [i for i, (c, _) in enumerate(results) if c is None]
+        if missing:
+            bodies = [json.loads(payloads[i]) for i in missing]
+            fresh = self._guarded(lambda: hook.post(bodies, batch, self.ledger))
+            for i, got in zip(missing, fresh, strict=True):
+                results[i] = got
+            if self.cache is not None:
+                keep = [
+                    (payloads[i], got[0])
+                    for i, got in zip(missing, fresh, strict=True)
+                    if got[0] is not None and verdict(json.loads(got[0])["status"])
+                ]
+                self.cache.put_replies(namespace, [p for p, _ in keep], [c for _, c in keep])
+        errors = self._redacted([e for _, e in results])
+        return [(c, e) for (c, _), e in zip(results, errors, strict=True)]
 
     def embed_texts(self, texts: Sequence[str]) -> Embedded:
         """One vector per text (pass unique texts): from the cache, else from the client."""
@@ -475,3 +567,27 @@ class Providers:
                 affected.filter(~stopped).select(keys).unique().height if affected.height else total
             )
         return self.ledger.budget_summary(completed, total)
+
+
+def _webhooks_from_env(
+    environ: Mapping[str, str], timeout: float | None, retries: int | None
+) -> list[Webhook]:
+    """The webhook endpoints the environment configures, by name (sorted)."""
+    from evalframe.providers._webhook import Webhook
+
+    found: list[Webhook] = []
+    for variable in sorted(environ):
+        match = _WEBHOOK_ENV.fullmatch(variable)
+        url = environ[variable].strip()
+        if match is None or not url:
+            continue
+        name = (match.group(1) or "default").lower()
+        prefix = variable.removesuffix("_URL")
+        token = check_key(environ.get(f"{prefix}_TOKEN"), f"{prefix}_TOKEN")
+        try:
+            found.append(
+                Webhook(url, name=name, bearer_token=token, timeout=timeout, retries=retries)
+            )
+        except ValueError as exc:
+            raise ProviderError(f"{variable}: {exc}") from None
+    return found
