@@ -25,11 +25,11 @@ from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored
 from evalframe.metrics._text import IdArray, OffsetArray, intern
 from evalframe.metrics.trajectory import (
-    arguments_match,
     called_names,
     is_subsequence,
     items_frame,
     multiset_common,
+    pair_verdicts,
     per_row,
     scoring_pass,
     trajectory_metric,
@@ -246,16 +246,18 @@ def argument_correctness() -> Scored:
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         specs = items_frame(expect.get_column("tool_arguments"), "spec").unnest("spec")
-        pairs = calls.select("row", "position", "name", pl.col("arguments").alias("actual")).join(
-            specs.select("row", "name", pl.col("arguments").alias("expected")),
-            on=["row", "name"],
+        _, c, ok = pair_verdicts(specs, calls, frame.height)
+        graded = np.zeros(calls.height, np.bool_)
+        graded[c] = True
+        right = np.zeros(calls.height, np.bool_)
+        right[c[ok]] = True
+        rows = calls.get_column("row").to_numpy()
+        counts = pl.DataFrame(
+            {
+                "total": np.bincount(rows[graded], minlength=frame.height).astype(np.int64),
+                "met": np.bincount(rows[right], minlength=frame.height).astype(np.int64),
+            }
         )
-        pairs = pairs.with_columns(ok=arguments_match(pairs))
-        graded = pairs.group_by("row", "position").agg(pl.col("ok").any())
-        counts = graded.group_by("row").agg(
-            total=pl.len().cast(pl.Int64), met=pl.col("ok").sum().cast(pl.Int64)
-        )
-        counts = per_row(frame.height, counts, {"total": 0, "met": 0})
         return counts.select(
             score=pl.when(pl.col("total") == 0)
             .then(1.0)
@@ -372,17 +374,14 @@ def goal_accuracy() -> Scored:
             pl.DataFrame({"goal": goal})
             .with_row_index("row")
             .with_columns(pl.col("row").cast(pl.Int64))
+            .filter(pl.col("goal").is_not_null())
+            .unnest("goal")
         )
-        goals = goals.filter(pl.col("goal").is_not_null()).unnest("goal")
-        pairs = goals.select("row", "name", pl.col("arguments").alias("expected")).join(
-            calls.filter(pl.col("error").is_null()).select(
-                "row", "name", pl.col("arguments").alias("actual")
-            ),
-            on=["row", "name"],
-        )
-        pairs = pairs.with_columns(ok=arguments_match(pairs))
-        reached = pairs.group_by("row").agg(pl.col("ok").any())
-        rows = per_row(frame.height, reached, {"ok": False})
+        usable = calls.get_column("error").is_null()
+        s, _, ok = pair_verdicts(goals, calls, frame.height, usable)
+        reached = np.zeros(frame.height, np.bool_)
+        reached[goals.get_column("row").to_numpy()[s[ok]]] = True
+        rows = pl.DataFrame({"ok": reached})
         return pl.DataFrame(
             {
                 "score": rows.get_column("ok").cast(pl.Float64),

@@ -7,15 +7,14 @@ approvals) and its expectations under ``metadata.trajectory``. Partial credit is
 trajectory for sample '<id>' and none was recorded. ..."), never 0 or 1.
 
 Everything is computed over whole columns: tool calls are exploded into one row per call
-(``calls_frame``) and matched to the expectations with joins and group-bys, never a Python
-loop per episode. ``tool-called-with`` compares arguments in Python once per distinct
-(expected arguments, actual arguments) pair.
+(``calls_frame``), their names numbered and matched to the expectations by compiled passes,
+never a Python loop per episode. ``tool-called-with`` compares arguments as JSON texts by a
+compiled pass (``metrics/_arguments.py``), in Python only for the pairs it cannot judge.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import threading
 from collections.abc import Callable, Mapping
@@ -26,7 +25,7 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.core import schema as C
-from evalframe.core._njit import njit
+from evalframe.core._njit import njit, worth_compiling
 from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN, Expectations
 from evalframe.metrics._batched import batched
 from evalframe.metrics._registry import metric
@@ -132,9 +131,23 @@ def _present_kernel(
             seen[c_ids[j]] = False
 
 
-def count_present(expected: pl.Series, names: pl.Series) -> pl.DataFrame:
+def lists_of(height: int, rows: npt.NDArray[np.int64], values: pl.Series) -> pl.Series:
+    """``values`` as one list per row ``0..height-1`` (``rows``: each value's row, in order),
+    empty where a row has none."""
+    import pyarrow as pa
+
+    offsets = np.searchsorted(rows, np.arange(height + 1), side="left").astype(np.int64)
+    items = values.to_arrow()
+    if items.type != pa.large_string():
+        items = items.cast(pa.large_string())
+    lists = pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), items)
+    return pl.Series(lists).cast(pl.List(values.dtype))
+
+
+def count_present(expected: pl.Series, names: pl.Series, *, found: bool = False) -> pl.DataFrame:
     """Per row: ``total`` expected names, ``met``, how many of them appear in ``names`` (a
-    ``List(String)`` per row), and the ``missing`` ones (null for a row expecting none).
+    ``List(String)`` per row), and the ``missing`` ones (null for a row expecting none);
+    with ``found``, also the ``found`` ones.
 
     Each expected entry counts on its own, so a name listed twice counts twice. One compiled
     pass over the rows with the names numbered.
@@ -144,20 +157,83 @@ def count_present(expected: pl.Series, names: pl.Series) -> pl.DataFrame:
     _present_kernel(e_ids, e_off, c_ids, c_off, hit)
     running = np.concatenate([[0], np.cumsum(hit, dtype=np.int64)])
     total = np.diff(e_off)
-    wanted = items_frame(expected, "name").with_columns(hit=pl.Series(hit))
-    missing = wanted.filter(~pl.col("hit")).group_by("row").agg(missing=pl.col("name"))
+    flat = expected.cast(_NAMES).explode(empty_as_null=False, keep_nulls=False)
+    rows = np.repeat(np.arange(expected.len(), dtype=np.int64), total)
     counts = pl.DataFrame(
         {
             "row": pl.int_range(expected.len(), dtype=pl.Int64, eager=True),
             "total": total,
             "met": running[e_off[1:]] - running[e_off[:-1]],
+            "missing": lists_of(expected.len(), rows[~hit], flat.filter(pl.Series(~hit))),
         }
     )
-    return counts.join(missing, on="row", how="left", maintain_order="left").with_columns(
-        missing=pl.when(pl.col("total") > 0).then(
-            pl.col("missing").fill_null(pl.lit([], dtype=pl.List(pl.String)))
+    if found:
+        counts = counts.with_columns(
+            found=lists_of(expected.len(), rows[hit], flat.filter(pl.Series(hit)))
         )
-    )
+    return counts.with_columns(missing=pl.when(pl.col("total") > 0).then(pl.col("missing")))
+
+
+@njit
+def _name_pairs(
+    s_row: npt.NDArray[np.int64],
+    s_name: npt.NDArray[np.int64],
+    c_off: npt.NDArray[np.int64],
+    c_name: npt.NDArray[np.int64],
+    c_ok: npt.NDArray[np.bool_],
+    out_s: npt.NDArray[np.int64],
+    out_c: npt.NDArray[np.int64],
+) -> int:
+    """Write each (spec, call) pair of one row and one name (calls not ``c_ok`` left out) to
+    ``out_s`` and ``out_c`` as far as they have room; the number of pairs."""
+    n = 0
+    for k in range(s_row.shape[0]):
+        r = s_row[k]
+        for j in range(c_off[r], c_off[r + 1]):
+            if c_name[j] == s_name[k] and c_ok[j]:
+                if n < out_s.shape[0]:
+                    out_s[n] = k
+                    out_c[n] = j
+                n += 1
+    return n
+
+
+_PAIRS_INTERPRETED_UP_TO: Final = 5_000
+
+
+def name_pairs(
+    specs: pl.DataFrame, calls: pl.DataFrame, height: int, usable: pl.Series | None = None
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The (spec, call) index pairs where a spec (``row``, ``name``) and a call of ``calls``
+    (``calls_frame``; ``usable`` marks the calls that count) share a row and a tool name."""
+    numbered = pl.concat([specs.get_column("name"), calls.get_column("name")])
+    ids = numbered.cast(pl.Categorical).to_physical().cast(pl.Int64).to_numpy()
+    s_name, c_name = ids[: specs.height], ids[specs.height :]
+    s_row = specs.get_column("row").to_numpy()
+    c_row = calls.get_column("row").to_numpy()
+    c_off = np.searchsorted(c_row, np.arange(height + 1), side="left").astype(np.int64)
+    c_ok = np.ones(calls.height, np.bool_) if usable is None else usable.to_numpy()
+    kernel = _name_pairs
+    if not worth_compiling(calls.height, _PAIRS_INTERPRETED_UP_TO):
+        kernel = _name_pairs.interpreted  # type: ignore[assignment]
+    empty = np.zeros(0, np.int64)
+    n = kernel(s_row, s_name, c_off, c_name, c_ok, empty, empty)
+    out_s, out_c = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    kernel(s_row, s_name, c_off, c_name, c_ok, out_s, out_c)
+    return out_s, out_c
+
+
+def pair_verdicts(
+    specs: pl.DataFrame, calls: pl.DataFrame, height: int, usable: pl.Series | None = None
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """``name_pairs`` and, per pair, whether the call's arguments contain the spec's
+    (``loose_subset``)."""
+    from evalframe.metrics._arguments import loose_subsets
+
+    s, c = name_pairs(specs, calls, height, usable)
+    expected = specs.get_column("arguments").gather(pl.Series(s))
+    actual = calls.get_column("arguments").gather(pl.Series(c))
+    return s, c, loose_subsets(expected, actual)
 
 
 def called_names(frame: pl.DataFrame) -> pl.Series:
@@ -272,40 +348,25 @@ def loose_subset(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool
     return all(key in actual and loose_equal(value, actual[key]) for key, value in expected.items())
 
 
-def arguments_match(pairs: pl.DataFrame) -> pl.Series:
-    """``loose_subset`` of each (``expected``, ``actual``) JSON pair, once per distinct pair."""
-    distinct = pairs.select("expected", "actual").unique()
-    # a call without arguments has none: it satisfies only an empty expectation
-    verdicts = [
-        loose_subset(json.loads(expected or "{}"), json.loads(actual) if actual else {})
-        for expected, actual in distinct.iter_rows()
-    ]
-    table = distinct.with_columns(ok=pl.Series(verdicts, dtype=pl.Boolean))
-    return pairs.join(
-        table, on=["expected", "actual"], how="left", maintain_order="left", nulls_equal=True
-    ).get_column("ok")
-
-
 def matched_specs(specs: pl.Series, calls: pl.DataFrame) -> pl.DataFrame:
-    """Per row: ``total`` argument specs and ``met``, those some call with that name satisfies."""
-    wanted = items_frame(specs, "spec").unnest("spec").rename({"arguments": "expected"})
-    pairs = wanted.join(
-        calls.select("row", "name", pl.col("arguments").alias("actual"), called=pl.lit(True)),
-        on=["row", "name"],
-        how="left",
+    """Per row: ``total`` argument specs and ``met``, those some call with that name satisfies,
+    and the names of the ``missing`` ones."""
+    height = specs.len()
+    wanted = items_frame(specs, "spec").unnest("spec")
+    s, _, ok = pair_verdicts(wanted, calls, height)
+    met = np.zeros(wanted.height, np.bool_)
+    met[s[ok]] = True
+    rows = wanted.get_column("row").to_numpy()
+    return pl.DataFrame(
+        {
+            "row": pl.int_range(height, dtype=pl.Int64, eager=True),
+            "total": np.bincount(rows, minlength=height).astype(np.int64),
+            "met": np.bincount(rows[met], minlength=height).astype(np.int64),
+            "missing": lists_of(
+                height, rows[~met], wanted.get_column("name").filter(~pl.Series(met))
+            ),
+        }
     )
-    pairs = pairs.with_columns(ok=arguments_match(pairs) & pl.col("called").fill_null(False))
-    per_spec = (
-        pairs.group_by("row", "position")
-        .agg(pl.col("ok").fill_null(False).any(), pl.col("name").first())
-        .sort("row", "position")
-    )
-    counted = per_spec.group_by("row", maintain_order=True).agg(
-        total=pl.len().cast(pl.Int64),
-        met=pl.col("ok").sum().cast(pl.Int64),
-        missing=pl.col("name").filter(~pl.col("ok")),
-    )
-    return per_row(specs.len(), counted, {"total": 0, "met": 0})
 
 
 # --- the metric scaffold ----------------------------------------------------------------------
@@ -508,21 +569,10 @@ def tool_not_called() -> Scored:
     """
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
-        counts = count_present(expect.get_column("forbidden_tools"), called_names(frame))
-        wanted = items_frame(expect.get_column("forbidden_tools"), "name")
-        called = (
-            wanted.join(
-                calls.select("row", "name").unique(),
-                on=["row", "name"],
-                how="semi",
-                maintain_order="left",
-            )
-            .group_by("row")
-            .agg(pl.col("name").alias("called"))
-        )
-        counts = counts.drop("missing").join(called, on="row", how="left", maintain_order="left")
-        avoided = counts.with_columns(met=pl.col("total") - pl.col("met")).rename(
-            {"called": "missing"}
+        forbidden = expect.get_column("forbidden_tools")
+        counts = count_present(forbidden, called_names(frame), found=True)
+        avoided = counts.select(
+            "total", met=pl.col("total") - pl.col("met"), missing=pl.col("found")
         )
         return _with_fraction(avoided, "forbidden_tools")
 
