@@ -345,3 +345,37 @@ def test_text_is_dropped_after_scoring_without_retention(
     document, counts = ef.online.promote(db, "faq")
     assert document["samples"] == []
     assert counts == {"promoted": 0, "not_retained": 1, "unredacted": 0, "duplicate": 0}
+
+
+def test_judge_model_is_recorded_only_when_a_judge_scored_the_capture(
+    tmp_path: Path, judge_env: StubOpenAI
+) -> None:
+    # A judge is configured, but exact-match asks none: no capture names a judge model.
+    db = tmp_path / "j.duckdb"
+    ef.online.configure(
+        store=db, sampling_rate=1.0, retention=True, redactor=upper, flush_seconds=0.5
+    )
+    ef.online.capture("faq", "a", {"question": "q1"}, "wrong answer", expected="right answer")
+    ef.online.capture("faq", "b", {"question": "q2"}, "right answer", expected="right answer")
+    assert ef.online.flush()
+    runner = CliRunner()
+    scored = runner.invoke(cli, ["online", "score", "--store", str(db), "--metric", "exact-match"])
+    assert scored.exit_code == 0, scored.output
+    assert rows(db, "SELECT DISTINCT judge_model FROM online_scores") == [(None,)]
+    out = tmp_path / "promoted.yaml"
+    promoted = runner.invoke(
+        cli,
+        ["promote-online", "faq", "--store", str(db), "--out", str(out), "--allow-unredacted"],
+    )
+    assert promoted.exit_code == 0, promoted.output
+    sample = yaml.safe_load(out.read_text(encoding="utf-8"))["samples"][0]
+    assert sample["metadata"]["online_metric"] == "exact-match"
+    assert "judge_model" not in sample["metadata"]
+    # a judged metric records the judge on the captures it scored
+    ef.online.capture("faq", "c", {"question": "q3"}, "wrong answer", expected="right answer")
+    assert ef.online.flush()
+    judged = runner.invoke(cli, ["online", "score", "--store", str(db), "--metric", "llm-as-judge"])
+    assert judged.exit_code == 0, judged.output
+    assert rows(db, "SELECT judge_model FROM online_scores WHERE metric = 'llm-as-judge'") == [
+        ("stub-judge",)
+    ]

@@ -179,3 +179,32 @@ def test_none_clears_a_value_the_profile_sets(seen: list[dict[str, Any]]) -> Non
     code, output = run("--rate-limit", "fast")
     assert code == 2
     assert "'fast' is not a valid integer" in output
+
+
+def test_adversarial_run_takes_a_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[dict[str, Any]] = []
+    import evalframe.engine._adversarial as lane
+
+    real = lane.run
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lane, "run", spy)
+    outputs = {"outputs": {}}
+    import json
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "out.json"
+        path.write_text(json.dumps(outputs), encoding="utf-8")
+        for profile, concurrency, limit in (("nightly", 16, (60, 60.0)), ("smoke", 1, None)):
+            result = CliRunner().invoke(
+                cli,
+                ["adversarial", "run", "--outputs", str(path), "-m", "exact-match",
+                 "--profile", profile],
+            )  # fmt: skip
+            assert seen, result.output
+            assert seen[-1]["concurrency"] == concurrency
+            assert rate(seen[-1]) == limit

@@ -317,7 +317,11 @@ def test_cost_is_reported_or_derived_from_prices(openai_stub: StubOpenAI) -> Non
 def test_budget_halts_spending_and_keeps_scores(openai_stub: StubOpenAI) -> None:
     openai_stub.cost_per_call = 0.4
     p = Providers(
-        embeddings="hashing", judge=judge(openai_stub, concurrency=1), cache=False, budget_usd=0.5
+        embeddings="hashing",
+        judge=judge(openai_stub, concurrency=1),
+        cache=False,
+        budget_usd=0.5,
+        prices={"stub-judge": "reported"},  # the stub reports each call's cost
     )
     ds = ef.Dataset.from_records(
         [{"id": f"q{i}", "input": {"question": "?"}, "expected_output": f"e{i}"} for i in range(4)],
@@ -483,7 +487,9 @@ def test_cli_provider_options_budget_and_cache(
     assert again.exit_code == 0
     assert len(openai_stub.requests) == calls  # all from the cache
     assert json.loads(again.stdout)["cost"]["calls"] == 1  # the local hashing embedder only
-    halted = CliRunner().invoke(cli, [*args[:-6], "--no-cache", "--budget-usd", "0.015"])
+    # The stub reports each call's cost: a budget binds on it once that is declared.
+    budget = ["--no-cache", "--budget-usd", "0.015", "--price", "m=reported"]
+    halted = CliRunner().invoke(cli, [*args[:-6], *budget])
     assert halted.exit_code == 1
     assert "budget exhausted: Spent $0.0" in halted.stderr
     assert STUB_API_KEY not in halted.stdout + halted.stderr
@@ -536,7 +542,11 @@ def test_a_bad_vector_message_quotes_a_shortened_text(openai_stub: StubOpenAI) -
 def test_budget_completed_rows_counts_rows_scored_before_the_halt(openai_stub: StubOpenAI) -> None:
     openai_stub.cost_per_call = 0.4
     p = Providers(
-        embeddings="hashing", judge=judge(openai_stub, concurrency=1), cache=False, budget_usd=0.5
+        embeddings="hashing",
+        judge=judge(openai_stub, concurrency=1),
+        cache=False,
+        budget_usd=0.5,
+        prices={"stub-judge": "reported"},  # the stub reports each call's cost
     )
     ds = ef.Dataset.from_records(
         [{"id": f"q{i}", "input": {"question": "?"}, "expected_output": f"e{i}"} for i in range(4)],
@@ -612,3 +622,89 @@ def test_markdown_usage_shows_derived_figures(openai_stub: StubOpenAI) -> None:
     run = ef.evaluate(ds, outputs={"q": "a"}, metrics=["llm-as-judge"], providers=p)
     table = run.report().to_markdown().split("## Usage summary")[1].split("\n\n")[1]
     assert "n/a" not in table  # derived cost and measured latency are shown, not hidden
+
+
+def _judged_run(openai_stub: StubOpenAI, *extra: str) -> Any:
+    from click.testing import CliRunner
+
+    from evalframe.cli import cli
+
+    example = Path(ef.__file__).parent / "examples"
+    args = ["run", str(example / "support.yaml"), "--outputs"]
+    args += [str(example / "support.outputs.json"), "-m", "llm-as-judge", "--no-cache"]
+    args += ["--judge-base-url", openai_stub.url, "--judge-model", "stub-mini", "--format"]
+    return CliRunner().invoke(cli, [*args, "json", *extra])
+
+
+def test_a_budget_that_cannot_bind_is_refused_before_any_call(
+    openai_stub: StubOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stub reports tokens but no cost: without a price the budget would read $0 spent.
+    monkeypatch.setenv("EVALFRAME_JUDGE_API_KEY", STUB_API_KEY)
+    refused = _judged_run(openai_stub, "--budget-usd", "0.5")
+    assert refused.exit_code == 2
+    assert refused.stderr.startswith("error: The $0.5 budget cannot bind: these models have no ")
+    assert "'stub-mini' (the judge, for llm-as-judge): --price stub-mini=INPUT/OUTPUT" in (
+        refused.stderr
+    )
+    assert openai_stub.requests == []  # refused before any call
+
+
+def test_a_price_makes_the_budget_bind_on_derived_cost(
+    openai_stub: StubOpenAI, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("EVALFRAME_JUDGE_API_KEY", STUB_API_KEY)
+    # $1000 per million tokens in and out: every judge call costs cents.
+    done = _judged_run(openai_stub, "--budget-usd", "100", "--price", "stub-mini=1000/1000")
+    assert done.exit_code == 0, done.stderr
+    report = json.loads(done.stdout)
+    cost = report["cost"]
+    assert cost["derived_usd"] > 0
+    assert cost["reported_usd"] == 0
+    assert cost["complete"] is True
+    tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in cost["models"])
+    assert cost["total_usd"] == pytest.approx(tokens * 1000 / 1e6)
+    assert report["budget"]["spent_usd"] == pytest.approx(cost["total_usd"])
+    # the same price from evalframe.toml, and a budget it exhausts
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evalframe.toml").write_text('[prices]\n"stub-mini" = "1000/1000"\n')
+    limit = f"{cost['total_usd'] / 3:.6f}"
+    halted = _judged_run(openai_stub, "--budget-usd", limit)
+    assert halted.exit_code == 1, halted.stderr
+    assert "budget exhausted: Spent $" in halted.stderr
+    assert json.loads(halted.stdout)["budget"]["halted"] is True
+
+
+def test_a_model_declared_reported_that_reports_no_cost_stops_the_run(
+    openai_stub: StubOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALFRAME_JUDGE_API_KEY", STUB_API_KEY)
+    halted = _judged_run(
+        openai_stub, "--budget-usd", "1", "--price", "stub-mini=reported", "--judge-concurrency",
+        "1",
+    )  # fmt: skip
+    assert halted.exit_code == 1
+    budget = json.loads(halted.stdout)["budget"]
+    assert budget["halted"] is True
+    assert budget["reason"].startswith(
+        "The $1.0000 budget cannot bind: a call to model 'stub-mini' reported no cost and the "
+        "model has no price"
+    )
+
+
+@pytest.mark.parametrize(
+    ("price", "message"),
+    [
+        ("stub-mini", "is not MODEL=INPUT/OUTPUT"),
+        ("stub-mini=cheap", "--price stub-mini must be INPUT/OUTPUT"),
+        ("stub-mini=-1/2", "--price stub-mini must be INPUT/OUTPUT"),
+        ("stub-mini=1/2/3", "--price stub-mini must be INPUT/OUTPUT"),
+    ],
+)
+def test_bad_prices_exit_2_naming_the_option(
+    openai_stub: StubOpenAI, monkeypatch: pytest.MonkeyPatch, price: str, message: str
+) -> None:
+    monkeypatch.setenv("EVALFRAME_JUDGE_API_KEY", STUB_API_KEY)
+    bad = _judged_run(openai_stub, "--price", price)
+    assert bad.exit_code == 2
+    assert message in bad.stderr

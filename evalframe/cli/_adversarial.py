@@ -21,6 +21,7 @@ from evalframe.cli._options import (
     store_option,
     system_options,
 )
+from evalframe.cli._profiles import profile_option
 from evalframe.core import _promote
 from evalframe.core._adversarial import (
     CATEGORIES,
@@ -33,6 +34,7 @@ from evalframe.core._adversarial import (
 from evalframe.core._adversarial_history import (
     GateResult,
 )
+from evalframe.core._errors import StrictModeError
 
 __all__ = ["adversarial"]
 
@@ -104,6 +106,7 @@ def seed(
 
 
 @adversarial.command("run", epilog=EXIT_CODES)
+@profile_option
 @_category_option
 @click.option(
     "-m",
@@ -214,28 +217,32 @@ def run(
         )
     if force and promote_failures is None:
         raise click.UsageError("--force applies to --promote-failures.")
-    done = lane.run(
-        outputs=outputs,
-        system=_load_system(system_ref) if system_ref is not None else None,
-        categories=list(categories) or None,
-        metrics=list(metrics) or None,
-        perturb=perturbations,
-        name=dataset_name,
-        store=store_path,
-        manifest=manifest,
-        manifest_retain=manifest_retain,
-        regression_gate=regression_gate,
-        regression_max_drop=regression_max_drop,
-        regression_metrics=regression_metrics,
-        promote_failures_to=promote_failures,
-        promoted_dataset=promoted_dataset,
-        force_promotion=force,
-        providers=provider_settings.build(),
-        concurrency=concurrency,
-        labels=labels or None,
-        samples=fmt == "json",
-        save_run=False,  # saved below, kept as an export if the store refuses it
-    )
+    try:
+        done = lane.run(
+            outputs=outputs,
+            system=_load_system(system_ref) if system_ref is not None else None,
+            categories=list(categories) or None,
+            metrics=list(metrics) or None,
+            perturb=perturbations,
+            name=dataset_name,
+            store=store_path,
+            manifest=manifest,
+            manifest_retain=manifest_retain,
+            regression_gate=regression_gate,
+            regression_max_drop=regression_max_drop,
+            regression_metrics=regression_metrics,
+            promote_failures_to=promote_failures,
+            promoted_dataset=promoted_dataset,
+            force_promotion=force,
+            providers=provider_settings.build(),
+            concurrency=concurrency,
+            labels=labels or None,
+            samples=fmt == "json",
+            save_run=False,  # saved below, kept as an export if the store refuses it
+        )
+    except StrictModeError as exc:  # EVALFRAME_STRICT=1: the first captured error aborts
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(1) from None
     result, report, gate, promotion = done.run, done.report, done.gate, done.promotion
     if fmt == "json":
         if gate is not None:

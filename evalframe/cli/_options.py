@@ -489,19 +489,26 @@ class ProviderSettings:
     deadline: float | None = None
     rate_limit: int | None = None
     rate_window_seconds: float = 60.0
+    price: tuple[str, ...] = ()
+    prices_file: Path | None = None
 
     def build(self) -> Providers | None:
-        """The command's providers, or ``None`` when no option was given (the library then
-        builds them from the environment, only if a metric needs one).
+        """The command's providers, or ``None`` when no option was given and the config
+        file has no prices (the library then builds them from the environment, only if a
+        metric needs one).
 
         Raises:
             click.UsageError: both ``--cache`` and ``--no-cache``.
+            EvalframeError: a price that cannot be read (naming the option or file).
         """
         if self.no_cache and self.cache_path is not None:
             raise click.UsageError("Pass --cache PATH or --no-cache, not both.")
         if self.rate_limit is None and self.rate_window_seconds != 60.0:
             raise click.UsageError("--rate-window-seconds needs --rate-limit N.")
-        if self == ProviderSettings():
+        from evalframe.cli._prices import read_prices
+
+        prices = read_prices(self.price, self.prices_file)
+        if self == ProviderSettings() and prices is None:
             return None
         from evalframe.providers import Providers
 
@@ -514,6 +521,7 @@ class ProviderSettings:
             judge_concurrency=self.judge_concurrency,
             cache=False if self.no_cache else (self.cache_path or True),
             budget_usd=self.budget_usd,
+            prices=prices,
             timeout=self.timeout,
             retries=self.retries,
             deadline=self.deadline,
@@ -586,7 +594,23 @@ def provider_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--budget-usd",
             type=Clearable(click.FloatRange(min=0.0, min_open=True)),
             help="Stop calling providers once this much (USD) is spent; the scores so far "
-            "are kept and the command exits 1.",
+            "are kept and the command exits 1. It binds on reported and derived cost: a "
+            "paid model without a price is refused before any call.",
+        ),
+        click.option(
+            "--price",
+            multiple=True,
+            metavar="MODEL=INPUT/OUTPUT",
+            help="A model's price in USD per million input/output tokens (one number for an "
+            "embedding model), for providers that do not report cost. Repeatable; beside a "
+            "[prices] table in evalframe.toml.",
+        ),
+        click.option(
+            "--prices",
+            "prices_file",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="A TOML or JSON table of model = 'INPUT/OUTPUT' prices (USD per million "
+            "tokens); --price options win over it.",
         ),
     )
     wrapped: Callable[..., Any] = provider_limit_options(command)

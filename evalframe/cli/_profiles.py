@@ -79,23 +79,31 @@ _KEYS: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
-def _config_file() -> tuple[Path | None, dict[str, Any]]:
-    """The config file and its profiles table (empty when there is none)."""
+def config_table(key: str) -> tuple[Path | None, Any]:
+    """The config file and its ``key`` table (``profiles``, ``prices``), empty when the file
+    has none: the file ``$EVALFRAME_CONFIG`` names, else ``evalframe.toml`` here, else
+    ``pyproject.toml`` here when it has ``[tool.evalframe.<key>]``."""
     named = os.environ.get(CONFIG_ENV)
     if named:
         path = Path(named)
         if not path.is_file():
             raise EvalframeError(f"${CONFIG_ENV} names {path}, which is not a file.")
-        return path, _read(path).get("profiles", {})
+        return path, _read(path).get(key, {})
     local = Path("evalframe.toml")
     if local.is_file():
-        return local, _read(local).get("profiles", {})
+        return local, _read(local).get(key, {})
     project = Path("pyproject.toml")
     if project.is_file():
         tool = _read(project).get("tool", {}).get("evalframe", {})
-        if "profiles" in tool:
-            return project, tool["profiles"]
+        if key in tool:
+            return project, tool[key]
     return None, {}
+
+
+def _config_file() -> tuple[Path | None, dict[str, Any]]:
+    """The config file and its profiles table (empty when there is none)."""
+    path, profiles = config_table("profiles")
+    return path, profiles
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -69,7 +69,8 @@ if TYPE_CHECKING:
     "--strict",
     is_flag=True,
     help="Abort on the first captured error (a system under test's or a metric's) with "
-    "exit 1, instead of recording it and going on; nothing is saved.",
+    "exit 1, instead of recording it and going on; nothing is saved. Also set by "
+    "EVALFRAME_STRICT=1.",
 )
 @click.option(
     "--checkpoint-every",
@@ -225,7 +226,7 @@ def run(
             store=store_path if checkpointed else None,
             checkpoint_every=checkpoint_every if checkpointed else None,
             resume=resume,
-            strict=strict,
+            strict=strict or None,  # unset: EVALFRAME_STRICT decides
             baselines_from=store_path,
             dask=dask,
         )
@@ -333,7 +334,7 @@ def _several(
                 providers=providers,
                 name=f"{name or ds.name} [{_system_name(tag)}]",
                 labels={**labels, SYSTEM_LABEL: tag, COMPARISON_LABEL: shared},
-                strict=strict,
+                strict=strict or None,  # unset: EVALFRAME_STRICT decides
                 baselines_from=store_path,
             )
         except StrictModeError as exc:

@@ -81,6 +81,7 @@ def calibrate(
         metrics=[cases.metric],
         providers=context,
         progress=False,
+        strict=False,  # a case the judge cannot score is listed, never an abort
     )
     metric = run.metrics[0]
     if all(isinstance(n, TextEmbeddings | TokenEmbeddings) for n in metric.needs()):

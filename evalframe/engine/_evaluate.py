@@ -68,6 +68,33 @@ def _as_outputs(outputs: str | os.PathLike[str] | pl.DataFrame | Mapping[str, st
     return read_outputs(outputs)
 
 
+STRICT_ENV: Final = "EVALFRAME_STRICT"
+_ON: Final = ("1", "true", "yes", "on")
+_OFF: Final = ("", "0", "false", "no", "off")
+
+
+def strict_from_env(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``EVALFRAME_STRICT`` turns strict mode on.
+
+    Raises:
+        ValueError: a value that is not one of ``1/0``, ``true/false``, ``yes/no``,
+            ``on/off`` (any case), naming the variable.
+
+    Examples:
+        >>> strict_from_env({"EVALFRAME_STRICT": "True"}), strict_from_env({})
+        (True, False)
+    """
+    value = (os.environ if environ is None else environ).get(STRICT_ENV, "").strip().lower()
+    if value in _ON:
+        return True
+    if value in _OFF:
+        return False
+    raise ValueError(
+        f"${STRICT_ENV} must be 1 or 0 (or true/false, yes/no, on/off) to turn strict mode "
+        f"on or off; got {value!r}."
+    )
+
+
 def evaluate(
     dataset: Dataset | str | os.PathLike[str] | pl.DataFrame,
     *,
@@ -84,7 +111,7 @@ def evaluate(
     store: Store | str | os.PathLike[str] | None = None,
     checkpoint_every: int | None = None,
     resume: str | None = None,
-    strict: bool = False,
+    strict: bool | None = None,
     rate_limit: int | None = None,
     rate_window_seconds: float = 60.0,
     baselines_from: Store | str | os.PathLike[str] | None = None,
@@ -129,7 +156,9 @@ def evaluate(
             ``outputs=`` and the dask extra; see docs/scaling-out.md.
         strict: abort on the first captured error (a system under test's, then a metric's,
             in dataset order) with ``StrictModeError`` instead of recording it; nothing is
-            saved.
+            saved. Default: the ``EVALFRAME_STRICT`` environment variable (``1``, ``true``,
+            ``yes`` or ``on`` turn it on; ``0``, ``false``, ``no``, ``off`` or unset leave it
+            off), as eval-harness's ``EVAL_HARNESS_RAISE_EXCEPTIONS``.
 
     Returns:
         The ``Run``. A metric that cannot score a row records that row's error; a failure
@@ -144,6 +173,8 @@ def evaluate(
         >>> run.macro_f1
         1.0
     """
+    if strict is None:
+        strict = strict_from_env()
     ds = _as_dataset(dataset)
     specs = list(metrics) if metrics is not None else list(ds.metrics)
     if not specs:

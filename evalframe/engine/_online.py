@@ -530,11 +530,16 @@ def score_pending(
         metrics=[metric],
         providers=context,
         progress=False,
+        strict=False,  # a capture that cannot be scored is recorded, never an abort
     )
-    try:
-        model: str | None = context.require_judge().model
-    except EvalframeError:  # a metric scored without a judge
-        model = None
+    # The judge's model is recorded only on captures a judge scored: a metric that asks no
+    # judge (or a judge call that failed) leaves it null, whatever judge is configured.
+    model: str | None = None
+    if _asks_judge(run.metrics[0]):
+        try:
+            model = context.require_judge().model
+        except EvalframeError:
+            model = None
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     scored = (
         run.scores.select(
@@ -550,7 +555,9 @@ def score_pending(
             )
             .alias("passed"),
             pl.lit(pass_threshold, pl.Float64).alias("threshold"),
-            pl.lit(model, pl.String).alias("judge_model"),
+            pl.when(pl.col(C.SCORE).is_not_null())
+            .then(pl.lit(model, pl.String))
+            .alias("judge_model"),
             pl.lit(now, pl.Datetime("us")).alias("judged_at"),
         )
     )
@@ -597,6 +604,20 @@ def trend(store: Store | str | os.PathLike[str], dataset: str, *, days: int = 30
 
 
 # --- promotion ------------------------------------------------------------------------------
+
+
+def _asks_judge(metric: Any) -> bool:
+    """Whether ``metric`` is scored by a judge (its needs, or theirs, ask one)."""
+    from evalframe.metrics._judge_engine import JudgeNeed
+    from evalframe.metrics.judge import JudgeReplies
+
+    pending = list(metric.needs())
+    while pending:
+        need = pending.pop()
+        if isinstance(need, JudgeReplies | JudgeNeed):
+            return True
+        pending += list(getattr(need, "requires", ()))
+    return False
 
 
 def _short_hash(text: str) -> str:

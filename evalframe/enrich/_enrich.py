@@ -84,6 +84,49 @@ def check_providers(
                 hooks.setdefault(n.endpoint, []).append(m.id)
     for endpoint, ids in hooks.items():
         Providers.coerce(context).require_webhook(endpoint, ", ".join(ids))
+    if isinstance(context, Providers) and context.ledger.budget_usd is not None:
+        embeds = [
+            m.id
+            for m in metrics
+            if any(
+                isinstance(n, TextEmbeddings | TokenEmbeddings | ListEmbeddings)
+                for n in _with_requirements(m.needs())
+            )
+        ]
+        _check_budget(context, judged=needs, embedded=embeds)
+
+
+def _check_budget(context: Providers, *, judged: list[str], embedded: list[str]) -> None:
+    """Refuse a budget that cannot bind before any call: a paid model the run will call
+    that has no price, whose cost a provider that reports none would count as $0.
+
+    Only the OpenAI-compatible HTTP clients are known to be paid; the embedded models are
+    free, and any other client's calls are checked as they come back (the ledger stops a
+    budgeted run at the first call that reported tokens but no cost and has no price).
+    """
+    from evalframe.providers._openai import OpenAIEmbeddings, OpenAIJudge
+
+    ledger = context.ledger
+    judge, client = context.judge, context.configured_embeddings
+    unpriced = []
+    if judged and isinstance(judge, OpenAIJudge) and not ledger.priced(judge.model):
+        unpriced.append((judge.model, "the judge", ", ".join(judged), "INPUT/OUTPUT"))
+    paid = client if isinstance(client, OpenAIEmbeddings) else None
+    if embedded and paid is not None and not ledger.priced(paid.model, output=False):
+        unpriced.append((paid.model, "the embeddings", ", ".join(embedded), "INPUT"))
+    if unpriced:
+        named = "; ".join(
+            f"'{model}' ({role}, for {metrics}): --price {model}={rate}"
+            for model, role, metrics, rate in unpriced
+        )
+        raise ProviderError(
+            f"The ${ledger.budget_usd:g} budget cannot bind: these models have no price, so a "
+            f"provider that does not report cost would spend unseen, at $0: {named}. Give "
+            "their prices in USD per million tokens (--price MODEL=INPUT/OUTPUT, a --prices "
+            "file or a [prices] table in evalframe.toml; prices= in Python), or "
+            "--price MODEL=reported when the provider reports each call's cost; or drop the "
+            "budget."
+        )
 
 
 def _with_requirements(needs: Sequence[Need]) -> list[Need]:

@@ -39,7 +39,9 @@ __all__ = [
 
 Kind = Literal["embeddings", "judge", "webhook"]
 CostSource = Literal["reported", "derived", "free", "unpriced"]
-Prices = Mapping[str, Mapping[str, float]]
+Prices = Mapping[str, Mapping[str, float] | str]
+"""USD per million tokens by model; ``"reported"`` names a model whose provider reports each
+call's cost (a budget then binds on it, and stops at a call that reports none)."""
 
 UNNAMED_MODEL = "(unnamed model)"
 
@@ -135,10 +137,13 @@ def usage_from_body(body: Mapping[str, Any]) -> dict[str, Any]:
 def _check_prices(prices: Prices | None) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for model, rate in (prices or {}).items():
+        if rate == "reported":  # the provider reports the cost: no rate to derive it from
+            out[_model_key(model)] = {}
+            continue
         if not isinstance(rate, Mapping):
             raise ValueError(
                 f"prices[{model!r}] must be a mapping such as "
-                "{'input_per_million': 0.15, 'output_per_million': 0.6}."
+                "{'input_per_million': 0.15, 'output_per_million': 0.6}, or 'reported'."
             )
         unknown = set(rate) - {"input_per_million", "output_per_million"}
         if unknown:
@@ -204,6 +209,7 @@ class Ledger:
         self._rows: list[dict[str, Any]] = []
         self._spent = 0.0
         self._halted = False
+        self._unpriced: str | None = None  # a model a budget cannot bind on
 
     # -- recording ------------------------------------------------------------------------
 
@@ -213,7 +219,20 @@ class Ledger:
             self._rows.clear()
             self._spent = 0.0
             self._halted = False
+            self._unpriced = None
             self._started = time.monotonic()
+
+    def priced(self, model: str | None, *, output: bool = True) -> bool:
+        """Whether calls to ``model`` get a derived cost: it has an input rate (and an output
+        rate, for a model that writes tokens, ``output``)."""
+        rate = self._rate(model)
+        if rate == {}:  # declared "reported": the provider gives each call's cost
+            return True
+        return (
+            rate is not None
+            and "input_per_million" in rate
+            and (not output or "output_per_million" in rate)
+        )
 
     def check(self) -> None:
         """Raise ``StopCallsError`` when the budget is spent or the deadline has passed;
@@ -240,9 +259,18 @@ class Ledger:
 
     def halt_message(self) -> str:
         assert self.budget_usd is not None
+        if self._unpriced is not None:
+            return f"{self._unpriced_reason()}; the provider was not called."
         return (
             f"Budget exhausted: spent ${self._spent:.4f} of a ${self.budget_usd:.4f} budget; "
             "the provider was not called."
+        )
+
+    def _unpriced_reason(self) -> str:
+        return (
+            f"The ${self.budget_usd:.4f} budget cannot bind: a call to model "
+            f"'{self._unpriced}' reported no cost and the model has no price (give one: "
+            f"--price {self._unpriced}=INPUT/OUTPUT, USD per million tokens)"
         )
 
     def record(self, call: Call) -> None:
@@ -274,6 +302,11 @@ class Ledger:
             if cost is not None:
                 self._spent += cost
             if self.budget_usd is not None and self._spent > self.budget_usd:
+                self._halted = True
+            used = any((call.prompt_tokens, call.completion_tokens, call.total_tokens))
+            if self.budget_usd is not None and source == "unpriced" and used and not self._halted:
+                # Spending it cannot see would pass as $0: stop rather than run unbounded.
+                self._unpriced = call.model or UNNAMED_MODEL
                 self._halted = True
 
     def _price(self, call: Call) -> tuple[float | None, CostSource]:
@@ -382,6 +415,8 @@ class Ledger:
             if self._halted
             else None
         )
+        if self._unpriced is not None:
+            reason = f"{self._unpriced_reason()}; stopped after {completed_rows} row(s)."
         return {
             "limit_usd": self.budget_usd,
             "spent_usd": self._spent,

@@ -350,6 +350,12 @@ class Providers:
     # -- clients ---------------------------------------------------------------------------
 
     @property
+    def configured_embeddings(self) -> EmbeddingClient | None:
+        """The embedding client as configured, without loading the embedded model (None
+        until it is first needed)."""
+        return self._embeddings
+
+    @property
     def embeddings(self) -> EmbeddingClient:
         """The embedding client (the embedded ONNX model unless another was configured)."""
         if self._embeddings is None:
