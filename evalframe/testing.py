@@ -1,4 +1,5 @@
-"""Assertions for ordinary tests: ``ef.testing.assert_passes``.
+"""Helpers for ordinary tests: ``ef.testing.assert_passes``, and ``ScriptedJudge``, a judge
+that answers from a function of the prompt (offline tests of judged metrics).
 
 Examples:
     >>> import evalframe as ef
@@ -18,12 +19,17 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from evalframe.core._run import Run
 
-__all__ = ["assert_passes"]
+if TYPE_CHECKING:
+    from evalframe.providers import Ledger, Reply
+
+__all__ = ["ScriptedJudge", "assert_passes"]
 
 _LISTED: Final = 20
 
@@ -121,3 +127,56 @@ def assert_passes(
         missed.append(f"  {errors} (sample, metric) execution(s) could not be scored")
     if missed:
         raise AssertionError("\n".join([f"{label} did not pass:", *missed, *failing]))
+
+
+class ScriptedJudge:
+    """A judge client whose replies come from ``answer(prompt)``: no model, no network.
+
+    ``answer`` returns the reply: a string as it is, anything else as JSON. Use it with
+    ``ef.Providers(judge=ScriptedJudge(...))`` to run judged metrics offline in tests and
+    examples; each prompt is recorded in ``prompts`` and each call in the run's usage (free).
+
+    Examples:
+        >>> import evalframe as ef
+        >>> judge = ef.testing.ScriptedJudge(lambda prompt: {"score": 1.0, "reason": "ok"})
+        >>> ds = ef.Dataset.from_records(
+        ...     [{"id": "q1", "input": {"question": "2+2?"}, "expected_output": "4"}], name="m")
+        >>> run = ef.evaluate(ds, outputs={"q1": "4"}, metrics=["llm-as-judge"],
+        ...                   providers=ef.Providers(judge=judge, cache=False))
+        >>> run.scores.select("score").item(), len(judge.prompts)
+        (1.0, 1)
+    """
+
+    structured = False
+
+    def __init__(self, answer: Callable[[str], Any], *, name: str = "scripted") -> None:
+        self.answer = answer
+        self.name = name
+        self.prompts: list[str] = []
+
+    @property
+    def id(self) -> str:
+        return f"scripted:{self.name}"
+
+    @property
+    def model(self) -> str:
+        return self.name
+
+    def request(self, prompt: str, **options: Any) -> dict[str, object]:
+        """The prompt and options; it keys the response cache."""
+        digest = hashlib.sha256(repr(self.answer).encode()).hexdigest()[:8]
+        return {"model": f"{self.name}-{digest}", "prompt": prompt, **options}
+
+    def complete(self, prompts: Sequence[str], ledger: Ledger, **options: Any) -> list[Reply]:
+        """One reply per prompt, from ``answer``."""
+        from evalframe.providers import Call, Reply
+
+        out: list[Reply] = []
+        for prompt in prompts:  # the distinct prompts of a run, as a judge endpoint gets them
+            self.prompts.append(prompt)
+            got = self.answer(prompt)
+            out.append(Reply(got if isinstance(got, str) else json.dumps(got)))
+        ledger.record(
+            Call(kind="judge", provider="local", model=self.name, items=len(prompts), free=True)
+        )
+        return out

@@ -26,6 +26,7 @@ _TREE = Path(__file__).parent / "data" / "answer-quality.dag.yaml"
 PARAMS = {
     "ordinal-distance": "ordinal-distance(scale=[low,medium,high])",
     "g-eval": 'g-eval(criteria="The answer is correct.")',
+    "conversational-g-eval": 'conversational-g-eval(criteria="The assistant is helpful.")',
     "pairwise": "pairwise(baseline=actual_output)",
     "dag": f"dag(tree={_TREE.as_posix()})",
     "rubric": 'rubric(rubric=["good=1: correct", "bad=0: wrong"])',

@@ -35,7 +35,7 @@ from evalframe.metrics.judge_toolbox import _dag_plan
 # --- the independent parser -------------------------------------------------------------------
 
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
-_LABEL = re.compile(r"([AR]?[1-9][0-9]*)\. (?=[\"{])")
+_LABEL = re.compile(r"([ACR]?[1-9][0-9]*)\. (?=[\"{])")
 _OWN_WORDS = re.compile(r"[0-9]+|yes|no|\([a-z ]+\)")
 _DECODER = json.JSONDecoder()
 
@@ -188,9 +188,10 @@ params = st.builds(
 def _frame(rows: list[Sample]) -> pl.DataFrame:
     trajectory = [{"tool_calls": s.calls, "steps": len(s.calls)} for s in rows]
     metadata = [
-        {"refusal_expected": True, "refusal_policy": s.policy, "plan": s.plan, "role": s.role}
+        {"refusal_expected": True, "refusal_policy": s.policy, "plan": s.plan, "role": s.role,
+         "topics": s.questions}
         for s in rows
-    ]
+    ]  # fmt: skip
     return pl.DataFrame(
         {
             "sample_id": [f"s{i}" for i in range(len(rows))],
@@ -216,6 +217,10 @@ def _metrics(p: Params) -> list[ef.metrics.Metric]:
         "prompt-alignment": {"instructions": p.instructions},
         "compliance": {"policy": p.policy},
         "role-violation": {"role": p.role},
+        "conversational-g-eval": {"criteria": p.criteria},
+        "argument-correctness": {"judge": True},
+        "step-efficiency": {"judge": True},
+        "prompt-injection": {"judge": True},
     }
     return [
         definition(d.name).bind(**given_params.get(d.name, {}))
@@ -366,6 +371,31 @@ def expected(need: JudgeNeed | JudgeReplies, s: Sample, p: Params) -> list[dict[
         "conversation.turn-faithfulness": [
             {"context": _lines(s.contexts), "conversation": turns}
         ],
+        "conversation.coherence": [{"conversation": turns}],
+        "conversation.resolution": [{"outcome": e, "conversation": turns}],
+        "conversation.topic-adherence": [
+            {"topics": _lines(s.questions), "conversation": turns}
+        ],
+        "conversation.tool-use": [
+            {"tools": own("(not given)"), "conversation": turns, "calls": own("(no tool calls)")}
+        ],
+        "conversation.g-eval": [
+            {"criteria": text(p.criteria),
+             "steps": _lines(s.steps) if s.steps else own("(no steps)"),
+             "outcome": e, "conversation": turns}
+        ],
+        "conversation.turn-contexts": [
+            {"outcome": e, "contexts": _lines(s.contexts, "C"), "conversation": turns}
+        ],
+        "conversation.turn-recall": [{"outcome": e, "contexts": _lines(s.contexts, "C")}],
+        # the judged agent variants send nothing for an episode without calls
+        "agent.argument-correctness": (
+            [{"question": q, "trajectory": trajectory}] if s.calls else []
+        ),
+        "agent.step-efficiency": (
+            [{"question": q, "trajectory": trajectory, "answer": a}] if s.calls else []
+        ),
+        "safety.prompt-injection": [{"question": q, "answer": a}],
     }  # fmt: skip
     for pid_ in ("toxicity", "bias", "harm-severity", "harmful-advice", "misuse"):
         table[f"safety.{pid_}"] = [{"question": q, "answer": a}]
@@ -396,6 +426,9 @@ def _check_every_prompt(rows: list[Sample], p: Params) -> set[str]:
             base = base.with_columns(_upstream(required, rows))
         for s, got in zip(rows, _rendered(need, base), strict=True):
             want = expected(need, s, p)
+            if not want:
+                assert got == [None], need.column
+                continue
             assert len(got) == len(want), need.column
             for prompt_text, fields in zip(got, want, strict=True):
                 assert prompt_text is not None, need.column
@@ -419,7 +452,7 @@ def test_every_judged_prompt_parses_back_into_exactly_the_fields_that_went_in(
 
 def test_every_judged_metric_is_covered() -> None:
     names = {d.name for d in available() if d.family in JUDGED_FAMILIES and d.needs is not None}
-    assert len(names) == 31
+    assert len(names) == 42
     covered = {m.name for m in _metrics(Params("c", ("i",), "b", "q", "f", "p", "r"))} | {"dag"}
     assert covered == names
 

@@ -103,9 +103,13 @@ def test_every_judged_metric_reports_the_versions_of_the_prompts_it_sends() -> N
         "role-violation": {"role": "A tutor."},
     }
     params["dag"] = {"tree": str(Path(__file__).parent / "data" / "answer-quality.dag.yaml")}
+    params["conversational-g-eval"] = {"criteria": "Helpful."}
+    # Deterministic metrics with a judged variant send prompts only with judge=true.
+    for name in ("argument-correctness", "step-efficiency", "prompt-injection"):
+        params[name] = {"judge": True}
     metrics = [definition(n).bind(**params.get(n, {})) for n in sorted(judged)]
     keys = prompt_keys(metrics)
-    assert len(keys) == len(metrics) == 31
+    assert len(keys) == len(metrics) == 42
     for metric_keys in keys.values():
         assert metric_keys
         assert all(k.split("@v")[0] in PROMPTS for k in metric_keys)

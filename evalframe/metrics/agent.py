@@ -20,6 +20,7 @@ import polars as pl
 
 from evalframe.core._njit import njit, worth_compiling
 from evalframe.core._trajectory import Expectations
+from evalframe.metrics import _conversation_judged as more
 from evalframe.metrics import _dialogue_judged as judged
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored
@@ -233,8 +234,14 @@ def tool_correctness(*, mode: ToolCorrectnessMode = "set") -> Scored:
     return trajectory_metric("tool-correctness", kernel, output, _plain(*fields), key=key)
 
 
-@metric("argument-correctness", family="agent", dimension="trajectory", derived=scoring_pass)
-def argument_correctness() -> Scored:
+@metric(
+    "argument-correctness",
+    family="agent",
+    dimension="trajectory",
+    derived=scoring_pass,
+    needs=lambda *, judge=False: more.agent_judged_needs("argument-correctness") if judge else [],
+)
+def argument_correctness(*, judge: bool = False) -> Scored:
     """The fraction of calls to specified tools whose arguments match the specification.
 
     A call counts when ``metadata.trajectory.tool_arguments`` has an entry for its tool;
@@ -242,7 +249,35 @@ def argument_correctness() -> Scored:
     with loose numbers of ``tool-called-with``). Unlike ``tool-called-with``, which asks
     whether each expected call happened, this grades every call the agent made. No call to
     a specified tool scores 1.0 with a note.
-    """
+
+    ``judge=true`` is harness-evals' judged variant: a judge model says of every tool call
+    whether its arguments are correct for the task (prompt ``agent.argument-correctness``,
+    one call per distinct episode, no specification needed); the score is the share it
+    finds correct, no calls 1.0 with a note. Details: the verdicts, the number of calls,
+    the prompt key.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):  # a scripted judge: the second call is judged wrong
+        ...     return {"verdicts": [{"call": 1, "ok": True, "reason": "r"},
+        ...                          {"call": 2, "ok": "refund" not in prompt, "reason": "r"}]}
+        >>> calls = {"a": [{"name": "get_order", "arguments": {"id": 41}},
+        ...                {"name": "refund", "arguments": {"order": 41}}],
+        ...          "b": [{"name": "get_order", "arguments": {"id": 41}},
+        ...                {"name": "get_order", "arguments": {"id": 41}}]}
+        >>> ds = ef.Dataset.from_records([{"id": k, "input": {"k": k}, "expected_output": ""}
+        ...                               for k in calls], name="demo")
+        >>> run = ef.evaluate(
+        ...     ds, system=lambda s: {"output": "", "trajectory": {"tool_calls": calls[s["k"]]}},
+        ...     metrics=["argument-correctness(judge=true)"],
+        ...     providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.5 {"verdicts":[{"call":1,"ok":true,"reason":"r"},{"call":2,"ok":false,"reason":"r"}],"calls":2,"note":null,"prompt":"agent.argument-correctness@v1"}
+        b 1.0 {"verdicts":[{"call":1,"ok":true,"reason":"r"},{"call":2,"ok":true,"reason":"r"}],"calls":2,"note":null,"prompt":"agent.argument-correctness@v1"}
+    """  # noqa: E501
+    if judge:
+        return more.agent_judged("argument-correctness")
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         specs = items_frame(expect.get_column("tool_arguments"), "spec").unnest("spec")
@@ -279,14 +314,47 @@ def argument_correctness() -> Scored:
     )
 
 
-@metric("step-efficiency", family="agent", dimension="trajectory", derived=scoring_pass)
-def step_efficiency() -> Scored:
+@metric(
+    "step-efficiency",
+    family="agent",
+    dimension="trajectory",
+    derived=scoring_pass,
+    needs=lambda *, judge=False: more.agent_judged_needs("step-efficiency") if judge else [],
+)
+def step_efficiency(*, judge: bool = False) -> Scored:
     """``min(1, optimal / steps)``: how close the agent came to the shortest path.
 
     ``optimal`` is ``metadata.trajectory.optimal_steps``, else the length of the expected
     tool sequence (``expected_tools``, ``tools`` or ``order``). Zero steps score 1.0. A row
     with neither is that row's error.
-    """
+
+    ``judge=true`` is harness-evals' judged variant, for episodes without a known optimum:
+    a judge model says of every tool call whether it was necessary (prompt
+    ``agent.step-efficiency``; a repeated, speculative or redundant call is not); the score
+    is the share of necessary calls, no calls 1.0 with a note.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):  # a scripted judge: the second call is judged wrong
+        ...     return {"verdicts": [{"call": 1, "ok": True, "reason": "r"},
+        ...                          {"call": 2, "ok": "refund" not in prompt, "reason": "r"}]}
+        >>> calls = {"a": [{"name": "get_order", "arguments": {"id": 41}},
+        ...                {"name": "refund", "arguments": {"order": 41}}],
+        ...          "b": [{"name": "get_order", "arguments": {"id": 41}},
+        ...                {"name": "get_order", "arguments": {"id": 41}}]}
+        >>> ds = ef.Dataset.from_records([{"id": k, "input": {"k": k}, "expected_output": ""}
+        ...                               for k in calls], name="demo")
+        >>> run = ef.evaluate(
+        ...     ds, system=lambda s: {"output": "", "trajectory": {"tool_calls": calls[s["k"]]}},
+        ...     metrics=["step-efficiency(judge=true)"],
+        ...     providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.5 {"verdicts":[{"call":1,"ok":true,"reason":"r"},{"call":2,"ok":false,"reason":"r"}],"calls":2,"note":null,"prompt":"agent.step-efficiency@v1"}
+        b 1.0 {"verdicts":[{"call":1,"ok":true,"reason":"r"},{"call":2,"ok":true,"reason":"r"}],"calls":2,"note":null,"prompt":"agent.step-efficiency@v1"}
+    """  # noqa: E501
+    if judge:
+        return more.agent_judged("step-efficiency")
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         optimal = pl.select(

@@ -1,7 +1,9 @@
 """Conversation metrics over the ``turns`` column: deterministic turn-latency,
 turn-token-cost and turn-efficiency, and judge-backed knowledge-retention, role-adherence,
 conversation-completeness, conversation-relevancy and turn-faithfulness (prompts and scoring in
-``metrics/_dialogue_judged.py``).
+``metrics/_dialogue_judged.py``), coherence, resolution, topic-adherence, tool-use,
+conversational-g-eval and turn-contextual-precision, -recall and -relevancy (in
+``metrics/_conversation_judged.py``).
 
 ``turns`` (``core/_turns.py``) holds one element per turn with ``role``, ``content``,
 ``tool_calls``, ``latency_ms`` and ``tokens``. turn-latency and turn-token-cost grade the
@@ -14,22 +16,32 @@ compares the number of turns with the sample's expected number.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import polars as pl
 
 from evalframe.core import schema as C
+from evalframe.core._errors import MetricError
 from evalframe.core._turns import TURNS, TURNS_COLUMN
+from evalframe.metrics import _conversation_judged as more
 from evalframe.metrics import _dialogue_judged as judged
 from evalframe.metrics._batched import sample_error
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Range, Scored
 
 __all__ = [
+    "coherence",
     "conversation_completeness",
     "conversation_relevancy",
+    "conversational_g_eval",
     "knowledge_retention",
+    "resolution",
     "role_adherence",
+    "tool_use",
+    "topic_adherence",
+    "turn_contextual_precision",
+    "turn_contextual_recall",
+    "turn_contextual_relevancy",
     "turn_efficiency",
     "turn_faithfulness",
     "turn_latency",
@@ -263,3 +275,395 @@ def turn_faithfulness() -> Scored:
     contexts is that row's error. Details as for knowledge-retention.
     """
     return judged.dialogue_scored("turn-faithfulness")
+
+
+@metric(
+    "coherence",
+    family="conversation",
+    dimension="correctness",
+    threshold=0.7,
+    needs=lambda: more.conversation_needs("coherence"),
+)
+def coherence() -> Scored:
+    """The share of assistant turns coherent with the conversation before them.
+
+    harness-evals' conversation_coherence. One judge call per distinct conversation (prompt
+    ``conversation.coherence``): one verdict per assistant turn, coherent when it addresses
+    what was said, keeps and does not contradict earlier turns, and changes topic naturally.
+    Details: the verdicts (turn, ok, reason), the number of assistant turns, the prompt key.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     ok = "refunded" in prompt
+        ...     return {"verdicts": [{"turn": 2, "ok": ok, "reason": "r"}]}
+        >>> chats = {
+        ...     "a": [{"role": "user", "content": "Refund order 41?"},
+        ...           {"role": "assistant", "content": "Done: order 41 is refunded."}],
+        ...     "b": [{"role": "user", "content": "Refund order 42?"},
+        ...           {"role": "assistant", "content": "Our shop opens at 9."}]}
+        >>> ds = ef.Dataset.from_records([{"id": k, "input": {"chat": k}, "expected_output":
+        ...     "The order is refunded."} for k in chats], name="demo")
+        >>> def bot(sample):
+        ...     return {"output": "", "turns": chats[sample["chat"]], "contexts": [
+        ...         "Orders are refunded within 3 days.", "The shop opens at 9."]}
+        >>> run = ef.evaluate(ds, system=bot, metrics=["coherence"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge),
+        ...                                          cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 1.0 {"verdicts":[{"turn":2,"ok":true,"reason":"r"}],"assistant_turns":1,"prompt":"conversation.coherence@v1"}
+        b 0.0 {"verdicts":[{"turn":2,"ok":false,"reason":"r"}],"assistant_turns":1,"prompt":"conversation.coherence@v1"}
+    """  # noqa: E501
+    return more.coherence()
+
+
+@metric(
+    "resolution",
+    family="conversation",
+    dimension="correctness",
+    threshold=0.7,
+    needs=lambda: more.conversation_needs("resolution"),
+)
+def resolution() -> Scored:
+    """Whether the conversation ended with the user's need met: resolved 1.0, partial 0.5,
+    unresolved 0.0.
+
+    harness-evals' conversation_resolution. The judge (prompt ``conversation.resolution``)
+    lists what was left open and labels the conversation, against the expected outcome when
+    the sample gives one (``metadata.expected_outcome``, else a string expected output).
+    Details: verdict, open items, reason, the expected outcome, the prompt key.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     verdict = "resolved" if "Done" in prompt else "unresolved"
+        ...     return {"open": [], "verdict": verdict, "reason": "r"}
+        >>> chats = {
+        ...     "a": [{"role": "user", "content": "Refund order 41?"},
+        ...           {"role": "assistant", "content": "Done: order 41 is refunded."}],
+        ...     "b": [{"role": "user", "content": "Refund order 42?"},
+        ...           {"role": "assistant", "content": "Our shop opens at 9."}]}
+        >>> ds = ef.Dataset.from_records([{"id": k, "input": {"chat": k}, "expected_output":
+        ...     "The order is refunded."} for k in chats], name="demo")
+        >>> def bot(sample):
+        ...     return {"output": "", "turns": chats[sample["chat"]], "contexts": [
+        ...         "Orders are refunded within 3 days.", "The shop opens at 9."]}
+        >>> run = ef.evaluate(ds, system=bot, metrics=["resolution"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge),
+        ...                                          cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 1.0 {"verdict":"resolved","open":[],"reason":"r","expected_outcome":"The order is refunded.","prompt":"conversation.resolution@v1"}
+        b 0.0 {"verdict":"unresolved","open":[],"reason":"r","expected_outcome":"The order is refunded.","prompt":"conversation.resolution@v1"}
+    """  # noqa: E501
+    return more.resolution()
+
+
+@metric(
+    "topic-adherence",
+    family="conversation",
+    dimension="trajectory",
+    threshold=0.7,
+    needs=lambda *, topics=(), mode="f1": more.conversation_needs("topic-adherence", topics=topics),
+)
+def topic_adherence(
+    *, topics: tuple[str, ...] = (), mode: Literal["f1", "precision", "recall"] = "f1"
+) -> Scored:
+    """How well the assistant answers on-topic questions and declines off-topic ones.
+
+    The allowed topics are ``topics``, else the sample's ``metadata.topics``. The judge
+    (prompt ``conversation.topic-adherence``) lists the user's questions, each on or off
+    the topics and answered or declined. With TP the on-topic questions answered, FP the
+    off-topic ones answered and FN the on-topic ones declined: precision TP/(TP+FP) (1.0
+    when nothing was answered), recall TP/(TP+FN) (1.0 when nothing was on topic), and
+    ``mode`` picks precision, recall or their F1 (the default), as Ragas' topic adherence.
+    Details: the questions, the three counts, precision, recall, the prompt key.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     answered = "refunded" in prompt
+        ...     return {"questions": [{"question": "refund?", "on_topic": True,
+        ...                            "answered": answered}], "reason": "r"}
+        >>> chats = {
+        ...     "a": [{"role": "user", "content": "Refund order 41?"},
+        ...           {"role": "assistant", "content": "Done: order 41 is refunded."}],
+        ...     "b": [{"role": "user", "content": "Refund order 42?"},
+        ...           {"role": "assistant", "content": "Our shop opens at 9."}]}
+        >>> ds = ef.Dataset.from_records([{"id": k, "input": {"chat": k}, "expected_output":
+        ...     "The order is refunded."} for k in chats], name="demo")
+        >>> def bot(sample):
+        ...     return {"output": "", "turns": chats[sample["chat"]], "contexts": [
+        ...         "Orders are refunded within 3 days.", "The shop opens at 9."]}
+        >>> run = ef.evaluate(ds, system=bot, metrics=["topic-adherence(topics=[orders])"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge),
+        ...                                          cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 1.0 {"questions":[{"question":"refund?","on_topic":true,"answered":true}],"answered_on_topic":1,"answered_off_topic":0,"declined_on_topic":0,"precision":1.0,"recall":1.0,"prompt":"conversation.topic-adherence@v1"}
+        b 0.0 {"questions":[{"question":"refund?","on_topic":true,"answered":false}],"answered_on_topic":0,"answered_off_topic":0,"declined_on_topic":1,"precision":1.0,"recall":0.0,"prompt":"conversation.topic-adherence@v1"}
+    """  # noqa: E501
+    if any(not t.strip() for t in topics):
+        raise MetricError("Metric 'topic-adherence' parameter 'topics' holds an empty topic.")
+    return more.topic_adherence(topics, mode)
+
+
+@metric(
+    "tool-use",
+    family="conversation",
+    dimension="trajectory",
+    threshold=0.7,
+    needs=lambda: more.conversation_needs("tool-use"),
+)
+def tool_use() -> Scored:
+    """How well the assistant used tools in the conversation: ``min(selection, arguments)``.
+
+    harness-evals' tool_use. The judge (prompt ``conversation.tool-use``) sees the
+    conversation, every tool call of its turns and the available tools (the names in
+    ``metadata.mcp.tools``, when given), says of each call whether it was the
+    right tool and had the right arguments, and names the tools that should have been
+    called and were not. selection = right tools / (calls + missing tools), arguments =
+    right arguments / calls (1.0 without calls). Details: the verdicts, the missing tools,
+    both fractions, the prompt key.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     return {"calls": [], "missing": [] if "refunded" in prompt else ["refund"],
+        ...             "reason": "r"}
+        >>> chats = {
+        ...     "a": [{"role": "user", "content": "Refund order 41?"},
+        ...           {"role": "assistant", "content": "Done: order 41 is refunded."}],
+        ...     "b": [{"role": "user", "content": "Refund order 42?"},
+        ...           {"role": "assistant", "content": "Our shop opens at 9."}]}
+        >>> ds = ef.Dataset.from_records([{"id": k, "input": {"chat": k}, "expected_output":
+        ...     "The order is refunded."} for k in chats], name="demo")
+        >>> def bot(sample):
+        ...     return {"output": "", "turns": chats[sample["chat"]], "contexts": [
+        ...         "Orders are refunded within 3 days.", "The shop opens at 9."]}
+        >>> run = ef.evaluate(ds, system=bot, metrics=["tool-use"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge),
+        ...                                          cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 1.0 {"calls":[],"missing_tools":[],"selection":1.0,"arguments":1.0,"prompt":"conversation.tool-use@v1"}
+        b 0.0 {"calls":[],"missing_tools":["refund"],"selection":0.0,"arguments":1.0,"prompt":"conversation.tool-use@v1"}
+    """  # noqa: E501
+    return more.tool_use()
+
+
+def _conversational_g_eval_needs(
+    *, criteria: str, steps: tuple[str, ...] | None = None, top_logprobs: int = 5
+) -> list[more.JudgeNeed]:
+    return [_g_eval_need(criteria, steps, top_logprobs)]
+
+
+def _g_eval_need(criteria: str, steps: tuple[str, ...] | None, top_logprobs: int) -> more.JudgeNeed:
+    from evalframe.metrics import judge_toolbox as toolbox
+
+    given = bool(steps)
+    steps_need = None if given else toolbox._steps_need(criteria)
+    shown = (
+        toolbox._listed(steps or ())
+        if given
+        else toolbox._block(
+            more.parsed(toolbox._steps_need(criteria)).struct.field("value").struct.field("steps"),
+            "(no steps)",
+        )
+    )
+    name = (
+        f"conversational-g-eval(criteria={toolbox._hash(criteria)},"
+        f"steps={toolbox._hash(list(steps)) if steps else 'generated'}"
+        f"{f',top_logprobs={top_logprobs}' if top_logprobs else ''})"
+    )
+    return more.g_eval_need(steps_need, shown, criteria, name, top_logprobs)
+
+
+@metric(
+    "conversational-g-eval",
+    family="conversation",
+    dimension="correctness",
+    threshold=0.7,
+    needs=_conversational_g_eval_needs,
+)
+def conversational_g_eval(
+    *,
+    criteria: str,
+    steps: tuple[str, ...] | None = None,
+    top_logprobs: Annotated[int, Range(ge=0, le=20)] = 5,
+) -> Scored:
+    """G-Eval over a whole conversation: a 1-5 rating by ``criteria``, mapped to [0, 1].
+
+    As ``g-eval`` (evaluation steps generated once per criteria unless ``steps`` are given,
+    shared with g-eval; the probability-weighted rating when the judge gives token logprobs),
+    with the conversation and its expected outcome in place of one answer (prompt
+    ``conversation.g-eval``). Details as for g-eval.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     return {"score": 5 if "Done" in prompt else 2, "reason": "r"}
+        >>> chats = {
+        ...     "a": [{"role": "user", "content": "Refund order 41?"},
+        ...           {"role": "assistant", "content": "Done: order 41 is refunded."}],
+        ...     "b": [{"role": "user", "content": "Refund order 42?"},
+        ...           {"role": "assistant", "content": "Our shop opens at 9."}]}
+        >>> ds = ef.Dataset.from_records([{"id": k, "input": {"chat": k}, "expected_output":
+        ...     "The order is refunded."} for k in chats], name="demo")
+        >>> def bot(sample):
+        ...     return {"output": "", "turns": chats[sample["chat"]], "contexts": [
+        ...         "Orders are refunded within 3 days.", "The shop opens at 9."]}
+        >>> run = ef.evaluate(ds, system=bot, metrics=['conversational-g-eval(criteria="Helpful.", steps=[Read it], top_logprobs=0)'],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge),
+        ...                                          cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 1.0 {"criteria":"Helpful.","steps":["Read it"],"rating":5,"reason":"r","probabilities":null,"expected_rating":5.0,"method":"rating","prompt":"conversation.g-eval@v1"}
+        b 0.25 {"criteria":"Helpful.","steps":["Read it"],"rating":2,"reason":"r","probabilities":null,"expected_rating":2.0,"method":"rating","prompt":"conversation.g-eval@v1"}
+    """  # noqa: E501
+    from evalframe.metrics.judge_toolbox import rated
+
+    if not criteria.strip():
+        raise MetricError(
+            "Metric 'conversational-g-eval' parameter 'criteria' must be non-empty text."
+        )
+    need = _g_eval_need(criteria, steps, top_logprobs)
+    scored = rated("conversational-g-eval", need, criteria, steps, top_logprobs)
+    missing = more.needs_turns("conversational-g-eval", assistant=False)
+    error = pl.coalesce(missing, scored.error)
+    return Scored(
+        score=pl.when(error.is_null()).then(scored.score),
+        error=error,
+        details=pl.when(error.is_null()).then(scored.details),
+        prepare=scored.prepare,
+    )
+
+
+@metric(
+    "turn-contextual-precision",
+    family="conversation",
+    dimension="groundedness",
+    threshold=0.5,
+    needs=lambda: more.conversation_needs("turn-contextual-precision"),
+)
+def turn_contextual_precision() -> Scored:
+    """Per assistant turn, the rank-weighted precision of the passages useful to it, averaged.
+
+    For each assistant turn, the judge (prompt ``conversation.turn-contexts``, one call per
+    conversation, shared with turn-contextual-relevancy) says which of the row's retrieved
+    ``contexts`` are useful to reach the expected outcome for that turn. A turn's score is
+    the mean of precision@k over the ranks k of the useful passages (0.0 when none is
+    useful); the metric's, the mean over the assistant turns. Needs an expected outcome
+    (``metadata.expected_outcome`` or a string expected output). Details: the verdicts,
+    each turn's score, the number of passages, the prompt key.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     first = "Done" in prompt
+        ...     return {"turns": [{"turn": 2, "contexts": [
+        ...         {"context": 1, "relevant": True, "useful": first},
+        ...         {"context": 2, "relevant": False, "useful": not first}]}]}
+        >>> chats = {
+        ...     "a": [{"role": "user", "content": "Refund order 41?"},
+        ...           {"role": "assistant", "content": "Done: order 41 is refunded."}],
+        ...     "b": [{"role": "user", "content": "Refund order 42?"},
+        ...           {"role": "assistant", "content": "Our shop opens at 9."}]}
+        >>> ds = ef.Dataset.from_records([{"id": k, "input": {"chat": k}, "expected_output":
+        ...     "The order is refunded."} for k in chats], name="demo")
+        >>> def bot(sample):
+        ...     return {"output": "", "turns": chats[sample["chat"]], "contexts": [
+        ...         "Orders are refunded within 3 days.", "The shop opens at 9."]}
+        >>> run = ef.evaluate(ds, system=bot, metrics=["turn-contextual-precision"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge),
+        ...                                          cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 1.0 {"turns":[{"turn":2,"contexts":[{"context":1,"relevant":true,"useful":true},{"context":2,"relevant":false,"useful":false}]}],"turn_scores":[1.0],"contexts":2,"prompt":"conversation.turn-contexts@v1"}
+        b 0.5 {"turns":[{"turn":2,"contexts":[{"context":1,"relevant":true,"useful":false},{"context":2,"relevant":false,"useful":true}]}],"turn_scores":[0.5],"contexts":2,"prompt":"conversation.turn-contexts@v1"}
+    """  # noqa: E501
+    return more.turn_contexts("precision")
+
+
+@metric(
+    "turn-contextual-recall",
+    family="conversation",
+    dimension="groundedness",
+    threshold=0.7,
+    needs=lambda: more.conversation_needs("turn-contextual-recall"),
+)
+def turn_contextual_recall() -> Scored:
+    """The share of the expected outcome's statements the retrieved passages support.
+
+    The judge (prompt ``conversation.turn-recall``) splits the expected outcome
+    (``metadata.expected_outcome``, else a string expected output) into statements and says
+    which the row's ``contexts`` support; an outcome with no statement scores 1.0. The
+    passages are the conversation's, so every turn shares this value. Details: the
+    statements, the reason, the prompt key.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     return {"statements": [{"statement": "the order is refunded",
+        ...                             "attributable": True}], "reason": "r"}
+        >>> chats = {
+        ...     "a": [{"role": "user", "content": "Refund order 41?"},
+        ...           {"role": "assistant", "content": "Done: order 41 is refunded."}],
+        ...     "b": [{"role": "user", "content": "Refund order 42?"},
+        ...           {"role": "assistant", "content": "Our shop opens at 9."}]}
+        >>> ds = ef.Dataset.from_records([{"id": k, "input": {"chat": k}, "expected_output":
+        ...     "The order is refunded."} for k in chats], name="demo")
+        >>> def bot(sample):
+        ...     return {"output": "", "turns": chats[sample["chat"]], "contexts": [
+        ...         "Orders are refunded within 3 days.", "The shop opens at 9."]}
+        >>> run = ef.evaluate(ds, system=bot, metrics=["turn-contextual-recall"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge),
+        ...                                          cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 1.0 {"statements":[{"statement":"the order is refunded","attributable":true}],"reason":"r","prompt":"conversation.turn-recall@v1"}
+        b 1.0 {"statements":[{"statement":"the order is refunded","attributable":true}],"reason":"r","prompt":"conversation.turn-recall@v1"}
+    """  # noqa: E501
+    return more.turn_recall()
+
+
+@metric(
+    "turn-contextual-relevancy",
+    family="conversation",
+    dimension="groundedness",
+    threshold=0.7,
+    needs=lambda: more.conversation_needs("turn-contextual-relevancy"),
+)
+def turn_contextual_relevancy() -> Scored:
+    """Per assistant turn, the share of the retrieved passages relevant to what the user
+    asked just before it, averaged over the turns.
+
+    The same judge call as turn-contextual-precision (its ``relevant`` verdicts). Details:
+    the verdicts, each turn's share, the number of passages, the prompt key.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     return {"turns": [{"turn": 2, "contexts": [
+        ...         {"context": 1, "relevant": "Done" in prompt, "useful": True},
+        ...         {"context": 2, "relevant": False, "useful": False}]}]}
+        >>> chats = {
+        ...     "a": [{"role": "user", "content": "Refund order 41?"},
+        ...           {"role": "assistant", "content": "Done: order 41 is refunded."}],
+        ...     "b": [{"role": "user", "content": "Refund order 42?"},
+        ...           {"role": "assistant", "content": "Our shop opens at 9."}]}
+        >>> ds = ef.Dataset.from_records([{"id": k, "input": {"chat": k}, "expected_output":
+        ...     "The order is refunded."} for k in chats], name="demo")
+        >>> def bot(sample):
+        ...     return {"output": "", "turns": chats[sample["chat"]], "contexts": [
+        ...         "Orders are refunded within 3 days.", "The shop opens at 9."]}
+        >>> run = ef.evaluate(ds, system=bot, metrics=["turn-contextual-relevancy"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge),
+        ...                                          cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.5 {"turns":[{"turn":2,"contexts":[{"context":1,"relevant":true,"useful":true},{"context":2,"relevant":false,"useful":false}]}],"turn_scores":[0.5],"contexts":2,"prompt":"conversation.turn-contexts@v1"}
+        b 0.0 {"turns":[{"turn":2,"contexts":[{"context":1,"relevant":false,"useful":true},{"context":2,"relevant":false,"useful":false}]}],"turn_scores":[0.0],"contexts":2,"prompt":"conversation.turn-contexts@v1"}
+    """  # noqa: E501
+    return more.turn_contexts("relevancy")

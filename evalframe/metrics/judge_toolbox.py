@@ -219,7 +219,17 @@ def g_eval(
     if not criteria.strip():
         raise MetricError("Metric 'g-eval' parameter 'criteria' must be non-empty text.")
     need = _rate_need(criteria, steps, top_logprobs, template)
-    r = pl.col("__g_eval")
+    return rated("g-eval", need, criteria, steps, top_logprobs)
+
+
+def rated(
+    name: str, need: JudgeNeed, criteria: str, steps: Sequence[str] | None, top_logprobs: int
+) -> Scored:
+    """Score, error and details of a G-Eval rating need (``g-eval``,
+    ``conversational-g-eval``): the probability-weighted rating with logprobs, else the
+    parsed one, mapped from 1-5 to [0, 1]."""
+    column, probs_column = f"__{name}", f"__{name}__probs"
+    r = pl.col(column)
     value, error = r.struct.field("value"), r.struct.field("error")
     rating = value.struct.field("score")
     out_of_range = rating.is_not_null() & ~rating.is_between(RATING_LOW, RATING_HIGH)
@@ -232,25 +242,25 @@ def g_eval(
     else:
         probs = pl.lit(None, pl.List(pl.Float64))
     ratings = pl.lit(list(range(RATING_LOW, RATING_HIGH + 1)), pl.List(pl.Float64))
-    weighted = (pl.col("__g_probs") * ratings).list.sum()
+    weighted = (pl.col(probs_column) * ratings).list.sum()
     expected = pl.coalesce(weighted, rating.cast(pl.Float64))
     ok = error.is_null() & rating.is_not_null() & ~out_of_range
     err = (
         pl.when(error.is_not_null())
-        .then(sample_error("g-eval judge failed: {}", error))
+        .then(sample_error(f"{name} judge failed: {{}}", error))
         .when(out_of_range)
-        .then(sample_error(f"g-eval rating {{}} is outside {RATING_LOW}-{RATING_HIGH}.", rating))
+        .then(sample_error(f"{name} rating {{}} is outside {RATING_LOW}-{RATING_HIGH}.", rating))
         .when(rating.is_null())
-        .then(_no_prompt("g-eval"))
+        .then(_no_prompt(name))
     )
     details = pl.struct(
         criteria=pl.lit(criteria),
         steps=_steps_expr(criteria, steps),
         rating=rating,
         reason=value.struct.field("reason"),
-        probabilities=pl.col("__g_probs"),
+        probabilities=pl.col(probs_column),
         expected_rating=pl.when(ok).then(expected),
-        method=pl.when(pl.col("__g_probs").is_not_null())
+        method=pl.when(pl.col(probs_column).is_not_null())
         .then(pl.lit("logprobs"))
         .otherwise(pl.lit("rating")),
         prompt=pl.lit(need.prompt.key),
@@ -259,7 +269,7 @@ def g_eval(
         score=pl.when(ok).then((expected - RATING_LOW) / (RATING_HIGH - RATING_LOW)),
         error=err,
         details=pl.when(ok).then(details),
-        prepare={"__g_eval": reply(need), "__g_probs": probs},
+        prepare={column: reply(need), probs_column: probs},
     )
 
 
