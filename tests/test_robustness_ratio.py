@@ -1,5 +1,6 @@
-"""environment-robustness and fault-robustness: harness-evals' documented cases (the ratio and
-its precomputed per-row form), repetitions, and the ratio against a plain reference."""
+"""environment-robustness, fault-robustness and prompt-robustness(measure=ratio): harness-evals'
+documented cases (the ratio and its precomputed per-row form), repetitions, and the ratio
+against a plain reference."""
 
 from __future__ import annotations
 
@@ -138,10 +139,12 @@ def test_the_ratio_matches_a_plain_reference(
         for v, (kind, runs) in enumerate(variants):
             meta = {"variant_of": f"g{g}", kind: f"label{v}"}
             samples.append((f"g{g}-v{v}", meta, ["ok" if o else "no" for o in runs]))
-    for kind in ("fault", "environment"):
-        rows = scores(f"{kind}-robustness", samples)
+    for kind in ("fault", "environment", "prompt"):
+        spec = "prompt-robustness(measure=ratio)" if kind == "prompt" else f"{kind}-robustness"
+        rows = scores(spec, samples)
         for g, (original, variants) in enumerate(groups):
-            runs = [o for k, rs in variants if k == kind for o in rs]
+            # harness-evals' prompt_robustness: every variant of the group counts
+            runs = [o for k, rs in variants if kind in (k, "prompt") for o in rs]
             got = rows[f"g{g}"]
             if not runs:
                 assert got["score"] is None

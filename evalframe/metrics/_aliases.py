@@ -29,6 +29,10 @@ HARNESS_EVALS: Final = {
     "calibration": ("calibration-error(threshold=0.7)", "calibration"),
     "tool-selection": ("tool-correctness(mode=multiset, threshold=0.7)", "tool_selection"),
     "tool-argument-match": ("tool-called-with", "tool_argument_match (subset pairing)"),
+    "conversation-coherence": ("coherence", "conversation_coherence"),
+    "conversation-resolution": ("resolution", "conversation_resolution"),
+    "conversational-geval": ("conversational-g-eval", "conversational_geval"),
+    "mcp-trace-completeness": ("trace-completeness", "mcp_trace_completeness"),
 }
 """Alias -> (target spec, harness-evals' name)."""
 

@@ -422,7 +422,10 @@ VARIANT_OF = "variant_of"
     needs=_needs,
 )
 def prompt_robustness(
-    *, metric: str = "exact-match", spread: Literal["stddev", "range"] = "stddev"
+    *,
+    metric: str = "exact-match",
+    spread: Literal["stddev", "range"] = "stddev",
+    measure: Literal["spread", "ratio"] = "spread",
 ) -> Scored:
     """One minus the spread of the inner metric's scores across a sample's perturbed variants.
 
@@ -431,9 +434,15 @@ def prompt_robustness(
     spread is over every scored repetition of every member: ``2 * stddev`` (population),
     or ``max - min`` with ``spread="range"``. Every member of a group gets its score.
 
+    ``measure=ratio`` is harness-evals' prompt_robustness instead: ``min(1, accuracy of
+    the variants' runs / accuracy of the original's)``, as environment-robustness computes
+    it over every variant of the group (``spread`` does not apply).
+
     Returns:
         Float64 in [0, 1]; null (an error) when fewer than 2 members of the group scored.
     """
+    if measure == "ratio":
+        return _robustness("prompt-robustness", None, metric)
     inner = _inner("prompt-robustness", metric)
     score, _, scored = _inner_results(inner)
     window = pl.col("prompt-robustness__group")
@@ -472,14 +481,15 @@ def prompt_robustness(
     )
 
 
-def _robustness(name: str, kind: str, metric: str) -> Scored:
+def _robustness(name: str, kind: str | None, metric: str) -> Scored:
     """The accuracy ratio ``min(1, accuracy of the perturbed runs / of the original's)`` over
-    each variant group, the variants being those labelled ``metadata.<kind>``; or a row's
-    precomputed ``metadata.nominal_passed`` / ``perturbed_results`` (harness-evals' form)."""
+    each variant group, the variants being those labelled ``metadata.<kind>`` (every variant
+    without a ``kind``); or a row's precomputed ``metadata.nominal_passed`` /
+    ``perturbed_results`` (harness-evals' form)."""
     inner = _inner(name, metric)
     _, passed, scored = _inner_results(inner)
     variant_of = C.metadata_field(VARIANT_OF)
-    label = C.metadata_field(kind)
+    label = C.metadata_field(kind) if kind is not None else variant_of
     window = pl.col(f"{name}__group")
     original = variant_of.is_null()
     perturbed = variant_of.is_not_null() & label.is_not_null()
@@ -531,6 +541,9 @@ def _robustness(name: str, kind: str, metric: str) -> Scored:
             sample_error(
                 f"has no {kind} variants for {name} metric: link variants to their original "
                 f"with metadata.variant_of and label each with metadata.{kind}."
+                if kind is not None
+                else f"has no variants for {name} metric: link variants to their original "
+                "with metadata.variant_of."
             )
         )
     )
