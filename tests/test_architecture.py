@@ -148,6 +148,7 @@ def test_public_names_are_pinned() -> None:
         "citation_groundedness",
         "coherence",
         "compliance",
+        "composite",
         "contains",
         "context_entity_recall",
         "context_precision",

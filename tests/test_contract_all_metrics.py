@@ -27,6 +27,7 @@ PARAMS = {
     "ordinal-distance": "ordinal-distance(scale=[low,medium,high])",
     "g-eval": 'g-eval(criteria="The answer is correct.")',
     "conversational-g-eval": 'conversational-g-eval(criteria="The assistant is helpful.")',
+    "composite": "composite(metrics=[exact-match, rouge-l], weights=[1, 2])",
     "pairwise": "pairwise(baseline=actual_output)",
     "dag": f"dag(tree={_TREE.as_posix()})",
     "rubric": 'rubric(rubric=["good=1: correct", "bad=0: wrong"])',

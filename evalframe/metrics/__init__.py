@@ -139,6 +139,7 @@ if TYPE_CHECKING:  # the families load with the registry, not at import
     )
     from evalframe.metrics.similarity import bleu, levenshtein
     from evalframe.metrics.structural import (
+        composite,
         json_diff,
         json_schema,
         json_valid,
@@ -185,6 +186,7 @@ __all__ = [
     "citation_groundedness",
     "coherence",
     "compliance",
+    "composite",
     "contains",
     "context_entity_recall",
     "context_precision",

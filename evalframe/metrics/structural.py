@@ -14,6 +14,7 @@ read with evalframe's YAML 1.2 reader once per distinct text.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Annotated, Any, Final, Literal
 
 import numpy as np
@@ -23,10 +24,17 @@ from evalframe.core import schema as C
 from evalframe.core._errors import MetricError
 from evalframe.metrics._batched import batched, sample_error
 from evalframe.metrics._json_scan import json_leaves
-from evalframe.metrics._registry import metric
-from evalframe.metrics._spec import Range, Scored
+from evalframe.metrics._registry import get, metric
+from evalframe.metrics._spec import Derived, Metric, Need, Range, Scored
 
-__all__ = ["json_diff", "json_leaves", "json_schema", "json_valid", "structural_similarity"]
+__all__ = [
+    "composite",
+    "json_diff",
+    "json_leaves",
+    "json_schema",
+    "json_valid",
+    "structural_similarity",
+]
 
 _ACTUAL = pl.col(C.ACTUAL_OUTPUT)
 _EXPECTED = pl.col(C.EXPECTED_OUTPUT)
@@ -588,4 +596,123 @@ def structural_similarity(
                 _SIMILARITY_OUTPUT,
             )
         },
+    )
+
+
+# --- composite ---------------------------------------------------------------------------------
+
+
+def _parts(metrics: Sequence[str]) -> list[Metric]:
+    """The composite's metrics, resolved (a composite inside a composite is refused)."""
+    if not metrics:
+        raise MetricError("Metric 'composite' parameter 'metrics' must name at least one metric.")
+    parts = [get(spec) for spec in metrics]
+    if any(p.name == "composite" for p in parts):
+        raise MetricError("Metric 'composite' cannot hold another composite.")
+    ids = [p.id for p in parts]
+    if len(set(ids)) != len(ids):
+        raise MetricError(f"Metric 'composite' lists a metric twice: {', '.join(ids)}.")
+    return parts
+
+
+def _composite_derived(*, metrics: Sequence[str], **_: object) -> list[Derived]:
+    found: dict[str, Derived] = {}
+    for part in _parts(metrics):
+        for d in part.derived():
+            found.setdefault(d.column, d)
+    return list(found.values())
+
+
+def _composite_needs(*, metrics: Sequence[str], **_: object) -> list[Need]:
+    return [n for part in _parts(metrics) for n in part.needs()]
+
+
+@metric(
+    "composite",
+    family="structural",
+    threshold=0.85,
+    derived=_composite_derived,
+    needs=_composite_needs,
+)
+def composite(
+    *,
+    metrics: tuple[str, ...],
+    weights: Annotated[tuple[float, ...], Range(ge=0)] | None = None,
+    on_error: Literal["error", "zero", "skip"] = "error",
+) -> Scored:
+    """A weighted mean of other metrics' scores: several checks as one score.
+
+    harness-evals' composite weighs sub-checks; here each check is a metric spec in
+    ``metrics`` (``composite(metrics=[json-schema, json-diff, "numeric-diff(abs_tol=1)"],
+    weights=[1, 2, 1])``), all computed in the same pass as on their own. The score is
+    ``sum(w_i * s_i) / sum(w_i)`` over the parts (weights default to 1 each). A part that
+    cannot score a row makes the row an error naming it (``on_error=error``), counts 0.0
+    with its weight (``zero``, harness-evals' rule), or is left out (``skip``; an error when
+    every part is). Details: each part's id, weight and score.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "a", "input": {"q": "?"}, "expected_output": "Paris"},
+        ...     {"id": "b", "input": {"q": "?"}, "expected_output": "Paris"}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"a": "Paris", "b": "It is Paris."},
+        ...                   metrics=["composite(metrics=[exact-match, contains], weights=[1, 3])"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 1.0 {"parts":[{"metric":"exact-match","weight":1.0,"score":1.0},{"metric":"contains","weight":3.0,"score":1.0}]}
+        b 0.75 {"parts":[{"metric":"exact-match","weight":1.0,"score":0.0},{"metric":"contains","weight":3.0,"score":1.0}]}
+    """  # noqa: E501
+    parts = _parts(metrics)
+    w = list(weights) if weights is not None else [1.0] * len(parts)
+    if len(w) != len(parts):
+        raise MetricError(
+            f"Metric 'composite' has {len(parts)} metrics and {len(w)} weights; give one "
+            "weight per metric."
+        )
+    if sum(w) <= 0:
+        raise MetricError("Metric 'composite' parameter 'weights' must not all be 0.")
+    prepare: dict[str, pl.Expr] = {}
+    scores, reasons = [], []
+    for part in parts:  # the composite's parts, not rows
+        scored = part.expressions()
+        clash = set(prepare) & set(scored.prepare)
+        if clash:
+            raise MetricError(
+                f"Metric 'composite' cannot combine metrics that share the intermediate "
+                f"column {sorted(clash)[0]!r} ({part.id}); score them separately."
+            )
+        prepare.update(scored.prepare)
+        s = scored.score.cast(pl.Float64)
+        bad = s.is_null() | (scored.error.is_not_null() if scored.error is not None else False)
+        scores.append(pl.when(~bad).then(s))
+        why = scored.error if scored.error is not None else pl.lit("not scored", pl.String)
+        reasons.append(pl.when(bad).then(pl.format("{}: {}", pl.lit(part.id), why)))
+    if on_error == "skip":
+        used = [
+            pl.when(s.is_not_null()).then(pl.lit(wi)).otherwise(0.0)
+            for s, wi in zip(scores, w, strict=True)
+        ]
+    else:
+        used = [pl.lit(wi, pl.Float64) for wi in w]
+    total = pl.sum_horizontal(*(s.fill_null(0.0) * wi for s, wi in zip(scores, w, strict=True)))
+    weight = pl.sum_horizontal(*used)
+    first_bad = pl.coalesce(reasons)
+    error = (
+        pl.when(first_bad.is_not_null()).then(sample_error("composite metric: {}", first_bad))
+        if on_error == "error"
+        else pl.when(weight == 0).then(
+            sample_error("composite metric: no part scored the row; first: {}", first_bad)
+        )
+    )
+    details = pl.concat_list(
+        [
+            pl.struct(metric=pl.lit(p.id), weight=pl.lit(wi, pl.Float64), score=s)
+            for p, wi, s in zip(parts, w, scores, strict=True)
+        ]
+    )
+    return Scored(
+        score=pl.when(error.is_null()).then((total / weight).clip(0.0, 1.0)),
+        error=error,
+        details=pl.when(error.is_null()).then(pl.struct(parts=details)),
+        prepare=prepare,
     )
