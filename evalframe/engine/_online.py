@@ -207,7 +207,7 @@ class _Capturer:
             self.count("invalid")
         return None
 
-    def _checked_row(self, item: tuple[Any, ...]) -> dict[str, Any] | None:
+    def _checked_row(self, item: tuple[Any, ...]) -> dict[str, Any]:
         dataset, sample_id, input_, actual, expected, at = item
         input_value = to_json_value(input_, "input")
         expected_value = to_json_value(expected, "expected") if expected is not None else None
