@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -231,3 +232,43 @@ assert "numba" not in sys.modules, "numba was imported"
     assert len(doc["samples"]) == 12
     assert doc["metric_ids"] == ["exact-match", "contains", "rouge-l", "bleu", "json-valid",
                                  "json-diff"]  # fmt: skip
+
+
+def test_a_first_compile_says_so_once(tmp_path: Path) -> None:
+    """A kernel family compiling (an empty cache) says so once on stderr; a later process,
+    finding the cache, says nothing."""
+    script = """
+import polars as pl
+from evalframe.metrics.similarity import bleu_statistics
+h, r = pl.Series(["the cat sat on the mat"] * 3), pl.Series(["the cat sat"] * 3)
+assert bleu_statistics(h, r).equals(bleu_statistics(h, r))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env |= {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "EVALFRAME_KERNELS": "compiled"}
+    notice = "evalframe: compiling BLEU, once per environment..."
+    for count in (1, 0):
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.count(notice) == count, done.stderr
+
+
+def test_the_notice_is_quiet_with_quiet(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evalframe.core import _njit, _progress
+
+    monkeypatch.setattr(_njit.Kernel, "cached", lambda self: False)
+    monkeypatch.setattr(_njit, "_ANNOUNCED", set())
+    kernel = _njit.njit(lambda x: x)
+    _progress.set_quiet(True)
+    try:
+        _njit.compiling("a family", kernel)
+    finally:
+        _progress.set_quiet(False)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(_njit, "_ANNOUNCED", set())
+    _njit.compiling("a family", kernel)
+    _njit.compiling("a family", kernel)
+    assert capsys.readouterr().err == "evalframe: compiling a family, once per environment...\n"

@@ -13,6 +13,7 @@ import click
 
 from evalframe._version import __version__
 from evalframe.core._errors import EvalframeError
+from evalframe.core._progress import set_quiet
 
 __all__ = ["cli", "main"]
 
@@ -20,12 +21,18 @@ __all__ = ["cli", "main"]
 class _Group(click.Group):
     """Turns evalframe's errors into a message and exit code 2, never a traceback."""
 
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        set_quiet(False)  # until this command line says --quiet
+        return super().make_context(*args, **kwargs)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except (EvalframeError, FileNotFoundError, ValueError, ModuleNotFoundError) as exc:
             click.echo(f"error: {exc}", err=True)
             raise SystemExit(2) from None
+        finally:
+            set_quiet(False)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -44,6 +51,7 @@ def _register_commands() -> None:
         _metrics,
         _online,
         _options,
+        _quiet,
         _report,
         _run,
         _run_set,
@@ -66,6 +74,7 @@ def _register_commands() -> None:
     cli.add_command(_convert.convert)
     cli.add_command(_view.view)
     _options.guard_commands(cli)
+    _quiet.add_quiet(cli)
 
 
 _register_commands()

@@ -32,6 +32,7 @@ from evalframe.cli._options import (
 )
 from evalframe.cli._profiles import profile_option
 from evalframe.core._errors import StoreError, StrictModeError
+from evalframe.core._progress import showing
 from evalframe.engine._evaluate import MAX_REPETITIONS
 
 if TYPE_CHECKING:
@@ -256,7 +257,9 @@ def run(
     # The report comes first and the store second: a store that cannot be written must not
     # cost the (possibly long and paid-for) scoring; nor must a report that cannot be.
     try:
-        emit(text, out, note=f" (run {result.run_id})")
+        # the report flowing onto a terminal is its own progress
+        with showing(False if out is None and sys.stdout.isatty() else None):
+            emit(text, out, note=f" (run {result.run_id})")
     finally:
         if store_path is not None and not saved:
             _save(result, store_path, out)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from evalframe.core._errors import ClusterError, EvalframeError
+from evalframe.core._progress import track
 
 __all__ = ["gather", "submit_each"]
 
@@ -31,14 +32,17 @@ def submit_each(
     return futures
 
 
-def gather(client: Any, futures: Any, *, cluster: str) -> Any:
-    """The futures' results.
+def gather(client: Any, futures: Sequence[Any], *, cluster: str) -> Any:
+    """The futures' results, their progress shown as they finish.
 
     Raises:
         ClusterError: the cluster failed (nothing of the run was saved).
     """
     try:
-        return client.gather(futures)
+        with track("Dask tasks", len(futures), unit="tasks") as advance:
+            for future in futures:
+                future.add_done_callback(lambda _: advance(1))
+            return client.gather(futures)
     except EvalframeError:
         raise
     except Exception as exc:  # Dask's own failures: lost scheduler, killed workers, timeouts

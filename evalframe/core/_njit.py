@@ -34,7 +34,6 @@ Examples:
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import types
 from collections.abc import Callable, Iterator
@@ -188,12 +187,11 @@ def compiling(what: str, *kernels: Kernel[Any, Any]) -> None:
     if what in _ANNOUNCED:
         return
     _ANNOUNCED.add(what)
-    from evalframe.core._progress import quiet
+    from evalframe.core._progress import note, quiet
 
     if quiet() or all(k.cached() for k in kernels):
         return
-    sys.stderr.write(f"evalframe: compiling {what}, once per environment...\n")
-    sys.stderr.flush()
+    note(f"evalframe: compiling {what}, once per environment...")
 
 
 def kernel_int(value: int) -> int:

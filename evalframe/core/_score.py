@@ -16,8 +16,11 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._errors import DatasetError
+from evalframe.core._progress import track
 
 __all__ = ["Scorable", "score"]
+
+_TRACKED_ROWS = 50_000
 
 
 class Scorable(Protocol):
@@ -149,21 +152,25 @@ def score(
     )
     blocked = frame.select(no_output.alias("blocked")).to_series()
     parts = []
-    for m in metrics:
-        try:
-            if m.id in failed:
-                raise RuntimeError(failed[m.id])
-            rows = _metric_rows(frame, m)
-        except Exception as exc:  # one broken metric must not lose the others' scores
-            message = f"Metric '{m.id}' failed: {type(exc).__name__}: {exc}"
-            rows = frame.select(
-                pl.col(C.SAMPLE_ID),
-                pl.col(C.REPETITION),
-                pl.lit(None, pl.Float64).alias(C.SCORE),
-                pl.lit(message).alias(C.ERROR),
-                pl.lit(None, pl.String).alias("details"),
-            )
-        parts.append(_finish(rows.with_columns(blocked=blocked), m, run_id))
+    # A large frame's scoring, metric by metric (a small one's is over in well under 1 s).
+    show = None if frame.height >= _TRACKED_ROWS else False
+    with track("scoring", frame.height * len(metrics), unit="scores", show=show) as advance:
+        for m in metrics:
+            try:
+                if m.id in failed:
+                    raise RuntimeError(failed[m.id])
+                rows = _metric_rows(frame, m)
+            except Exception as exc:  # one broken metric must not lose the others' scores
+                message = f"Metric '{m.id}' failed: {type(exc).__name__}: {exc}"
+                rows = frame.select(
+                    pl.col(C.SAMPLE_ID),
+                    pl.col(C.REPETITION),
+                    pl.lit(None, pl.Float64).alias(C.SCORE),
+                    pl.lit(message).alias(C.ERROR),
+                    pl.lit(None, pl.String).alias("details"),
+                )
+            parts.append(_finish(rows.with_columns(blocked=blocked), m, run_id))
+            advance(frame.height)
     if not parts:
         return pl.DataFrame(schema=C.SCORES_SCHEMA)
     return pl.concat(parts, how="vertical")

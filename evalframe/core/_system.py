@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
-import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import contextmanager
 from typing import Any
 
 import polars as pl
@@ -34,6 +31,7 @@ from evalframe.core._contexts import (
 )
 from evalframe.core._dataset_columns import lone_surrogate_in
 from evalframe.core._outputs import CONFIDENCE
+from evalframe.core._progress import track
 from evalframe.core._rate import RateLimit
 from evalframe.core._trajectory import recording
 from evalframe.core._turns import agent_result, with_agent_columns
@@ -44,36 +42,6 @@ System = Callable[[dict[str, Any]], Any]
 
 STARTED_AT = "started_at"
 """The outputs column of when each call to the system began (epoch seconds)."""
-
-
-def _show_progress(progress: bool | None) -> bool:
-    if progress is not None:
-        return progress
-    return sys.stderr.isatty() and not os.environ.get("CI")
-
-
-@contextmanager
-def _progress_bar(total: int, enabled: bool, label: str) -> Iterator[Callable[[], None]]:
-    if not enabled:
-        yield lambda: None
-        return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        transient=True,
-    ) as bar:
-        task = bar.add_task(label, total=total)
-        yield lambda: bar.advance(task)
 
 
 _Result = tuple[str | None, str | None, float, Parsed | None, dict[str, Any]]
@@ -189,7 +157,7 @@ def call_system(
     results: list[_Result] = [(None, None, 0.0, None, {})] * len(jobs)
     began = [0.0] * len(jobs)
     with (
-        _progress_bar(len(jobs), _show_progress(progress), "calling system") as advance,
+        track("calling the system under test", len(jobs), unit="calls", show=progress) as advance,
         ThreadPoolExecutor(max_workers=concurrency) as pool,
     ):
         futures = {

@@ -14,6 +14,7 @@ from evalframe.core import schema as C
 from evalframe.core._dataset import Dataset, read_dataset
 from evalframe.core._errors import DatasetError, MetricError, StoreError, StrictModeError
 from evalframe.core._outputs import align_outputs, read_outputs
+from evalframe.core._progress import showing
 from evalframe.core._rate import RateLimit
 from evalframe.core._run import Run
 from evalframe.core._system import System, call_system
@@ -130,7 +131,9 @@ def evaluate(
         repetitions: executions per row (default: the dataset's ``repetitions``, else 1),
             from 1 to ``MAX_REPETITIONS`` (1000).
         concurrency: system calls in flight at once.
-        progress: show a progress bar (default: when stderr is a terminal).
+        progress: show the progress of long work (system calls, embedding, judge calls,
+            scoring) on stderr: default when stderr is a terminal or in Jupyter, and not
+            quiet; ``False`` never, ``True`` always.
         name: the run's name (default: the dataset name).
         labels: free-form labels stored with the run.
         providers: embeddings/judge providers for model-backed metrics.
@@ -211,62 +214,68 @@ def evaluate(
     if checkpoint_every is not None and checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be at least 1; got {checkpoint_every}.")
     run_id = resume or run_id or uuid.uuid4().hex[:16]
-    produced: pl.DataFrame | None
-    if system is not None and checkpointed:
-        from evalframe.engine._checkpoint import call_with_checkpoints
-        from evalframe.store import as_store
+    with showing(progress):  # every progress display of the evaluation
+        produced: pl.DataFrame | None
+        if system is not None and checkpointed:
+            from evalframe.engine._checkpoint import call_with_checkpoints
+            from evalframe.store import as_store
 
-        produced = call_with_checkpoints(
-            base,
-            system,
-            store=as_store(store),  # type: ignore[arg-type]
-            run_id=run_id,
-            dataset=ds.name,
-            repetitions=reps,
-            every=checkpoint_every or 100,
-            resume=resume is not None,
-            concurrency=concurrency,
-            progress=progress,
-            rate=rate,
-        )
-    elif system is not None:
-        produced = call_system(
-            base, system, repetitions=reps, concurrency=concurrency, progress=progress, rate=rate
-        )
-    elif dask is not None:
-        produced = None  # read by the cluster's workers below
-    elif outputs is not None:
-        aligned = align_outputs(ds, _as_outputs(outputs))
-        produced = pl.concat(
-            [aligned.with_columns(pl.lit(r, pl.Int64).alias(C.REPETITION)) for r in range(reps)]
-        )
-    if context is not None:
-        context.begin_run()  # usage, cost, budget and deadline are per run
-    baselines = _run_baselines(resolved, baselines_from or store)
-    if produced is None:
-        from evalframe.engine._on_dask import evaluate_on_dask
+            produced = call_with_checkpoints(
+                base,
+                system,
+                store=as_store(store),  # type: ignore[arg-type]
+                run_id=run_id,
+                dataset=ds.name,
+                repetitions=reps,
+                every=checkpoint_every or 100,
+                resume=resume is not None,
+                concurrency=concurrency,
+                progress=progress,
+                rate=rate,
+            )
+        elif system is not None:
+            produced = call_system(
+                base,
+                system,
+                repetitions=reps,
+                concurrency=concurrency,
+                progress=progress,
+                rate=rate,
+            )
+        elif dask is not None:
+            produced = None  # read by the cluster's workers below
+        elif outputs is not None:
+            aligned = align_outputs(ds, _as_outputs(outputs))
+            produced = pl.concat(
+                [aligned.with_columns(pl.lit(r, pl.Int64).alias(C.REPETITION)) for r in range(reps)]
+            )
+        if context is not None:
+            context.begin_run()  # usage, cost, budget and deadline are per run
+        baselines = _run_baselines(resolved, baselines_from or store)
+        if produced is None:
+            from evalframe.engine._on_dask import evaluate_on_dask
 
-        frame, scores = evaluate_on_dask(
-            dask,
-            ds,
-            outputs,
-            resolved,
-            repetitions=reps,
-            run_id=run_id,
-            context=context,
-            baselines=baselines,
-        )
-    else:
-        from evalframe.metrics.judge_toolbox import attach_baseline
+            frame, scores = evaluate_on_dask(
+                dask,
+                ds,
+                outputs,
+                resolved,
+                repetitions=reps,
+                run_id=run_id,
+                context=context,
+                baselines=baselines,
+            )
+        else:
+            from evalframe.metrics.judge_toolbox import attach_baseline
 
-        frame = produced.join(base, on=C.SAMPLE_ID, how="left", maintain_order="left")
+            frame = produced.join(base, on=C.SAMPLE_ID, how="left", maintain_order="left")
+            if strict:
+                _abort_on_system_error(frame)
+            for baseline, stored in baselines.items():
+                frame = attach_baseline(frame, baseline, stored)
+            scores = score(frame, resolved, run_id=run_id, context=context)
         if strict:
-            _abort_on_system_error(frame)
-        for baseline, stored in baselines.items():
-            frame = attach_baseline(frame, baseline, stored)
-        scores = score(frame, resolved, run_id=run_id, context=context)
-    if strict:
-        _abort_on_metric_error(scores)
+            _abort_on_metric_error(scores)
     finished = time.time()
     # Whether repetitions can differ: a system under test is called again for each one.
     extra: dict[str, Any] = {"outputs": "system" if system is not None else "saved"}

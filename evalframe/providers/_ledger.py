@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -210,6 +210,14 @@ class Ledger:
         self._spent = 0.0
         self._halted = False
         self._unpriced: str | None = None  # a model a budget cannot bind on
+        self.on_progress: Callable[[int], None] | None = None
+
+    def progressed(self, items: int) -> None:
+        """Clients call this as items are done (texts embedded, prompts answered), for the
+        progress display of the call under way (``on_progress``, set by ``Providers``)."""
+        hook = self.on_progress
+        if hook is not None:
+            hook(items)
 
     # -- recording ------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from evalframe.core._errors import ProviderError
 from evalframe.providers._base import Embedded, Vector
 from evalframe.providers._ledger import Call, Ledger
 
-__all__ = ["MODEL_NAME", "MODEL_SHA256", "TOKENIZER_SHA256", "OnnxEmbedder"]
+__all__ = ["CHUNK", "MODEL_NAME", "MODEL_SHA256", "TOKENIZER_SHA256", "OnnxEmbedder"]
 
 MODEL_NAME: Final = "all-MiniLM-L6-v2-int8"
 MODEL_SHA256: Final = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -39,6 +39,8 @@ _INSTALL_HINT: Final = (
 _CLS, _SEP = 101, 102
 _SENTENCE_MAX: Final = 256  # word pieces per text for sentence vectors, as sentence-transformers
 _WINDOW: Final = 510  # word pieces per window for token vectors (512 positions less CLS, SEP)
+CHUNK: Final = 1024
+"""Texts tokenised and run at a time: the embedder's working memory is one chunk's."""
 
 
 def _sha256(path: Path) -> str:
@@ -179,21 +181,29 @@ class OnnxEmbedder:
         return out
 
     def embed(self, texts: Sequence[str], ledger: Ledger) -> Embedded:
-        """Sentence vectors: mean-pooled, L2-normalised, 384 float32 values per text."""
+        """Sentence vectors: mean-pooled, L2-normalised, 384 float32 values per text.
+
+        Texts are tokenised and run ``CHUNK`` at a time, each chunk's hidden states pooled
+        before the next is read: the working memory is one chunk's, whatever the count.
+        """
         if not texts:
             return Embedded([], [])
         started = time.perf_counter()
+        vectors: list[Vector | None] = []
+        pieces = 0
         with self._lock:
             session, tokenizer = self._session()
-            encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
-            rows = [[_CLS, *e.ids[: _SENTENCE_MAX - 2], _SEP] for e in encodings]
-            hidden = self._forward(session, rows)
-        vectors: list[Vector | None] = []
-        for h in hidden:  # one pooled vector per text
-            pooled = h.mean(axis=0, dtype=np.float32)
-            norm = float(np.linalg.norm(pooled))
-            vectors.append((pooled / norm if norm > 0 else pooled).astype(np.float32))
-        self._record(ledger, started, sum(len(r) for r in rows), len(texts))
+            for start in range(0, len(texts), CHUNK):
+                chunk = list(texts[start : start + CHUNK])
+                encodings = tokenizer.encode_batch(chunk, add_special_tokens=False)
+                rows = [[_CLS, *e.ids[: _SENTENCE_MAX - 2], _SEP] for e in encodings]
+                pieces += sum(len(r) for r in rows)
+                for h in self._forward(session, rows):  # one pooled vector per text
+                    pooled = h.mean(axis=0, dtype=np.float32)
+                    norm = float(np.linalg.norm(pooled))
+                    vectors.append((pooled / norm if norm > 0 else pooled).astype(np.float32))
+                ledger.progressed(len(chunk))
+        self._record(ledger, started, pieces, len(texts))
         return Embedded(vectors, [None] * len(texts))
 
     def embed_tokens(
@@ -203,38 +213,41 @@ class OnnxEmbedder:
 
         A token's vector is the mean of the last hidden states of the word pieces that
         overlap it. Texts longer than 510 word pieces run in consecutive windows, so every
-        token gets a vector. Vectors are not normalised (cosine does that).
+        token gets a vector. Vectors are not normalised (cosine does that). Texts run
+        ``CHUNK`` at a time, as for ``embed``.
         """
         if not texts:
             return Embedded([], [])
         started = time.perf_counter()
-        with self._lock:
-            session, tokenizer = self._session()
-            encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
-            windows: list[list[int]] = []
-            owner: list[int] = []
-            for i, e in enumerate(encodings):  # split each text into model-sized windows
-                ids = e.ids
-                for s in range(0, max(len(ids), 1), _WINDOW):
-                    windows.append([_CLS, *ids[s : s + _WINDOW], _SEP])
-                    owner.append(i)
-            hidden = self._forward(session, windows)
-        pieces: list[list[npt.NDArray[np.float32]]] = [[] for _ in texts]
-        for w, i in zip(hidden, owner, strict=True):
-            pieces[i].append(w[1:-1])
         vectors: list[Vector | None] = []
         errors: list[str | None] = []
-        for i, e in enumerate(encodings):  # one matrix of token vectors per text
-            states = np.concatenate(pieces[i]) if pieces[i] else np.zeros((0, 384), np.float32)
-            offsets = np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2)
-            spans = _spans(texts[i], tokens[i])
-            if spans is None:
-                vectors.append(None)
-                errors.append("Token vectors: a token is not a substring of its text.")
-                continue
-            vectors.append(_pool_spans(states, offsets, spans))
-            errors.append(None)
-        self._record(ledger, started, sum(len(w) for w in windows), len(texts))
+        pieces = 0
+        with self._lock:
+            session, tokenizer = self._session()
+            for start in range(0, len(texts), CHUNK):
+                chunk = list(texts[start : start + CHUNK])
+                encodings = tokenizer.encode_batch(chunk, add_special_tokens=False)
+                windows: list[list[int]] = []
+                owner: list[int] = []
+                for i, e in enumerate(encodings):  # split each text into model-sized windows
+                    ids = e.ids
+                    for s in range(0, max(len(ids), 1), _WINDOW):
+                        windows.append([_CLS, *ids[s : s + _WINDOW], _SEP])
+                        owner.append(i)
+                pieces += sum(len(w) for w in windows)
+                states: list[list[npt.NDArray[np.float32]]] = [[] for _ in chunk]
+                for w, i in zip(self._forward(session, windows), owner, strict=True):
+                    states[i].append(w[1:-1])
+                for i, e in enumerate(encodings):  # one matrix of token vectors per text
+                    got = _token_vectors(chunk[i], tokens[start + i], e, states[i])
+                    vectors.append(got)
+                    errors.append(
+                        None
+                        if got is not None
+                        else "Token vectors: a token is not a substring of its text."
+                    )
+                ledger.progressed(len(chunk))
+        self._record(ledger, started, pieces, len(texts))
         return Embedded(vectors, errors)
 
     def _record(self, ledger: Ledger, started: float, pieces: int, items: int) -> None:
@@ -250,6 +263,17 @@ class OnnxEmbedder:
                 free=True,
             )
         )
+
+
+def _token_vectors(
+    text: str, tokens: Sequence[str], encoding: Any, states: list[npt.NDArray[np.float32]]
+) -> npt.NDArray[np.float32] | None:
+    """The pooled vectors of ``tokens`` from a text's windows' hidden states, or ``None``
+    when a token is not a substring of ``text``."""
+    hidden = np.concatenate(states) if states else np.zeros((0, 384), np.float32)
+    offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
+    spans = _spans(text, tokens)
+    return None if spans is None else _pool_spans(hidden, offsets, spans)
 
 
 def _spans(text: str, tokens: Sequence[str]) -> npt.NDArray[np.int64] | None:

@@ -209,6 +209,7 @@ class _HTTPClient:
         async def worker(client: httpx.AsyncClient) -> None:
             for i in pending:  # shared by the workers: each request is taken once
                 await one(client, i)
+                ledger.progressed(requests[i][1])
 
         async def main() -> None:
             width = min(self.concurrency, len(requests))

@@ -6,13 +6,15 @@ import dataclasses
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._errors import ProviderError
+from evalframe.core._progress import track
 from evalframe.core._rate import RateLimit
 from evalframe.providers._base import (
     Embedded,
@@ -442,6 +444,7 @@ class Providers:
             list(texts),
             lambda idx: client.embed([texts[i] for i in idx], self.ledger),
             cacheable=client.cacheable,
+            what="embedding texts",
         )
 
     def embed_tokens(self, texts: Sequence[str], tokens: Sequence[Sequence[str]]) -> Embedded:
@@ -457,10 +460,11 @@ class Providers:
                 [texts[i] for i in idx], [tokens[i] for i in idx], self.ledger
             ),
             cacheable=client.cacheable,
+            what="embedding tokens",
         )
 
     def _cached_vectors(
-        self, namespace: str, payloads: list[Any], compute: Any, *, cacheable: bool
+        self, namespace: str, payloads: list[Any], compute: Any, *, cacheable: bool, what: str
     ) -> Embedded:
         self._guard()
         n = len(payloads)
@@ -471,7 +475,8 @@ class Providers:
         errors: list[str | None] = [None] * n
         missing = [i for i, v in enumerate(vectors) if v is None]
         if missing:
-            result: Embedded = self._guarded(compute, missing)
+            with self._tracking(what, len(missing), "texts"):
+                result: Embedded = self._guarded(compute, missing)
             for j, i in enumerate(missing):
                 vectors[i], errors[i] = result.vectors[j], result.errors[j]
             if cache is not None:
@@ -520,9 +525,10 @@ class Providers:
         missing = [i for i, r in enumerate(replies) if r is None]
         if missing:
             asked = [prompts[i] for i in missing]
-            fresh: list[Reply] = self._guarded(
-                lambda: judge.complete(asked, self.ledger, **options)
-            )
+            with self._tracking("judge calls", len(missing), "calls"):
+                fresh: list[Reply] = self._guarded(
+                    lambda: judge.complete(asked, self.ledger, **options)
+                )
             for j, i in enumerate(missing):
                 replies[i] = fresh[j]
             if self.cache is not None:
@@ -537,6 +543,17 @@ class Providers:
         done = [r if r is not None else Reply(None, "not computed") for r in replies]
         errors = self._redacted([r.error for r in done])
         return [_with_error(r, e) for r, e in zip(done, errors, strict=True)]
+
+    @contextmanager
+    def _tracking(self, what: str, total: int, unit: str) -> Iterator[None]:
+        """A progress display for a provider call under way, advanced as the client reports
+        items done (``Ledger.progressed``)."""
+        with track(what, total, unit=unit) as advance:
+            self.ledger.on_progress = advance
+            try:
+                yield
+            finally:
+                self.ledger.on_progress = None
 
     # -- the run's accounts ---------------------------------------------------------------
 

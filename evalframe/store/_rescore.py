@@ -29,6 +29,7 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._errors import StoreError
 from evalframe.core._precision import precision_from_counts, row_aggregates
+from evalframe.core._progress import track
 from evalframe.enrich import providers_for, score
 from evalframe.metrics._judge_engine import prompt_keys
 from evalframe.providers import EmbeddingClient, JudgeClient, Providers
@@ -475,12 +476,17 @@ def _score_stream(
         reader = reader_con.sql(statement, params=[source["outputs_run_id"]]).to_arrow_reader(
             batch_size
         )
-        for chunk in whole_samples(reader, batch_size):
-            frame = evaluation_chunk(chunk, samples, baselines)
-            scores = score(frame, metrics, run_id=new_id, context=providers)
-            insert(con, SCORES_TABLE, scores.select(C.SCORES_SCHEMA.names()))
-            if stage is not None:
-                stage.add(scores)
+        total = fetch(
+            con, "SELECT count(*) FROM outputs WHERE run_id = ?", [source["outputs_run_id"]]
+        )
+        with track("rescoring", int(total or 0), unit="rows") as advance:
+            for chunk in whole_samples(reader, batch_size):
+                frame = evaluation_chunk(chunk, samples, baselines)
+                scores = score(frame, metrics, run_id=new_id, context=providers)
+                insert(con, SCORES_TABLE, scores.select(C.SCORES_SCHEMA.names()))
+                if stage is not None:
+                    stage.add(scores)
+                advance(frame.height)
     except duckdb.Error as exc:
         raise store_error("Could not stream the source run's outputs.", statement, exc) from exc
     finally:

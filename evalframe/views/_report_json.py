@@ -25,6 +25,7 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._gc import gc_paused
 from evalframe.core._njit import compiling, worth_compiling
+from evalframe.core._progress import Advance, track
 from evalframe.views import _layout, _records
 from evalframe.views._layout import Entries, section
 from evalframe.views._pending import Pending
@@ -151,7 +152,7 @@ def _entries_of(frame: pl.DataFrame, rows: pl.DataFrame, keys: list[str]) -> tup
     return index.get_column("_i").to_numpy(), _bounds(index.get_column("_pos"), rows.height)
 
 
-def _samples_text(run: Run) -> Iterator[Piece]:
+def _samples_text(run: Run, advance: Advance) -> Iterator[Piece]:
     rows = execution_rows(run)
     scored = run.scores.filter(pl.col(C.ERROR).is_null())
     order, bounds = _entries_of(scored, rows, [C.SAMPLE_ID, C.REPETITION])
@@ -159,6 +160,7 @@ def _samples_text(run: Run) -> Iterator[Piece]:
     for a, b in _cuts(rows.height):
         yield _samples_slice(rows.slice(a, b - a), scored.gather(order[bounds[a] : bounds[b]]),
                              bounds[a : b + 1] - bounds[a])  # fmt: skip
+        advance(b - a)
 
 
 def _samples_slice(
@@ -225,13 +227,14 @@ def _adversarial_texts(metadata: pl.Series) -> pl.Series:
 _FLOATS = ["pass_rate", "pass_rate_low", "pass_rate_high", "score_mean", "score_stddev"]
 
 
-def _aggregates_text(run: Run) -> Iterator[Piece]:
+def _aggregates_text(run: Run, advance: Advance) -> Iterator[Piece]:
     rows = run.sample_aggregates.with_columns(_r6(pl.col(f)) for f in _FLOATS)
     rows = rows.with_row_index("_pos")
     order, bounds = _entries_of(run.scores, rows, [C.SAMPLE_ID])
     for a, b in _cuts(rows.height):
         scores = run.scores.gather(order[bounds[a] : bounds[b]])
         yield _aggregates_slice(run, rows.slice(a, b - a), scores)
+        advance(b - a)
 
 
 def _aggregates_slice(run: Run, rows: pl.DataFrame, scores: pl.DataFrame) -> Piece:
@@ -315,14 +318,23 @@ def report_json_parts(
         "the JSON report writer",
         _layout._row_sizes, _layout._write_rows, _layout._lengths, _records._sizes, _records._write,
     )  # fmt: skip
-    sections: dict[str, tuple[bytes, Callable[[], Iterator[Piece]]]] = {
-        "sample_aggregates": (
-            _AGGREGATES,
-            lambda: _array(run.sample_aggregates.height, _aggregates_text(run)),
-        ),
-        "samples": (_SAMPLES, lambda: _array(run.frame.height, _samples_text(run))),
-    }
-    with gc_paused(), ThreadPoolExecutor(1) as first, ThreadPoolExecutor(1) as second:
+    rows = run.sample_aggregates.height + run.frame.height
+    with (
+        track("writing the report", rows, unit="rows") as advance,
+        gc_paused(),
+        ThreadPoolExecutor(1) as first,
+        ThreadPoolExecutor(1) as second,
+    ):
+        sections: dict[str, tuple[bytes, Callable[[], Iterator[Piece]]]] = {
+            "sample_aggregates": (
+                _AGGREGATES,
+                lambda: _array(run.sample_aggregates.height, _aggregates_text(run, advance)),
+            ),
+            "samples": (
+                _SAMPLES,
+                lambda: _array(run.frame.height, _samples_text(run, advance)),
+            ),
+        }
         # Polars and the layout kernels release the GIL: each section's first slice is laid
         # out, on a thread of its own, while the head is built and written.
         if head is None:
