@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # these load on first use (see __getattr__), not at import
     from evalframe.core._compare import Comparison, compare
     from evalframe.core._estimate import Estimate, estimate
     from evalframe.core._gate import GateResult, gate
-    from evalframe.engine import adversarial, calibrate, evaluate
+    from evalframe.engine import adversarial, calibrate, evaluate, synthesize
     from evalframe.enrich import score
     from evalframe.providers import (
         HashingEmbedder,
@@ -97,6 +97,7 @@ __all__ = [
     "read_outputs",
     "schema",
     "score",
+    "synthesize",
     "testing",
     "trajectory",
 ]
@@ -112,6 +113,7 @@ _LAZY: dict[str, str] = {
     "GateResult": "evalframe.core._gate",
     "gate": "evalframe.core._gate",
     "evaluate": "evalframe.engine",
+    "synthesize": "evalframe.engine",
     "adversarial": "evalframe.engine",
     "score": "evalframe.enrich",
     "HashingEmbedder": "evalframe.providers",

@@ -115,7 +115,7 @@ def test_public_names_are_pinned() -> None:
         "__version__",
         "adversarial", "aggregate", "calibrate", "compare", "estimate", "evaluate", "gate",
         "io", "metrics", "online", "plot", "providers", "read_dataset", "read_outputs",
-        "schema", "score", "testing", "trajectory",
+        "schema", "score", "synthesize", "testing", "trajectory",
     ]  # fmt: skip
     assert ef.metrics.__all__ == [
         "Alias",

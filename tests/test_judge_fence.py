@@ -24,6 +24,7 @@ from snapshot import check_snapshot
 import evalframe as ef
 from evalframe.core._trajectory import TRAJECTORY
 from evalframe.core._turns import TURNS
+from evalframe.engine._synthesize import synthesis_needs
 from evalframe.enrich._judge_engine import judge_prompts
 from evalframe.metrics._dag import parse_dag
 from evalframe.metrics._fence import ESCAPES, fenced
@@ -202,6 +203,8 @@ def _frame(rows: list[Sample]) -> pl.DataFrame:
             "actual_output": [s.actual for s in rows],
             "baseline": [s.baseline for s in rows],
             "contexts": [s.contexts for s in rows],
+            "question": [s.question for s in rows],  # what synthesize's critique reads
+            "answer": [s.actual for s in rows],
             "turns": pl.Series([s.turns for s in rows], dtype=TURNS),
             "trajectory": pl.Series(trajectory, dtype=TRAJECTORY),
         },
@@ -249,6 +252,13 @@ def _dag_needs(p: Params) -> list[JudgeNeed]:
         }
     )
     return _dag_plan(tree)[0]
+
+
+def _synthesis_needs() -> list[JudgeNeed]:
+    """The needs ``evalframe synthesize`` fills: one generation prompt per evolution, and the
+    critique."""
+    generate, critique = synthesis_needs()
+    return [*generate.values(), critique]
 
 
 def _walk(needs: list[Any]) -> Iterator[JudgeNeed | JudgeReplies]:
@@ -396,7 +406,10 @@ def expected(need: JudgeNeed | JudgeReplies, s: Sample, p: Params) -> list[dict[
             [{"question": q, "trajectory": trajectory, "answer": a}] if s.calls else []
         ),
         "safety.prompt-injection": [{"question": q, "answer": a}],
+        "synthesize.critique": [{"question": q, "answer": a, "passages": _lines(s.contexts)}],
     }  # fmt: skip
+    for evolution in ("simple", "reasoning", "multi-context", "conditional"):
+        table[f"synthesize.{evolution}"] = [{"passages": _lines(s.contexts)}]
     for pid_ in ("toxicity", "bias", "harm-severity", "harmful-advice", "misuse"):
         table[f"safety.{pid_}"] = [{"question": q, "answer": a}]
     return table[pid]
@@ -417,7 +430,7 @@ def _check_every_prompt(rows: list[Sample], p: Params) -> set[str]:
     for m in _metrics(p):
         for need in _walk(m.needs()):
             needs.setdefault(need.column, need)
-    for need in _walk(list(_dag_needs(p))):
+    for need in _walk([*_dag_needs(p), *_synthesis_needs()]):
         needs.setdefault(need.column, need)
     seen: set[str] = set()
     for need in needs.values():
@@ -501,7 +514,7 @@ def test_every_prompt_as_sent_for_the_forged_answer_snapshot() -> None:
     for m in _metrics(p):
         for need in _walk(m.needs()):
             needs.setdefault(need.column, need)
-    for need in _walk(list(_dag_needs(p))):
+    for need in _walk([*_dag_needs(p), *_synthesis_needs()]):
         needs.setdefault(need.column, need)
     shown: dict[str, str] = {}
     for need in needs.values():

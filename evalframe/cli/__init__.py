@@ -56,6 +56,7 @@ def _register_commands() -> None:
         _run,
         _run_set,
         _store,
+        _synthesize,
         _view,
     )
 
@@ -73,6 +74,7 @@ def _register_commands() -> None:
     cli.add_command(_export.export_cmd)
     cli.add_command(_convert.convert)
     cli.add_command(_view.view)
+    cli.add_command(_synthesize.synthesize)
     _options.guard_commands(cli)
     _quiet.add_quiet(cli)
 

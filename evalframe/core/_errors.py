@@ -5,7 +5,8 @@
 EvalframeError
 ├── DatasetError            bad dataset or outputs file: names file, sample index and id, field
 │   ├── UnsupportedValueError   a value JSON cannot carry (path and reason)
-│   └── YamlLimitError          YAML nested too deeply or aliases expanded too far
+│   ├── YamlLimitError          YAML nested too deeply or aliases expanded too far
+│   └── DocumentError           a document synthesize cannot read: the file, what was expected
 ├── MetricError             unknown metric (suggests close names), bad parameters, bad spec
 ├── ComparisonError         two runs cannot be compared (different datasets, bad option)
 ├── StrictModeError         strict mode: the first captured error aborted the run
@@ -38,6 +39,7 @@ __all__ = [
     "ComparisonError",
     "DatasetError",
     "DeadlineExceededError",
+    "DocumentError",
     "EvalframeError",
     "ExportError",
     "ImportRefusedError",
@@ -91,6 +93,11 @@ class YamlLimitError(DatasetError):
         super().__init__(f"{problem} (line {line})")
         self.problem = problem
         self.line = line
+
+
+class DocumentError(DatasetError):
+    """A document to synthesize questions from is missing, unreadable, empty or of a kind
+    evalframe does not read; the message names the file and what was expected."""
 
 
 class PromotionTargetError(DatasetError):

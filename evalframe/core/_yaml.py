@@ -157,14 +157,33 @@ def _represent_str(dumper: _YamlDumper, text: str) -> yaml.ScalarNode:
 _YamlDumper.add_representer(str, _represent_str)
 
 
-def dump_yaml(value: object, *, width: int = 100) -> str:
-    """YAML text of a plain value (maps in their order) that ``parse_yaml`` reads back equal.
+class _BlockDumper(_YamlDumper):
+    """``_YamlDumper`` writing text of several lines as a literal block where YAML can."""
+
+
+def _represent_block(dumper: _YamlDumper, text: str) -> yaml.ScalarNode:
+    if "\n" in text and _FOLDED_BREAKS.isdisjoint(text):
+        return dumper.represent_scalar(_STR_TAG, text, style="|")  # PyYAML falls back if it must
+    return _represent_str(dumper, text)
+
+
+_BlockDumper.add_representer(str, _represent_block)
+
+
+def dump_yaml(value: object, *, width: int = 100, blocks: bool = False) -> str:
+    """YAML text of a plain value (maps in their order) that ``parse_yaml`` reads back equal;
+    with ``blocks``, text of several lines is a literal block (``|``), as a person writes it.
 
     Examples:
         >>> dump_yaml({"id": "0o17", "n": 15})
         "id: '0o17'\\nn: 15\\n"
+        >>> print(dump_yaml({"text": "line one\\nline two"}, blocks=True), end="")
+        text: |-
+          line one
+          line two
     """
-    return yaml.dump(value, Dumper=_YamlDumper, sort_keys=False, allow_unicode=True, width=width)
+    dumper = _BlockDumper if blocks else _YamlDumper
+    return yaml.dump(value, Dumper=dumper, sort_keys=False, allow_unicode=True, width=width)
 
 
 _COLLECTION_STARTS: Final = (yaml.SequenceStartEvent, yaml.MappingStartEvent)

@@ -1,4 +1,5 @@
-"""Engines: ``evaluate`` end to end (read, call the system under test, enrich, score, save).
+"""Engines: ``evaluate`` end to end (read, call the system under test, enrich, score, save),
+and ``synthesize`` (golden sets from documents).
 
 The package loads its modules on first use, so importing one engine (``ef.online``, which
 the serving path imports) does not load the others.
@@ -13,13 +14,15 @@ if TYPE_CHECKING:
     from evalframe.engine import _adversarial as adversarial
     from evalframe.engine._calibrate import calibrate
     from evalframe.engine._evaluate import evaluate
+    from evalframe.engine._synthesize import synthesize
 
-__all__ = ["adversarial", "calibrate", "evaluate"]
+__all__ = ["adversarial", "calibrate", "evaluate", "synthesize"]
 
 _WHERE = {
     "adversarial": ("evalframe.engine._adversarial", None),
     "calibrate": ("evalframe.engine._calibrate", "calibrate"),
     "evaluate": ("evalframe.engine._evaluate", "evaluate"),
+    "synthesize": ("evalframe.engine._synthesize", "synthesize"),
 }
 
 

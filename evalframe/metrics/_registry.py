@@ -81,6 +81,7 @@ def load_builtins() -> None:
     for family in BUILTIN_FAMILIES:
         importlib.import_module(f"evalframe.metrics.{family}")
     importlib.import_module("evalframe.metrics._aliases")
+    importlib.import_module("evalframe.metrics._synthesis_prompts")  # listed with the others
     _builtins = "loaded"
 
 
