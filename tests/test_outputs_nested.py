@@ -282,7 +282,7 @@ def test_the_usual_nested_fields_are_read_by_the_compiled_pass(spelling: dict[st
 @pytest.mark.parametrize(
     "value",
     [
-        '{"tool_calls": [{"name": "a", "arguments": "{\\"q\\": 1}"}]}',  # arguments as text
+        '{"tool_calls": [{"name": "a", "arguments": "[1]"}]}',  # text of no map
         '{"tool_calls": [{"name": "a", "arguments": {"k": 1, "k": 2}}]}',  # a repeated key
         '{"tool_calls": [{"name": " "}]}',
         '{"tool_calls": [{"name": "a", "latency_ms": -1}]}',
@@ -296,6 +296,24 @@ def test_the_usual_nested_fields_are_read_by_the_compiled_pass(spelling: dict[st
 def test_what_the_exact_parser_judges_is_declined(value: str) -> None:
     line = f'{{"id": "a", "actual_output": "x", "trajectory": {value}}}\n'
     assert outputs_lines(line.encode(), _NUMBERS) is None
+
+
+def test_arguments_given_as_json_text_are_read_as_the_exact_parser_reads_them() -> None:
+    calls = [
+        {"name": "a", "arguments": '{"q": 1, "r": [1.5, "\u00e9"]}'},
+        {"name": "b", "arguments": "  ", "args": {"x": 1}},  # blank text: no arguments
+        {"name": "c", "args": '{"y": null}'},
+    ]
+    line = json.dumps({"id": "a", "actual_output": "x", "trajectory": {"tool_calls": calls}})
+    frame = outputs_lines(line.encode(), _NUMBERS)
+    assert frame is not None
+    want = trajectory_series([parse_trajectory({"tool_calls": calls}, "x")])
+    assert frame.get_column("trajectory").equals(want)
+    assert [c["arguments"] for c in want[0]["tool_calls"]] == [
+        '{"q":1,"r":[1.5,"é"]}',
+        None,
+        '{"y":null}',
+    ]
 
 
 def test_a_number_with_more_digits_than_the_exact_conversion_is_read_from_its_text() -> None:
@@ -318,14 +336,13 @@ def test_a_number_past_the_double_range_is_left_to_the_exact_parser() -> None:
 
 
 def cells(field: int, values: list[str | None]) -> dict[str, pl.Series] | None:
+    """The columns read from JSON texts, None if any row was left to the exact parser."""
     encoded = [(v or "").encode() for v in values]
     offsets = np.cumsum([0, *(len(e) for e in encoded)]).astype(np.int64)
     data = np.frombuffer(b"".join(encoded) + b" ", np.uint8)[: offsets[-1]]
-    builder = nested.Builder.sized(data, len(values))
     valid = np.array([v is not None for v in values])
-    if not nested.nested_cells(field, data, offsets, valid, builder.arrays):
-        return None
-    return nested.nested_columns(builder, data, len(values))
+    columns, failed = nested.read_cells(field, data, offsets, valid)
+    return None if failed.any() else columns
 
 
 def exact_cells(parse: Any, values: list[str | None]) -> list[Any] | str:
@@ -383,3 +400,137 @@ def test_a_large_file_with_trajectories_reads_as_a_small_one(tmp_path: Path) -> 
     assert path.stat().st_size >= 4 << 20
     assert outputs_list(path.read_bytes(), _NUMBERS) is not None  # the compiled pass took it
     assert_same_reading(path)
+
+
+# --- columns from Python values (systems under test, frames) ---------------------------------
+
+
+def column_both_ways(field: str, values: list[Any]) -> list[tuple[Any, dict[int, str]]]:
+    """``agent_column`` by the exact parser alone and through the compiled pass."""
+    from evalframe.core import _turns
+
+    results = []
+    for threshold in (10**9, 0):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(_turns, "_COMPILED_FROM", threshold)
+            column, errors = _turns.agent_column(field, values, lambda i: f"row {i}")
+        shown = {i: f"{type(e).__name__}: {e}" for i, e in errors.items()}
+        results.append((None if column is None else column.to_list(), shown))
+    return results
+
+
+python_values = (
+    trajectories
+    | st.none()
+    | st.just({"tool_calls": [{"name": "a", "latency_ms": float("nan")}]})
+    | st.just({"tool_calls": [{"name": "a\ud800"}]})  # a lone surrogate
+    | st.just({"tool_calls": [{"name": "a", "arguments": {"when": object()}}]})
+    | st.just({"tool_calls": ({"name": "t", "arguments": {1: "one"}},), "approvals": ("x",)})
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(python_values, min_size=1, max_size=6))
+def test_a_trajectory_column_from_python_values_reads_as_row_by_row(values: list[Any]) -> None:
+    exact, compiled = column_both_ways("trajectory", values)
+    assert compiled == exact
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(turns_values | st.none(), min_size=1, max_size=6))
+def test_a_turns_column_from_python_values_reads_as_row_by_row(values: list[Any]) -> None:
+    exact, compiled = column_both_ways("turns", values)
+    assert compiled == exact
+
+
+def test_one_value_the_pass_declines_leaves_the_others_to_it() -> None:
+    from evalframe.core import _turns
+
+    values = [TRAJECTORY, {"tool_calls": [{"name": " "}]}, None, TRAJECTORY] * 300
+    column, errors = _turns.agent_column("trajectory", values, lambda i: f"row {i}")
+    assert column is not None
+    assert sorted(errors) == list(range(1, 1200, 4))
+    want = [parse_trajectory(v, "x") if i % 4 in (0, 3) else None for i, v in enumerate(values)]
+    assert column.to_list() == want
+
+
+# --- Parquet: a column at a time -----------------------------------------------------------
+
+
+def read_parquet_both(path: Path) -> tuple[object, object]:
+    """What the exact reader and the column-at-a-time reader make of a Parquet file."""
+    from evalframe.core import _outputs_table
+    from evalframe.core._outputs import read_outputs
+
+    results = []
+    for columns in (lambda *_: None, _outputs_table.outputs_columns):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(_outputs_table, "outputs_columns", columns)
+            patch.setenv("EVALFRAME_KERNELS", "compiled")
+            try:
+                results.append(read_outputs(path))
+            except Exception as exc:
+                results.append(f"{type(exc).__name__}: {exc}")
+    return results[0], results[1]
+
+
+@st.composite
+def table_rows(draw: st.DrawFn) -> dict[str, object]:
+    row: dict[str, object] = {"id": draw(ids | st.none()), "actual_output": draw(texts | st.none())}
+    if draw(st.booleans()):
+        row["sample_id"] = draw(ids)
+    row["latency_ms"] = draw(st.none() | st.floats(0, 1e4) | st.just(float("nan")))
+    row["prompt_tokens"] = draw(st.none() | st.integers(0, 10**6))
+    row["contexts"] = draw(st.none() | st.lists(texts, max_size=3))
+    row["trajectory"] = draw(st.none() | trajectories.map(json.dumps) | st.just("  "))
+    row["turns"] = draw(st.none() | turns_values.map(json.dumps))
+    return row
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(table_rows(), min_size=1, max_size=6), st.sampled_from(["text", "struct"]))
+def test_parquet_outputs_read_a_column_at_a_time_as_row_by_row(
+    tmp_path_factory: pytest.TempPathFactory, rows: list[dict[str, object]], layout: str
+) -> None:
+    frame = pl.DataFrame(rows, infer_schema_length=None)
+    if layout == "struct":  # the trajectory column evalframe writes: parsed, as a struct
+        parsed = []
+        for value in frame.get_column("trajectory").to_list():
+            try:
+                parsed.append(parse_trajectory(value, "x"))
+            except DatasetError:
+                parsed.append(None)
+        frame = frame.with_columns(trajectory_series(parsed))
+    path = tmp_path_factory.mktemp("parquet") / "o.parquet"
+    frame.write_parquet(path)
+    exact, columns = read_parquet_both(path)
+    if isinstance(exact, pl.DataFrame):
+        assert isinstance(columns, pl.DataFrame)
+        assert columns.equals(exact)
+        assert columns.schema == exact.schema
+    else:
+        assert columns == exact
+
+
+def test_a_usual_parquet_file_is_read_a_column_at_a_time(tmp_path: Path) -> None:
+    from evalframe.core._outputs_table import outputs_columns
+
+    frame = pl.DataFrame(
+        {
+            "id": [f"q{i}" for i in range(3)],
+            "actual_output": ["a", "b", "c"],
+            "latency_ms": [1.5, None, 3],
+            "contexts": [["x"], None, []],
+            "trajectory": [json.dumps(TRAJECTORY), None, json.dumps({"tool_calls": []})],
+        }
+    )
+    path = tmp_path / "o.parquet"
+    frame.write_parquet(path)
+    import pyarrow.parquet as pq
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EVALFRAME_KERNELS", "compiled")
+        assert outputs_columns(pq.read_table(path), _NUMBERS) is not None
+    exact, columns = read_parquet_both(path)
+    assert isinstance(columns, pl.DataFrame)
+    assert columns.equals(exact)  # type: ignore[arg-type]

@@ -517,3 +517,38 @@ def test_an_outputs_frame_may_carry_trajectories_as_json_text_or_structs(tmp_pat
     assert str(excinfo.value) == (
         "Outputs frame row 0 (sample 'a') field 'trajectory' must be an object; got list."
     )
+
+
+def test_a_system_s_agent_fields_read_by_the_compiled_pass_as_one_by_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from evalframe.core import _turns
+    from evalframe.core._system import call_system
+
+    replies: list[object] = [
+        {"output": "ok", "trajectory": TRAJ_A},
+        {"output": "ok", "trajectory": {"tool_calls": [{"name": " "}]}},  # refused
+        {"output": "ok", "trajectory": {"tool_calls": ["a\ud800"]}},  # a lone surrogate
+        {"output": "ok", "trajectory": TRAJ_A, "contexts": 5},  # the contexts' error
+        {"output": 3, "trajectory": TRAJ_A, "turns": [{"role": ""}]},  # the turns' error first
+        {"output": "ok", "turns": [{"role": "user", "content": "hi"}], "confidence": 0.5},
+        "plain",
+    ]
+    frame = pl.DataFrame(
+        {"sample_id": [f"s{i}" for i in range(len(replies))], "input": ['{"i": 0}'] * 7}
+    ).with_columns(pl.format('{{"i": {}}}', pl.int_range(7)).alias("input"))
+
+    def system(sample: dict[str, int]) -> object:
+        return replies[sample["i"]]
+
+    results = []
+    for threshold in (10**9, 0):
+        monkeypatch.setattr(_turns, "_COMPILED_FROM", threshold)
+        results.append(call_system(frame, system, concurrency=2).drop("latency_ms", "started_at"))
+    assert results[1].equals(results[0])
+    errors = results[0].get_column("system_error").to_list()
+    assert [errors[i] for i in (0, 5, 6)] == [None, None, None]
+    assert "trajectory.tool_calls[0]" in errors[1]
+    assert "lone surrogate" in errors[2]
+    assert "contexts" in errors[3]
+    assert "turns[0].role" in errors[4]

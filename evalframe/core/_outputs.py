@@ -507,6 +507,11 @@ def _from_parquet(data: bytes, where: str) -> pl.DataFrame:
 def outputs_from_table(table: pa.Table, where: str) -> pl.DataFrame:
     """Saved outputs from an Arrow table with the Parquet layout (one file, or one piece of
     a partitioned source), checked as ``read_outputs`` checks a file; ``where`` names it."""
+    from evalframe.core._outputs_table import outputs_columns
+
+    frame = outputs_columns(table, _NUMBERS)  # a column at a time, when it can vouch
+    if frame is not None:
+        return frame
     columns = {c: table.column(c).to_pylist() for c in _TABLE_COLUMNS if c in table.column_names}
     return _from_columns(columns, table.column_names, where, from_text=False)
 

@@ -70,6 +70,7 @@ __all__ = [
     "nested_columns",
     "nested_value",
     "numbers_array",
+    "read_cells",
     "start_row",
     "strings_array",
 ]
@@ -102,6 +103,7 @@ _DEFER = _int(49)
 _C = _int(53)
 _C_APPROVALS, _C_ITEMS, _C_TURNS, _C_OUT, _C_DEFER, _C_ANY_ID = (_int(c) for c in range(2, 8))
 _TABLE_ROWS = 54
+_NO_OFFSET = _int(0)
 
 _WORDS = (
     # a trajectory's members (0-4), a tool call's (5-12), a context item's (13-14), a turn's
@@ -142,6 +144,9 @@ class Builder:
         table = np.empty((_TABLE_ROWS, cap + 1), np.int64)
         table[_C, :8] = 0
         table[_O : _O + 5, 0] = 0
+        scratch = np.empty(data.size + 16, np.uint8)
+        readonly = scratch.view()
+        readonly.flags.writeable = False
         return cls(
             (
                 np.empty(data.size + 16, np.uint8),  # decoded and re-encoded text
@@ -149,7 +154,8 @@ class Builder:
                 np.empty((3, cap), np.float64),
                 np.empty(128, np.int64),  # scratch: nesting
                 np.empty(2 * 4096, np.int64),  # scratch: the keys of the objects open
-                np.empty(data.size + 16, np.uint8),  # scratch: member names
+                scratch,  # scratch: member names, arguments given as text
+                readonly,  # the same bytes, read-only: the array type compact_value reads
             )
         )
 
@@ -317,6 +323,29 @@ def _no_call_fields(t: Any, c: int, k: int) -> None:
 
 
 @njit
+def _arguments_text(data: Any, p: int, end: int, b: Any) -> tuple[int, int, int]:
+    """Arguments given as JSON text (the string at ``p``): re-encoded compactly, as the exact
+    parser reads such text. Returns the position after the string, where the arguments were
+    written and their length (-2 for blank text: no arguments), or -1 to decline (text that
+    is not a JSON map)."""
+    out, t, scratch, text = b[0], b[1], b[5], b[6]
+    p, n = json_string(data, p, end, scratch, _NO_OFFSET)
+    if p < 0:
+        return -1, 0, 0
+    q = skip_ws(text, 0, n)
+    if q == n:
+        return p, 0, -2
+    if text[q] != _OPEN:
+        return -1, 0, 0
+    o = t[_C, _C_OUT]
+    r, stop = compact_value(text, q, n, out, o, b[3], b[4])
+    if r < 0 or skip_ws(text, r, n) != n:
+        return -1, 0, 0
+    t[_C, _C_OUT] = stop
+    return p, o, stop - o
+
+
+@njit
 def _call(data: Any, p: int, end: int, b: Any, c: int) -> int:
     """One tool call in its object form into call table ``c`` (0: trajectories, 1: turns)."""
     t, scratch = b[1], b[5]
@@ -357,7 +386,13 @@ def _call(data: Any, p: int, end: int, b: Any, c: int) -> int:
                     arguments, arguments_len = lo, length
                 else:
                     args, args_len = lo, length
-            else:  # another type (or arguments as JSON text): the exact parser's
+            elif x == _QUOTE and which > _CALL_KEYS + 1:  # arguments given as JSON text
+                p, lo, length = _arguments_text(data, p, end, b)
+                if which == _CALL_KEYS + 2:
+                    arguments, arguments_len = lo, length
+                else:
+                    args, args_len = lo, length
+            else:  # another type: the exact parser's
                 return -1
         elif which <= _CALL_KEYS + 5:  # result, error
             p = _text_or_json(data, p, end, b, base + which - _CALL_KEYS - 2, k)
@@ -372,8 +407,9 @@ def _call(data: Any, p: int, end: int, b: Any, c: int) -> int:
             return -1
     if name_len < 0:  # the first spelling that is not null, as the exact parser chooses
         name, name_len = tool, tool_len
-    if arguments_len < 0:
+    if arguments_len == -1:
         arguments, arguments_len = args, args_len
+    arguments_len = max(arguments_len, -1)  # blank text: no arguments
     if name_len < 0 or not surely_not_blank(b[0], name, name + name_len):
         return -1
     t[_S + base, k], t[_LEN + base, k] = name, name_len
@@ -691,27 +727,55 @@ def nested_value(field: int, data: Any, p: int, end: int, b: Any, row: int) -> i
 
 
 @njit
-def nested_cells(field: int, data: Any, offsets: Any, valid: Any, b: Any) -> bool:
+def nested_cells(field: int, data: Any, offsets: Any, valid: Any, b: Any, failed: Any) -> int:
     """Read field ``field`` of every row from a column of JSON texts (``data`` and Arrow
-    ``offsets``; ``valid`` false for a null cell): a null, blank or ``null`` text is no
-    value (but ``null`` contexts are an error). False to decline."""
+    ``offsets``; ``valid`` false for a null cell): a null, blank or ``null`` text is no value
+    (but ``null`` contexts are an error). A row it cannot vouch for is left without a value
+    and marked in ``failed``; returns how many."""
+    t = b[1]
+    saved = np.empty(8, np.int64)
+    bad = 0
     for row in range(offsets.size - 1):
+        for k in range(8):
+            saved[k] = t[_C, k]
         start_row(b, row)
         lo, hi = offsets[row], offsets[row + 1]
         p = skip_ws(data, lo, hi)
+        ok = True
         if valid[row] and p < hi:
             if data[p] == 0x6E and field != CONTEXTS_FIELD:
                 p = word_at(data, p, hi, _NULL)
             else:
                 p = nested_value(field, data, p, hi, b, row)
-            if p < 0 or skip_ws(data, p, hi) != hi:
-                return False
+            ok = p >= 0 and skip_ws(data, p, hi) == hi
         else:
             for k in range(lo, hi):  # blank to str.strip() only if all of it is ASCII
                 if data[k] >= 0x80:
-                    return False
+                    ok = False
+        failed[row] = not ok
+        if not ok:  # undo what the row wrote
+            for k in range(8):
+                t[_C, k] = saved[k]
+            start_row(b, row)
+            bad += 1
         end_row(b, row)
-    return True
+    return bad
+
+
+def read_cells(
+    field: int, data: npt.NDArray[np.uint8], offsets: Any, valid: Any
+) -> tuple[dict[str, pl.Series], npt.NDArray[np.bool_]]:
+    """The columns of field ``field`` read from a column of JSON texts (see
+    :func:`nested_cells`; only those some row has), and the rows left to the exact parser
+    (all of them when a number read from its text is not finite)."""
+    rows = offsets.size - 1
+    builder = Builder.sized(data, rows)
+    failed = np.zeros(rows, np.bool_)
+    nested_cells(field, data, offsets, valid, builder.arrays, failed)
+    columns = nested_columns(builder, data, rows)
+    if columns is None:
+        return {}, np.ones(rows, np.bool_)
+    return columns, failed
 
 
 # --- columns ---------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from evalframe.core._outputs import CONFIDENCE
 from evalframe.core._progress import track
 from evalframe.core._rate import RateLimit
 from evalframe.core._trajectory import recording
-from evalframe.core._turns import agent_result, with_agent_columns
+from evalframe.core._turns import AGENT_FIELDS, _LoneSurrogate, agent_column, agent_values
 
 __all__ = ["STARTED_AT", "System", "call_system"]
 
@@ -67,7 +67,7 @@ def _call(system: System, sample_id: str, payload: dict[str, Any]) -> _Result:
                 import asyncio  # only for systems under test that are coroutines
 
                 result = asyncio.run(_await(result))
-        _, agent = agent_result(result, recorder, sample_id)
+        _, agent = agent_values(result, recorder, sample_id)  # parsed after every call
     except Exception as exc:  # the SUT's failure is this sample's error, not the run's
         elapsed = (time.perf_counter() - start) * 1000
         return (
@@ -106,7 +106,7 @@ def _call(system: System, sample_id: str, payload: dict[str, Any]) -> _Result:
             None,
             agent,
         )
-    for field, value in ((C.ACTUAL_OUTPUT, result), (CONTEXTS, contexts), *agent.items()):
+    for field, value in ((C.ACTUAL_OUTPUT, result), (CONTEXTS, contexts)):
         bad = lone_surrogate_in(value)
         if bad is not None:
             return (
@@ -168,6 +168,7 @@ def call_system(
             i = futures[future]
             results[i], began[i] = future.result()
             advance()
+    agents = _parse_agents(results, [sid for _, sid, _ in jobs])
     frame = pl.DataFrame(
         {
             C.SAMPLE_ID: [sid for _, sid, _ in jobs],
@@ -189,4 +190,50 @@ def call_system(
     confidences = [r[4].get(CONFIDENCE) for r in results]
     if any(c is not None for c in confidences):
         frame = frame.with_columns(pl.Series(CONFIDENCE, confidences, dtype=pl.Float64))
-    return with_agent_columns(frame, [r[4] for r in results])
+    return frame.with_columns(agents)
+
+
+def _parse_agents(results: list[_Result], ids: list[str]) -> list[pl.Series]:
+    """The ``trajectory`` and ``turns`` columns of the systems' returns (kept as given in
+    ``results``), parsed at once; ``results`` are updated with the errors parsing finds.
+
+    A field the parser refuses is its sample's error as if the system had raised it (before
+    the sample's other checks); a lone surrogate in one is an error after them. Either drops
+    everything the sample returned, as those checks do.
+    """
+    raw = [r[4] for r in results]
+    columns: dict[str, pl.Series | None] = {}
+    failure: dict[int, tuple[int, str]] = {}  # by row: the first error's rank and message
+    for field in AGENT_FIELDS:
+        values = [a[field][0] if field in a else None for a in raw]
+        columns[field], errors = agent_column(
+            field,
+            values,
+            lambda i, field=field: raw[i][field][1],  # type: ignore[misc]
+        )
+        for i, exc in errors.items():
+            if isinstance(exc, _LoneSurrogate):
+                if results[i][1] is not None:  # the sample's other checks come first
+                    continue
+                rank, message = (
+                    3 + raw[i][field][2],
+                    (
+                        f"System-under-test for sample '{ids[i]}' returned a lone surrogate "
+                        f"{exc.bad} in field '{field}'; text must be valid Unicode."
+                    ),
+                )
+            else:
+                rank, message = (
+                    raw[i][field][2],
+                    (f"System under test raised {type(exc).__name__} for sample '{ids[i]}': {exc}"),
+                )
+            if i not in failure or rank < failure[i][0]:
+                failure[i] = (rank, message)
+    for i, (_, message) in failure.items():
+        results[i] = (None, message, results[i][2], None, {})
+    kept = pl.Series([i not in failure for i in range(len(results))])
+    return [
+        pl.select(pl.when(kept).then(column)).to_series().alias(field)
+        for field, column in columns.items()
+        if column is not None and any(field in r[4] for r in results)
+    ]

@@ -16,10 +16,12 @@ JSONL, CSV and Parquet columns); a system under test returns it as ``{"output": 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import polars as pl
 
+from evalframe.core._dataset_columns import lone_surrogate_in
 from evalframe.core._errors import DatasetError
 from evalframe.core._trajectory import (
     TOOL_CALL,
@@ -30,7 +32,16 @@ from evalframe.core._trajectory import (
     parse_tool_calls,
 )
 
-__all__ = ["TURN", "TURNS", "TURNS_COLUMN", "parse_turns", "turns_series"]
+__all__ = [
+    "AGENT_FIELDS",
+    "TURN",
+    "TURNS",
+    "TURNS_COLUMN",
+    "agent_column",
+    "agent_values",
+    "parse_turns",
+    "turns_series",
+]
 
 TURNS_COLUMN: Final = "turns"
 
@@ -134,31 +145,158 @@ def typed_agent_frame(frame: pl.DataFrame, where: str) -> pl.DataFrame:
     if not loose:
         return frame
     ids = frame.get_column("sample_id").to_list()
-    rows = [
-        agent_fields(dict(zip(loose, values, strict=True)), f"{where} row {i} (sample '{ids[i]}')")
-        for i, values in enumerate(frame.select(loose).iter_rows())
-    ]
-    return with_agent_columns(frame.drop(loose), rows)
+    columns: list[pl.Series] = []
+    first: tuple[int, int, Exception] | None = None  # row, field, what the parser raised
+    for rank, field in enumerate(c for c in (TRAJECTORY_COLUMN, TURNS_COLUMN) if c in loose):
+        column, errors = agent_column(
+            field,
+            frame.get_column(field).to_list(),
+            lambda i: f"{where} row {i} (sample '{ids[i]}')",
+        )
+        for i, exc in errors.items():
+            if first is None or (i, rank) < first[:2]:
+                first = (i, rank, exc)
+        if column is not None:
+            columns.append(column)
+    if first is not None:
+        i, rank, exc = first
+        if isinstance(exc, _LoneSurrogate):
+            field = [c for c in (TRAJECTORY_COLUMN, TURNS_COLUMN) if c in loose][rank]
+            raise DatasetError(
+                f"{where} row {i} (sample '{ids[i]}') field '{field}' holds a lone surrogate "
+                f"{exc.bad}; text must be valid Unicode."
+            )
+        raise exc
+    return frame.drop(loose).with_columns(columns)
 
 
-def agent_result(result: object, recorder: Any, sample_id: str) -> tuple[object, dict[str, Any]]:
-    """Split a system's return into its text and its agent fields.
+AGENT_FIELDS: Final = ("trajectory", TURNS_COLUMN)
+
+
+def agent_values(
+    result: object, recorder: Any, sample_id: str
+) -> tuple[object, dict[str, tuple[object, str, int]]]:
+    """Split a system's return into its text and its agent fields, not yet parsed.
 
     A mapping with an ``output`` key is an agent's answer: its ``trajectory`` and ``turns``
-    are parsed (a bad shape raises ``DatasetError``, which becomes the sample's error); else
-    what ``recorder`` collected is the trajectory. Any other value is returned unchanged.
+    (those not null); else what ``recorder`` collected is the trajectory. Any other value is
+    returned unchanged. Each field comes as (value, where it comes from for messages, and its
+    rank: a row's fields are parsed, and their first error reported, in that order).
     """
-    from evalframe.core._trajectory import parse_trajectory
-
     at = f"System under test for sample '{sample_id}' returned a value whose"
-    found: dict[str, Any] = {}
+    found: dict[str, tuple[object, str, int]] = {}
     if isinstance(result, dict) and "output" in result:
-        found = agent_fields(result, at)
+        for rank, field in enumerate(AGENT_FIELDS):
+            if result.get(field) is not None:
+                found[field] = (result[field], at, rank)
         result = result["output"]
     if "trajectory" not in found:
         block = recorder.block()
         if block is not None:
-            found["trajectory"] = parse_trajectory(
-                block, f"Recorded trajectory of sample '{sample_id}':"
-            )
+            found["trajectory"] = (block, f"Recorded trajectory of sample '{sample_id}':", 2)
     return result, found
+
+
+class _LoneSurrogate(ValueError):  # noqa: N818 - never escapes: callers word their error
+    """A value the parser read holds a lone surrogate (``bad``, escaped), which no column can
+    hold."""
+
+    def __init__(self, bad: str) -> None:
+        super().__init__(bad)
+        self.bad = bad
+
+
+_COMPILED_FROM: Final = 1_000
+"""Values from which a column is read by the compiled pass (``core/_outputs_nested.py``)."""
+
+
+def _refuse(value: object) -> object:
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def agent_column(
+    field: str, values: Sequence[object], at: Callable[[int], str]
+) -> tuple[pl.Series | None, dict[int, Exception]]:
+    """Column ``field`` (``trajectory`` or ``turns``) from each row's value as given (a map or
+    list, its JSON text, or None for none), read as ``parse_trajectory`` or ``parse_turns``
+    reads it with ``at(row)`` naming the row; None when no row has one.
+
+    Large batches go through the compiled pass as JSON text (Python's encoder writes it),
+    every value it cannot vouch for through the parser itself. Returns the column and, by
+    row, what the parser raised for the rows it refused, or ``_LoneSurrogate`` for a value
+    it read that holds one (those rows are null).
+    """
+    from evalframe.core._trajectory import TRAJECTORY, parse_trajectory
+
+    parse: Callable[..., Any] = parse_trajectory if field == "trajectory" else parse_turns
+    dtype = TRAJECTORY if field == "trajectory" else TURNS
+    given = [i for i, value in enumerate(values) if value is not None]
+    if not given:
+        return None, {}
+    errors: dict[int, Exception] = {}
+
+    def exact(i: int) -> Any:
+        try:
+            parsed = parse(values[i], at(i))
+        except Exception as exc:  # the caller decides: a row's error, or the file's
+            errors[i] = exc
+            return None
+        bad = lone_surrogate_in(parsed)
+        if bad is not None:
+            errors[i] = _LoneSurrogate(bad)
+            return None
+        return parsed
+
+    if len(given) < _COMPILED_FROM:
+        rows: list[Any] = [None] * len(values)
+        for i in given:
+            rows[i] = exact(i)
+        return pl.Series(field, rows, dtype=dtype), errors
+    column, left = _compiled_column(field, values)
+    if not left:
+        return column, errors
+    slow = [exact(i) for i in left]
+    order = pl.int_range(len(values), eager=True)
+    order = order.scatter(left, pl.int_range(len(values), len(values) + len(left), eager=True))
+    joined = pl.concat([column, pl.Series(field, slow, dtype=dtype)])
+    return joined.gather(order), errors
+
+
+def _compiled_column(field: str, values: Sequence[object]) -> tuple[pl.Series, list[int]]:
+    """The column the compiled pass reads from ``values`` as JSON text, and the rows it left
+    (values Python's encoder refuses or UTF-8 cannot hold, values the pass declines)."""
+    from json.encoder import (  # type: ignore[attr-defined]  # the C encoder is not in the stubs
+        c_make_encoder,
+        encode_basestring,
+    )
+
+    import numpy as np
+
+    from evalframe.core import _outputs_nested as nested
+    from evalframe.core._trajectory import TRAJECTORY
+
+    # Compact, NaN refused (the parser refuses it where a number is read), no circularity
+    # check (a value that refers to itself fails, and its row goes to the parser)
+    encode = c_make_encoder(None, _refuse, encode_basestring, None, ":", ",", False, False, False)
+    parts: list[bytes] = []
+    left: list[int] = []
+    for i, value in enumerate(values):
+        if value is None:
+            parts.append(b"")
+            continue
+        try:
+            text = value if isinstance(value, str) else "".join(encode(value, 0))
+            parts.append(text.encode("utf-8"))
+        except (TypeError, ValueError, RecursionError):  # UnicodeEncodeError included
+            parts.append(b"")
+            left.append(i)
+    offsets = np.zeros(len(parts) + 1, np.int64)
+    np.cumsum([len(p) for p in parts], out=offsets[1:])
+    data = np.frombuffer(b"".join(parts) + b" ", np.uint8)[: offsets[-1]]
+    valid = np.array([value is not None for value in values])
+    number = nested.TRAJECTORY_FIELD if field == "trajectory" else nested.TURNS_FIELD
+    columns, failed = nested.read_cells(number, data, offsets, valid)
+    dtype = TRAJECTORY if field == "trajectory" else TURNS
+    column = columns.get(field, pl.Series(field, [None] * len(values), dtype=dtype))
+    left = sorted({*left, *np.flatnonzero(failed).tolist()})
+    return column, left
