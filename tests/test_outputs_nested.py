@@ -409,11 +409,15 @@ def column_both_ways(field: str, values: list[Any]) -> list[tuple[Any, dict[int,
     """``agent_column`` by the exact parser alone and through the compiled pass."""
     from evalframe.core import _turns
 
-    results = []
+    results: list[tuple[Any, dict[int, str]]] = []
     for threshold in (10**9, 0):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(_turns, "_COMPILED_FROM", threshold)
-            column, errors = _turns.agent_column(field, values, lambda i: f"row {i}")
+            try:
+                column, errors = _turns.agent_column(field, values, lambda i: f"row {i}")
+            except pl.exceptions.ComputeError as exc:  # a count past Int64: Polars refuses it
+                results.append((f"{type(exc).__name__}: {exc}", {}))
+                continue
         shown = {i: f"{type(e).__name__}: {e}" for i, e in errors.items()}
         results.append((None if column is None else column.to_list(), shown))
     return results
