@@ -13,6 +13,7 @@ import sys
 import textwrap
 import threading
 import time
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -409,15 +410,20 @@ def test_a_lost_scheduler_fails_the_rescore_and_leaves_the_store_unchanged(
     assert not (tmp_path / "runs.duckdb.parts").exists()
 
 
-def test_cli_run_and_rescore_with_a_local_cluster(tmp_path: Path) -> None:
-    ds = tmp_path / "mixed.jsonl"
+def dataset_file(path: Path) -> Path:
+    """``dataset()`` as a JSONL dataset file at ``path``."""
     records = [
         {"id": r["sample_id"], "input": {"question": "q"}, "expected_output": r["expected"]}
         for r in dataset()
         .select("sample_id", pl.col("expected_output").alias("expected"))
         .iter_rows(named=True)
     ]
-    ds.write_text("\n".join(json.dumps(r) for r in records), encoding="utf-8")
+    path.write_text("\n".join(json.dumps(r) for r in records), encoding="utf-8")
+    return path
+
+
+def test_cli_run_and_rescore_with_a_local_cluster(tmp_path: Path) -> None:
+    ds = dataset_file(tmp_path / "mixed.jsonl")
     parts = write_parts(tmp_path / "outputs", outputs_frame())
     db = tmp_path / "runs.duckdb"
     runner = CliRunner()
@@ -540,17 +546,32 @@ def test_a_cluster_rescore_leaves_its_scores_in_place_for_the_views(
         on_disk.select(pl.all()).sort(on_disk.columns),
         check_dtypes=False,
     )
-    # A query for another run opens none of the run's files (partition pruning).
+    # Each file is recorded with its rows, size and SHA-256 (what its worker computed).
+    recorded = store.sql(
+        "SELECT file, rows, bytes, sha256 FROM run_parts WHERE run_id = ? AND relation = "
+        "'scores' ORDER BY file",
+        [there],
+    ).rows()
+    assert recorded == [
+        (f.name, pl.read_parquet(f).height, f.stat().st_size, sha256(f.read_bytes()).hexdigest())
+        for f in files
+    ]
+    # A query for another run opens none of the run's files, through evalframe's views and
+    # through the ones stored for plain DuckDB alike.
     import duckdb
 
     con = duckdb.connect(str(tmp_path / "runs.duckdb"), read_only=True)
     try:
-        plan = con.execute(
-            "EXPLAIN ANALYZE SELECT count(*) FROM scores WHERE run_id = ?", [here]
-        ).fetchall()[0][1]
+        plans = {
+            run: con.execute(
+                "EXPLAIN ANALYZE SELECT count(*) FROM scores WHERE run_id = ?", [run]
+            ).fetchall()[0][1]
+            for run in (here, there)
+        }
     finally:
         con.close()
-    assert f"Scanning Files: 0/{len(files)}" in plan
+    assert "READ_PARQUET" not in plans[here]
+    assert f"Total Files Read: {len(files)}" in plans[there]
 
 
 def test_a_moved_store_reads_its_files_and_the_sandbox_reads_nothing_else(
@@ -637,22 +658,91 @@ def test_an_in_memory_store_inserts_the_cluster_s_scores(client: Any) -> None:
     assert store.sql("SELECT count(*) FROM run_files").item() == 0
 
 
-def test_a_run_whose_folder_is_gone_loses_its_rows_and_nothing_else(
+def _cli(db: Path, *argv: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, [*argv, "--store", str(db)])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _damage_named(err: str, db: Path, run_id: str, file: Path, problem: str) -> None:
+    """One paragraph naming the store, the run, the file and what is wrong with it."""
+    assert err.startswith(f"error: Damaged store {db}: run {run_id} cannot be read"), err
+    relative = file.relative_to(db.parent)
+    assert f"because its part file {relative} {problem}" in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_a_missing_or_damaged_part_is_named_and_other_runs_read_as_before(
     client: Any, tmp_path: Path
 ) -> None:
     import shutil
 
     store, source = stored(tmp_path)
     (first,) = store.rescore(["contains"], runs=source, batch_size=80, dask=client)
-    (second,) = store.rescore(["rouge-l"], runs=source, batch_size=80, dask=client)
-    want = rows(store, second)
-    shutil.rmtree(tmp_path / "runs.duckdb.runs" / "scores" / f"run_id={first}")
-    counts = store.sql("SELECT run_id, count(*) FROM scores GROUP BY run_id").rows()
-    assert dict(counts) == {source: N * 3, second: N * 3}
-    same(want, rows(store, second))
+    (second,) = store.rescore(["contains", "rouge-l"], runs=source, batch_size=80, dask=client)
+    db = tmp_path / "runs.duckdb"
+    root = tmp_path / "runs.duckdb.runs" / "scores"
+    reports = {r: _cli(db, "report", r, "--format", "json") for r in (source, first, second)}
+    assert all(code == 0 for code, _, _ in reports.values())
+    assert json.loads(reports[first][1])["metrics"]["contains"]["n"] == N * 3
+
+    def healthy(*runs: str) -> None:
+        for run in runs:
+            assert _cli(db, "report", run, "--format", "json") == reports[run], run
+
+    backup = tmp_path / "backup.parquet"
+    # A part deleted: its run names it; every other run reads as before.
+    gone = sorted((root / f"run_id={first}").glob("*.parquet"))[1]
+    shutil.copy(gone, backup)
+    gone.unlink()
+    code, _, err = _cli(db, "report", first, "--format", "json")
+    assert code == 2
+    _damage_named(err, db, first, gone, "is missing")
+    healthy(source, second)
+    code, _, err = _cli(db, "sql", "SELECT count(*) AS n FROM scores")
+    assert code == 2  # it reads the damaged run too
+    _damage_named(err, db, first, gone, "is missing")
+    code, out, _ = _cli(db, "sql", f"SELECT count(*) AS n FROM scores WHERE run_id = '{second}'")
+    assert (code, out.split()[-1]) == (0, str(N * 3 * 2))
+    assert _cli(db, "compare", first, second)[0] == 2
+    code, out, _ = _cli(db, "store", "verify", "--format", "json")
+    assert code == 1
+    found = json.loads(out)
+    assert [(p["kind"], p["run_id"], p["file"]) for p in found["problems"]] == [
+        ("missing", first, str(gone.relative_to(tmp_path)))
+    ]
+    shutil.copy(backup, gone)
+    healthy(first)
+    assert _cli(db, "compare", first, second)[0] == 0
+    assert _cli(db, "store", "verify")[0] == 0
+
+    # Cut short: the size no longer matches; a footer rewritten in place: it no longer reads.
+    part = sorted((root / f"run_id={second}").glob("*.parquet"))[2]
+    whole = part.read_bytes()
+    for damaged, problem in (
+        (whole[: len(whole) // 2], f"has {len(whole) // 2:,} bytes where {len(whole):,}"),
+        (whole[:-12] + bytes(8) + whole[-4:], "is not readable Parquet"),
+    ):
+        part.write_bytes(damaged)
+        code, _, err = _cli(db, "report", second, "--format", "json")
+        assert code == 2
+        _damage_named(err, db, second, part, problem)
+        healthy(source, first)
+        code, out, _ = _cli(db, "store", "verify")
+        assert code == 1
+        assert f"problem: {part.relative_to(tmp_path)} {problem}" in out
+        part.write_bytes(whole)
+    healthy(second)
+    # A byte changed inside a page, size and footer intact: found by its SHA-256.
+    part.write_bytes(whole[:100] + bytes([whole[100] ^ 0xFF]) + whole[101:])
+    code, out, _ = _cli(db, "store", "verify")
+    assert code == 1
+    assert f"{part.relative_to(tmp_path)} does not have the SHA-256 its writer recorded" in out
 
 
-def test_a_store_copied_without_its_folder_reads_its_tables_until_the_folder_comes(
+def test_a_store_copied_without_its_folder_names_what_is_missing_until_it_comes(
     client: Any, tmp_path: Path
 ) -> None:
     import shutil
@@ -665,8 +755,172 @@ def test_a_store_copied_without_its_folder_reads_its_tables_until_the_folder_com
     copy = tmp_path / "b" / "runs.duckdb"
     shutil.copy(tmp_path / "a" / "runs.duckdb", copy)
     alone = Store(copy)
-    counts = alone.sql("SELECT run_id, count(*) FROM scores GROUP BY run_id").rows()
-    assert counts == [(source, N * 3)]
-    assert alone.sql("SELECT count(*) FROM sample_stats WHERE run_id = ?", [there]).item() == 0
+    assert alone.sql("SELECT count(*) FROM scores WHERE run_id = ?", [source]).item() == N * 3
+    with pytest.raises(ef.StoreError, match=f"run {there} cannot be read.*is missing"):
+        alone.load(there)
+    with pytest.raises(ef.StoreError, match=f"run {there} cannot be read"):
+        alone.sql("SELECT count(*) FROM sample_stats")
     shutil.copytree(tmp_path / "a" / "runs.duckdb.runs", tmp_path / "b" / "runs.duckdb.runs")
     same(want, rows(Store(copy), there))
+
+
+def test_a_version_4_store_records_its_files_as_they_are_when_migrated(
+    client: Any, tmp_path: Path
+) -> None:
+    import duckdb
+
+    store, source = stored(tmp_path)
+    (kept,) = store.rescore(["contains"], runs=source, batch_size=80, dask=client)
+    (cut,) = store.rescore(["rouge-l"], runs=source, batch_size=80, dask=client)
+    want = rows(store, kept)
+    db = tmp_path / "runs.duckdb"
+    con = duckdb.connect(str(db))  # the layout of version 4, which had no run_parts
+    try:
+        con.execute("DROP TABLE run_parts")
+        con.execute("DROP TABLE locks")
+        con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    finally:
+        con.close()
+    lost = sorted((tmp_path / "runs.duckdb.runs" / "scores" / f"run_id={cut}").glob("*"))[0]
+    lost.unlink()
+    again = Store(db)
+    assert again.schema_version == 5
+    same(want, rows(again, kept))
+    with pytest.raises(ef.StoreError, match=f"run {cut} cannot be read.*registered part file"):
+        again.load(cut)
+    code, out, _ = _cli(db, "store", "verify", "--format", "json")
+    assert code == 1
+    assert [(p["kind"], p["run_id"]) for p in json.loads(out)["problems"]] == [("incomplete", cut)]
+
+
+# What a process with no capabilities may do (setpriv drops them all, as root): root owns
+# the store, its folder and its files, so with the permission bits below nothing there can
+# be written, created or removed, as on read-only media; without the capabilities root has
+# no way around the bits (checked first, by trying).
+NO_CAPABILITIES = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--"]
+
+
+def _freeze(folder: Path) -> None:
+    for path in sorted(folder.rglob("*"), reverse=True):
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    folder.chmod(0o555)
+
+
+def _thaw(folder: Path) -> None:
+    folder.chmod(0o755)
+    for path in folder.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _state(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_a_store_moved_onto_read_only_media_opens_read_only_for_every_reading_command(
+    client: Any, tmp_path: Path
+) -> None:
+    import re
+    import shutil
+
+    assert shutil.which("setpriv"), "setpriv (util-linux) runs the commands without privileges"
+    (tmp_path / "a").mkdir()
+    store, source = stored(tmp_path / "a")
+    (there,) = store.rescore(
+        ["contains", "rouge-l"], runs=source, keep=True, batch_size=80, dask=client
+    )
+    store.promote_baseline(source)
+    commands = {
+        "runs": ["runs", "--format", "json"],
+        "sql": ["sql", f"SELECT metric, count(*) FROM scores WHERE run_id = '{there}' GROUP BY 1"],
+        "report": ["report", there, "--format", "json"],
+        "compare": ["compare", source, there],
+        "gate": ["gate", there, "--baseline", source],
+        "brief": ["brief", there],
+        "baseline list": ["baseline", "list"],
+        "store verify": ["store", "verify"],
+    }
+
+    def outcome(db: Path, argv: list[str], prefix: list[str]) -> tuple[int, str, str]:
+        done = subprocess.run(
+            [*prefix, sys.executable, "-m", "evalframe", *argv, "--store", str(db)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        text = re.sub(r"hashed in [0-9.]+ s", "hashed", done.stdout.replace(str(db), "STORE"))
+        return done.returncode, text, done.stderr
+
+    want = {
+        name: outcome(tmp_path / "a" / "runs.duckdb", argv, []) for name, argv in commands.items()
+    }
+    assert all(code == 0 for code, _, _ in want.values()), want
+    # Moved (the views stored in the file name the old folder), then frozen.
+    media = tmp_path / "media"
+    media.mkdir()
+    shutil.move(tmp_path / "a" / "runs.duckdb", media / "runs.duckdb")
+    shutil.move(tmp_path / "a" / "runs.duckdb.runs", media / "runs.duckdb.runs")
+    db = media / "runs.duckdb"
+    _freeze(media)
+    before = _state(media)
+    try:
+        probe = subprocess.run(
+            [*NO_CAPABILITIES, "sh", "-c", f"echo x > '{media}/probe'"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert probe.returncode != 0, "the process could write to the frozen folder"
+        for name, argv in commands.items():
+            code, text, err = outcome(db, argv, NO_CAPABILITIES)
+            assert (code, text) == want[name][:2], (name, err)
+            assert err == want[name][2], name
+        code, _, err = outcome(
+            db, ["rescore", "-m", "exact-match", "--runs", source], NO_CAPABILITIES
+        )
+        assert code == 2  # a writing command fails in one paragraph
+        assert "Traceback" not in err
+        assert _state(media) == before  # nothing written, created or removed
+    finally:
+        _thaw(media)
+
+
+def test_glob_characters_in_paths_work_on_a_cluster_too(client: Any, tmp_path: Path) -> None:
+    base = tmp_path / "exp [v2]*?"
+    base.mkdir()
+    ds = dataset_file(base / "golden [1].jsonl")
+    parts = write_parts(base / "outputs [a]?", outputs_frame())
+    db = base / "runs [1]*.duckdb"
+    address = client.scheduler.address
+    runner = CliRunner()
+
+    def ok(*argv: str) -> str:
+        done = runner.invoke(cli, [*argv, "--store", str(db)])
+        assert done.exit_code in (0, 1), (argv, done.stderr, done.exception)
+        return done.stdout
+
+    common = ["run", str(ds), "-m", "rouge-l", "-m", "contains"]
+    here = json.loads(ok(*common, "--outputs", str(parts), "--format", "json"))
+    for source in (parts, base / "outputs [a]?" / "*.parquet"):  # a folder, and a glob in it
+        there = json.loads(
+            ok(*common, "--outputs", str(source), "--dask", address, "--format", "json")
+        )
+        assert there["samples"] == here["samples"]
+        assert there["metrics"] == here["metrics"]
+    ok(*common, "--outputs", str(parts), "--dask", address, "--batch-size", "100")
+    streamed = Store(db).sql("SELECT run_id FROM runs ORDER BY seq DESC LIMIT 1").item()
+    assert Store(db).sql("SELECT count(*) FROM run_files WHERE run_id = ?", [streamed]).item()
+    report = json.loads(ok("report", streamed, "--format", "json"))
+    assert report["metrics"] == here["metrics"]
+    assert f"from {streamed}" in ok(
+        "rescore", "--runs", streamed, "-m", "exact-match", "--dask", address
+    )
+    newest = Store(db).sql("SELECT run_id FROM runs ORDER BY seq DESC LIMIT 1").item()
+    counts = Store(db).sql("SELECT count(*) FROM scores WHERE run_id = ?", [newest]).item()
+    assert counts == N
+    assert json.loads(ok("report", newest, "--format", "json"))["metrics"]["exact-match"]["n"] == N
+    assert "sound: no problem found" in ok("store", "verify")
+    ok("export", newest, "--to", str(base / "export [x]"))
+    other = base / "other [2].duckdb"
+    done = runner.invoke(cli, ["import", str(base / "export [x]"), "--store", str(other)])
+    assert done.exit_code == 0, done.stderr
+    assert Store(other).sql("SELECT count(*) FROM scores").item() == N

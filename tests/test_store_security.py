@@ -245,6 +245,12 @@ def _oracle(scene: Scene, text: str) -> list[tuple[object, ...]]:
 def test_selects_keep_working_through_the_store_and_the_cli(scene: Scene, name: str) -> None:
     text = ALLOWED[name]
     want = _oracle(scene, text)
+    # evalframe's connections read the scores and sample_stats views they build themselves
+    # (temporary views, which the catalog lists beside the file's own).
+    if name == "show":
+        want = sorted([*want, ("sample_stats",), ("scores",)])
+    if name == "catalog":
+        want = [(want[0][0] + 2,)]
     got = scene.store.sql(text)
     assert got.rows() == want
     result = CliRunner().invoke(

@@ -1,4 +1,5 @@
-"""Store commands: sql, runs, compare, gate, baseline, rescore and import (export: _export).
+"""Store commands: sql, runs, compare, gate, baseline, rescore, import and store (verify,
+unlock); export is in _export.
 
 Every command takes ``--store PATH`` (default: the ``EVALFRAME_STORE`` environment variable).
 Exit codes: 0 on success, 1 when ``gate`` fails or a metric ``rescore`` computed failed on a
@@ -42,6 +43,7 @@ __all__ = [
     "rescore",
     "runs",
     "sql",
+    "store_group",
 ]
 
 
@@ -544,7 +546,79 @@ def import_cmd(source: Path, store_path: Path | None) -> None:
     click.echo(f"imported {len(added)} run(s): " + (", ".join(added) if added else present))
 
 
+@click.group("store")
+def store_group() -> None:
+    """Look after the store itself: verify its files, remove a lock."""
+
+
+@store_group.command("verify")
+@store_option()
+@format_option("output", "text", "json")
+def verify(store_path: Path | None, output: str) -> None:
+    """Check the whole store and report every problem at once.
+
+    Every part file a cluster wrote beside the store (its .runs folder) is read in full and
+    checked against the row count, size and SHA-256 recorded when it was registered; each
+    run's files against its registration; the file's SQL (macros, types, views in a table's
+    place, views that are not the schema's). Nothing is changed. Reading commands check
+    only what they read, cheaply (existence and size; footer row counts for a whole run).
+
+    Exit 0 when the store is sound, 1 when anything is wrong, 2 when there is no store.
+    """
+    from evalframe.store._integrity import verify_store
+
+    if store_path is None:
+        raise click.UsageError("Pass --store PATH or set EVALFRAME_STORE.")
+    if not store_path.exists():
+        raise StoreError(f"No store at {store_path}.")
+    found = verify_store(str(store_path))
+    if output == "json":
+        click.echo(json.dumps(found.to_dict(), indent=2, default=str))
+    else:
+        click.echo(_verification_text(found))
+    if not found.ok:
+        raise SystemExit(1)
+
+
+def _verification_text(found: Any) -> str:
+    mib = found.bytes / 2**20
+    lines = [
+        f"store {found.store} (schema version {found.schema_version}): {found.runs} run(s), "
+        f"{found.runs_with_files} with part files; {found.files} part file(s), {mib:,.1f} MiB "
+        f"hashed in {found.seconds:.2f} s"
+    ]
+    lines += [
+        f"problem: {p.detail}" + (f" (run {p.run_id})" if p.run_id else "") for p in found.problems
+    ]
+    lines += [f"note: {n.detail}" for n in found.notes]
+    lines.append(
+        "sound: no problem found" if found.ok else f"{len(found.problems)} problem(s) found"
+    )
+    return "\n".join(lines)
+
+
+@store_group.command("unlock")
+@click.argument("name")
+@store_option()
+def unlock(name: str, store_path: Path | None) -> None:
+    """Remove the lock NAME (run:RUN_ID or eval_set:NAME) whoever holds it.
+
+    A lock whose process died on this host is taken over by the next resume by itself; use
+    this for one held from another host once you know that process is gone.
+    """
+    from evalframe.store._locks import unlock as remove
+
+    held = remove(open_store(store_path), name)
+    if held is None:
+        click.echo(f"no lock named {name}")
+        return
+    click.echo(
+        f"removed {name}, held by process {held['pid']} on host {held['host']} since "
+        f"{held['since']} ({held['purpose']})"
+    )
+
+
 def register(group: click.Group) -> None:
     """Add the store commands to the ``evalframe`` group."""
-    for command in (sql, runs, compare_cmd, gate_cmd, baseline, rescore, import_cmd):
+    for command in (sql, runs, compare_cmd, gate_cmd, baseline, rescore, import_cmd, store_group):
         group.add_command(command)

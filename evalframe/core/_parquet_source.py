@@ -1,9 +1,11 @@
 """Parquet named by more than one file's path: a directory, a glob or an fsspec URL.
 
 A directory is searched recursively for ``*.parquet``; a glob (``*``, ``?``, ``[``) is
-expanded, ``**`` recursively; a URL (``s3://bucket/runs/*.parquet``) needs fsspec and the
-filesystem's package (``s3fs``), which the user installs. Files are listed in sorted order, so
-rows keep one order from run to run. ``file://`` URLs are local paths.
+expanded, ``**`` recursively. A path that exists is taken as written, and so is the part of
+a glob naming existing folders: ``exp [v2]/*.parquet`` reads the folder ``exp [v2]``. A URL
+(``s3://bucket/runs/*.parquet``) needs fsspec and the filesystem's package (``s3fs``), which
+the user installs. Files are listed in sorted order, so rows keep one order from run to run.
+``file://`` URLs are local paths.
 """
 
 from __future__ import annotations
@@ -27,15 +29,33 @@ def is_url(source: str) -> bool:
 
 def is_parquet_source(source: str | os.PathLike[str]) -> bool:
     """Whether ``source`` names Parquet by more than one file's path: a directory, a glob or
-    a URL (a single local ``.parquet`` file reads in-process as saved outputs always have)."""
+    a URL (a single local ``.parquet`` file reads in-process as saved outputs always have,
+    whatever characters its name holds)."""
     text = os.fspath(source)
-    return "://" in text or any(c in text for c in _GLOB) or Path(text).is_dir()
+    if "://" in text:
+        return True
+    if Path(text).exists():
+        return Path(text).is_dir()
+    return any(c in text for c in _GLOB)
+
+
+def _local_glob(pattern: str) -> list[str]:
+    """The files a local glob matches, its longest prefix of existing folders taken
+    literally (a folder named ``exp [v2]`` is not a character class)."""
+    parts = Path(pattern).parts
+    for i in range(len(parts) - 1, 0, -1):
+        head = Path(*parts[:i])
+        if head.is_dir():
+            return glob.glob(os.path.join(glob.escape(str(head)), *parts[i:]), recursive=True)
+    return glob.glob(pattern, recursive=True)
 
 
 def source_stem(source: str) -> str:
     """The name a source suggests: the last part of its path before any glob, without its
     extension (``golden`` for ``s3://bucket/golden/*.parquet``)."""
     plain = source.split("://", 1)[-1]
+    if "://" not in source and Path(plain).exists():
+        return Path(plain.rstrip("/")).stem or "dataset"
     for mark in _GLOB:
         plain = plain.split(mark, 1)[0]
     return Path(plain.rstrip("/-_.")).stem or "dataset"
@@ -67,11 +87,11 @@ def parquet_files(source: str) -> list[str]:
             found = [path]
         return sorted(fs.unstrip_protocol(p) for p in found)
     local = source.removeprefix("file://")
-    if any(c in local for c in _GLOB):
-        return sorted(glob.glob(local, recursive=True))
     if Path(local).is_dir():
         return sorted(str(p) for p in Path(local).rglob("*.parquet"))
-    return [local]
+    if Path(local).exists() or not any(c in local for c in _GLOB):
+        return [local]
+    return sorted(_local_glob(local))
 
 
 def open_source(url: str) -> Any:

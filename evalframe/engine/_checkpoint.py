@@ -5,11 +5,18 @@ finished chunk is written to the store in its own transaction, so a run stopped 
 ``kill -9`` or a provider outage loses at most the chunk in flight. Resuming calls the system
 only for the executions no checkpoint holds, then scores everything as one run with the
 original run id, so its report is that of an uninterrupted run.
+
+A checkpointed run holds a lock in the store from its start (or resumption) until it is
+saved, so a second ``--resume`` of the same run, while the first is alive, is refused with
+the holder's process, host and start; a holder killed with SIGKILL leaves a lock that the
+next resume on its host detects and takes over (``store/_locks``).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -17,13 +24,28 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._errors import StoreError
 from evalframe.core._system import System, call_system
-from evalframe.store import _checkpoints
+from evalframe.store import _checkpoints, _locks
 
 if TYPE_CHECKING:
     from evalframe.core._rate import RateLimit
     from evalframe.store import Store
 
-__all__ = ["call_with_checkpoints"]
+__all__ = ["call_with_checkpoints", "hold_run"]
+
+
+@contextmanager
+def hold_run(store: Store, run_id: str, *, resume: bool) -> Iterator[_locks.Lock]:
+    """Hold run ``run_id``'s lock for the duration of the block.
+
+    Raises:
+        StoreError: another process holds it (the message names that process).
+    """
+    purpose = "evalframe run --resume" if resume else "evalframe run --checkpoint-every"
+    lock = _locks.acquire(store, f"run:{run_id}", purpose, f"run {run_id}")
+    try:
+        yield lock
+    finally:
+        _locks.release(store, lock)
 
 
 def call_with_checkpoints(
@@ -31,6 +53,7 @@ def call_with_checkpoints(
     system: System,
     *,
     store: Store,
+    lock: _locks.Lock,
     run_id: str,
     dataset: str,
     repetitions: int,
@@ -40,7 +63,8 @@ def call_with_checkpoints(
     progress: bool | None,
     rate: RateLimit | None = None,
 ) -> pl.DataFrame:
-    """The outputs frame of every execution, checkpointed to ``store`` as it goes.
+    """The outputs frame of every execution, checkpointed to ``store`` as it goes, under
+    ``lock`` (``hold_run``).
 
     Raises:
         StoreError: resuming a run that has no checkpoint, that is already saved, or whose
@@ -87,7 +111,7 @@ def call_with_checkpoints(
                 progress=progress,
                 rate=rate,
             ).with_columns(pl.lit(rep, pl.Int64).alias(C.REPETITION))
-            _checkpoints.add_checkpoint(store, run_id, dataset, digest, repetitions, chunk)
+            _checkpoints.add_checkpoint(store, lock, run_id, dataset, digest, repetitions, chunk)
             parts.append(chunk)
     produced = pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
     order = base.select(C.SAMPLE_ID).with_row_index("_row")

@@ -1,10 +1,21 @@
-"""``run_set``: the datasets of an eval set in order, each recorded as a run, resumable."""
+"""``run_set``: the datasets of an eval set in order, each recorded as a run, resumable.
+
+Each dataset is recorded exactly once, wherever a kill lands. Its run id is fixed by the
+manifest entry that marks it running (the set, the dataset and that entry's ``started_at``),
+and with a store, the run and the manifest marking it completed are saved in one
+transaction. A rerun that finds a dataset still marked running (in the manifest file, which
+is written after the store) looks its run up by that id: saved, the entry is completed from
+the stored run; not saved, the dataset runs again. With a store, the set holds a lock there
+while it runs, so a second ``run-set`` of the same set at once is refused.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,9 +29,11 @@ from evalframe.core._eval_set import (
 )
 from evalframe.core._system import System
 from evalframe.engine._evaluate import evaluate
-from evalframe.store import _eval_sets, as_store
+from evalframe.store import _eval_sets, _locks, as_store
 
 if TYPE_CHECKING:
+    from evalframe.core._dataset import Dataset
+    from evalframe.core._run import Run
     from evalframe.providers import JudgeClient, Providers
     from evalframe.store import Store
 
@@ -33,6 +46,27 @@ def _write_file(path: Path, manifest: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, path)  # never a half-written manifest
+
+
+def set_run_id(eval_set: str, dataset: str, started_at: float) -> str:
+    """The run id of a dataset's attempt, fixed by its running entry in the manifest."""
+    key = json.dumps([eval_set, dataset, started_at])
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+def _completed(
+    name: str, started: float, finished: float, total_samples: int, total_failures: int
+) -> dict[str, Any]:
+    return {
+        "dataset": name,
+        "status": "completed",
+        "started_at": started,
+        "finished_at": finished,
+        "duration_seconds": finished - started,
+        "report_schema_version": REPORT_SCHEMA,
+        "total_samples": total_samples,
+        "total_failures": total_failures,
+    }
 
 
 def run_set(
@@ -68,7 +102,41 @@ def run_set(
     if repeated:
         raise DatasetError(f"{es.path}: dataset names must be unique; repeated: {repeated}.")
     target = as_store(store) if store is not None else None
-    file = Path(manifest) if manifest is not None else None
+    with ExitStack() as held:
+        lock = None
+        if target is not None:
+            lock = _locks.acquire(
+                target, f"eval_set:{es.name}", "evalframe run-set", f"eval set {es.name}"
+            )
+            held.callback(_locks.release, target, lock)
+        return _run(
+            es,
+            datasets,
+            target,
+            lock,
+            Path(manifest) if manifest is not None else None,
+            system=system,
+            providers=providers,
+            repetitions=repetitions,
+            concurrency=concurrency,
+            progress=progress,
+        )
+
+
+def _run(
+    es: EvalSet,
+    datasets: list[Dataset],
+    target: Store | None,
+    lock: _locks.Lock | None,
+    file: Path | None,
+    *,
+    system: System | None,
+    providers: Providers | JudgeClient | None,
+    repetitions: int | None,
+    concurrency: int,
+    progress: bool | None,
+) -> tuple[dict[str, Any], list[Any]]:
+    names = [d.name for d in datasets]
     doc: dict[str, Any] | None = None
     where = es.path
     if file is not None and file.exists():
@@ -79,10 +147,13 @@ def run_set(
         doc = new_manifest(es.name, names, time.time())
     check_manifest(doc, es.name, names, where)
 
-    def save() -> None:
+    def save(run: Run | None = None) -> None:
         doc["updated_at"] = time.time()
-        if target is not None:
-            _eval_sets.save_manifest(target, es.name, doc)
+        if target is not None and lock is not None:
+            if run is not None:
+                _eval_sets.save_run(target, run, es.name, doc, lock)
+            else:
+                _eval_sets.save_manifest(target, es.name, doc, lock)
         if file is not None:
             _write_file(file, doc)
 
@@ -93,6 +164,21 @@ def run_set(
             continue
         if current["status"] == "failed":
             break
+        if current["status"] == "running" and target is not None:
+            # Killed after its run was saved, before the manifest file said so.
+            stored = _eval_sets.stored_run(
+                target, set_run_id(es.name, ds.name, current["started_at"])
+            )
+            if stored is not None:
+                doc["datasets"][i] = _completed(
+                    ds.name,
+                    current["started_at"],
+                    max(float(stored["finished_at"] or 0.0), current["started_at"]),
+                    ds.height,
+                    int(stored["n_failures"] or 0),
+                )
+                save()
+                continue
         started = time.time()
         doc["datasets"][i] = {"dataset": ds.name, "status": "running", "started_at": started}
         save()
@@ -112,7 +198,8 @@ def run_set(
                 progress=progress,
                 providers=providers,
                 labels={"eval_set": es.name},
-                store=target,
+                run_id=set_run_id(es.name, ds.name, started),
+                baselines_from=target,
             )
         except (EvalframeError, ValueError, OSError) as exc:
             finished = time.time()
@@ -128,16 +215,7 @@ def run_set(
             save()
             break
         finished = time.time()
-        doc["datasets"][i] = {
-            "dataset": ds.name,
-            "status": "completed",
-            "started_at": started,
-            "finished_at": finished,
-            "duration_seconds": finished - started,
-            "report_schema_version": REPORT_SCHEMA,
-            "total_samples": ds.height,
-            "total_failures": run.failures.height,
-        }
-        save()
+        doc["datasets"][i] = _completed(ds.name, started, finished, ds.height, run.failures.height)
+        save(run)
         runs.append(run)
     return doc, runs

@@ -6,6 +6,7 @@ import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Final
 
 import polars as pl
@@ -214,105 +215,112 @@ def evaluate(
     if checkpoint_every is not None and checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be at least 1; got {checkpoint_every}.")
     run_id = resume or run_id or uuid.uuid4().hex[:16]
-    with showing(progress):  # every progress display of the evaluation
-        produced: pl.DataFrame | None
-        if system is not None and checkpointed:
-            from evalframe.engine._checkpoint import call_with_checkpoints
-            from evalframe.store import as_store
+    with ExitStack() as held:  # a checkpointed run holds its lock until it is saved
+        with showing(progress):  # every progress display of the evaluation
+            produced: pl.DataFrame | None
+            if system is not None and checkpointed:
+                from evalframe.engine._checkpoint import call_with_checkpoints, hold_run
+                from evalframe.store import as_store
 
-            produced = call_with_checkpoints(
-                base,
-                system,
-                store=as_store(store),  # type: ignore[arg-type]
-                run_id=run_id,
-                dataset=ds.name,
-                repetitions=reps,
-                every=checkpoint_every or 100,
-                resume=resume is not None,
-                concurrency=concurrency,
-                progress=progress,
-                rate=rate,
-            )
-        elif system is not None:
-            produced = call_system(
-                base,
-                system,
-                repetitions=reps,
-                concurrency=concurrency,
-                progress=progress,
-                rate=rate,
-            )
-        elif dask is not None:
-            produced = None  # read by the cluster's workers below
-        elif outputs is not None:
-            aligned = align_outputs(ds, _as_outputs(outputs))
-            produced = pl.concat(
-                [aligned.with_columns(pl.lit(r, pl.Int64).alias(C.REPETITION)) for r in range(reps)]
-            )
-        if context is not None:
-            context.begin_run()  # usage, cost, budget and deadline are per run
-        baselines = _run_baselines(resolved, baselines_from or store)
-        if produced is None:
-            from evalframe.engine._on_dask import evaluate_on_dask
+                checkpoints = as_store(store)  # type: ignore[arg-type]
+                lock = held.enter_context(hold_run(checkpoints, run_id, resume=resume is not None))
+                produced = call_with_checkpoints(
+                    base,
+                    system,
+                    store=checkpoints,
+                    lock=lock,
+                    run_id=run_id,
+                    dataset=ds.name,
+                    repetitions=reps,
+                    every=checkpoint_every or 100,
+                    resume=resume is not None,
+                    concurrency=concurrency,
+                    progress=progress,
+                    rate=rate,
+                )
+            elif system is not None:
+                produced = call_system(
+                    base,
+                    system,
+                    repetitions=reps,
+                    concurrency=concurrency,
+                    progress=progress,
+                    rate=rate,
+                )
+            elif dask is not None:
+                produced = None  # read by the cluster's workers below
+            elif outputs is not None:
+                aligned = align_outputs(ds, _as_outputs(outputs))
+                produced = pl.concat(
+                    [
+                        aligned.with_columns(pl.lit(r, pl.Int64).alias(C.REPETITION))
+                        for r in range(reps)
+                    ]
+                )
+            if context is not None:
+                context.begin_run()  # usage, cost, budget and deadline are per run
+            baselines = _run_baselines(resolved, baselines_from or store)
+            if produced is None:
+                from evalframe.engine._on_dask import evaluate_on_dask
 
-            frame, scores = evaluate_on_dask(
-                dask,
-                ds,
-                outputs,
-                resolved,
-                repetitions=reps,
-                run_id=run_id,
-                context=context,
-                baselines=baselines,
-            )
-        else:
-            from evalframe.metrics.judge_toolbox import attach_baseline
+                frame, scores = evaluate_on_dask(
+                    dask,
+                    ds,
+                    outputs,
+                    resolved,
+                    repetitions=reps,
+                    run_id=run_id,
+                    context=context,
+                    baselines=baselines,
+                )
+            else:
+                from evalframe.metrics.judge_toolbox import attach_baseline
 
-            frame = produced.join(base, on=C.SAMPLE_ID, how="left", maintain_order="left")
+                frame = produced.join(base, on=C.SAMPLE_ID, how="left", maintain_order="left")
+                if strict:
+                    _abort_on_system_error(frame)
+                for baseline, stored in baselines.items():
+                    frame = attach_baseline(frame, baseline, stored)
+                scores = score(frame, resolved, run_id=run_id, context=context)
             if strict:
-                _abort_on_system_error(frame)
-            for baseline, stored in baselines.items():
-                frame = attach_baseline(frame, baseline, stored)
-            scores = score(frame, resolved, run_id=run_id, context=context)
-        if strict:
-            _abort_on_metric_error(scores)
-    finished = time.time()
-    # Whether repetitions can differ: a system under test is called again for each one.
-    extra: dict[str, Any] = {"outputs": "system" if system is not None else "saved"}
-    prompts = prompt_keys(resolved)
-    if prompts:
-        extra["prompts"] = prompts  # the judge prompt versions behind the scores
-    if context is not None:
-        extra["cost"] = context.cost_summary()
-        extra["budget"] = context.budget_summary(scores)
-    result = Run(
-        run_id=run_id,
-        name=name or ds.name,
-        dataset=ds,
-        frame=frame,
-        scores=scores,
-        metrics=resolved,
-        started_at=started,
-        finished_at=finished,
-        usage=context.usage_frame() if context is not None else pl.DataFrame(),
-        labels=dict(labels or {}),
-        extra=extra,
-    )
-    if store is not None:
-        from evalframe.store import as_store  # DuckDB loads when a run is first saved
+                _abort_on_metric_error(scores)
+        finished = time.time()
+        # Whether repetitions can differ: a system under test is called again for each one.
+        extra: dict[str, Any] = {"outputs": "system" if system is not None else "saved"}
+        prompts = prompt_keys(resolved)
+        if prompts:
+            extra["prompts"] = prompts  # the judge prompt versions behind the scores
+        if context is not None:
+            extra["cost"] = context.cost_summary()
+            extra["budget"] = context.budget_summary(scores)
+        result = Run(
+            run_id=run_id,
+            name=name or ds.name,
+            dataset=ds,
+            frame=frame,
+            scores=scores,
+            metrics=resolved,
+            started_at=started,
+            finished_at=finished,
+            usage=context.usage_frame() if context is not None else pl.DataFrame(),
+            labels=dict(labels or {}),
+            extra=extra,
+        )
+        if store is not None:
+            from evalframe.store import as_store  # DuckDB loads when a run is first saved
 
-        target = as_store(store)
-        try:
-            target.save(result)
-        except StoreError as exc:
-            # Keep the (possibly expensive) evaluation: the caller can save it again.
-            exc.run = result
-            raise
-        if checkpointed:
-            from evalframe.store._checkpoints import drop_checkpoints
+            target = checkpoints if checkpointed else as_store(store)
+            try:
+                target.save(result)
+            except StoreError as exc:
+                # Keep the (possibly expensive) evaluation: the caller can save it again.
+                exc.run = result
+                raise
+            if checkpointed:
+                from evalframe.store._checkpoints import drop_checkpoints
 
-            drop_checkpoints(target, run_id)
-    return result
+                drop_checkpoints(target, run_id, lock)
+        return result
 
 
 def _abort_on_system_error(frame: pl.DataFrame) -> None:

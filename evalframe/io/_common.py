@@ -171,7 +171,7 @@ def read_records(file: Path, *, container_keys: tuple[str, ...] = ()) -> Rows:
     where = str(file)
     if suffix == ".parquet":
         try:
-            return pl.read_parquet(file).to_dicts()
+            return pl.read_parquet(file, glob=False).to_dicts()
         except (pl.exceptions.PolarsError, OSError) as exc:
             raise DatasetError(f"{where}: not a valid Parquet file: {exc}") from None
     if suffix == ".csv":

@@ -397,7 +397,7 @@ def _hf_file(file: Path) -> pl.DataFrame:
     where = str(file)
     if suffix == ".parquet":
         try:
-            return pl.read_parquet(file)
+            return pl.read_parquet(file, glob=False)
         except (pl.exceptions.PolarsError, OSError) as exc:
             raise DatasetError(f"{where}: not a valid Parquet file: {exc}") from None
     if suffix in (".json", ".jsonl"):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from evalframe.store._connect import execute, fetch, query
+from evalframe.store._locks import Lock, holds
 from evalframe.store._write import dataset_hash, transaction
 
 if TYPE_CHECKING:
@@ -23,12 +24,20 @@ __all__ = ["add_checkpoint", "dataset_hash", "drop_checkpoints", "load_checkpoin
 
 
 def add_checkpoint(
-    store: Store, run_id: str, dataset: str, digest: str, repetitions: int, chunk: pl.DataFrame
+    store: Store,
+    lock: Lock,
+    run_id: str,
+    dataset: str,
+    digest: str,
+    repetitions: int,
+    chunk: pl.DataFrame,
 ) -> None:
-    """Append one chunk of completed executions (its own transaction: it survives a kill)."""
+    """Append one chunk of completed executions (its own transaction: it survives a kill),
+    while this process still holds the run's ``lock``."""
     buffer = io.BytesIO()
     chunk.write_ipc(buffer)
     with store._connector.connect(write=True) as con, transaction(con):
+        holds(con, lock, f"run {run_id}")
         seq = fetch(con, "SELECT count(*) FROM checkpoints WHERE run_id = ?", [run_id])
         execute(
             con,
@@ -54,9 +63,11 @@ def load_checkpoints(store: Store, run_id: str) -> tuple[dict[str, Any] | None, 
     return identity, pl.concat(chunks, how="diagonal_relaxed")
 
 
-def drop_checkpoints(store: Store, run_id: str) -> None:
-    with store._connector.connect(write=True) as con:
+def drop_checkpoints(store: Store, run_id: str, lock: Lock) -> None:
+    """Remove a saved run's checkpoints, and release its lock, in one transaction."""
+    with store._connector.connect(write=True) as con, transaction(con):
         execute(con, "DELETE FROM checkpoints WHERE run_id = ?", [run_id])
+        execute(con, "DELETE FROM locks WHERE name = ? AND token = ?", [lock.name, lock.token])
 
 
 def run_exists(store: Store, run_id: str) -> bool:

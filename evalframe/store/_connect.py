@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Final
 
@@ -27,19 +29,28 @@ import polars as pl
 from evalframe.core._errors import StoreBusyError, StoreError
 
 __all__ = [
+    "DAMAGED",
     "FILES_SUFFIX",
     "Connector",
     "StoreBusyError",
+    "damaged",
     "execute",
     "fetch",
     "files_root",
     "query",
     "store_error",
+    "store_path",
 ]
 
 MEMORY: Final = ":memory:"
 FILES_SUFFIX: Final = ".runs"
 _LOCK_MARKERS: Final = ("Could not set lock", "Conflicting lock")
+DAMAGED: Final = "Damaged store"
+"""How every message about a missing or damaged part file starts (``damaged``)."""
+_PART: Final = re.compile(
+    r"(?P<relation>scores|sample_stats)/run_id=(?P<run>[^/\s\"']+)/"
+    r"(?P<file>[A-Za-z0-9][A-Za-z0-9._-]*\.parquet)"
+)
 _FILE_LOCKS: dict[str, threading.RLock] = {}
 _FILE_LOCKS_GUARD = threading.Lock()
 
@@ -53,9 +64,98 @@ def _file_lock(path: str) -> threading.RLock:
         return _FILE_LOCKS.setdefault(key, threading.RLock())
 
 
+_DIAGNOSING: ContextVar[bool] = ContextVar("evalframe_store_diagnosing", default=False)
+
+
+def _question_mark(path: str) -> tuple[str, dict[str, Any]]:
+    """Make a store whose path holds a ``?`` writable by DuckDB; the path and the settings
+    to open it with.
+
+    DuckDB takes the first ``?`` of a database path for the start of a query string and
+    names its write-ahead log by inserting ``.wal`` there: for ``exp?/runs.duckdb`` the log is
+    ``exp.wal?/runs.duckdb``, in a folder that does not exist, so nothing commits. That
+    folder is made here, once, and left in place: every DuckDB process opening the store
+    looks for the log there. (Spilled temporary files, named the same way, are sent to the
+    store's own ``.tmp`` folder.) A ``?`` in the file name alone needs nothing: the log is
+    then beside the file.
+    """
+    real = os.path.realpath(path)
+    at = real.find("?")
+    if at < 0:
+        return path, {}
+    log = real[:at] + ".wal" + real[at:]
+    if os.path.dirname(log) != os.path.dirname(real):
+        with suppress(OSError):  # a read-only place: reading needs no log
+            os.makedirs(os.path.dirname(log), exist_ok=True)
+    return path, {"temp_directory": real + ".tmp"}
+
+
+def store_path(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The path of the store file ``con`` is connected to (None in memory)."""
+    rows = con.execute(
+        "SELECT path FROM system.main.duckdb_databases() WHERE database_name = current_database()"
+    ).fetchall()
+    path = rows[0][0] if rows else None
+    return str(path) if path else None
+
+
 def files_root(store_path: str) -> str:
     """The folder beside a store file whose Parquet files its views read (``<store>.runs``)."""
     return os.path.abspath(store_path) + FILES_SUFFIX
+
+
+def damaged(store_path: str, run_id: str, where: str, problem: str) -> str:
+    """The one-paragraph message for a run whose part file failed a check or a read."""
+    folder = os.path.basename(files_root(store_path))
+    return (
+        f"{DAMAGED} {store_path}: run {run_id} cannot be read, because its part file "
+        f"{folder}/{where} {problem}. Restore the store's {folder} folder from a copy (a "
+        "store is its file and that folder, moved or copied together); other runs read as "
+        f"before. `evalframe store verify --store {store_path}` lists every problem."
+    )
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def _maybe_a_file(exc: BaseException) -> bool:
+    """Whether a DuckDB error could come from reading a damaged file (not from the query's
+    text, the catalog, a constraint or a permission)."""
+    kinds = (duckdb.IOException, duckdb.InvalidInputException, duckdb.InternalException)
+    return isinstance(exc, kinds) or type(exc) is duckdb.Error
+
+
+def read_failure(con: duckdb.DuckDBPyConnection, exc: BaseException) -> StoreError | None:
+    """A failed read that a missing or damaged part file explains, as one paragraph naming
+    the run and file (None for any other failure)."""
+    text = str(exc)
+    at = text.find(DAMAGED)
+    if at >= 0:  # a run's view branch raised the message its check wrote
+        return StoreError(_first_line(text[at:]))
+    path = None
+    with suppress(duckdb.Error):
+        path = store_path(con)
+    if not path:
+        return None
+    found = _PART.search(text)
+    if found is not None and FILES_SUFFIX in text:
+        where = f"{found['relation']}/run_id={found['run']}/{found['file']}"
+        detail = _first_line(text).replace(str(files_root(path)) + os.sep, "")
+        return StoreError(damaged(path, found["run"], where, f"is unreadable ({detail})"))
+    # DuckDB does not always name the file it failed to read: look for a damaged part file
+    # (sizes and footers; only now, on the failure path of a read, and not for its own).
+    if _DIAGNOSING.get() or not _maybe_a_file(exc):
+        return None
+    from evalframe.store._files import diagnose
+
+    token = _DIAGNOSING.set(True)
+    try:
+        return diagnose(con, str(path))
+    except (duckdb.Error, StoreError):
+        return None
+    finally:
+        _DIAGNOSING.reset(token)
 
 
 def store_error(message: str, statement: str | None, exc: BaseException) -> StoreError:
@@ -79,6 +179,9 @@ def execute(
         return con.execute(statement, params).fetchall()
     except duckdb.Error as exc:
         _abort(con)
+        failure = read_failure(con, exc)
+        if failure is not None:
+            raise failure from None
         raise store_error("Store statement failed.", statement, exc) from exc
 
 
@@ -96,6 +199,9 @@ def query(
         return frame
     except duckdb.Error as exc:
         _abort(con)
+        failure = read_failure(con, exc)
+        if failure is not None:
+            raise failure from None
         raise store_error("Store query failed.", statement, exc) from exc
 
 
@@ -150,12 +256,17 @@ class Connector:
         path: a DuckDB file, or ``":memory:"``.
         timeout: seconds to keep retrying while another process holds the file.
         threads: DuckDB worker threads (default: DuckDB's own, the number of cores).
+
+    Attributes:
+        prepare: what every connection to the file runs before it is handed out (the
+            store's checked views, ``_guard``), once ``Store`` has checked the file.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, timeout: float, threads: int | None):
         self.path = os.fspath(path)
         self.timeout = timeout
         self.threads = threads
+        self.prepare: Callable[[duckdb.DuckDBPyConnection], None] | None = None
         self._memory: duckdb.DuckDBPyConnection | None = None
         self._lock = threading.RLock()
         if self.path == MEMORY:
@@ -176,13 +287,17 @@ class Connector:
         return config | {"lock_configuration": False} if sandbox else config
 
     @contextmanager
-    def connect(self, *, write: bool, sandbox: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    def connect(
+        self, *, write: bool, sandbox: bool = False, prepare: bool = True
+    ) -> Iterator[duckdb.DuckDBPyConnection]:
         """A connection for one operation, closed (or, in memory, released) afterwards.
 
-        With ``sandbox`` (for users' SQL), a file store's read-only connection has no
-        access to other files and a locked configuration. Only such reads take it: DuckDB
-        opens a file once per process, with one configuration, so a plain read-only
-        connection of the user's own would otherwise block every evalframe read.
+        A file store's read-only connection has no access to other files than the store's
+        own folder, and a locked configuration (``_seal``). DuckDB opens a file once per
+        process, with one configuration, so while a connection the caller opened to the
+        file is open in this process, reads go through it instead, unsealed, unless
+        ``sandbox`` (users' SQL, which is then refused). ``prepare`` runs ``self.prepare``
+        on it first (every operation but those checking or migrating the file).
         """
         if self._memory is not None:
             with self._lock:
@@ -193,15 +308,21 @@ class Connector:
                     cursor.close()
             return
         with _file_lock(self.path):
-            con = self._open(write=write, sandbox=sandbox and not write)
+            con, sealed = self._open(write=write, sandbox=sandbox)
             try:
-                if sandbox and not write:
+                # Part files' footers are read once per connection, not at each bind of
+                # the views that read them.
+                con.execute("SET parquet_metadata_cache = true")
+                if sealed:
                     _seal(con, self.path)
+                if prepare and self.prepare is not None:
+                    self.prepare(con)
                 yield con
             finally:
                 con.close()
 
-    def _open(self, *, write: bool, sandbox: bool) -> duckdb.DuckDBPyConnection:
+    def _open(self, *, write: bool, sandbox: bool) -> tuple[duckdb.DuckDBPyConnection, bool]:
+        """A connection, and whether it is to be sealed (a read-only one of its own)."""
         if not write and not Path(self.path).exists():
             raise StoreError(
                 f"No store at {self.path}: save a run to it first "
@@ -209,22 +330,29 @@ class Connector:
             )
         deadline = time.monotonic() + self.timeout
         delay = 0.02
+        sealed = not write
         while True:
             try:
-                return duckdb.connect(
-                    self.path, read_only=not write, config=self._config(sandbox=sandbox)
+                path, extra = _question_mark(self.path) if write else (self.path, {})
+                con = duckdb.connect(
+                    path, read_only=not write, config=self._config(sandbox=sealed) | extra
                 )
+                return con, sealed
             except duckdb.Error as exc:
-                if sandbox and _is_foreign_instance(exc):
+                if sealed and _is_foreign_instance(exc):
                     # evalframe's own operations on a file take turns (``_file_lock``), so
                     # the other configuration is a connection the caller opened.
-                    raise StoreError(
-                        f"The store {self.path} is open in this process through a connection "
-                        "evalframe did not make (for example duckdb.connect(path, "
-                        "read_only=True)), and DuckDB opens a file once per process with one "
-                        "set of settings; a SQL query on the store needs its own (no access "
-                        "to other files). Close that connection, or run the query through it."
-                    ) from None
+                    if sandbox:
+                        raise StoreError(
+                            f"The store {self.path} is open in this process through a "
+                            "connection evalframe did not make (for example duckdb.connect("
+                            "path, read_only=True)), and DuckDB opens a file once per process "
+                            "with one set of settings; a SQL query on the store needs its own "
+                            "(no access to other files). Close that connection, or run the "
+                            "query through it."
+                        ) from None
+                    sealed = False
+                    continue
                 if not _is_lock_conflict(exc):
                     raise store_error(
                         f"Could not open the store {self.path}"

@@ -1,43 +1,62 @@
-"""Scores kept as Parquet files beside a store file, read in place by its views.
+"""Scores kept as Parquet files beside a store file, read in place by its views, checked.
 
 A rescore on a cluster leaves its workers' Parquet parts where they are: under
 ``<store>.runs/scores/run_id=<id>/`` (and ``sample_stats/run_id=<id>/`` for the per-sample
 statistics) next to the store file. The store's single writer moves the parts there and
-registers them in ``run_files`` in the rescore's transaction; the ``scores`` and
-``sample_stats`` views then read the stored tables and every registered run's files
-(``read_parquet`` with the ``run_id=`` folders as a partition, so a query for one run opens
-no other run's files; rows of folders no registration names are left out). No row passes
-through the writer, so a run of any size registers in the time it takes to list its files.
+registers them in the rescore's transaction: ``run_files`` holds each run's file and row
+counts, ``run_parts`` each file's name, row count, size and SHA-256 (which the worker that
+wrote it computed). No row passes through the writer.
 
-The views name the folder by its absolute path, written again when the store file has moved,
-or when its folder is gone or back (checked when a ``Store`` opens it): a file copied without
-its folder reads its tables instead of failing every query. Files of a run that never
-committed (a process killed between moving them and its commit) are not in any view; the
-next registration removes them.
+Every connection evalframe opens reads the ``scores`` and ``sample_stats`` views it builds
+itself (temporary views, which shadow the ones stored in the file): the stored tables, then
+one branch per registered run reading its files by their explicit paths (never a glob, so
+``[``, ``*`` and ``?`` in a path are plain characters), with the run id as a constant, so a
+query for one run opens no other run's files. Before a run's files are read they are
+checked cheaply: each exists, is a regular file inside the store's folder, and has its
+registered size, and the run has all its registered files and rows. A run that fails is
+not left out: its branch raises an error naming the run and the file, so every query that
+reads it fails with that message while other runs read as before. Reading one whole run
+(``check_run``: reports, comparisons, exports, rescoring) also checks each file's Parquet
+footer row count; ``evalframe store verify`` checks every SHA-256.
+
+The views stored in the file (for other tools, such as plain ``duckdb``) list the same
+files, rewritten when a run registers files and when the store file has moved.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
+import stat
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final, NamedTuple
+
+import duckdb
 
 from evalframe.core._errors import StoreError
-from evalframe.store._connect import execute, fetch, files_root
-
-if TYPE_CHECKING:
-    import duckdb
+from evalframe.store._connect import DAMAGED, damaged, execute, fetch, files_root, store_path
 
 __all__ = [
     "IN_PLACE",
     "SAMPLE_STATS_TABLE",
     "SCORES_TABLE",
+    "Part",
+    "RunFiles",
+    "check_run",
+    "describe",
+    "diagnose",
     "discard",
     "in_a_file",
     "in_place_views",
+    "part_problem",
+    "record_present",
     "register",
+    "registered",
+    "sha256_of",
     "stale",
 ]
 
@@ -50,13 +69,53 @@ IN_PLACE: Final[dict[str, str]] = {"scores": SCORES_TABLE, "sample_stats": SAMPL
 """Each view that reads files in place, and the table beneath it."""
 
 _ROOT_KEY: Final = "files_root"
+_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\.parquet")
+_CHUNK: Final = 1 << 20
+
+
+class Part(NamedTuple):
+    """A part file and what its writer recorded of it."""
+
+    path: Path
+    rows: int
+    bytes: int
+    sha256: str
+
+
+def sha256_of(path: Path) -> str:
+    """A file's SHA-256, read a megabyte at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def describe(path: Path) -> Part:
+    """A part file's row count (from its Parquet footer), size and SHA-256."""
+    import pyarrow.parquet as pq
+
+    rows = pq.read_metadata(path).num_rows
+    return Part(path, int(rows), path.stat().st_size, sha256_of(path))
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """One run's registered files for one view: the counts ``run_files`` holds and the
+    ``run_parts`` rows (file, rows, bytes, sha256)."""
+
+    run_id: str
+    relation: str
+    files: int
+    rows: int
+    parts: tuple[tuple[str, int, int, str], ...]
 
 
 def _store_path(con: duckdb.DuckDBPyConnection) -> str | None:
-    path = fetch(
-        con, "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
-    )
-    return str(path) if path else None
+    try:
+        return store_path(con)
+    except duckdb.Error as exc:
+        raise StoreError(f"Could not read the store's path: {exc}") from exc
 
 
 def in_a_file(con: duckdb.DuckDBPyConnection) -> bool:
@@ -72,81 +131,269 @@ def _folder(root: Path | str, view: str, run_id: str) -> Path:
     return Path(root) / view / f"run_id={run_id}"
 
 
-def _branches(con: duckdb.DuckDBPyConnection, root: str | None) -> dict[str, bool]:
-    """Per view, whether it reads files: some run registered them and some are there (a
-    store file copied without its folder reads its tables instead of failing every query)."""
-    return {
-        view: root is not None
-        and bool(fetch(con, "SELECT count(*) FROM run_files WHERE relation = ?", [view]))
-        and next((Path(root) / view).glob("*/*.parquet"), None) is not None
-        for view in IN_PLACE
-    }
+def registered(con: duckdb.DuckDBPyConnection, view: str | None = None) -> list[RunFiles]:
+    """Every run's registered files (of one view, or of both)."""
+    where, params = ("WHERE relation = ?", [view]) if view is not None else ("", [])
+    parts: dict[tuple[str, str], list[tuple[str, int, int, str]]] = {}
+    for run_id, relation, file, rows, size, sha256 in execute(
+        con,
+        f"SELECT run_id, relation, file, rows, bytes, sha256 FROM run_parts {where} ORDER BY file",
+        params,
+    ):
+        parts.setdefault((run_id, relation), []).append((file, rows, size, sha256))
+    return [
+        RunFiles(run_id, relation, files, rows, tuple(parts.get((run_id, relation), ())))
+        for run_id, relation, files, rows in execute(
+            con,
+            f"SELECT run_id, relation, files, rows FROM run_files {where} "
+            "ORDER BY relation, run_id",
+            params,
+        )
+    ]
 
 
-def _signature(root: str | None, branches: dict[str, bool]) -> str:
-    return f"{root}|{','.join(v for v, files in branches.items() if files)}"
+def _run_folder(root: str, entry: RunFiles) -> str | None:
+    """A run's folder of part files, or None when its recorded names could lead out of the
+    store's folder (a store edited by hand: names are evalframe's own otherwise)."""
+    run_id = entry.run_id
+    if entry.relation not in IN_PLACE or not run_id or run_id in (".", ".."):
+        return None
+    if any(c in run_id for c in ("/", "\\", "\0")):
+        return None
+    return os.path.join(root, entry.relation, f"run_id={run_id}")
 
 
-def in_place_views(con: duckdb.DuckDBPyConnection) -> None:
+def part_problem(
+    root: str, entry: RunFiles, file: str, rows: int, size: int, *, footer: bool = False
+) -> str | None:
+    """What is wrong with one registered part, checked cheaply (None when nothing is): it
+    must exist as a regular file inside the store's folder with its registered size, and
+    with ``footer``, hold its registered row count."""
+    folder = _run_folder(root, entry)
+    if folder is None or not _NAME.fullmatch(file):
+        return "has a name that is not a part file's name (the store was edited)"
+    return _folder_problem(root, folder) or _file_problem(folder, file, rows, size, footer)
+
+
+def _folder_problem(root: str, folder: str) -> str | None:
+    """A run's folder must lie where its path says, no symbolic link on the way."""
+    real = os.path.realpath(folder)
+    if real != os.path.join(os.path.realpath(root), os.path.relpath(folder, root)):
+        return "lies outside the store's folder (a folder on its path is a symbolic link)"
+    return None
+
+
+def _file_problem(folder: str, file: str, rows: int, size: int, footer: bool) -> str | None:
+    path = os.path.join(folder, file)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return "is missing"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file (a symbolic link, folder or device stands in its place)"
+    if info.st_size != size:
+        return (
+            f"has {info.st_size:,} bytes where {size:,} were registered (it was truncated, "
+            "extended or replaced)"
+        )
+    if footer:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            found = pq.read_metadata(path).num_rows
+        except (pa.ArrowException, OSError) as exc:
+            return f"is not readable Parquet ({str(exc).strip().splitlines()[0]})"
+        if found != rows:
+            return f"holds {found:,} rows where {rows:,} were registered"
+    return None
+
+
+def _run_problem(root: str, entry: RunFiles, *, footer: bool = False) -> tuple[str, str] | None:
+    """The first problem of one run's files: (file, what is wrong), or None."""
+    kept = sum(p[1] for p in entry.parts)
+    where = f"{entry.relation}/run_id={entry.run_id}/"
+    if len(entry.parts) != entry.files or kept != entry.rows:
+        return (
+            where,
+            f"should hold {entry.files:,} registered part file(s) with {entry.rows:,} rows, "
+            f"and {len(entry.parts):,} file(s) with {kept:,} rows are recorded (registered "
+            "before evalframe recorded each file, and changed since)",
+        )
+    folder = _run_folder(root, entry)
+    names = [p[0] for p in entry.parts]
+    bad = next((n for n in names if not _NAME.fullmatch(n)), None)
+    if folder is None or bad is not None:
+        return where + (
+            bad or ""
+        ), "has a name that is not a part file's name (the store was edited)"
+    problem = _folder_problem(root, folder) if entry.parts else None
+    if problem is not None:
+        return where, problem
+    for file, rows, size, _ in entry.parts:
+        problem = _file_problem(folder, file, rows, size, footer)
+        if problem is not None:
+            return where + file, problem
+    return None
+
+
+def check_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    """Check the files of run ``run_id`` before reading it whole: each exists with its
+    registered size and footer row count.
+
+    Raises:
+        StoreError: a file is missing or damaged (one paragraph naming the run and file).
+    """
+    path = _store_path(con)
+    if path is None:
+        return
+    root = files_root(path)
+    for entry in registered(con):
+        if entry.run_id != run_id:
+            continue
+        found = _run_problem(root, entry, footer=True)
+        if found is not None:
+            raise StoreError(damaged(path, run_id, *found))
+
+
+def diagnose(con: duckdb.DuckDBPyConnection, path: str) -> StoreError | None:
+    """After a read failed without naming a file: the first registered part file whose
+    size or footer is wrong, as the error to raise instead (None when all look sound)."""
+    root = files_root(path)
+    for entry in registered(con):
+        found = _run_problem(root, entry, footer=True)
+        if found is not None:
+            return StoreError(damaged(path, entry.run_id, *found))
+    return None
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]]:
+    return [
+        (str(name), str(kind))
+        for name, kind in execute(
+            con,
+            "SELECT column_name, data_type FROM system.main.duckdb_columns() "
+            "WHERE database_name = current_database() AND schema_name = 'main' "
+            "AND table_name = ? ORDER BY column_index",
+            [table],
+        )
+    ]
+
+
+def _files_branch(columns: list[tuple[str, str]], run_id: str, paths: Sequence[str]) -> str:
+    """One run's files as rows of the view: its run id a constant (what the files say is
+    not trusted), every other column cast to the table's type."""
+    cast = ", ".join(
+        f"{_quoted(run_id)}::VARCHAR AS run_id"
+        if name == "run_id"
+        else f"CAST({name} AS {kind}) AS {name}"
+        for name, kind in columns
+    )
+    listed = ", ".join(_quoted(p) for p in paths)
+    return f"SELECT {cast} FROM read_parquet([{listed}])"
+
+
+def _error_branch(columns: list[tuple[str, str]], run_id: str, message: str) -> str:
+    """A run that failed its check: any query that reads it raises ``message``; a query
+    that filters on another run id never evaluates it."""
+    nulls = ", ".join(
+        f"{_quoted(run_id)}::VARCHAR AS run_id" if name == "run_id" else f"NULL::{kind} AS {name}"
+        for name, kind in columns
+    )
+    return f"SELECT {nulls} WHERE error({_quoted(message)}) IS NULL"
+
+
+def in_place_views(con: duckdb.DuckDBPyConnection, *, temp: bool = False) -> None:
     """(Re)create the ``scores`` and ``sample_stats`` views over their tables and files.
 
-    Does nothing on a file still in a layout older than version 4 (the migrations are
-    running and ``scores`` is still a table).
+    With ``temp``, the connection's own views; otherwise the views stored in the file, for
+    other tools (and for the migrations that recompute statistics from them), which leave
+    out a run whose files fail the same checks (evalframe's own views name it). Does nothing
+    on a file still in a layout older than version 4 (the migrations are running and
+    ``scores`` is still a table).
     """
     old = fetch(
         con,
-        "SELECT count(*) FROM duckdb_tables() WHERE NOT internal AND table_name = 'scores'",
+        "SELECT count(*) FROM system.main.duckdb_tables() WHERE database_name = "
+        "current_database() AND schema_name = 'main' AND table_name = 'scores'",
     )
     if old:
         return
     path = _store_path(con)
     root = files_root(path) if path is not None else None
-    branches = _branches(con, root)
     for view, table in IN_PLACE.items():
-        columns = [
-            (name, kind)
-            for name, kind in execute(
-                con,
-                "SELECT column_name, data_type FROM duckdb_columns() "
-                "WHERE table_name = ? AND NOT internal ORDER BY column_index",
-                [table],
-            )
-        ]
+        columns = _columns(con, table)
         names = ", ".join(name for name, _ in columns)
-        statement = f"CREATE OR REPLACE VIEW {view} AS SELECT {names} FROM {table}"
-        if branches[view]:
-            # One glob over every run's folder, kept to the registered runs: a run whose
-            # folder went missing loses its rows instead of failing every query, and a
-            # constant run_id filter still opens no other run's files.
-            files = _quoted(str(Path(str(root)) / view / "*" / "*.parquet"))
-            cast = ", ".join(f"CAST({name} AS {kind}) AS {name}" for name, kind in columns)
-            statement += (
-                f" UNION ALL SELECT {cast} FROM read_parquet({files}, hive_partitioning = true,"
-                " hive_types = {'run_id': VARCHAR}) WHERE run_id IN "
-                f"(SELECT run_id FROM run_files WHERE relation = {_quoted(view)})"
-            )
-        execute(con, statement)
-    if root is not None:
-        signature = _signature(root, branches)
-        execute(con, "INSERT OR REPLACE INTO meta VALUES (?, ?)", [_ROOT_KEY, signature])
+        head = f"CREATE OR REPLACE {'TEMP ' if temp else ''}VIEW {view} AS "
+        base = f"SELECT {names} FROM {table}"
+        entries = registered(con, view) if root is not None else []
+        broken: dict[str, str] = {}
+        if path is not None and root is not None:
+            for entry in entries:
+                found = _run_problem(root, entry)
+                if found is not None:
+                    broken[entry.run_id] = damaged(path, entry.run_id, *found)
+        for _ in range(len(entries) + 1):
+            branches = [base]
+            for entry in entries:
+                if entry.run_id in broken:
+                    if temp:
+                        branches.append(_error_branch(columns, entry.run_id, broken[entry.run_id]))
+                    continue
+                folder = os.path.join(str(root), view, f"run_id={entry.run_id}")
+                paths = [os.path.join(folder, p[0]) for p in entry.parts]
+                if paths:
+                    branches.append(_files_branch(columns, entry.run_id, paths))
+            statement = head + " UNION ALL ".join(branches)
+            try:
+                execute(con, statement)
+                break
+            except StoreError as exc:
+                # DuckDB reads each run's first file when it binds the view: a damaged one
+                # fails the whole view, so it is named and the view built without it.
+                culprit = _culprit(str(exc.__cause__ or exc), entries, broken)
+                if culprit is None or path is None:
+                    raise
+                run_id, file, detail = culprit
+                broken[run_id] = damaged(
+                    path, run_id, f"{view}/run_id={run_id}/{file}", f"is unreadable ({detail})"
+                )
+    if root is not None and not temp:
+        execute(con, "INSERT OR REPLACE INTO meta VALUES (?, ?)", [_ROOT_KEY, root])
+
+
+def _culprit(
+    message: str, entries: Sequence[RunFiles], broken: Mapping[str, str]
+) -> tuple[str, str, str] | None:
+    """The registered (run, file) a DuckDB error names, with the error's first line."""
+    for entry in entries:
+        if entry.run_id in broken:
+            continue
+        for part in entry.parts:
+            if f"run_id={entry.run_id}{os.sep}{part[0]}" in message:
+                first = message.strip().splitlines()[0] if message.strip() else message
+                return entry.run_id, part[0], first.replace(DAMAGED, "").strip()
+    return None
 
 
 def stale(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether the views no longer match the files: the store file was moved or renamed
-    since a run registered files, or its folder is gone, or came back."""
+    """Whether the views stored in the file name another folder than the one beside it
+    (the store file was moved or renamed since a run registered files)."""
     path = _store_path(con)
     if path is None or not fetch(con, "SELECT count(*) FROM run_files"):
         return False
-    root = files_root(path)
     recorded = fetch(con, "SELECT value FROM meta WHERE key = ?", [_ROOT_KEY])
-    return bool(recorded != _signature(root, _branches(con, root)))
+    return bool(recorded != files_root(path))
 
 
 def register(
-    con: duckdb.DuckDBPyConnection, run_id: str, parts: Mapping[str, Sequence[Path]]
+    con: duckdb.DuckDBPyConnection, run_id: str, parts: Mapping[str, Sequence[Part]]
 ) -> None:
-    """Move run ``run_id``'s part files (per view) into the store's folder and register them;
-    call inside the run's transaction (``discard`` removes them when it fails)."""
+    """Move run ``run_id``'s part files (per view) into the store's folder and register them,
+    with each one's row count, size and SHA-256; call inside the run's transaction
+    (``discard`` removes them when it fails)."""
     path = _store_path(con)
     if path is None:
         raise ValueError("files are registered in a store file only")
@@ -157,15 +404,53 @@ def register(
             continue
         folder = _folder(root, view, run_id)
         folder.mkdir(parents=True, exist_ok=True)
-        for file in files:
-            os.replace(file, folder / file.name)
-        rows = fetch(con, "SELECT count(*) FROM read_parquet(?)", [str(folder / "*.parquet")])
+        for part in files:
+            moved = folder / part.path.name
+            os.replace(part.path, moved)
+            if moved.stat().st_size != part.bytes:
+                raise StoreError(
+                    f"The part file {moved} changed between its writer and its registration "
+                    f"({moved.stat().st_size:,} bytes, {part.bytes:,} written); nothing was saved."
+                )
+            execute(
+                con,
+                "INSERT INTO run_parts VALUES (?, ?, ?, ?, ?, ?)",
+                [run_id, view, moved.name, part.rows, part.bytes, part.sha256],
+            )
         execute(
             con,
             "INSERT INTO run_files VALUES (?, ?, ?, ?)",
-            [run_id, view, len(files), int(rows)],
+            [run_id, view, len(files), sum(p.rows for p in files)],
         )
     in_place_views(con)
+    in_place_views(con, temp=True)  # this connection's own, which its reads go through
+
+
+def record_present(con: duckdb.DuckDBPyConnection) -> None:
+    """Record the files of runs registered before ``run_parts`` existed (the 4 -> 5
+    migration), as they are now; a run whose files no longer add up to its registration is
+    left incomplete, so that reading it names what is missing."""
+    path = _store_path(con)
+    if path is None:
+        return
+    root = files_root(path)
+    for entry in registered(con):
+        if entry.parts:  # recorded already
+            continue
+        folder = _folder(root, entry.relation, entry.run_id)
+        found = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+        try:
+            described = [describe(p) for p in found if _NAME.fullmatch(p.name)]
+        except OSError:
+            continue
+        if len(described) != entry.files or sum(p.rows for p in described) != entry.rows:
+            continue
+        for part in described:
+            execute(
+                con,
+                "INSERT INTO run_parts VALUES (?, ?, ?, ?, ?, ?)",
+                [entry.run_id, entry.relation, part.path.name, part.rows, part.bytes, part.sha256],
+            )
 
 
 def discard(con: duckdb.DuckDBPyConnection, store_path: str, run_id: str) -> None:
@@ -180,15 +465,24 @@ def discard(con: duckdb.DuckDBPyConnection, store_path: str, run_id: str) -> Non
         shutil.rmtree(_folder(files_root(store_path), view, run_id), ignore_errors=True)
 
 
-def _remove_orphans(con: duckdb.DuckDBPyConnection, root: Path) -> None:
-    """Remove the folders of runs that moved files in but never committed (the writer holds
-    the store, so no other registration is under way)."""
+def orphans(con: duckdb.DuckDBPyConnection, root: Path) -> list[Path]:
+    """Run folders under the store's folder that no registration names (left by a process
+    killed between moving its files in and its commit)."""
     known = {(v, r) for r, v in execute(con, "SELECT run_id, relation FROM run_files")}
+    found = []
     for view in IN_PLACE:
         base = root / view
         if not base.is_dir():
             continue
-        for folder in base.iterdir():
+        for folder in sorted(base.iterdir()):
             run_id = folder.name.removeprefix("run_id=")
             if folder.is_dir() and (view, run_id) not in known:
-                shutil.rmtree(folder, ignore_errors=True)
+                found.append(folder)
+    return found
+
+
+def _remove_orphans(con: duckdb.DuckDBPyConnection, root: Path) -> None:
+    """Remove the folders of runs that moved files in but never committed (the writer holds
+    the store, so no other registration is under way)."""
+    for folder in orphans(con, root):
+        shutil.rmtree(folder, ignore_errors=True)

@@ -14,6 +14,7 @@ from evalframe.core._errors import MetricError, StoreError
 from evalframe.core._trajectory import TRAJECTORY_COLUMN
 from evalframe.store._agent import trajectory_join, typed_agent_columns
 from evalframe.store._connect import execute, fetch, query
+from evalframe.store._files import check_run
 from evalframe.store._sandbox import user_query
 from evalframe.store._write import OUTPUT_COLUMNS
 
@@ -286,6 +287,7 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str) -> Run:
     meta = query(con, "SELECT * FROM runs WHERE run_id = ?", [run_id])
     if meta.height == 0:
         raise StoreError(f"Run {run_id} is not in the store. {_known_runs(con)}")
+    check_run(con, run_id)
     info = meta.row(0, named=True)
     digest = info["dataset_hash"]
     dataset_cols = C.DATASET_SCHEMA.names()

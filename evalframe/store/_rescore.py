@@ -40,6 +40,7 @@ from evalframe.store._files import (
     IN_PLACE,
     SAMPLE_STATS_TABLE,
     SCORES_TABLE,
+    check_run,
     discard,
     in_a_file,
     register,
@@ -209,6 +210,7 @@ def _rescore_one(
         scoring_connection(connector, new_id, client, memory_limit) as (con, parts),
         transaction(con),
     ):
+        check_run(con, source_id)
         source = query(con, "SELECT * FROM runs WHERE run_id = ?", [source_id]).row(0, named=True)
         score_into_run(
             con,
@@ -441,12 +443,12 @@ def _score_on_cluster(
     if in_a_file(con):
         register(con, new_id, files)
         return
-    for view, paths in files.items():
-        if paths:
+    for view, written in files.items():
+        if written:
             execute(
                 con,
                 f"INSERT INTO {IN_PLACE[view]} BY NAME SELECT * FROM read_parquet(?)",
-                [[str(p) for p in paths]],
+                [[str(p.path) for p in written]],
             )
 
 

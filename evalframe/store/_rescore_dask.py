@@ -35,6 +35,7 @@ import polars as pl
 from evalframe import cluster
 from evalframe.core import schema as C
 from evalframe.enrich import fill
+from evalframe.store._files import Part, sha256_of
 
 if TYPE_CHECKING:
     from evalframe.metrics._spec import Metric
@@ -56,11 +57,14 @@ def parts_folder(store_path: str, run_id: str, *, in_memory: bool) -> Path:
     return root / run_id
 
 
-def _write_atomically(frame: pl.DataFrame, path: Path) -> None:
+def _write_atomically(frame: pl.DataFrame, path: Path) -> Part:
+    """Write ``frame`` to ``path`` in one step; what the store records of the file (its
+    rows, size and SHA-256, computed here on the worker rather than by the one writer)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
     frame.write_parquet(partial)
     os.replace(partial, path)
+    return Part(path, frame.height, path.stat().st_size, sha256_of(path))
 
 
 def _bucket_frame(
@@ -69,8 +73,8 @@ def _bucket_frame(
     """One bucket's evaluation frame: its outputs joined with its dataset rows."""
     from evalframe.store._rescore import evaluation_chunk
 
-    rows = pl.read_parquet(list(samples)).drop(_BUCKET, strict=False)
-    return evaluation_chunk(pl.read_parquet(list(files)), rows, baselines)
+    rows = pl.read_parquet(list(samples), glob=False).drop(_BUCKET, strict=False)
+    return evaluation_chunk(pl.read_parquet(list(files), glob=False), rows, baselines)
 
 
 def _score_bucket(
@@ -84,23 +88,26 @@ def _score_bucket(
     run_id: str,
     unavailable: Mapping[str, str],
     baselines: Mapping[str, pl.DataFrame],
-) -> int:
-    """A worker's task: score one bucket's part and write its scores (and statistics)."""
+) -> list[Part]:
+    """A worker's task: score one bucket's part and write its scores (and statistics);
+    returns the files it wrote."""
     from evalframe.store._rescore import sample_statistics
 
     frame = _bucket_frame(files, samples, baselines)
-    columns = pl.read_parquet(filled) if filled is not None else None
+    columns = pl.read_parquet(filled, glob=False) if filled is not None else None
     scores = cluster.score_part(
         frame, columns, metrics=metrics, run_id=run_id, unavailable=unavailable
     )
-    _write_atomically(scores.select(C.SCORES_SCHEMA.names()), Path(out))
+    written = [_write_atomically(scores.select(C.SCORES_SCHEMA.names()), Path(out))]
     if stats is not None:
         hashes = frame.select(C.SAMPLE_ID, C.ROW_HASH).unique(C.SAMPLE_ID, keep="first")
         statistics = sample_statistics(scores).join(
             hashes, on=C.SAMPLE_ID, how="left", maintain_order="left"
         )
-        _write_atomically(statistics.with_columns(pl.lit(run_id).alias(C.RUN_ID)), Path(stats))
-    return scores.height
+        written.append(
+            _write_atomically(statistics.with_columns(pl.lit(run_id).alias(C.RUN_ID)), Path(stats))
+        )
+    return written
 
 
 def score_parts(
@@ -117,7 +124,7 @@ def score_parts(
     providers: Providers | None,
     baselines: Mapping[str, pl.DataFrame],
     with_stats: bool,
-) -> dict[str, list[Path]]:
+) -> dict[str, list[Part]]:
     """Score the stored outputs of run ``outputs_run_id`` (of the dataset ``dataset_hash``)
     on the cluster; returns the scores parts and the per-sample statistics parts (none
     without ``with_stats``), by the view that reads them, as complete rows of its table."""
@@ -174,10 +181,10 @@ def score_parts(
         unavailable=unavailable,
         baselines=dict(baselines),
     )
-    cluster.gather(client, futures, cluster=name)
+    written: list[list[Part]] = cluster.gather(client, futures, cluster=name)
     return {
-        "scores": sorted(scores_at.glob("*.parquet")),
-        "sample_stats": sorted(stats_at.glob("*.parquet")) if with_stats else [],
+        "scores": [w[0] for w in written],
+        "sample_stats": [w[1] for w in written] if with_stats else [],
     }
 
 

@@ -20,7 +20,7 @@ import duckdb
 import polars as pl
 
 from evalframe.core._errors import StoreError
-from evalframe.store._connect import store_error
+from evalframe.store._connect import read_failure, store_error
 
 __all__ = ["Reading", "check_select", "user_query"]
 
@@ -72,8 +72,8 @@ def user_query(
     """
     check_select(text)
     open_access, path = con.execute(
-        "SELECT current_setting('enable_external_access'), "
-        "(SELECT path FROM duckdb_databases() WHERE database_name = current_database())"
+        "SELECT current_setting('enable_external_access'), (SELECT path FROM "
+        "system.main.duckdb_databases() WHERE database_name = current_database())"
     ).fetchall()[0]
     if open_access and path:
         raise StoreError(f"Internal error: a query from the user reached {path} unsandboxed.")
@@ -90,6 +90,9 @@ def user_query(
         ) from None
     except duckdb.Error as exc:
         _abort(con)
+        failure = read_failure(con, exc)
+        if failure is not None:
+            raise failure from None
         raise store_error("Store query failed.", text, exc) from exc
     return frame
 

@@ -1,4 +1,4 @@
-"""The store's tables and views (schema version 6), and forward migrations to it.
+"""The store's tables and views (schema version 7), and forward migrations to it.
 
 The schema is a public contract, documented table by table in ``docs/store-schema.md``.
 Changing it means a new version number, a migration from the previous one in
@@ -22,7 +22,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from evalframe.store._agent import AGENT_VIEWS, TRAJECTORIES_TABLE, trajectories_from_extra
-from evalframe.store._files import IN_PLACE, SAMPLE_STATS_TABLE, SCORES_TABLE, in_place_views
+from evalframe.store._files import (
+    IN_PLACE,
+    SAMPLE_STATS_TABLE,
+    SCORES_TABLE,
+    in_place_views,
+    record_present,
+)
 from evalframe.store._labels import LABEL_VIEWS, LABELS_TABLE
 
 if TYPE_CHECKING:
@@ -40,7 +46,7 @@ __all__ = [
     "histogram_edges",
 ]
 
-SCHEMA_VERSION: Final = 6
+SCHEMA_VERSION: Final = 7
 """The schema version this evalframe writes; files of older versions are migrated on open."""
 
 # The aggregates both stats tables materialize (from metric_summary and cohort_summary).
@@ -162,6 +168,26 @@ TABLES: Final[dict[str, str]] = {
             files BIGINT NOT NULL,
             rows BIGINT NOT NULL,
             PRIMARY KEY (run_id, relation)
+        )""",
+    "run_parts": """
+        CREATE TABLE IF NOT EXISTS run_parts (
+            run_id VARCHAR NOT NULL,
+            relation VARCHAR NOT NULL,
+            file VARCHAR NOT NULL,
+            rows BIGINT NOT NULL,
+            bytes BIGINT NOT NULL,
+            sha256 VARCHAR NOT NULL,
+            PRIMARY KEY (run_id, relation, file)
+        )""",
+    "locks": """
+        CREATE TABLE IF NOT EXISTS locks (
+            name VARCHAR PRIMARY KEY,
+            pid BIGINT NOT NULL,
+            host VARCHAR NOT NULL,
+            process VARCHAR NOT NULL,
+            token VARCHAR NOT NULL,
+            purpose VARCHAR NOT NULL,
+            acquired_at TIMESTAMP NOT NULL
         )""",
     "usage": """
         CREATE TABLE IF NOT EXISTS usage (
@@ -533,6 +559,9 @@ def _add_tables(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"DROP VIEW {name}")
     for ddl in TABLES.values():
         con.execute(ddl)
+    # Registered files get their records as soon as the table exists: a later step of the
+    # same migration may read the scores view, which reads the files those records name.
+    record_present(con)
 
 
 def _v0_to_v1(con: duckdb.DuckDBPyConnection) -> None:
@@ -601,6 +630,13 @@ def _labels(con: duckdb.DuckDBPyConnection) -> None:
     _add_tables(con)
 
 
+def _parts_and_locks(con: duckdb.DuckDBPyConnection) -> None:
+    """Each registered part file gets its row count, size and SHA-256 (``run_parts``,
+    recorded from the files as they are, ``record_present``), and runs and eval sets get
+    locks (``locks``)."""
+    _add_tables(con)
+
+
 MIGRATIONS: Final[dict[int, Callable[[duckdb.DuckDBPyConnection], None]]] = {
     0: _v0_to_v1,
     1: _add_tables,  # 2: calibrations, checkpoints, eval_set_manifests, online_*
@@ -608,5 +644,6 @@ MIGRATIONS: Final[dict[int, Callable[[duckdb.DuckDBPyConnection], None]]] = {
     3: _v3_to_v4,
     4: _v4_to_v5,
     5: _labels,
+    6: _parts_and_locks,
 }
 """``MIGRATIONS[v]`` upgrades a file from version ``v`` to ``v + 1``."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
@@ -15,7 +15,8 @@ import polars as pl
 
 from evalframe.core import _seam
 from evalframe.core._errors import StoreError
-from evalframe.store import _calibrations, _labels, _read, _schema
+from evalframe.store import _calibrations, _guard, _labels, _read, _schema
+from evalframe.store._adversarial import TABLE as ADVERSARIAL_TABLE
 from evalframe.store._connect import MEMORY, Connector, execute, fetch
 from evalframe.store._files import in_place_views, stale
 from evalframe.store._sandbox import Reading, user_query
@@ -82,31 +83,64 @@ class Store:
     # --- schema ----------------------------------------------------------------------------
 
     def _open_schema(self) -> None:
-        if self._connector.exists and not self._connector.in_memory:
-            with self._connector.connect(write=False) as con:
-                version = _version(con)
-                outdated = version == _schema.SCHEMA_VERSION and stale(con)
-            if outdated:  # moved, or its files gone or back: the views follow the files
-                with self._connector.connect(write=True) as con, transaction(con):
-                    in_place_views(con)
-            if version == _schema.SCHEMA_VERSION:
-                return
+        if self._connector.in_memory:
+            with self._connector.connect(write=True) as con, transaction(con):
+                _schema.create(con)
+                self._stamp(con)
+            return
+        if self._connector.exists:
+            with self._connector.connect(write=False, prepare=False) as con:
+                catalog, version = self._checked(con)
+                moved = version == _schema.SCHEMA_VERSION and stale(con)
             if version is not None and version > _schema.SCHEMA_VERSION:
                 raise StoreError(
                     f"The store {self.path} has schema version {version}, written by a newer "
                     f"evalframe; this one reads versions up to {_schema.SCHEMA_VERSION}. "
                     "Upgrade evalframe."
                 )
-        with self._connector.connect(write=True) as con:
-            version = _version(con)
+            if version == _schema.SCHEMA_VERSION:
+                self._connector.prepare = _guard.preparer(catalog)
+                if moved:
+                    self._follow_files()
+                return
+            if version is not None and not _writable(self.path):
+                raise StoreError(
+                    f"The store {self.path} has schema version {version} and this evalframe "
+                    f"reads version {_schema.SCHEMA_VERSION}: it must be migrated once, which "
+                    "writes to it, and it is read-only here. Open it once where it can be "
+                    "written (or copy it, with its .runs folder, to a writable place)."
+                )
+        with self._connector.connect(write=True, prepare=False) as con:
             with transaction(con):
+                _, version = self._checked(con)
                 if version is None:
                     _schema.create(con)
-                else:
+                elif version < _schema.SCHEMA_VERSION:
                     for v in range(version, _schema.SCHEMA_VERSION):
                         _schema.MIGRATIONS[v](con)
                     _schema.create_views(con)
                 self._stamp(con)
+            catalog = _guard.inspect(con)
+        self._connector.prepare = _guard.preparer(catalog)
+
+    def _checked(self, con: duckdb.DuckDBPyConnection) -> tuple[_guard.Catalog, int | None]:
+        """The file's catalog and schema version, once it passed ``_guard``'s checks."""
+        catalog = _guard.inspect(con)
+        _guard.refuse_foreign(self.path, catalog)
+        version = _guard.schema_version(con, catalog)
+        if version == _schema.SCHEMA_VERSION:
+            _guard.refuse_foreign(self.path, catalog, [*_schema.TABLES, ADVERSARIAL_TABLE])
+        return catalog, version
+
+    def _follow_files(self) -> None:
+        """Rewrite the stored views of a moved store for other tools (evalframe reads its
+        own views), when the file can be written now; a store on read-only media, or
+        busy, is read as it is."""
+        if not _writable(self.path):
+            return
+        quick = Connector(self.path, timeout=0.0, threads=self._connector.threads)
+        with suppress(StoreError), quick.connect(write=True) as con, transaction(con):
+            in_place_views(con)
 
     def _stamp(self, con: duckdb.DuckDBPyConnection) -> None:
         execute(
@@ -119,8 +153,8 @@ class Store:
     @property
     def schema_version(self) -> int:
         """The schema version of the file (always the current one once opened)."""
-        with self._connector.connect(write=False) as con:
-            version = _version(con)
+        with self._connector.connect(write=False, prepare=False) as con:
+            version = _guard.schema_version(con, _guard.inspect(con))
         return version if version is not None else _schema.SCHEMA_VERSION
 
     # --- writing ---------------------------------------------------------------------------
@@ -540,25 +574,11 @@ class Store:
         p.text(repr(self) if cycle else f"{self!r}\n{self.runs(limit=20)}")
 
 
-def _version(con: duckdb.DuckDBPyConnection) -> int | None:
-    """The file's schema version; None for an empty database; an error for a foreign one."""
-    tables = {
-        r[0]
-        for r in execute(
-            con, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
-        )
-    }
-    if "meta" not in tables:
-        if tables:
-            raise StoreError(
-                "This DuckDB file is not an evalframe store (no meta table; it has "
-                f"{', '.join(sorted(tables)[:5])}). Use a new file for the store."
-            )
-        return None
-    value = fetch(con, "SELECT value FROM meta WHERE key = 'schema_version'")
-    if value is None:
-        raise StoreError("The store's meta table has no schema_version; the file is damaged.")
-    return int(value)
+def _writable(path: str) -> bool:
+    """Whether this process may write the store file and create files beside it (the
+    write-ahead log); false on read-only media."""
+    folder = os.path.dirname(os.path.abspath(path))
+    return os.access(path, os.W_OK) and os.access(folder, os.W_OK | os.X_OK)
 
 
 def _promotable(con: duckdb.DuckDBPyConnection, run_id: str, dataset: str, label: str) -> None:

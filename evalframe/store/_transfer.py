@@ -33,7 +33,7 @@ from evalframe.core._errors import StoreError
 from evalframe.store import _read
 from evalframe.store._agent import trajectories_from_extra
 from evalframe.store._connect import Connector, execute, fetch, store_error
-from evalframe.store._files import IN_PLACE
+from evalframe.store._files import IN_PLACE, check_run
 from evalframe.store._schema import SCHEMA_VERSION, fill_stats
 from evalframe.store._verify import (
     ImportRefusedError,
@@ -85,6 +85,8 @@ def export_runs(connector: Connector, refs: list[str], to: str | os.PathLike[str
     sandbox = any(_read.looks_like_sql(r) for r in refs)  # a query from the user
     with connector.connect(write=False, sandbox=sandbox) as con:
         ids = list(dict.fromkeys(_read.resolve(con, r) for r in refs))
+        for run_id in ids:
+            check_run(con, run_id)
         statements = {
             t: f"SELECT * FROM {t} WHERE list_contains($ids, run_id)" for t in _RUN_TABLES
         }
