@@ -764,7 +764,7 @@ def test_a_store_copied_without_its_folder_names_what_is_missing_until_it_comes(
     same(want, rows(Store(copy), there))
 
 
-def test_a_version_4_store_records_its_files_as_they_are_when_migrated(
+def test_a_version_6_store_records_its_files_as_they_are_when_migrated(
     client: Any, tmp_path: Path
 ) -> None:
     import duckdb
@@ -774,17 +774,17 @@ def test_a_version_4_store_records_its_files_as_they_are_when_migrated(
     (cut,) = store.rescore(["rouge-l"], runs=source, batch_size=80, dask=client)
     want = rows(store, kept)
     db = tmp_path / "runs.duckdb"
-    con = duckdb.connect(str(db))  # the layout of version 4, which had no run_parts
+    con = duckdb.connect(str(db))  # the layout of version 6, which had no run_parts
     try:
         con.execute("DROP TABLE run_parts")
         con.execute("DROP TABLE locks")
-        con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+        con.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
     finally:
         con.close()
     lost = sorted((tmp_path / "runs.duckdb.runs" / "scores" / f"run_id={cut}").glob("*"))[0]
     lost.unlink()
     again = Store(db)
-    assert again.schema_version == 5
+    assert again.schema_version == 7
     same(want, rows(again, kept))
     with pytest.raises(ef.StoreError, match=f"run {cut} cannot be read.*registered part file"):
         again.load(cut)
@@ -842,6 +842,8 @@ def test_a_store_moved_onto_read_only_media_opens_read_only_for_every_reading_co
         "brief": ["brief", there],
         "baseline list": ["baseline", "list"],
         "store verify": ["store", "verify"],
+        "online status": ["online", "status", "mixed"],
+        "export": ["export", there, "--to", str(tmp_path / "export")],
     }
 
     def outcome(db: Path, argv: list[str], prefix: list[str]) -> tuple[int, str, str]:
@@ -850,6 +852,8 @@ def test_a_store_moved_onto_read_only_media_opens_read_only_for_every_reading_co
             capture_output=True, text=True, check=False,
         )  # fmt: skip
         text = re.sub(r"hashed in [0-9.]+ s", "hashed", done.stdout.replace(str(db), "STORE"))
+        if argv[0] == "export":  # the same export, written again beside the first
+            shutil.move(tmp_path / "export", tmp_path / f"export-{len(list(tmp_path.iterdir()))}")
         return done.returncode, text, done.stderr
 
     want = {

@@ -113,8 +113,14 @@ def a_table_is_a_view(db: Path, secret: Path) -> None:
     )
 
 
-def an_extra_view(db: Path, secret: Path) -> None:
-    _edit(db, f"CREATE VIEW leak AS SELECT content FROM read_text('{secret}')")
+def extra_tables_and_views(db: Path, secret: Path) -> None:
+    _edit(
+        db,
+        f"CREATE VIEW leak AS SELECT content FROM read_text('{secret}')",
+        "CREATE TABLE notes AS SELECT 'kept by hand' AS note",
+        "CREATE SCHEMA mine",
+        f"CREATE VIEW mine.scores AS SELECT content AS metric FROM read_text('{secret}')",
+    )
 
 
 def a_type_is_defined(db: Path, secret: Path) -> None:
@@ -126,7 +132,7 @@ CRAFTS: dict[str, Callable[[Path, Path], None]] = {
     "scores and outputs views read the secret": scores_view_reads_the_secret,
     "built-in functions redefined as macros": builtins_redefined_as_macros,
     "a table replaced by a view": a_table_is_a_view,
-    "an extra view": an_extra_view,
+    "extra tables and views": extra_tables_and_views,
     "a type defined": a_type_is_defined,
 }
 REFUSED = {
@@ -210,7 +216,7 @@ def test_a_crafted_store_never_hands_over_a_file_outside_it(
     assert SECRET not in _files_text(exported) + _files_text(crafted)
     verify = CliRunner().invoke(cli, ["store", "verify", "--store", str(crafted / "runs.duckdb")])
     assert SECRET not in verify.output
-    if craft == "an extra view":  # users may add views of their own: a note, not a problem
+    if craft == "extra tables and views":  # users may add views of their own: a note, not a problem
         assert verify.exit_code == 0
         assert "note: the view leak is not the schema's" in verify.output
     else:
@@ -247,7 +253,7 @@ def test_store_reads_from_python_never_hand_over_a_file_outside_it(
     want = reads(Store(clean / "runs.duckdb"))
     assert repr(got) == repr(want)
     for text in (f"SELECT * FROM read_text('{secret}')", "SELECT * FROM leak"):
-        if text.endswith("leak") and craft != "an extra view":
+        if text.endswith("leak") and craft != "extra tables and views":
             continue
         with pytest.raises(ef.StoreError, match="cannot read or write files") as caught:
             Store(crafted / "runs.duckdb").sql(text)

@@ -87,6 +87,8 @@ def run_set(
     in the store (when given) and in the ``manifest`` JSON file (when given; an existing
     file is resumed). A dataset that raises is marked failed with the message, and the run
     stops there; a failed entry is never retried (start a fresh manifest to run it again).
+    Each dataset is recorded once, wherever an interruption lands (see the module's
+    docstring).
 
     Returns:
         The manifest and the runs made by this call.
@@ -94,6 +96,7 @@ def run_set(
     Raises:
         DatasetError: a malformed set, duplicate dataset names, or a manifest that breaks
             the rules or belongs to another set.
+        StoreError: another live process runs the same set on this store (named).
     """
     es = eval_set if isinstance(eval_set, EvalSet) else read_eval_set(Path(eval_set))
     datasets = [read_dataset(e.path) for e in es.entries]

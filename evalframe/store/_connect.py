@@ -2,12 +2,13 @@
 
 DuckDB 2.0 lets one process hold a file read-write, and while it does no other process can
 open it at all, not even read-only. So writers open, write one transaction and close;
-readers open read-only (those running users' SQL without access to any other file or to
-settings: see ``_sandbox``) and close; and both retry with exponential backoff while another
+readers open read-only, without access to any file but the store's own part files nor to
+settings (``_sandbox``), and close; and both retry with exponential backoff while another
 process holds the lock, up to a timeout, after which ``StoreBusyError`` (retryable) is
 raised. A connection is never shared between threads: within a process, operations on one
 file take turns (a lock per file), and in-memory stores hand each operation its own cursor
-under a lock.
+under a lock. A read that fails on a missing or damaged part file becomes one paragraph
+naming the run and the file (``read_failure``).
 """
 
 from __future__ import annotations
@@ -133,6 +134,8 @@ def read_failure(con: duckdb.DuckDBPyConnection, exc: BaseException) -> StoreErr
     at = text.find(DAMAGED)
     if at >= 0:  # a run's view branch raised the message its check wrote
         return StoreError(_first_line(text[at:]))
+    if not _maybe_a_file(exc):
+        return None
     path = None
     with suppress(duckdb.Error):
         path = store_path(con)
@@ -145,7 +148,7 @@ def read_failure(con: duckdb.DuckDBPyConnection, exc: BaseException) -> StoreErr
         return StoreError(damaged(path, found["run"], where, f"is unreadable ({detail})"))
     # DuckDB does not always name the file it failed to read: look for a damaged part file
     # (sizes and footers; only now, on the failure path of a read, and not for its own).
-    if _DIAGNOSING.get() or not _maybe_a_file(exc):
+    if _DIAGNOSING.get():
         return None
     from evalframe.store._files import diagnose
 

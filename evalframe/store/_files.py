@@ -19,8 +19,10 @@ reads it fails with that message while other runs read as before. Reading one wh
 (``check_run``: reports, comparisons, exports, rescoring) also checks each file's Parquet
 footer row count; ``evalframe store verify`` checks every SHA-256.
 
-The views stored in the file (for other tools, such as plain ``duckdb``) list the same
-files, rewritten when a run registers files and when the store file has moved.
+The views stored in the file (for other tools, such as plain ``duckdb``, and for the
+migrations) list the same files, leaving out a run that fails the checks; they are rewritten
+when a run registers files and when the store file has moved. A store with no registered
+file keeps its stored views, which then read the tables alone (``_guard.preparer``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ __all__ = [
     "in_a_file",
     "in_place_views",
     "part_problem",
+    "plain_view",
     "record_present",
     "register",
     "registered",
@@ -303,6 +306,24 @@ def _error_branch(columns: list[tuple[str, str]], run_id: str, message: str) -> 
         for name, kind in columns
     )
     return f"SELECT {nulls} WHERE error({_quoted(message)}) IS NULL"
+
+
+def plain_view(con: duckdb.DuckDBPyConnection, view: str) -> str:
+    """How DuckDB stores the definition of ``view`` over its table alone (no file), as
+    ``in_place_views`` writes it for this file's columns."""
+    names = ", ".join(name for name, _ in _columns(con, IN_PLACE[view]))
+    probe = f"evalframe_probe_{view}"
+    execute(con, f"CREATE OR REPLACE TEMP VIEW {probe} AS SELECT {names} FROM {IN_PLACE[view]}")
+    try:
+        sql = fetch(
+            con,
+            "SELECT sql FROM system.main.duckdb_views() WHERE database_name = 'temp' "
+            "AND view_name = ?",
+            [probe],
+        )
+    finally:
+        execute(con, f"DROP VIEW temp.main.{probe}")
+    return str(sql).replace(f"VIEW {probe} AS", f"VIEW {view} AS", 1)
 
 
 def in_place_views(con: duckdb.DuckDBPyConnection, *, temp: bool = False) -> None:

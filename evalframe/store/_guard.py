@@ -28,7 +28,7 @@ import duckdb
 
 from evalframe.core._errors import StoreError
 from evalframe.store._connect import execute, fetch
-from evalframe.store._files import IN_PLACE, in_place_views
+from evalframe.store._files import IN_PLACE, in_place_views, plain_view
 
 __all__ = [
     "Catalog",
@@ -151,10 +151,16 @@ def expected_views() -> dict[str, str]:
         con.close()
 
 
-def preparer(catalog: Catalog) -> Callable[[duckdb.DuckDBPyConnection], None]:
-    """What every connection to the file runs first: the checked ``scores`` and
-    ``sample_stats`` views, and the schema's definition of each view the file holds
-    differently (or lacks)."""
+def preparer(
+    con: duckdb.DuckDBPyConnection, catalog: Catalog
+) -> Callable[[duckdb.DuckDBPyConnection], None]:
+    """What every connection to the file runs first (``con`` is one to it now): the checked
+    ``scores`` and ``sample_stats`` views, and the schema's definition of each view the file
+    holds differently (or lacks).
+
+    A store without part files whose two views are the schema's plain ones (over their
+    tables) keeps them: its connections only check that no run has registered files since.
+    """
     from evalframe.store._schema import VIEWS
 
     expected = expected_views()
@@ -163,9 +169,11 @@ def preparer(catalog: Catalog) -> Callable[[duckdb.DuckDBPyConnection], None]:
         for name in VIEWS
         if catalog.views.get(name) != expected.get(name)
     ]
+    plain = all(catalog.views.get(view) == plain_view(con, view) for view in IN_PLACE)
 
     def prepare(con: duckdb.DuckDBPyConnection) -> None:
-        in_place_views(con, temp=True)
+        if not plain or fetch(con, "SELECT count(*) FROM run_files"):
+            in_place_views(con, temp=True)
         for ddl in shadowed:
             execute(con, ddl)
 

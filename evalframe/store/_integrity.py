@@ -69,7 +69,7 @@ def verify_store(path: str) -> Verification:
     connector = Connector(path, timeout=30.0, threads=None)
     with connector.connect(write=False, prepare=False) as con:
         catalog = _guard.inspect(con)
-        _catalog_problems(result, catalog)
+        _sql_problems(result, catalog)
         if catalog.macros or catalog.types:
             result.seconds = time.perf_counter() - started
             return result  # reading its tables would run the file's SQL
@@ -92,6 +92,7 @@ def verify_store(path: str) -> Verification:
             )
             result.seconds = time.perf_counter() - started
             return result
+        _layout_problems(result, catalog)
         if "runs" in catalog.tables:
             result.runs = int(execute(con, "SELECT count(*) FROM runs")[0][0])
         if {"run_files", "run_parts"} <= catalog.tables:
@@ -101,7 +102,7 @@ def verify_store(path: str) -> Verification:
     return result
 
 
-def _catalog_problems(result: Verification, catalog: _guard.Catalog) -> None:
+def _sql_problems(result: Verification, catalog: _guard.Catalog) -> None:
     for name in catalog.macros:
         result.problems.append(
             Finding("macro", f"the file defines the SQL macro {name}; evalframe writes none")
@@ -110,6 +111,10 @@ def _catalog_problems(result: Verification, catalog: _guard.Catalog) -> None:
         result.problems.append(
             Finding("type", f"the file defines the SQL type {name}; evalframe writes none")
         )
+
+
+def _layout_problems(result: Verification, catalog: _guard.Catalog) -> None:
+    """Tables and views against this version's schema (the store is of this version)."""
     for name in sorted(set(_schema.TABLES) & set(catalog.views)):
         result.problems.append(
             Finding("view in a table's place", f"{name} should be a table and is a view")

@@ -91,15 +91,17 @@ class Store:
         if self._connector.exists:
             with self._connector.connect(write=False, prepare=False) as con:
                 catalog, version = self._checked(con)
-                moved = version == _schema.SCHEMA_VERSION and stale(con)
+                current = version == _schema.SCHEMA_VERSION
+                moved = current and stale(con)
+                prepare = _guard.preparer(con, catalog) if current else None
             if version is not None and version > _schema.SCHEMA_VERSION:
                 raise StoreError(
                     f"The store {self.path} has schema version {version}, written by a newer "
                     f"evalframe; this one reads versions up to {_schema.SCHEMA_VERSION}. "
                     "Upgrade evalframe."
                 )
-            if version == _schema.SCHEMA_VERSION:
-                self._connector.prepare = _guard.preparer(catalog)
+            if prepare is not None:
+                self._connector.prepare = prepare
                 if moved:
                     self._follow_files()
                 return
@@ -120,8 +122,7 @@ class Store:
                         _schema.MIGRATIONS[v](con)
                     _schema.create_views(con)
                 self._stamp(con)
-            catalog = _guard.inspect(con)
-        self._connector.prepare = _guard.preparer(catalog)
+            self._connector.prepare = _guard.preparer(con, _guard.inspect(con))
 
     def _checked(self, con: duckdb.DuckDBPyConnection) -> tuple[_guard.Catalog, int | None]:
         """The file's catalog and schema version, once it passed ``_guard``'s checks."""
