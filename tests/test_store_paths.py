@@ -23,7 +23,7 @@ def _ok(*argv: str) -> str:
     return done.stdout
 
 
-@pytest.mark.parametrize("folder", ["exp [v2]", "a*b", "what?", "[x]*?"])
+@pytest.mark.parametrize("folder", ["exp [v2]", "[x]*?"])
 def test_every_command_takes_paths_with_glob_characters(tmp_path: Path, folder: str) -> None:
     base = tmp_path / folder / "in [1]?"
     base.mkdir(parents=True)
