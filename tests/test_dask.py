@@ -735,6 +735,20 @@ def test_a_missing_or_damaged_part_is_named_and_other_runs_read_as_before(
         assert f"problem: {part.relative_to(tmp_path)} {problem}" in out
         part.write_bytes(whole)
     healthy(second)
+    # The first file of a run, which DuckDB reads when it binds the views: the same.
+    first_part = sorted((root / f"run_id={second}").glob("*.parquet"))[0]
+    kept = first_part.read_bytes()
+    first_part.write_bytes(kept[:-12] + bytes(8) + kept[-4:])
+    code, _, err = _cli(db, "report", second, "--format", "json")
+    assert code == 2
+    _damage_named(err, db, second, first_part, "is not readable Parquet")
+    healthy(source, first)
+    code, _, err = _cli(db, "sql", "SELECT count(*) AS n FROM scores")
+    assert code == 2
+    _damage_named(err, db, second, first_part, "is unreadable (")
+    assert err.count("Damaged store") == 1
+    first_part.write_bytes(kept)
+    healthy(second)
     # A byte changed inside a page, size and footer intact: found by its SHA-256.
     part.write_bytes(whole[:100] + bytes([whole[100] ^ 0xFF]) + whole[101:])
     code, out, _ = _cli(db, "store", "verify")

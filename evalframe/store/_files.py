@@ -378,8 +378,12 @@ def in_place_views(con: duckdb.DuckDBPyConnection, *, temp: bool = False) -> Non
                 if culprit is None or path is None:
                     raise
                 run_id, file, detail = culprit
-                broken[run_id] = damaged(
-                    path, run_id, f"{view}/run_id={run_id}/{file}", f"is unreadable ({detail})"
+                broken[run_id] = (
+                    str(exc)  # named already (``read_failure``)
+                    if str(exc).startswith(DAMAGED)
+                    else damaged(
+                        path, run_id, f"{view}/run_id={run_id}/{file}", f"is unreadable ({detail})"
+                    )
                 )
     if root is not None and not temp:
         execute(con, "INSERT OR REPLACE INTO meta VALUES (?, ?)", [_ROOT_KEY, root])
