@@ -109,6 +109,8 @@ def stored(project: Path) -> tuple[ef.Run, Path]:
     finally:
         os.chdir(here)
     assert result.exit_code == 1, result.output  # errors were captured: exit 1
+    # the report went to a file: the terminal's first lines say what happened
+    assert result.stderr.splitlines()[:2] == [INCOMPLETE, UNSAFE]
     with ef.Store(db) as store:
         return store.load("latest"), db
 

@@ -121,7 +121,12 @@ def test_cli_run_with_batch_size_prints_the_summary_and_saves(tmp_path: Path) ->
     assert done.exit_code == 1, done.stderr  # retrieval-mrr cannot score the text rows
     store = Store(db)
     run_id = store.sql("SELECT run_id FROM runs").item()
-    assert done.stdout.startswith(f"run {run_id}: macro-F1 ")
+    errored, executions = store.sql(
+        "SELECT errored_executions, executions FROM run_status WHERE run_id = ?", [run_id]
+    ).row(0)
+    first, second = done.stdout.splitlines()[:2]
+    assert first == f"INCOMPLETE: {errored} of {executions} executions errored"
+    assert second.startswith(f"run {run_id}: macro-F1 ")
     for metric in ("rouge-l", "retrieval-mrr"):
         line = next(x for x in done.stdout.splitlines() if x.startswith(metric + " "))
         n, scored, errors = line.split()[1:4]

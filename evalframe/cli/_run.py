@@ -33,6 +33,7 @@ from evalframe.cli._options import (
 from evalframe.cli._profiles import profile_option
 from evalframe.core._errors import StoreError, StrictModeError
 from evalframe.core._progress import showing
+from evalframe.core.aggregate import status_lines
 from evalframe.engine._evaluate import MAX_REPETITIONS
 
 if TYPE_CHECKING:
@@ -256,6 +257,9 @@ def run(
         )  # Markdown never shows the samples
     # The report comes first and the store second: a store that cannot be written must not
     # cost the (possibly long and paid-for) scoring; nor must a report that cannot be.
+    if out is not None:  # the report went to a file: the terminal's first lines say it
+        for line in status_lines(result.headline):
+            click.echo(line, err=True)
     try:
         # the report flowing onto a terminal is its own progress
         with showing(False if out is None and sys.stdout.isatty() else None):
@@ -355,8 +359,9 @@ def _several(
             f"# {tag}\n\n" + r.report(samples=False).to_markdown(max_rows=max_rows)
             for tag, r in results
         ]
-        rows = [[tag, r.run_id, f4(r.macro_f1), r.failures.height] for tag, r in results]
-        summary = "\n".join(md_table(["system", "run", "macro-F1", "failures"], rows))
+        rows = [[tag, r.run_id, f4(r.macro_f1), r.failures.height, r.status] for tag, r in results]
+        headers = ["system", "run", "macro-F1", "failures", "status"]
+        summary = "\n".join(md_table(headers, rows))
         parts.append(f"# Systems compared ({COMPARISON_LABEL}={shared})\n\n{summary}\n")
         emit("\n".join(parts), out, note=f" ({len(results)} runs)")
     if store_path is not None:
@@ -420,14 +425,25 @@ def _streamed(
         dask=dask,
     )
     summary = store.sql(
-        "SELECT metric, n, n_scored, n_errors, mean, p50, p95, pass_rate FROM metric_summary "
-        "WHERE run_id = ? ORDER BY ordinal",
+        "SELECT metric, n, n_scored, n_errors, mean, p50, p95, pass_rate, pass_rate_scored "
+        "FROM metric_summary WHERE run_id = ? ORDER BY ordinal",
         [run_id],
     )
     record = store.sql("SELECT macro_f1, n_failures FROM runs WHERE run_id = ?", [run_id])
     macro, failures = record.row(0)
-    body = [[_cell(v) for v in row] for row in summary.rows()]
-    text = f"run {run_id}: macro-F1 {_cell(macro)}\n\n" + render(summary.columns, body) + "\n"
+    body = [[_cell(v) for v in row[:-1]] for row in summary.rows()]
+    head = "".join(f"{line}\n" for line in stored_status(store, run_id))
+    text = (
+        f"{head}run {run_id}: macro-F1 {_cell(macro)} (quality metrics, errored executions not "
+        "passed)\n\n" + render(summary.columns[:-1], body) + "\n"
+    )
+    scored = [
+        f"{r['metric']} {_cell(r['pass_rate_scored'])}"
+        for r in summary.iter_rows(named=True)
+        if r["n_errors"] and r["pass_rate_scored"] is not None
+    ]
+    if scored:  # beside the pass rates over attempted executions, labelled
+        text += f"\npass_rate over scored executions only: {', '.join(scored)}\n"
     emit(text, out, note=f" (run {run_id})")
     click.echo(f"saved run {run_id} to {store_path}", err=True)
     if failures:
@@ -435,6 +451,31 @@ def _streamed(
             f"{failures} (sample, metric) failure(s); see evalframe report {run_id}.", err=True
         )
         raise SystemExit(1)
+
+
+def stored_status(store: Any, run_id: str) -> list[str]:
+    """A stored run's ``INCOMPLETE`` and ``SAFETY FAILED`` lines, from the ``run_status``
+    view, as every view of the run words them."""
+    from evalframe.core.aggregate import status_lines
+
+    row = store.sql("SELECT * FROM run_status WHERE run_id = ?", [run_id]).row(0, named=True)
+    safety = store.sql(
+        "SELECT metric FROM run_metrics WHERE run_id = ? AND dimension = 'safety' ORDER BY ordinal",
+        [run_id],
+    ).get_column("metric")
+    head = {
+        "executions": row["executions"],
+        "errored_executions": row["errored_executions"],
+        "safety": None
+        if row["safety_passed"] is None
+        else {
+            "metrics": safety.to_list(),
+            "executions": row["safety_executions"],
+            "failed_executions": row["safety_failed_executions"],
+            "passed": row["safety_passed"],
+        },
+    }
+    return status_lines(head)
 
 
 def _cell(value: object) -> str:
