@@ -421,7 +421,8 @@ def test_the_budget_stops_judge_calls_and_the_rest_keep_their_scores() -> None:
     verdict = script({RUBRIC: lambda f: {"band": "excellent", "reason": "r"}})
     with StubOpenAI(verdict=verdict, cost_per_call=0.4) as stub:
         judge = ef.OpenAIJudge("m", base_url=stub.url, retries=0, concurrency=1)
-        providers = ef.Providers(judge=judge, cache=False, budget_usd=0.5)
+        # the stub reports each call's cost: a budget binds on it once that is declared
+        providers = ef.Providers(judge=judge, cache=False, budget_usd=0.5, prices={"m": "reported"})
         out = ef.score(frame, [ef.metrics.get(f"rubric(rubric={BANDS})")], context=providers)
         assert len(stub.calls("chat/completions")) == 2  # $0.80 > $0.50 after two calls
     assert out.get_column("score").to_list() == [1.0, 1.0, None, None]

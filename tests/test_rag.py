@@ -229,7 +229,8 @@ def test_the_budget_stops_calls_and_keeps_the_scores_already_computed(tmp_path: 
     with StubOpenAI(verdict=VERDICT) as server:
         full = scores_of(ef.score(frame(), resolve(["faithfulness"]), context=providers(server)))
     with StubOpenAI(verdict=VERDICT, cost_per_call=0.01) as server:
-        p = providers(server, budget_usd=0.065, concurrency=1)
+        # the stub reports each call's cost: a budget binds on it once that is declared
+        p = providers(server, budget_usd=0.065, concurrency=1, prices={"judge-m": "reported"})
         out = ef.score(frame(), resolve(["faithfulness"]), context=p)
         made = len(server.calls("chat/completions"))
     assert made < 8 + 4  # stopped before every call was made
