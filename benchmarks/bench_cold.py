@@ -11,10 +11,12 @@ the process's peak resident set), so a command that needs a stored run (``compar
 
 Environments: by default a fresh ``NUMBA_CACHE_DIR`` and ``XDG_CACHE_HOME`` per case in this
 virtual environment (Numba then writes and reads its cache there instead of beside the
-installed sources). ``--venv`` instead creates a new virtual environment with ``pip install
-.`` for each case (minutes per case; pip's own download cache is used), where Numba caches
-beside the installed package, as for a user; ``--compare-venv`` runs a few cases both ways so
-the two can be seen to agree.
+installed sources). ``--venv`` runs every case in one new virtual environment made with
+``pip install .`` (so only the project's own dependencies are installed, as for a user), a
+fresh cache directory per case; ``--venv-per-case`` makes a new virtual environment for each
+case (a minute or two each; pip's download cache is used) and leaves Numba to cache beside
+the installed package, exactly as a user's first run does. Running a few cases both ways
+shows that an empty cache directory stands for a new environment.
 
 The target: a first run takes at most twice its second run plus 2 s. The table printed at the
 end goes to benchmarks/README.md ("Cold start").
@@ -196,6 +198,11 @@ FAMILIES: dict[str, list[str]] = {
     "mcp": ["mcp-tool-selection", "mcp-arguments-valid"],
     "reliability": ["outcome-consistency", "score-consistency", "output-consistency"],
     "judge": ["llm-as-judge"],
+    "toolbox": [
+        'g-eval(criteria="The answer is correct.")',
+        'rubric(rubric=["good=1: correct", "bad=0: wrong"])',
+    ],
+    "conversation": ["turn-latency", "knowledge-retention"],
     "rag": ["faithfulness", "answer-relevancy", "context-recall"],
 }
 
@@ -324,18 +331,22 @@ def _v2_outputs(work: Path) -> None:
     (work / "v2.outputs.json").write_text(json.dumps(outputs))
 
 
-def run_case(case: Case, *, use_venv: bool, rows: int, judge_url: str | None) -> None:
+def run_case(
+    case: Case, *, venv: Path | None, per_case_venv: bool, rows: int, judge_url: str | None
+) -> None:
+    """Run ``case`` twice in a fresh environment: ``venv`` (or this one) with empty caches,
+    or with ``per_case_venv`` a new virtual environment whose numba caches beside the
+    installed package, as a user's does."""
     with tempfile.TemporaryDirectory(prefix="bench_cold_") as tmp:
         root = Path(tmp)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "EVALFRAME_"))}
         env["XDG_CACHE_HOME"] = str(root / "xdg")
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        if use_venv:
-            venv = _venv(root)
-            bin_dir = venv / "bin"
+        if per_case_venv:
+            bin_dir = _venv(root) / "bin"
         else:
             env["NUMBA_CACHE_DIR"] = str(root / "numba")
-            bin_dir = Path(sys.executable).parent
+            bin_dir = (venv / "bin") if venv is not None else Path(sys.executable).parent
         env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
         times: dict[str, list[tuple[float, int, int, bool]]] = {}
         for attempt in range(2):
@@ -376,7 +387,12 @@ def run_case(case: Case, *, use_venv: bool, rows: int, judge_url: str | None) ->
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default="", help="comma-separated case names (substrings)")
-    parser.add_argument("--venv", action="store_true", help="a new virtual environment per case")
+    parser.add_argument(
+        "--venv", action="store_true", help="one new virtual environment (pip install .)"
+    )
+    parser.add_argument(
+        "--venv-per-case", action="store_true", help="a new virtual environment per case"
+    )
     parser.add_argument("--rows", type=int, default=12, help="rows of the families' frame")
     parser.add_argument("--family", help=argparse.SUPPRESS)
     parser.add_argument("--judge-url", help=argparse.SUPPRESS)
@@ -393,9 +409,16 @@ def main() -> None:
     load = os.getloadavg()
     cpu = platform.processor() or platform.machine()
     print(f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, load {load[0]:.1f}")
-    with StubOpenAI() as stub:
+    with StubOpenAI() as stub, tempfile.TemporaryDirectory(prefix="bench_cold_venv_") as tmp:
+        venv = _venv(Path(tmp)) if args.venv else None
         for case in cases:
-            run_case(case, use_venv=args.venv, rows=args.rows, judge_url=stub.url)
+            run_case(
+                case,
+                venv=venv,
+                per_case_venv=args.venv_per_case,
+                rows=args.rows,
+                judge_url=stub.url,
+            )
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     print()
     print(
