@@ -4,35 +4,20 @@ Counter/DP reference on any text, both kernel paths, the metrics' errors and any
 from __future__ import annotations
 
 import json
-import os
 import string
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_kernels_interpreted import kernels
 
 import evalframe as ef
 from evalframe.core._errors import MetricError
 from evalframe.metrics._rouge import rouge_lsum, rouge_n
 
 SETTINGS = settings(max_examples=60, deadline=None)
-
-
-@contextmanager
-def kernels(mode: str) -> Iterator[None]:
-    before = os.environ.get("EVALFRAME_KERNELS")
-    os.environ["EVALFRAME_KERNELS"] = mode
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["EVALFRAME_KERNELS"]
-        else:
-            os.environ["EVALFRAME_KERNELS"] = before
 
 
 def tokens(text: str) -> list[str]:

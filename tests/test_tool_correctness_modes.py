@@ -3,31 +3,16 @@ reference over generated tool sequences, through both paths of the order kernel.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_agent_metrics import expect, score, traj
+from test_kernels_interpreted import kernels
 
 MODES = ("set", "multiset", "exact", "subset", "ordered")
-
-
-@contextmanager
-def kernels(mode: str) -> Iterator[None]:
-    before = os.environ.get("EVALFRAME_KERNELS")
-    os.environ["EVALFRAME_KERNELS"] = mode
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["EVALFRAME_KERNELS"]
-        else:
-            os.environ["EVALFRAME_KERNELS"] = before
 
 
 def reference(mode: str, expected: list[str], called: list[str]) -> float:
