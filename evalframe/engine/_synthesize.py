@@ -31,7 +31,6 @@ import json
 import math
 import os
 import re
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from evalframe.core._dataset import Dataset
 from evalframe.core._dataset_file import check_dataset_target, write_dataset
 from evalframe.core._documents import find_documents, read_documents
 from evalframe.core._errors import DocumentError, EvalframeError
+from evalframe.core._progress import Advance, track
 from evalframe.core._safe_write import locked, same_file
 from evalframe.enrich._judge_engine import fill_judge_need
 from evalframe.metrics._fence import numbered, verbatim
@@ -350,7 +350,7 @@ class _Synthesis:
         seed: int,
         dedup_threshold: float,
         batch: int,
-        advance: Callable[[int], None],
+        advance: Advance,
     ) -> None:
         self.providers = providers
         self.chunks = chunks
@@ -601,35 +601,6 @@ def _evolutions(value: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-@contextmanager
-def _progress(total: int, show: bool | None) -> Iterator[Callable[[int], None]]:
-    enabled = show if show is not None else (sys.stderr.isatty() and not os.environ.get("CI"))
-    if not enabled:
-
-        def nothing(k: int) -> None:
-            return None
-
-        yield nothing
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("synthesizing questions", total=total)
-
-        def advance(k: int) -> None:
-            bar.advance(task, k)
-
-        yield advance
-
-
 def synthesize(
     docs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
@@ -734,7 +705,9 @@ def synthesize(
         if target is not None:
             stack.enter_context(locked(target, "The golden set", timeout=0.0))
             journal = stack.enter_context(_journal(providers, journal_path(target)))
-        advance = stack.enter_context(_progress(n, progress))
+        advance = stack.enter_context(
+            track("synthesizing questions", n, unit="questions", show=progress)
+        )
         work = _Synthesis(
             providers, chunks, chosen, n, seed, float(dedup_threshold), batch, advance
         )
