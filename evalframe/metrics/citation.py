@@ -213,7 +213,18 @@ def citation_groundedness() -> Scored:
     matching when its citation is present and any of its quotes occurs in the normalised
     output. ``expected_output`` is ignored. Codomain [0, 1]; null (an error) when the metadata
     lists no usable citation, or an evidence span is malformed.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Return window?"}, "expected_output": "",
+        ...      "metadata": {"citations": ["[1]", "[2]"]}}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": "Returns are accepted within 30 days [1]."},
+        ...                   metrics=["citation-groundedness"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.5 {"mode":"citations","required_citation_count":2,"matched_citation_count":1,"missing_citation_count":1}
+    """  # noqa: E501
     k = pl.col("citation-groundedness__counts")
     mode, problem = k.struct.field("mode"), k.struct.field("problem")
     required, matched = k.struct.field("required"), k.struct.field("matched")

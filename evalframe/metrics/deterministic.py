@@ -82,7 +82,19 @@ def numeric_diff(
     Returns:
         Float64 in {0, 1}; null (an error) when the output has no number or the expected
         output is not a number.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Revenue?"}, "expected_output": 1234.5},
+        ...     {"id": "q2", "input": {"q": "Growth?"}, "expected_output": "0.25"}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": "Revenue was $1,234.50 in May.", "q2": "About 0.3"},
+        ...                   metrics=["numeric-diff(abs_tol=0.01)"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 1.0 {"actual_number":1234.5,"expected_number":1234.5,"abs_diff":0.0,"tolerance":0.01}
+        q2 0.0 {"actual_number":0.3,"expected_number":0.25,"abs_diff":0.04999999999999999,"tolerance":0.01}
+    """  # noqa: E501
     if extract == "whole":
         actual = _whole_number(_ACTUAL)
     elif extract == "last":
@@ -178,7 +190,18 @@ def list_contains(
     Returns:
         Float64 in [0, 1]; null (an error) when ``expected_output`` is not a non-empty list
         of non-empty strings.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Primary colours?"}, "expected_output": ["red", "blue", "yellow"]}],
+        ...     name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": "Red, blue and green."},
+        ...                   metrics=["list-contains(case_sensitive=false)"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.6666666666666666 {"found":2,"total":3,"missing":["yellow"]}
+    """  # noqa: E501
     k = pl.col("list-contains__kernel")
     total = k.struct.field("total")
     found = k.struct.field("found")

@@ -99,7 +99,19 @@ def exact_match(*, case_sensitive: bool = True) -> Scored:
     first. With any-of answers (``expected_any``), 1.0 when the output equals any acceptable
     answer. Null (an error) when ``expected_output`` is not a string and the sample lists no
     answers.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Capital of France?"}, "expected_output": "Paris"},
+        ...     {"id": "q2", "input": {"q": "Capital of Italy?"}, "expected_output": "Rome"}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": "Paris", "q2": "rome"}, metrics=["exact-match"])
+        >>> run.scores.select("sample_id", "score").rows()
+        [('q1', 1.0), ('q2', 0.0)]
+        >>> ef.evaluate(ds, outputs={"q1": "Paris", "q2": "rome"},
+        ...             metrics=["exact-match(case_sensitive=false)"]).scores.get_column("score").to_list()
+        [1.0, 1.0]
+    """  # noqa: E501
     bad, message = type_error("exact-match")
     answers = _acceptable()
     bad = bad & answers.is_null()
@@ -153,7 +165,17 @@ def contains(*, case_sensitive: bool = True) -> Scored:
     any-of answers (``expected_any``), 1.0 when any acceptable answer occurs in the output.
     Null (an error) when ``expected_output`` is not a string and the sample lists no
     answers, or when an expected string is empty; a string of only whitespace is allowed.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Capital of France?"}, "expected_output": "Paris"},
+        ...     {"id": "q2", "input": {"q": "Capital of Italy?"}, "expected_output": "Rome"}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": "It is Paris.", "q2": "Milan, I think."},
+        ...                   metrics=["contains"])
+        >>> run.scores.select("sample_id", "score").rows()
+        [('q1', 1.0), ('q2', 0.0)]
+    """  # noqa: E501
     bad, message = type_error("contains")
     answers = _acceptable()
     bad = bad & answers.is_null()
@@ -324,7 +346,17 @@ def regex() -> Scored:
     quantifiers, atomic groups, ``\\K``, ``\\v``, set operations in classes, ...) are that
     sample's error, naming the construct; ``$`` and ``\\Z`` keep PCRE's meaning (also before a
     final newline) and POSIX classes in brackets their Unicode one.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Order id?"}, "expected_output": "/ord-[0-9]{4}/i"},
+        ...     {"id": "q2", "input": {"q": "Order id?"}, "expected_output": "/^ord-[0-9]{4}$/"}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": "Your order is ORD-1234.", "q2": "ord-12"},
+        ...                   metrics=["regex"])
+        >>> run.scores.select("sample_id", "score").rows()
+        [('q1', 1.0), ('q2', 0.0)]
+    """  # noqa: E501
     bad, message = type_error("regex")
     k = pl.col("regex__kernel")
     match, reason = k.struct.field("match"), k.struct.field("reason")
@@ -435,7 +467,19 @@ def rouge_l(
     the score is (1+β²)PR / (R + β²P) (β = 1 gives F1). Both sides empty score 1.0, one side
     empty 0.0. A field with more than ``max_tokens`` tokens is that sample's error. With
     any-of answers (``expected_any``), the best score over the acceptable answers.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Where?"}, "expected_output": "the cat sat on the mat"},
+        ...     {"id": "q2", "input": {"q": "Who?"}, "expected_output": "a dog"}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": "the cat lay on the mat", "q2": "no idea"},
+        ...                   metrics=["rouge-l"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.8333333333333334 {"lcs_tokens":5,"precision":0.8333333333333334,"recall":0.8333333333333334,"raw_score":0.8333333333333334,"clamped_score":0.8333333333333334}
+        q2 0.0 {"lcs_tokens":0,"precision":0.0,"recall":0.0,"raw_score":0.0,"clamped_score":0.0}
+    """  # noqa: E501
     bad, message = type_error("rouge-l")
     bad = bad & _acceptable().is_null()
     k = pl.col("rouge-l__kernel")

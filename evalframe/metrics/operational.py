@@ -71,6 +71,19 @@ def latency(*, max_ms: Annotated[float, Range(gt=0)] = 10_000.0) -> Scored:
     Returns:
         Float64 in [0, 1]; null (an error) when ``latency_ms`` is missing, negative or not
         finite.
+
+    Examples:
+        >>> import polars as pl
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([{"id": k, "input": {"q": k}, "expected_output": ""}
+        ...                               for k in ("fast", "slow")], name="demo")
+        >>> outputs = pl.DataFrame({"sample_id": ["fast", "slow"], "actual_output": ["ok", "ok"],
+        ...                         "latency_ms": [800.0, 12000.0]})
+        >>> run = ef.evaluate(ds, outputs=outputs, metrics=["latency(max_ms=5000)"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        fast 0.84 {"value":800.0,"max_ms":5000.0}
+        slow 0.0 {"value":12000.0,"max_ms":5000.0}
     """
     return _budget_metric(
         "latency",
@@ -96,6 +109,18 @@ def token_cost(
     Returns:
         Float64 in [0, 1]; null (an error) when a needed token count is missing, negative
         or not finite.
+
+    Examples:
+        >>> import polars as pl
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([{"id": "q1", "input": {"q": "q"}, "expected_output": ""}],
+        ...                              name="demo")
+        >>> outputs = pl.DataFrame({"sample_id": ["q1"], "actual_output": ["ok"],
+        ...                         "prompt_tokens": [700], "completion_tokens": [300]})
+        >>> run = ef.evaluate(ds, outputs=outputs, metrics=["token-cost(max_tokens=4000)"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.75 {"value":1000.0,"max_tokens":4000.0}
     """
     if count == "prompt":
         value, columns = _column("prompt_tokens"), "prompt_tokens"
@@ -117,7 +142,18 @@ def cost(*, max_usd: Annotated[float, Range(gt=0)] = 0.01) -> Scored:
     Returns:
         Float64 in [0, 1]; null (an error) when ``cost_usd`` is missing, negative or not
         finite.
-    """
+
+    Examples:
+        >>> import polars as pl
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([{"id": "q1", "input": {"q": "q"}, "expected_output": ""}],
+        ...                              name="demo")
+        >>> outputs = pl.DataFrame({"sample_id": ["q1"], "actual_output": ["ok"], "cost_usd": [0.0025]})
+        >>> run = ef.evaluate(ds, outputs=outputs, metrics=["cost"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.75 {"value":0.0025,"max_usd":0.01}
+    """  # noqa: E501
     return _budget_metric("cost", _column("cost_usd"), "cost_usd", max_usd, "max_usd")
 
 
@@ -130,6 +166,17 @@ def retry_count(*, max_retries: Annotated[int, Range(ge=1)] = 3) -> Scored:
 
     Returns:
         Float64 in [0, 1]; null (an error) when ``retries`` is missing or negative.
+
+    Examples:
+        >>> import polars as pl
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([{"id": "q1", "input": {"q": "q"}, "expected_output": ""}],
+        ...                              name="demo")
+        >>> outputs = pl.DataFrame({"sample_id": ["q1"], "actual_output": ["ok"], "retries": [1]})
+        >>> run = ef.evaluate(ds, outputs=outputs, metrics=["retry-count"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.6666666666666667 {"value":1.0,"max_retries":3.0}
     """
     return _budget_metric(
         "retry-count", _column("retries"), "retries", float(max_retries), "max_retries"

@@ -83,7 +83,19 @@ def ordinal_distance(*, scale: tuple[str, ...], mode: Literal["step", "linear"] 
 
     Raises:
         MetricError: the scale is empty, holds an empty label, or repeats a label.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "t1", "input": {"ticket": "Site down"}, "expected_output": "urgent"},
+        ...     {"id": "t2", "input": {"ticket": "Typo"}, "expected_output": "low"}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"t1": "high", "t2": "high"},
+        ...                   metrics=["ordinal-distance(scale=[low,medium,high,urgent])"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        t1 0.5 {"expected":"urgent","actual":"high","expected_index":3,"actual_index":2,"distance":1}
+        t2 0.0 {"expected":"low","actual":"high","expected_index":0,"actual_index":2,"distance":2}
+    """  # noqa: E501
     if not scale or any(not isinstance(s, str) or not s for s in scale):
         raise MetricError(BAD_SCALE)
     if len(set(scale)) != len(scale):

@@ -176,6 +176,18 @@ def retrieval_hit_at_k(*, k: Annotated[int, Range(ge=1)] = 5) -> Scored:
 
     hit@k = 1[|top-k ∩ relevant| > 0]. Ids with gain 0 (or below) in a gain map still count
     as relevant. Codomain {0, 1}; null (an error) when either input cannot be parsed.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Refunds?"}, "expected_output": ["d3", "d9"]},
+        ...     {"id": "q2", "input": {"q": "Hours?"}, "expected_output": ["d7"]}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": '["d1", "d3", "d5"]', "q2": '["d1", "d2", "d3"]'},
+        ...                   metrics=["retrieval-hit-at-k(k=2)"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 1.0 {"k":2,"relevant":["d3","d9"],"top_k":["d1","d3"]}
+        q2 0.0 {"k":2,"relevant":["d7"],"top_k":["d1","d2"]}
     """
     cutoff = _cutoff(k)
     first = _field(RANKING, "ranks").list.first()
@@ -196,7 +208,17 @@ def retrieval_recall_at_k(*, k: Annotated[int, Range(ge=1)] = 5) -> Scored:
 
     recall@k = |top-k ∩ relevant| / |relevant|, in [0, 1]. Null (an error) when either input
     cannot be parsed; an empty relevant set is an error, never 0/0.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Refunds?"}, "expected_output": ["d3", "d9"]}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": '["d1", "d3", "d5", "d9"]'},
+        ...                   metrics=["retrieval-recall-at-k(k=3)"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.5 {"k":3,"relevant_count":2,"found":1,"top_k":["d1","d3","d5"]}
+    """  # noqa: E501
     cutoff = _cutoff(k)
     found = _found(cutoff)
     relevant = _field(RELEVANCE, "ids").list.len()
@@ -219,6 +241,18 @@ def retrieval_mrr(*, k: Annotated[int | None, Range(ge=1)] = None) -> Scored:
     with ``k`` (MRR@k), 0.0 also when that rank is beyond k. In [0, 1]. The default searches
     the whole ranking, and ``metadata.k`` never applies to MRR. Dataset-level MRR is the
     mean of this column. Null (an error) when either input cannot be parsed.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Refunds?"}, "expected_output": ["d3", "d9"]},
+        ...     {"id": "q2", "input": {"q": "Hours?"}, "expected_output": ["d7"]}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": '["d1", "d3", "d9"]', "q2": '["d1", "d2"]'},
+        ...                   metrics=["retrieval-mrr"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.5 {"first_relevant_rank":2}
+        q2 0.0 {"first_relevant_rank":null}
     """
     first = _field(RANKING, "ranks").list.first()
     within = first if k is None else pl.when(first <= k).then(first)
@@ -237,7 +271,16 @@ def retrieval_ndcg_at_k(*, k: Annotated[int, Range(ge=1)] = 5) -> Scored:
     at k. nDCG@k = clamp(DCG@k / IDCG@k, 0, 1), and 0.0 when IDCG@k ≤ 0. Gains are the map's
     values, or 1.0 for an id list (the gain is linear, not 2^g - 1). Null (an error) when
     either input cannot be parsed.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Refunds?"}, "expected_output": {"d3": 2, "d9": 1}}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": '["d9", "d1", "d3"]'}, metrics=["retrieval-ndcg-at-k(k=3)"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.7601875334318685 {"k":3,"dcg":2.0,"idcg":2.6309297535714578}
+    """  # noqa: E501
     cutoff = _cutoff(k)
     # + 0.0 turns the empty sum (-0.0) into 0.0
     dcg = _field(RANKING, "terms").list.head(_found(cutoff)).list.sum() + 0.0
@@ -284,7 +327,17 @@ def answer_containment_at_k(
     lowercased unless ``case_sensitive``); empty texts are skipped. A bare id list carries no
     text, so it always scores 0.0. Codomain {0, 1}; null (an error) when the retrieval cannot
     be parsed or ``expected_output`` is not a string that is non-empty after trimming.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Return window?"}, "expected_output": "30 days"}], name="demo")
+        >>> retrieved = '[{"id": "d1", "text": "Shipping is free."}, {"id": "d2", "text": "Returns: 30  Days."}]'
+        >>> run = ef.evaluate(ds, outputs={"q1": retrieved}, metrics=["answer-containment-at-k(k=2)"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 1.0 {"k":2,"expected_span":"30 days","matched_rank":2}
+    """  # noqa: E501
     cutoff = _cutoff(k)
     expected = C.expected_text()
     bad_expected = expected.is_null() | (expected.str.strip_chars(PHP_WHITESPACE) == "")

@@ -122,6 +122,17 @@ def levenshtein(
     Returns:
         Float64 in [0, 1]; null (an error) when ``expected_output`` is not a string or
         either field has more than ``max_chars`` code points.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Spell it"}, "expected_output": "kitten"},
+        ...     {"id": "q2", "input": {"q": "Spell it"}, "expected_output": "flaw"}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": "sitting", "q2": "flaw"}, metrics=["levenshtein"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.5714285714285714 {"distance":3,"max_length":7}
+        q2 1.0 {"distance":0,"max_length":4}
     """
     bad, message = type_error("levenshtein")
     k = pl.col("levenshtein__kernel")
@@ -549,7 +560,17 @@ def bleu(
 
     Returns:
         Float64 in [0, 1]; null (an error) when ``expected_output`` is not a string.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Translate"}, "expected_output": "the cat is on the mat"}],
+        ...     name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": "the cat sat on the mat"}, metrics=["bleu"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.37991784282579627 {"sys_len":6,"ref_len":6,"correct":[5,3,1,0],"total":[6,5,4,3]}
+    """  # noqa: E501
     if smooth_value is not None and smooth not in ("floor", "add-k"):
         raise MetricError(
             "Metric 'bleu' parameter 'smooth_value' applies to smooth=floor and smooth=add-k only."

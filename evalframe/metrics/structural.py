@@ -67,7 +67,18 @@ def json_valid() -> Scored:
 
     Returns:
         Float64 in {0, 1}; never null for a present output.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "As JSON"}, "expected_output": ""},
+        ...     {"id": "q2", "input": {"q": "As JSON"}, "expected_output": ""}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": '{"a": [1, 2]}', "q2": "{'a': 1}"}, metrics=["json-valid"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 1.0 {"valid":true,"reason":null,"position":null}
+        q2 0.0 {"valid":false,"reason":"unexpected character","position":1}
+    """  # noqa: E501
     k = pl.col("json-valid__kernel")
     valid = k.struct.field("valid")
     return Scored(
@@ -138,7 +149,18 @@ def json_diff(*, max_paths: Annotated[int, Range(ge=0)] = 10) -> Scored:
 
     Returns:
         Float64 in [0, 1]; null (an error) when ``expected_output`` is not valid JSON.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Extract"}, "expected_output": {"name": "Ada", "tags": [1, 2]}}],
+        ...     name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": '{"name": "Ada", "tags": [1, 3], "extra": true}'},
+        ...                   metrics=["json-diff"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.6666666666666666 {"matched":2,"total":3,"missing":[],"different":["$['tags'][1]"],"actual_error":null}
+    """  # noqa: E501
     k = pl.col("json-diff__kernel")
     expected_error = k.struct.field("expected_error")
     actual_error = k.struct.field("actual_error")
@@ -290,7 +312,20 @@ def json_schema(*, check_formats: bool = False) -> Scored:
     Returns:
         Float64 in {0, 1}; null (an error) when the sample has no schema, or the schema
         itself is invalid.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> schema = {"type": "object", "required": ["age"], "properties": {"age": {"type": "integer"}}}
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Age?"}, "expected_output": "", "metadata": {"json_schema": schema}},
+        ...     {"id": "q2", "input": {"q": "Age?"}, "expected_output": "", "metadata": {"json_schema": schema}}],
+        ...     name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": '{"age": 41}', "q2": '{"age": "41"}'}, metrics=["json-schema"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 1.0 {"valid":true,"path":null,"reason":null}
+        q2 0.0 {"valid":false,"path":"$.age","reason":"'41' is not of type 'integer'"}
+    """  # noqa: E501
     k = pl.col("json-schema__kernel")
     problem = k.struct.field("problem")
     schema = _schema_source()
