@@ -390,7 +390,19 @@ def tool_error_rate() -> Scored:
 
     A call failed when its ``error`` is set. The details carry ``error_rate`` itself and the
     failing tools; no calls score 1.0 with a note. Higher is better, like every score.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([{"id": "a", "input": {"q": "a"}, "expected_output": ""}],
+        ...                              name="demo")
+        >>> def agent(sample):
+        ...     calls = [{"name": "search"}, {"name": "fetch", "error": "timeout"}, {"name": "fetch"}]
+        ...     return {"output": "", "trajectory": {"tool_calls": calls}}
+        >>> run = ef.evaluate(ds, system=agent, metrics=["tool-error-rate"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.666667 {"calls":3,"failed":1,"error_rate":0.333333,"failing_tools":["fetch"],"note":null}
+    """  # noqa: E501
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         failed = calls.filter(pl.col("error").is_not_null())
@@ -434,7 +446,23 @@ def goal_accuracy() -> Scored:
     The goal is ``{tool, arguments}`` (or just a tool name): some call must have that tool
     name, arguments containing the goal's (subset match, loose numbers) and no ``error``.
     A row without a goal is that row's error.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> goal = {"tool": "book", "arguments": {"city": "Oslo"}}
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": k, "input": {"q": k}, "expected_output": "", "metadata": {"trajectory": {"goal": goal}}}
+        ...     for k in ("a", "b")], name="demo")
+        >>> calls = {"a": [{"name": "book", "arguments": {"city": "Oslo", "nights": 2}}],
+        ...          "b": [{"name": "book", "arguments": {"city": "Oslo"}, "error": "sold out"}]}
+        >>> def agent(sample):
+        ...     return {"output": "", "trajectory": {"tool_calls": calls[sample["q"]]}}
+        >>> run = ef.evaluate(ds, system=agent, metrics=["goal-accuracy"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 1.0 {"goal_tool":"book"}
+        b 0.0 {"goal_tool":"book"}
+    """  # noqa: E501
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         goal = expect.get_column("goal")
@@ -480,6 +508,20 @@ def trajectory_match(
     with multiplicity: common / called, common / expected, and their harmonic mean. No
     expected sequence (``expected_tools``, else ``tools``, else ``order``) is that row's
     error.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "a", "input": {"q": "a"}, "expected_output": "",
+        ...      "metadata": {"trajectory": {"expected_tools": ["search", "book"]}}}], name="demo")
+        >>> def agent(sample):
+        ...     return {"output": "", "trajectory": {"tool_calls": ["search", "weather", "book"]}}
+        >>> for mode in ("exact", "in-order", "f1"):
+        ...     run = ef.evaluate(ds, system=agent, metrics=[f"trajectory-match(mode={mode})"])
+        ...     print(mode, *run.scores.select("score", "details").row(0))
+        exact 0.0 {"expected":["search","book"],"called":["search","weather","book"],"common":2}
+        in-order 1.0 {"expected":["search","book"],"called":["search","weather","book"],"common":2}
+        f1 0.8 {"expected":["search","book"],"called":["search","weather","book"],"common":2}
     """
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:

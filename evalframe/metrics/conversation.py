@@ -116,7 +116,21 @@ def turn_latency(*, max_ms: Annotated[float, Range(gt=0)] = 10_000.0) -> Scored:
     The mean over assistant turns of ``clamp(1 - latency_ms / max_ms, 0, 1)``. Details: the
     number of assistant turns, the mean and max latency, and which assistant turn was
     slowest (0-based among assistant turns).
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([{"id": "c", "input": {"chat": "c"}, "expected_output": ""}],
+        ...                              name="demo")
+        >>> turns = [{"role": "user", "content": "Hi"},
+        ...          {"role": "assistant", "content": "Hello!", "latency_ms": 500},
+        ...          {"role": "user", "content": "Refund?"},
+        ...          {"role": "assistant", "content": "Done.", "latency_ms": 3000}]
+        >>> run = ef.evaluate(ds, system=lambda sample: {"output": "", "turns": turns},
+        ...                   metrics=["turn-latency(max_ms=5000)"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        c 0.65 {"assistant_turns":2,"mean_latency_ms":1750.0,"worst_latency_ms":3000.0,"worst_assistant_turn":1,"budget_max_ms":5000.0}
+    """  # noqa: E501
     return _per_turn("turn-latency", "latency_ms", max_ms, "max_ms")
 
 
@@ -125,7 +139,21 @@ def turn_token_cost(*, max_tokens: Annotated[int, Range(ge=1)] = 4096) -> Scored
     """Each assistant turn's tokens within a budget, averaged over the conversation.
 
     The mean over assistant turns of ``clamp(1 - tokens / max_tokens, 0, 1)``.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([{"id": "c", "input": {"chat": "c"}, "expected_output": ""}],
+        ...                              name="demo")
+        >>> turns = [{"role": "user", "content": "Hi"},
+        ...          {"role": "assistant", "content": "Hello!", "tokens": 100},
+        ...          {"role": "user", "content": "Refund?"},
+        ...          {"role": "assistant", "content": "Done.", "tokens": 300}]
+        >>> run = ef.evaluate(ds, system=lambda sample: {"output": "", "turns": turns},
+        ...                   metrics=["turn-token-cost(max_tokens=1000)"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        c 0.8 {"assistant_turns":2,"mean_tokens":200.0,"worst_tokens":300.0,"worst_assistant_turn":1,"budget_max_tokens":1000.0}
+    """  # noqa: E501
     return _per_turn("turn-token-cost", "tokens", float(max_tokens), "max_tokens")
 
 

@@ -81,7 +81,20 @@ def mcp_tool_selection() -> Scored:
 
     A call to a name missing from ``metadata.mcp.tools`` is a hallucinated tool. Details list
     those names (``unknown``); no calls score 1.0 with a note.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> tools = [{"name": "search", "inputSchema": {"type": "object"}}]
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "a", "input": {"q": "a"}, "expected_output": "", "metadata": {"mcp": {"tools": tools}}}],
+        ...     name="demo")
+        >>> def agent(sample):
+        ...     return {"output": "", "trajectory": {"tool_calls": ["search", "browse"]}}
+        >>> run = ef.evaluate(ds, system=agent, metrics=["mcp-tool-selection"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.5 {"met":1,"total":2,"unknown":["browse"],"note":null}
+    """  # noqa: E501
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         known = _advertised(expect).select("row", "name").unique().with_columns(ok=pl.lit(True))
@@ -131,7 +144,23 @@ def mcp_arguments_valid() -> Scored:
     A call to an unadvertised tool is not valid; an advertised tool without a schema accepts
     any arguments; absent arguments validate as ``{}``. Details give the first failing call's
     position and the validator's reason. No calls score 1.0 with a note.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> schema = {"type": "object", "required": ["query"], "properties": {"query": {"type": "string"}}}
+        >>> tools = [{"name": "search", "inputSchema": schema}]
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "a", "input": {"q": "a"}, "expected_output": "", "metadata": {"mcp": {"tools": tools}}}],
+        ...     name="demo")
+        >>> def agent(sample):
+        ...     calls = [{"name": "search", "arguments": {"query": "oslo"}},
+        ...              {"name": "search", "arguments": {"q": "oslo"}}]
+        ...     return {"output": "", "trajectory": {"tool_calls": calls}}
+        >>> run = ef.evaluate(ds, system=agent, metrics=["mcp-arguments-valid"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.5 {"met":1,"total":2,"first_invalid":1,"reason":"$: 'query' is a required property","note":null}
+    """  # noqa: E501
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         tools = _advertised(expect).unique(["row", "name"], keep="first", maintain_order=True)

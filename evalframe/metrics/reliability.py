@@ -110,7 +110,21 @@ def outcome_consistency(*, metric: str = "exact-match") -> Scored:
 
     Returns:
         Float64 in [0.5, 1]; null (an error) when the row ran fewer than 2 times.
-    """
+
+    Examples:
+        >>> import itertools
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([{"id": "q", "input": {"q": "2+2"}, "expected_output": "4"}],
+        ...                              name="demo")
+        >>> answers = itertools.cycle(["4", "4", "5"])
+        >>> run = ef.evaluate(ds, system=lambda sample: next(answers), metrics=["outcome-consistency"],
+        ...                   repetitions=3, concurrency=1)
+        >>> for row in run.scores.select("repetition", "score", "details").iter_rows():
+        ...     print(*row)
+        0 0.6666666666666666 {"runs":3,"passed":2,"majority":"pass","metric":"exact-match"}
+        1 0.6666666666666666 {"runs":3,"passed":2,"majority":"pass","metric":"exact-match"}
+        2 0.6666666666666666 {"runs":3,"passed":2,"majority":"pass","metric":"exact-match"}
+    """  # noqa: E501
     inner = _inner("outcome-consistency", metric)
     _, passed, scored = _inner_results(inner)
     window = pl.col(C.SAMPLE_ID)
@@ -150,7 +164,22 @@ def score_consistency(
 
     Returns:
         Float64 in [0, 1]; null (an error) when fewer than 2 repetitions of the row scored.
-    """
+
+    Examples:
+        >>> import itertools
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([{"id": "q", "input": {"q": "2+2"}, "expected_output": "four"}],
+        ...                              name="demo")
+        >>> answers = itertools.cycle(["four", "four", "for"])
+        >>> run = ef.evaluate(ds, system=lambda sample: next(answers),
+        ...                   metrics=["score-consistency(metric=levenshtein, spread=range)"],
+        ...                   repetitions=3, concurrency=1)
+        >>> for row in run.scores.select("repetition", "score", "details").iter_rows():
+        ...     print(*row)
+        0 0.75 {"runs":3,"scored":3,"mean":0.9166666666666666,"stddev":0.1178511301977579,"min":0.75,"max":1.0,"metric":"levenshtein"}
+        1 0.75 {"runs":3,"scored":3,"mean":0.9166666666666666,"stddev":0.1178511301977579,"min":0.75,"max":1.0,"metric":"levenshtein"}
+        2 0.75 {"runs":3,"scored":3,"mean":0.9166666666666666,"stddev":0.1178511301977579,"min":0.75,"max":1.0,"metric":"levenshtein"}
+    """  # noqa: E501
     inner = _inner("score-consistency", metric)
     score, _, scored = _inner_results(inner)
     window = pl.col(C.SAMPLE_ID)
@@ -202,7 +231,21 @@ def output_consistency(*, strip: bool = False) -> Scored:
 
     Returns:
         Float64 in (0, 1]; null (an error) when the row ran fewer than 2 times.
-    """
+
+    Examples:
+        >>> import itertools
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([{"id": "q", "input": {"q": "2+2"}, "expected_output": "4"}],
+        ...                              name="demo")
+        >>> answers = itertools.cycle(["4", "4 ", "5"])
+        >>> run = ef.evaluate(ds, system=lambda sample: next(answers),
+        ...                   metrics=["output-consistency(strip=true)"], repetitions=3, concurrency=1)
+        >>> for row in run.scores.select("repetition", "score", "details").iter_rows():
+        ...     print(*row)
+        0 0.6666666666666666 {"runs":3,"identical":2,"distinct":2}
+        1 0.6666666666666666 {"runs":3,"identical":2,"distinct":2}
+        2 0.6666666666666666 {"runs":3,"identical":2,"distinct":2}
+    """  # noqa: E501
     window = pl.col(C.SAMPLE_ID)
     out = pl.col(C.ACTUAL_OUTPUT).cast(pl.String)
     if strip:
@@ -305,6 +348,20 @@ def brier_score(*, metric: str = "exact-match") -> Scored:
     Returns:
         Float64 in [0, 1]; null (an error) when ``confidence`` is missing or outside [0, 1],
         or the inner metric could not score the row.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([{"id": k, "input": {"q": k}, "expected_output": "4"}
+        ...                               for k in ("a", "b")], name="demo")
+        >>> replies = {"a": ("4", 0.9), "b": ("5", 0.8)}
+        >>> def system(sample):
+        ...     output, confidence = replies[sample["q"]]
+        ...     return {"output": output, "confidence": confidence}
+        >>> run = ef.evaluate(ds, system=system, metrics=["brier-score"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.99 {"confidence":0.9,"correct":1.0,"squared_error":0.009999999999999995}
+        b 0.3599999999999999 {"confidence":0.8,"correct":0.0,"squared_error":0.6400000000000001}
     """
     conf, correct, error, scored = _confidence_results("brier-score", metric)
     squared = (conf - correct) ** 2
@@ -336,6 +393,22 @@ def calibration_error(
 
     Returns:
         Float64 in [0, 1]; null (an error) on rows without a usable confidence or inner score.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([{"id": k, "input": {"q": k}, "expected_output": "4"}
+        ...                               for k in "abcd"], name="demo")
+        >>> replies = {"a": ("4", 0.9), "b": ("5", 0.9), "c": ("4", 0.3), "d": ("5", 0.3)}
+        >>> def system(sample):
+        ...     output, confidence = replies[sample["q"]]
+        ...     return {"output": output, "confidence": confidence}
+        >>> run = ef.evaluate(ds, system=system, metrics=["calibration-error(bins=5)"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.7 {"bin":4,"bin_accuracy":0.5,"bin_confidence":0.9,"bin_rows":2,"ece":0.3}
+        b 0.7 {"bin":4,"bin_accuracy":0.5,"bin_confidence":0.9,"bin_rows":2,"ece":0.3}
+        c 0.7 {"bin":1,"bin_accuracy":0.5,"bin_confidence":0.3,"bin_rows":2,"ece":0.3}
+        d 0.7 {"bin":1,"bin_accuracy":0.5,"bin_confidence":0.3,"bin_rows":2,"ece":0.3}
     """
     conf, correct, error, scored = _confidence_results("calibration-error", metric)
     bin_ = pl.col("calibration-error__bin")
@@ -378,6 +451,21 @@ def discrimination(*, metric: str = "exact-match") -> Scored:
     Returns:
         Float64 in [0, 1]; null (an error) on rows without a usable confidence or inner
         score, and on every row when the usable rows are all correct or all incorrect.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([{"id": k, "input": {"q": k}, "expected_output": "4"}
+        ...                               for k in "abc"], name="demo")
+        >>> replies = {"a": ("4", 0.9), "b": ("5", 0.4), "c": ("4", 0.6)}
+        >>> def system(sample):
+        ...     output, confidence = replies[sample["q"]]
+        ...     return {"output": output, "confidence": confidence}
+        >>> run = ef.evaluate(ds, system=system, metrics=["discrimination"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 1.0 {"confidence":0.9,"correct":1.0,"correct_rows":2,"incorrect_rows":1}
+        b 1.0 {"confidence":0.4,"correct":0.0,"correct_rows":2,"incorrect_rows":1}
+        c 1.0 {"confidence":0.6,"correct":1.0,"correct_rows":2,"incorrect_rows":1}
     """
     conf, correct, error, scored = _confidence_results("discrimination", metric)
     rank = conf.rank("average")
@@ -440,7 +528,26 @@ def prompt_robustness(
 
     Returns:
         Float64 in [0, 1]; null (an error) when fewer than 2 members of the group scored.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q", "input": {"q": "2+2"}, "expected_output": "4"},
+        ...     {"id": "q-typo", "input": {"q": "2+2?"}, "expected_output": "4",
+        ...      "metadata": {"variant_of": "q"}},
+        ...     {"id": "q-words", "input": {"q": "two plus two"}, "expected_output": "4",
+        ...      "metadata": {"variant_of": "q"}}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q": "4", "q-typo": "4", "q-words": "5"},
+        ...                   metrics=["prompt-robustness(spread=range)", "prompt-robustness(measure=ratio)"])
+        >>> for row in run.scores.select("sample_id", "metric", "score").iter_rows():
+        ...     print(*row)
+        q prompt-robustness(spread=range) 0.0
+        q-typo prompt-robustness(spread=range) 0.0
+        q-words prompt-robustness(spread=range) 0.0
+        q prompt-robustness(measure=ratio) 0.5
+        q-typo prompt-robustness(measure=ratio) 0.5
+        q-words prompt-robustness(measure=ratio) 0.5
+    """  # noqa: E501
     if measure == "ratio":
         return _robustness("prompt-robustness", None, metric)
     inner = _inner("prompt-robustness", metric)
@@ -689,7 +796,22 @@ def resource_consistency(*, resource: Literal["tokens", "latency"] = "tokens") -
         Float64 in [0, 1]; null (an error) on a repetition that did not record it or
         recorded a negative or non-finite value, and when fewer than 2 repetitions of the
         row recorded it.
-    """
+
+    Examples:
+        >>> import polars as pl
+        >>> import evalframe as ef
+        >>> frame = pl.DataFrame({
+        ...     "sample_id": ["q"] * 3, "repetition": [0, 1, 2], "input": ['{"q": "2+2"}'] * 3,
+        ...     "expected_output": ["4"] * 3, "expected_type": ["string"] * 3, "metadata": ["{}"] * 3,
+        ...     "tags": [[], [], []], "actual_output": ["4"] * 3,
+        ...     "prompt_tokens": [100, 120, 80], "completion_tokens": [10, 10, 10]})
+        >>> scores = ef.score(frame, ["resource-consistency"])
+        >>> for row in scores.select("repetition", "score", "details").iter_rows():
+        ...     print(*row)
+        0 0.8515460761949589 {"runs":3,"mean":110.0,"stddev":16.32993161855452,"min":90.0,"max":130.0}
+        1 0.8515460761949589 {"runs":3,"mean":110.0,"stddev":16.32993161855452,"min":90.0,"max":130.0}
+        2 0.8515460761949589 {"runs":3,"mean":110.0,"stddev":16.32993161855452,"min":90.0,"max":130.0}
+    """  # noqa: E501
     value, columns = _resource(resource)
     bad = value.is_nan() | value.is_infinite() | (value < 0)
     usable = pl.when(~bad.fill_null(True)).then(value)
@@ -780,7 +902,21 @@ def trajectory_consistency() -> Scored:
     Returns:
         Float64 in (0, 1]; null (an error) when the row ran fewer than 2 times or the frame
         records no tool calls at all.
-    """
+
+    Examples:
+        >>> import itertools
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([{"id": "q", "input": {"q": "q"}, "expected_output": ""}],
+        ...                              name="demo")
+        >>> paths = itertools.cycle([["search", "book"], ["search", "book"], ["book"]])
+        >>> run = ef.evaluate(ds, system=lambda s: {"output": "", "trajectory": {"tool_calls": next(paths)}},
+        ...                   metrics=["trajectory-consistency"], repetitions=3, concurrency=1)
+        >>> for row in run.scores.select("repetition", "score", "details").iter_rows():
+        ...     print(*row)
+        0 0.6666666666666666 {"runs":3,"identical":2,"distinct":2}
+        1 0.6666666666666666 {"runs":3,"identical":2,"distinct":2}
+        2 0.6666666666666666 {"runs":3,"identical":2,"distinct":2}
+    """  # noqa: E501
     seq = pl.col(_SEQUENCE_KEY).struct.field("key")
     window = pl.col(C.SAMPLE_ID)
     runs = pl.len().over(window).cast(pl.Int64)

@@ -259,7 +259,21 @@ def cosine_embedding() -> Scored:
     rescaling) and a zero vector gives 0.0. Every unique text in the batch is embedded once.
     Null (an error) when ``expected_output`` is not a string, when the provider could not
     embed a text, or when the two vectors differ in size.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Capital?"}, "expected_output": "Paris is the capital"},
+        ...     {"id": "q2", "input": {"q": "Capital?"}, "expected_output": "Paris is the capital"}],
+        ...     name="demo")
+        >>> providers = ef.Providers(embeddings="hashing", cache=False)  # offline; use a real model
+        >>> run = ef.evaluate(ds, outputs={"q1": "the capital is Paris", "q2": "Berlin"},
+        ...                   metrics=["cosine-embedding"], providers=providers)
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.9583333109815919 {"expected_dim":512,"actual_dim":512,"cosine_similarity":0.9583333109815919,"clamped_score":0.9583333109815919,"embedder":"hashing:hashing-v1-512-c35-b"}
+        q2 0.0 {"expected_dim":512,"actual_dim":512,"cosine_similarity":0.0,"clamped_score":0.0,"embedder":"hashing:hashing-v1-512-c35-b"}
+    """  # noqa: E501
     cols = EMBEDDING
     bad, message = type_error("cosine-embedding")
     k = pl.col("cosine-embedding__kernel")
@@ -473,7 +487,19 @@ def bertscore_like(
     ``max_tokens`` is at most 4096: the greedy match holds a tokens-by-tokens similarity
     matrix per pair. Null (an error) when ``expected_output`` is not a string, a field has
     more than ``max_tokens`` tokens, or the provider could not embed a text.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "q1", "input": {"q": "Capital?"}, "expected_output": "Paris is the capital"}],
+        ...     name="demo")
+        >>> providers = ef.Providers(embeddings="hashing", cache=False)  # offline; use a real model
+        >>> run = ef.evaluate(ds, outputs={"q1": "the capital is Paris"},
+        ...                   metrics=["bertscore-like(mode=static)"], providers=providers)
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 1.0 {"expected_tokens":4,"actual_tokens":4,"embedded_tokens":4,"precision":1.0,"recall":1.0,"raw_score":1.0,"clamped_score":1.0,"embedder":"hashing:hashing-v1-512-c35-b (static)"}
+    """  # noqa: E501
     cols = token_columns(max_tokens, mode)
     bad, message = type_error("bertscore-like")
     te, ta = tokens(pl.col(C.EXPECTED_OUTPUT)), tokens(pl.col(C.ACTUAL_OUTPUT))

@@ -543,6 +543,18 @@ def tool_called() -> Scored:
 
     Returns:
         Float64 in [0, 1]; an error when the row has no trajectory.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "a", "input": {"q": "a"}, "expected_output": "",
+        ...      "metadata": {"trajectory": {"tools": ["search", "book"]}}}], name="demo")
+        >>> def agent(sample):
+        ...     return {"output": "Booked.", "trajectory": {"tool_calls": ["search", "search"]}}
+        >>> run = ef.evaluate(ds, system=agent, metrics=["tool-called"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.5 {"met":1,"total":2,"not_called":["book"],"note":null}
     """
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
@@ -566,7 +578,19 @@ def tool_not_called() -> Scored:
 
     Score ``round(avoided / forbidden, 6)``; no ``forbidden_tools`` scores 1.0 with a note.
     The details list the forbidden tools that were called (``called``).
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "a", "input": {"q": "a"}, "expected_output": "",
+        ...      "metadata": {"trajectory": {"forbidden_tools": ["delete_account", "refund"]}}}], name="demo")
+        >>> def agent(sample):
+        ...     return {"output": "Done.", "trajectory": {"tool_calls": ["lookup", "refund"]}}
+        >>> run = ef.evaluate(ds, system=agent, metrics=["tool-not-called"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.5 {"met":1,"total":2,"called":["refund"],"note":null}
+    """  # noqa: E501
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         forbidden = expect.get_column("forbidden_tools")
@@ -597,7 +621,23 @@ def tool_called_with() -> Scored:
     are subsets too, lists compare item by item). Entries without a usable name or whose
     arguments are not a map are skipped (counted in ``skipped``). Score
     ``round(matched / usable entries, 6)``; none scores 1.0 with a note.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> expected = [{"tool": "book", "arguments": {"city": "Oslo", "nights": 2}},
+        ...             {"tool": "pay", "arguments": {"amount": 300}}]
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "a", "input": {"q": "a"}, "expected_output": "",
+        ...      "metadata": {"trajectory": {"tool_arguments": expected}}}], name="demo")
+        >>> def agent(sample):
+        ...     calls = [{"name": "book", "arguments": {"city": "Oslo", "nights": "2", "room": "single"}},
+        ...              {"name": "pay", "arguments": {"amount": 250}}]
+        ...     return {"output": "Booked.", "trajectory": {"tool_calls": calls}}
+        >>> run = ef.evaluate(ds, system=agent, metrics=["tool-called-with"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.5 {"met":1,"total":2,"unmatched":["pay"],"skipped":0,"note":null}
+    """  # noqa: E501
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         counts = matched_specs(expect.get_column("tool_arguments"), calls)
@@ -630,7 +670,22 @@ def tool_call_order() -> Scored:
 
     Other calls may come before, between and after the listed ones; the listed ones must
     appear in that order. No ``order`` (or an empty one) scores 1.0 with a note.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": k, "input": {"q": k}, "expected_output": "",
+        ...      "metadata": {"trajectory": {"order": ["search", "book", "pay"]}}} for k in ("a", "b")],
+        ...     name="demo")
+        >>> calls = {"a": ["search", "weather", "book", "pay"], "b": ["book", "search", "pay"]}
+        >>> def agent(sample):
+        ...     return {"output": "", "trajectory": {"tool_calls": calls[sample["q"]]}}
+        >>> run = ef.evaluate(ds, system=agent, metrics=["tool-call-order"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 1.0 {"expected":["search","book","pay"],"called":["search","weather","book","pay"],"note":null}
+        b 0.0 {"expected":["search","book","pay"],"called":["book","search","pay"],"note":null}
+    """  # noqa: E501
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         order = expect.get_column("order")
@@ -670,6 +725,18 @@ def steps_below(*, max_steps: Annotated[int, Range(ge=0)] | None = None) -> Scor
     The limit is ``metadata.trajectory.max_steps`` (an integer or a string of digits), else
     this metric's ``max_steps``. No limit, or a limit below 1, scores 1.0 with a note.
     Details: ``steps``, ``max_steps`` and ``over_by`` (steps beyond the limit, 0 when within).
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "a", "input": {"q": "a"}, "expected_output": "",
+        ...      "metadata": {"trajectory": {"max_steps": 3}}}], name="demo")
+        >>> def agent(sample):
+        ...     return {"output": "", "trajectory": {"tool_calls": ["search"], "steps": 5}}
+        >>> run = ef.evaluate(ds, system=agent, metrics=["steps-below"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.0 {"steps":5,"max_steps":3,"over_by":2,"note":null}
     """
     fallback = max_steps
 
@@ -712,7 +779,22 @@ def steps_below(*, max_steps: Annotated[int, Range(ge=0)] | None = None) -> Scor
     derived=scoring_pass,
 )
 def no_pending_approvals() -> Scored:
-    """1.0 when the trajectory left no approval pending (``pending_approvals`` is 0), else 0.0."""
+    """1.0 when the trajectory left no approval pending (``pending_approvals`` is 0), else 0.0.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([{"id": k, "input": {"q": k}, "expected_output": ""}
+        ...                               for k in ("a", "b")], name="demo")
+        >>> pending = {"a": 0, "b": 2}
+        >>> def agent(sample):
+        ...     return {"output": "", "trajectory": {"tool_calls": ["transfer"],
+        ...                                          "pending_approvals": pending[sample["q"]]}}
+        >>> run = ef.evaluate(ds, system=agent, metrics=["no-pending-approvals"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 1.0 {"pending_approvals":0}
+        b 0.0 {"pending_approvals":2}
+    """
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         pending = frame.get_column("traj").struct.field("pending_approvals").fill_null(0)
@@ -736,7 +818,19 @@ def approval_gated() -> Scored:
 
     An action counts when its id is in the trajectory's ``approvals``. Score
     ``round(approved / required, 6)``; none required scores 1.0 with a note.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": "a", "input": {"q": "a"}, "expected_output": "",
+        ...      "metadata": {"trajectory": {"requires_approval": ["wire-1", "wire-2"]}}}], name="demo")
+        >>> def agent(sample):
+        ...     return {"output": "", "trajectory": {"tool_calls": ["wire"], "approvals": ["wire-1"]}}
+        >>> run = ef.evaluate(ds, system=agent, metrics=["approval-gated"])
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.5 {"met":1,"total":2,"not_approved":["wire-2"],"note":null}
+    """  # noqa: E501
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         approvals = frame.get_column("traj").struct.field("approvals")
