@@ -131,7 +131,7 @@ def test_timeout_and_retries_come_from_the_environment(
     monkeypatch.setenv("EVALFRAME_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")
     ran = _invoke(["run", str(dataset), "--outputs", str(outputs), "-m", "llm-as-judge"])
     assert ran.exit_code == 2
-    assert "EVALFRAME_RETRIES must be a whole number >= 0; got 'many'" in ran.stderr
+    assert "EVALFRAME_RETRIES must be a whole number from 0 to 100; got 'many'" in ran.stderr
     monkeypatch.setenv("EVALFRAME_RETRIES", "0")
     monkeypatch.setenv("EVALFRAME_TIMEOUT", "2")
     with StubOpenAI() as stub:

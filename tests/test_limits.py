@@ -46,15 +46,15 @@ def test_evaluate_accepts_the_limit_and_refuses_one_more(tmp_path: Path) -> None
     dataset, outputs = _files(tmp_path)
     run = ef.evaluate(dataset, outputs=outputs, metrics=["exact-match"], repetitions=1000)
     assert run.scores.height == 1000
-    with pytest.raises(ValueError, match=r"repetitions must be an integer from 1 to 1000"):
+    with pytest.raises(ValueError, match=r"repetitions must be a whole number from 1 to 1,000"):
         ef.evaluate(dataset, outputs=outputs, metrics=["exact-match"], repetitions=1001)
-    with pytest.raises(ValueError, match=r"from 1 to 1000 .*got 0"):
+    with pytest.raises(ValueError, match=r"from 1 to 1,000; got 0"):
         ef.evaluate(dataset, outputs=outputs, metrics=["exact-match"], repetitions=0)
 
 
 def test_a_dataset_asking_for_too_many_repetitions_is_refused(tmp_path: Path) -> None:
     dataset, outputs = _files(tmp_path, repetitions=5000)
-    with pytest.raises(ValueError, match=r"Dataset 'd' repetitions must be .* 1000.*got 5000"):
+    with pytest.raises(ValueError, match=r"Dataset 'd' repetitions must be .* 1,000; got 5000"):
         ef.evaluate(dataset, outputs=outputs, metrics=["exact-match"])
 
 
@@ -74,7 +74,7 @@ def test_cli_dataset_repetitions_beyond_the_limit_exit_two(tmp_path: Path) -> No
     dataset, outputs = _files(tmp_path, repetitions=5000)
     done = _cli("run", str(dataset), "--outputs", str(outputs), "-m", "exact-match")
     assert done.returncode == 2
-    assert "from 1 to 1000" in done.stderr
+    assert "from 1 to 1,000" in done.stderr
     assert "Traceback" not in done.stderr
 
 

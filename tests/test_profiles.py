@@ -113,9 +113,9 @@ def test_pyproject_and_the_config_variable(
     ("toml", "message"),
     [
         ("[profiles.x]\nconcurency = 3\n", "profile 'x' has an unknown key 'concurency'"),
-        ("[profiles.x]\nconcurrency = 0\n", "key 'concurrency' must be an integer >= 1; got 0"),
+        ("[profiles.x]\nconcurrency = 0\n", "must be a whole number from 1 to 1,000; got 0"),
         ("[profiles.x]\nstrict = 'yes'\n", "key 'strict' must be true or false"),
-        ("[profiles.x]\nrate_window_seconds = -1\n", "must be a number of seconds > 0"),
+        ("[profiles.x]\nrate_window_seconds = -1\n", "seconds more than 0, at most 86,400"),
         ("[profiles.x]\nconcurrency = 2\n[profiles.y]\nwho = 1\n", "profile 'y' has an unknown"),
         ("profiles = 3\n", "'profiles' must be a table"),
         ("[profiles\n", "cannot read the profiles"),

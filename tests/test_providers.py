@@ -98,20 +98,24 @@ def test_role_variables_override_the_openai_fallback() -> None:
 def test_timeouts_and_retries_are_normalised_and_zero_never_means_forever() -> None:
     assert normalize_timeout(0, 30.0) == 30.0
     assert normalize_timeout("0", 30.0) == 30.0
-    assert normalize_timeout(-5, 30.0) == 30.0
-    assert normalize_timeout(float("inf"), 30.0) == 30.0
     assert normalize_timeout("7", 30.0) == 7.0
     assert normalize_retries("4") == 4
-    assert normalize_retries(True) == 3
+    assert normalize_retries(None) == 3
     assert OpenAIJudge(timeout=0).timeout == 60.0
     assert OpenAIEmbeddings(timeout=None).timeout == 30.0
+    for bad in (-5, float("inf"), float("nan"), 1e300, "soon", True):
+        with pytest.raises(ValueError, match=r"^timeout must be a number of seconds more than 0"):
+            OpenAIJudge(timeout=bad)
+    for bad in (True, -1, 2.5, 10**30, "1e300"):
+        with pytest.raises(ValueError, match=r"^retries must be a whole number from 0 to 100"):
+            OpenAIEmbeddings(retries=bad)
     assert endpoint_url("http://h/v1/embeddings", "embeddings") == "http://h/v1/embeddings"
     with pytest.raises(ValueError, match="http"):
         OpenAIJudge(base_url="ftp://x")
 
 
 def test_budget_and_prices_are_validated() -> None:
-    with pytest.raises(ValueError, match="budget_usd must be a number > 0"):
+    with pytest.raises(ValueError, match="budget_usd must be a number of USD more than 0"):
         Providers(budget_usd=0, cache=False)
     with pytest.raises(ValueError, match="unknown key"):
         Providers(prices={"m": {"input": 1.0}}, cache=False)

@@ -75,13 +75,15 @@ def test_a_thread_sleeps_until_its_slot_and_an_async_caller_awaits_it() -> None:
 @pytest.mark.parametrize(
     ("limit", "window", "message"),
     [
-        (0, 60.0, "at least 1"),
-        (True, 60.0, "at least 1"),
-        (2.5, 60.0, "at least 1"),
-        (1, 0.0, "seconds > 0"),
-        (1, -1.0, "seconds > 0"),
-        (1, float("inf"), "seconds > 0"),
-        (1, float("nan"), "seconds > 0"),
+        (0, 60.0, "rate_limit must be a whole number from 1 to 1,000,000; got 0"),
+        (True, 60.0, "rate_limit must be a whole number from 1 to 1,000,000; got True"),
+        (2.5, 60.0, "rate_limit must be a whole number from 1 to 1,000,000; got 2.5"),
+        (10**30, 60.0, "rate_limit must be a whole number from 1 to 1,000,000; got 1000"),
+        (1, 0.0, "rate_window_seconds must be a number of seconds more than 0, at most 86,400"),
+        (1, -1.0, "rate_window_seconds must be a number of seconds more than 0"),
+        (1, float("inf"), "rate_window_seconds must be a number of seconds more than 0"),
+        (1, float("nan"), "rate_window_seconds must be a number of seconds more than 0"),
+        (1, 1e300, "rate_window_seconds must be a number of seconds more than 0"),
     ],
 )
 def test_bad_limits_are_refused(limit: Any, window: float, message: str) -> None:
@@ -175,7 +177,7 @@ def test_evaluate_rate_limit_builds_one_window_for_the_run() -> None:
     called.sort()
     # slots k and k+2 are a window apart, and no call starts before its slot
     assert called[-1] - called[0] >= 3 * 0.2 - 0.01
-    with pytest.raises(ValueError, match="at least 1"):
+    with pytest.raises(ValueError, match="rate_limit must be a whole number from 1 to 1,000,000"):
         ef.evaluate(dataset(1), system=system, metrics=["exact-match"], rate_limit=0)
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import click
 
-from evalframe.engine._evaluate import MAX_REPETITIONS
+from evalframe.core._limits import LIMITS, MAX_COUNT
 
 if TYPE_CHECKING:
     from evalframe.providers import Providers
@@ -312,33 +312,14 @@ else:
 
 # --- number options ----------------------------------------------------------------------------
 
-MAX_COUNT: Final = 1_000_000_000
-"""The largest value of a count option no limit below names (rows, runs, captures, ...)."""
-_DAY: Final = 86_400.0
-
 OPTION_LIMITS: Final[dict[str, tuple[float, float]]] = {
-    "--concurrency": (1, 1_000),
-    "--embeddings-concurrency": (1, 1_000),
-    "--judge-concurrency": (1, 1_000),
-    "--retries": (0, 100),
-    "--rate-limit": (1, 1_000_000),
-    "--rate-window-seconds": (0.0, _DAY),
-    "--timeout": (0.0, _DAY),
-    "--deadline": (0.0, 30 * _DAY),
-    "--budget-usd": (0.0, 1e9),
-    "--repetitions": (1, MAX_REPETITIONS),
-    "--bootstrap": (0, 1_000_000),
-    "--seed": (0, 2**32 - 1),
-    "--since": (1, 36_500),
-    "--manifest-retain": (1, 1_000_000),
-    "--suggest": (1, 1_000_000),
-    "--budget": (2_000, 100_000_000),
-    "--max-score": (0.0, 1.0),
+    "--" + name.replace("_", "-"): (limit.low, limit.high) for name, limit in LIMITS.items()
 }
-"""The range of each number option by name, whichever command takes it: what the option
-declares, narrowed to these bounds (a count without one here stops at ``MAX_COUNT``; a
-number of seconds or dollars is finite). A value outside is a usage error naming the option
-(exit 2), never an overflow deep in a library."""
+"""The range of each number option by name, whichever command takes it (``core._limits``,
+the table the profiles, the environment variables and the Python API read too): what the
+option declares, narrowed to these bounds (a count without one here stops at ``MAX_COUNT``;
+a number of seconds or dollars is finite). A value outside is a usage error naming the
+option (exit 2), never an overflow deep in a library."""
 
 
 class FiniteFloatRange(click.FloatRange):

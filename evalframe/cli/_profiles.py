@@ -20,8 +20,8 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from evalframe.cli._options import option_range
 from evalframe.core._errors import EvalframeError
+from evalframe.core._limits import LIMITS
 
 __all__ = ["BUILTIN_PROFILES", "CONFIG_ENV", "load_profile", "profile_option"]
 
@@ -41,42 +41,30 @@ BUILTIN_PROFILES: dict[str, dict[str, Any]] = {
 }
 
 
-def _count(key: str, low: int) -> tuple[Callable[[Any], bool], str]:
-    """An integer option's check and its description, with the option's bounds."""
-    lo, hi = option_range("--" + key.replace("_", "-"), low)
+def _number(key: str) -> tuple[Callable[[Any], bool], str]:
+    """A number key's check and its description: the range of its option (``LIMITS``)."""
+    limit = LIMITS[key]
+    kind = int if limit.integer else int | float
 
     def ok(v: Any) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+        return isinstance(v, kind) and not isinstance(v, bool) and limit.admits(v)
 
-    return ok, f"an integer >= {lo:g}; at most {hi:,.0f}"
-
-
-def _positive(key: str, what: str = "a number of seconds") -> tuple[Callable[[Any], bool], str]:
-    """A number of seconds (or dollars) option's check and its description: finite, > 0."""
-    _, hi = option_range("--" + key.replace("_", "-"), 0.0, integer=False)
-
-    def ok(v: Any) -> bool:
-        return isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= hi
-
-    return ok, f"{what} > 0; at most {hi:,.0f}"
+    return ok, limit.describe()
 
 
 # Each key a profile may set: the option it stands for, and what its value must be (the
-# option's own range: cli._options.OPTION_LIMITS).
+# option's own range, core._limits.LIMITS).
 _KEYS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "concurrency": _count("concurrency", 1),
-    "repetitions": _count("repetitions", 1),
-    "checkpoint_every": _count("checkpoint_every", 1),
     "strict": (lambda v: isinstance(v, bool), "true or false"),
-    "rate_limit": _count("rate_limit", 1),
-    "rate_window_seconds": _positive("rate_window_seconds"),
-    "timeout": _positive("timeout"),
-    "retries": _count("retries", 0),
-    "deadline": _positive("deadline"),
-    "budget_usd": _positive("budget_usd", "a number"),
-    "embeddings_concurrency": _count("embeddings_concurrency", 1),
-    "judge_concurrency": _count("judge_concurrency", 1),
-}
+    **{
+        key: _number(key)
+        for key in (
+            "concurrency", "repetitions", "checkpoint_every", "rate_limit",
+            "rate_window_seconds", "timeout", "retries", "deadline", "budget_usd",
+            "embeddings_concurrency", "judge_concurrency",
+        )
+    },
+}  # fmt: skip
 
 
 def config_table(key: str) -> tuple[Path | None, Any]:
@@ -127,10 +115,8 @@ def _checked(path: Path, profiles: Any) -> dict[str, dict[str, Any]]:
                 )
             ok, expected = _KEYS[key]
             if not ok(value):
-                kind, _, bound = expected.partition("; ")
                 raise EvalframeError(
-                    f"{path}: profile '{name}' key '{key}' must be {kind}; got {value!r}"
-                    + (f" (the option takes {bound})." if bound else ".")
+                    f"{path}: profile '{name}' key '{key}' must be {expected}; got {value!r}."
                 )
     return profiles
 

@@ -65,6 +65,7 @@ from evalframe.core._compare_tables import (
     row_verdicts,
 )
 from evalframe.core._errors import ComparisonError
+from evalframe.core._limits import checked
 from evalframe.core._precision import precision_block, round6
 from evalframe.core._stats import bootstrap_deltas, holm
 
@@ -324,8 +325,8 @@ def compare(
         after: the run being judged.
         epsilon: a fixed noise threshold in [0, 1] for row verdicts; default: the resolution
             of ``after``'s repetitions.
-        seed: seed of the bootstrap's generator (results are reproducible).
-        n_bootstrap: bootstrap resamples (0 skips the intervals).
+        seed: seed of the bootstrap's generator, 0 to 2**32 - 1 (results are reproducible).
+        n_bootstrap: bootstrap resamples, 0 (no intervals) to 1,000,000.
         confidence: the intervals' confidence level.
         label: how to name the reference in messages (default: its run id).
         allow_other_dataset: compare runs whose datasets have different names.
@@ -364,8 +365,11 @@ def compare(
         raise ComparisonError(f"epsilon must be in [0, 1]; got {epsilon}.")
     if not 0.0 < confidence < 1.0:
         raise ComparisonError(f"confidence must be in (0, 1); got {confidence}.")
-    if n_bootstrap < 0:
-        raise ComparisonError(f"n_bootstrap must be at least 0; got {n_bootstrap}.")
+    try:
+        checked(n_bootstrap, "bootstrap", "n_bootstrap")
+        checked(seed, "seed")
+    except ValueError as exc:
+        raise ComparisonError(str(exc)) from None
     rows_a, rows_b = before.sample_aggregates, after.sample_aggregates
     key = join_key(rows_a, rows_b)
     block_a = precision_block(rows_a, before.frame.height)

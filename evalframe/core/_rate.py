@@ -20,6 +20,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from evalframe.core._limits import checked
+
 __all__ = ["RateLimit"]
 
 
@@ -27,13 +29,15 @@ class RateLimit:
     """At most ``limit`` call starts in any window of ``window_seconds`` seconds.
 
     Args:
-        limit: calls allowed per window, at least 1.
-        window_seconds: the window's length in seconds, more than 0 (default 60).
+        limit: calls allowed per window, 1 to 1,000,000.
+        window_seconds: the window's length in seconds, more than 0 and at most a day
+            (default 60).
         clock: the monotonic clock (for tests).
         sleep: how a thread waits (for tests).
 
     Raises:
-        ValueError: a limit below 1 or a window that is not a positive number.
+        ValueError: a limit or window outside its range (``core._limits.LIMITS``), naming
+            ``rate_limit`` or ``rate_window_seconds``.
     """
 
     def __init__(
@@ -44,13 +48,8 @@ class RateLimit:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"rate limit must be an integer of at least 1 call; got {limit!r}")
-        ok = isinstance(window_seconds, int | float) and not isinstance(window_seconds, bool)
-        if not ok or not window_seconds > 0 or window_seconds == float("inf"):
-            raise ValueError(
-                f"rate window must be a finite number of seconds > 0; got {window_seconds!r}"
-            )
+        checked(limit, "rate_limit")
+        checked(window_seconds, "rate_window_seconds")
         self.limit = limit
         self.window_seconds = float(window_seconds)
         self._clock = clock

@@ -27,6 +27,7 @@ from evalframe.core._eval_set import (
     new_manifest,
     read_eval_set,
 )
+from evalframe.core._limits import checked
 from evalframe.core._system import System
 from evalframe.engine._evaluate import evaluate
 from evalframe.store import _eval_sets, _locks, as_store
@@ -97,7 +98,11 @@ def run_set(
         DatasetError: a malformed set, duplicate dataset names, or a manifest that breaks
             the rules or belongs to another set.
         StoreError: another live process runs the same set on this store (named).
+        ValueError: ``repetitions`` or ``concurrency`` outside its range (as ``evaluate``).
     """
+    if repetitions is not None:
+        checked(repetitions, "repetitions")
+    checked(concurrency, "concurrency")  # before any dataset is marked running
     es = eval_set if isinstance(eval_set, EvalSet) else read_eval_set(Path(eval_set))
     datasets = [read_dataset(e.path) for e in es.entries]
     names = [d.name for d in datasets]

@@ -14,6 +14,7 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._dataset import Dataset, read_dataset
 from evalframe.core._errors import DatasetError, MetricError, StoreError, StrictModeError
+from evalframe.core._limits import MAX_REPETITIONS, checked
 from evalframe.core._outputs import align_outputs, read_outputs
 from evalframe.core._progress import showing
 from evalframe.core._rate import RateLimit
@@ -32,10 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["MAX_REPETITIONS", "evaluate"]
 
 MetricLike = str | Metric | MetricFactory
-
-# Work is rows x repetitions x metrics, so the count is bounded up front. The report may advise
-# up to 769 repetitions (a 5-point resolution at a 50% pass rate); the limit stays above that.
-MAX_REPETITIONS: Final = 1000
 
 
 def _as_dataset(dataset: Dataset | str | os.PathLike[str] | pl.DataFrame) -> Dataset:
@@ -188,12 +185,14 @@ def evaluate(
         )
     resolved = resolve(specs)
     reps = repetitions if repetitions is not None else (ds.repetitions or 1)
-    if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= MAX_REPETITIONS:
-        source = "repetitions" if repetitions is not None else f"Dataset '{ds.name}' repetitions"
-        raise ValueError(
-            f"{source} must be an integer from 1 to {MAX_REPETITIONS} (the limit on executions "
-            f"per row); got {reps!r}."
-        )
+    source = "repetitions" if repetitions is not None else f"Dataset '{ds.name}' repetitions"
+    checked(reps, "repetitions", source)
+    checked(concurrency, "concurrency")
+    if checkpoint_every is not None:
+        checked(checkpoint_every, "checkpoint_every")
+    if rate_limit is not None:
+        checked(rate_limit, "rate_limit")
+    checked(rate_window_seconds, "rate_window_seconds")
     if (outputs is None) == (system is None):
         raise ValueError("Pass exactly one of outputs= (saved outputs) or system= (a callable).")
     if dask is not None and system is not None:
@@ -212,8 +211,6 @@ def evaluate(
     checkpointed = checkpoint_every is not None or resume is not None
     if checkpointed and (system is None or store is None):
         raise ValueError("checkpoint_every= and resume= need system= and store=.")
-    if checkpoint_every is not None and checkpoint_every < 1:
-        raise ValueError(f"checkpoint_every must be at least 1; got {checkpoint_every}.")
     run_id = resume or run_id or uuid.uuid4().hex[:16]
     with ExitStack() as held:  # a checkpointed run holds its lock until it is saved
         with showing(progress):  # every progress display of the evaluation

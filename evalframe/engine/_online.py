@@ -15,7 +15,6 @@ import contextlib
 import datetime as dt
 import hashlib
 import json
-import math
 import os
 import queue
 import random
@@ -34,6 +33,7 @@ from evalframe.core._canon import row_hash, to_json_value
 from evalframe.core._dataset import Dataset
 from evalframe.core._dataset_columns import lone_surrogate_in
 from evalframe.core._errors import EvalframeError, StoreBusyError
+from evalframe.core._limits import checked, parsed
 from evalframe.core._online import DEFAULTS, OnlineStatus
 from evalframe.core._promotion_file import (
     SAMPLE_DEPTH,
@@ -326,8 +326,8 @@ def configure(
 
     Args:
         store: the run store captures go to (default ``$EVALFRAME_ONLINE_STORE``).
-        sampling_rate: the share of calls captured, uniform at random (default
-            ``$EVALFRAME_ONLINE_SAMPLING_RATE``, else 0.0; 1.0 or more captures all).
+        sampling_rate: the share of calls captured, uniform at random, from 0.0 to 1.0
+            (default ``$EVALFRAME_ONLINE_SAMPLING_RATE``, else 0.0; 1.0 captures all).
         retention: keep the text after scoring (needed by ``promote``). Without it, text is
             kept only until the capture is scored.
         redactor: text -> text, applied to every string (map keys included) before anything
@@ -363,11 +363,14 @@ def _configure(
     target = store if store is not None else os.environ.get(STORE_ENV)
     if not target:
         raise EvalframeError(f"Online capture needs a store: configure(store=...) or ${STORE_ENV}.")
-    rate = sampling_rate
-    if rate is None:
-        rate = float(os.environ.get(RATE_ENV, "0") or 0)
-    if not rate >= 0.0 or math.isnan(rate):
-        raise EvalframeError(f"sampling_rate must be a number >= 0; got {rate!r}.")
+    try:
+        if sampling_rate is not None:
+            rate = checked(sampling_rate, "sampling_rate")
+        else:
+            text = os.environ.get(RATE_ENV, "").strip()
+            rate = parsed(text, "sampling_rate", RATE_ENV) if text else 0.0
+    except ValueError as exc:
+        raise EvalframeError(str(exc)) from None
     if retention and redactor is None and require_redactor:
         raise EvalframeError(
             "Retention keeps production text: bind a redactor (configure(redactor=...)), or "

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
+from evalframe.core._limits import checked, parsed
+
 __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_CONCURRENCY",
@@ -27,13 +29,13 @@ __all__ = [
     "RetryPolicy",
     "Secret",
     "check_key",
-    "concurrency_setting",
     "display_url",
     "endpoint_url",
+    "env_setting",
     "normalize_retries",
     "normalize_timeout",
+    "number_setting",
     "redact",
-    "seconds_setting",
 ]
 
 DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
@@ -166,90 +168,80 @@ def check_key(value: str | Secret | None, source: str) -> Secret | None:
     return key
 
 
-def seconds_setting(value: Any, source: str, *, integer: bool = False) -> float | None:
-    """A positive number of seconds (or, with ``integer``, a count >= 0) from ``source``.
+def number_setting(value: Any, role: str, source: str | None = None) -> Any:
+    """The number ``value`` gives the setting ``role``, within its range
+    (``core._limits.LIMITS[role]``): a number, or the text of one (a variable's value).
 
-    ``None`` and blank give ``None``; anything else that is not such a number is an error
-    naming ``source``: a typo in a limit must not silently mean "no limit".
+    ``None`` and blank text give ``None``. A typo in a limit must not silently mean "no
+    limit", nor a huge value a thread pool or a wait of that size.
 
     Raises:
-        ProviderError: the value is not a valid number.
+        ValueError: not such a number; the message names ``source`` (default: ``role``)
+            and the range.
+
+    Examples:
+        >>> number_setting(" 16 ", "judge_concurrency"), number_setting("", "timeout")
+        (16, None)
     """
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    try:
-        x = float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError):
-        x = math.nan
-    ok = math.isfinite(x) and (x >= 0 and x == int(x) if integer else x > 0)
-    if not ok:
-        from evalframe.core._errors import ProviderError
-
-        what = "a whole number >= 0" if integer else "a number of seconds > 0"
-        raise ProviderError(f"{source} must be {what}; got {value!r}.")
-    return x
+    if isinstance(value, str):
+        return parsed(value, role, source or role)
+    return checked(value, role, source)
 
 
-def concurrency_setting(value: Any, source: str) -> int | None:
-    """A number of requests in flight (a whole number >= 1) from ``source``.
-
-    ``None`` and blank give ``None``; anything else is an error naming ``source``.
+def env_setting(environ: Mapping[str, str] | None, role: str) -> Any:
+    """The number the variable for ``role`` (``ENV[role]``) sets, or ``None`` when unset.
 
     Raises:
-        ProviderError: the value is not a whole number >= 1.
-
-    Examples:
-        >>> concurrency_setting(" 16 ", "EVALFRAME_JUDGE_CONCURRENCY"), concurrency_setting("", "x")
-        (16, None)
+        ProviderError: the value is not a number in the setting's range, naming the
+            variable and the range.
     """
-    found = seconds_setting(value, source, integer=True)
-    if found is not None and found < 1:
+    try:
+        return number_setting(env_value(environ, role), role, ENV[role])
+    except ValueError as exc:
         from evalframe.core._errors import ProviderError
 
-        raise ProviderError(f"{source} must be a whole number >= 1; got {value!r}.")
-    return None if found is None else int(found)
+        raise ProviderError(str(exc)) from None
 
 
 def normalize_timeout(value: Any, default: float) -> float:
-    """A timeout in seconds: a positive finite number (or numeric string), else ``default``.
+    """A timeout in seconds: ``None``, blank and ``0`` give ``default``, as in eval-harness
+    (no value ever means "wait forever"); anything else must be a number of seconds in the
+    range of ``timeout`` (more than 0, at most a day). Fractions of a second are kept (a
+    local server, or a test, may want 0.2 s).
 
-    ``0``, negatives, ``None``, NaN, infinity and non-numeric values all give ``default``:
-    no value ever means "wait forever". Unlike eval-harness, fractions of a second are kept
-    (a local server, or a test, may want 0.2 s).
+    Raises:
+        ValueError: naming ``timeout`` and the range.
 
     Examples:
         >>> normalize_timeout("12", 60.0), normalize_timeout(0, 60.0), normalize_timeout(0.25, 60.0)
         (12.0, 60.0, 0.25)
     """
-    if isinstance(value, bool):
-        return default
+    found = None if _zero(value) else number_setting(value, "timeout")
+    return default if found is None else float(found)
+
+
+def _zero(value: Any) -> bool:
     try:
-        seconds = float(value)
+        return not isinstance(value, bool) and float(value) == 0
     except (TypeError, ValueError):
-        return default
-    if not math.isfinite(seconds) or seconds <= 0:
-        return default
-    return seconds
+        return False
 
 
 def normalize_retries(value: Any, default: int = DEFAULT_RETRIES) -> int:
-    """Extra attempts after the first: a non-negative int, digit string or float (floored).
+    """Extra attempts after the first: a whole number (or its text) from 0 to 100; ``None``
+    and blank give ``default``.
 
-    Anything else gives ``default``.
+    Raises:
+        ValueError: naming ``retries`` and the range.
 
     Examples:
-        >>> [normalize_retries(v) for v in ("2", 2.9, -1, "x")]
-        [2, 2, 3, 3]
+        >>> [normalize_retries(v) for v in ("2", 2, 0, None)]
+        [2, 2, 0, 3]
     """
-    if isinstance(value, bool) or value is None:
-        return default
-    if isinstance(value, int):
-        return value if value >= 0 else default
-    if isinstance(value, float):
-        return math.floor(value) if math.isfinite(value) and value >= 0 else default
-    if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
-        return int(value)
-    return default
+    found = number_setting(value, "retries")
+    return default if found is None else int(found)
 
 
 @dataclass(frozen=True, slots=True)

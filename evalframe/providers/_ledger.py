@@ -24,6 +24,7 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._errors import BudgetExhaustedError, DeadlineExceededError, StopCallsError
+from evalframe.core._limits import checked
 from evalframe.core._rate import RateLimit
 from evalframe.providers._config import Secret, redact
 
@@ -100,18 +101,9 @@ def _money(value: Any) -> float | None:
     return x if math.isfinite(x) and x >= 0 else None
 
 
-def _positive(value: object, requirement: str) -> float | None:
-    """``value`` as a float (None stays None); ValueError unless a finite number > 0."""
-    if value is None:
-        return None
-    if not (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
-    ):
-        raise ValueError(f"{requirement}; got {value!r}.")
-    return float(value)
+def _positive(value: object, name: str) -> float | None:
+    """``value`` as a float (None stays None), within its range (``core._limits``)."""
+    return None if value is None else float(checked(value, name))
 
 
 def usage_from_body(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -185,8 +177,8 @@ class Ledger:
             set it for a run; see ``RateLimit``).
 
     Raises:
-        ValueError: a malformed price table, or a budget or deadline that is not a
-            positive number.
+        ValueError: a malformed price table, or a budget or deadline outside its range
+            (``core._limits.LIMITS``).
     """
 
     def __init__(
@@ -199,10 +191,10 @@ class Ledger:
         rate: RateLimit | None = None,
     ) -> None:
         self.rate = rate
-        self.deadline = _positive(deadline, "deadline must be a number of seconds > 0")
+        self.deadline = _positive(deadline, "deadline")
         self.secrets: tuple[Secret | None, ...] = tuple(secrets)
         self._started = time.monotonic()
-        budget = _positive(budget_usd, "budget_usd must be a number > 0")
+        budget = _positive(budget_usd, "budget_usd")
         self.prices = _check_prices(prices)
         self.budget_usd = budget
         self._lock = threading.Lock()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
+from evalframe.core._limits import checked
 from evalframe.providers._base import Embedded, Reply, Vector
 from evalframe.providers._config import (
     DEFAULT_BASE_URL,
@@ -77,8 +78,7 @@ class _HTTPClient:
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("model must be a non-empty string.")
-        if not isinstance(concurrency, int) or concurrency < 1:
-            raise ValueError(f"concurrency must be an integer >= 1; got {concurrency!r}.")
+        checked(concurrency, "concurrency")
         if not isinstance(max_response_bytes, int) or max_response_bytes < 1:
             raise ValueError(
                 f"max_response_bytes must be an integer >= 1; got {max_response_bytes!r}."
@@ -255,13 +255,14 @@ class OpenAIEmbeddings(_HTTPClient):
             (default ``https://api.openai.com/v1``).
         api_key: sent as a bearer token when given; never logged, cached or reported. It
             must be printable ASCII without spaces (else ``ProviderError``).
-        timeout: seconds per request, reading the whole reply included (default 30; ``0``
-            and junk mean the default).
-        retries: extra attempts on connection errors, timeouts, 429 and 5xx (default 3).
+        timeout: seconds per request, reading the whole reply included: more than 0, at
+            most a day (default 30; ``0`` means the default).
+        retries: extra attempts on connection errors, timeouts, 429 and 5xx, 0 to 100
+            (default 3).
         backoff: the first retry wait in seconds (doubling up to ``max_backoff``).
         max_backoff: the longest wait between attempts, in seconds.
-        batch_size: texts per request (default 128).
-        concurrency: requests in flight at once (default 8).
+        batch_size: texts per request, at least 1 (default 128).
+        concurrency: requests in flight at once, 1 to 1,000 (default 8).
         dimensions: ask the model for this many dimensions (models that support it).
         transport: an ``httpx`` transport, e.g. ``httpx.MockTransport`` in tests.
         seed: seeds the retry jitter.
@@ -309,8 +310,7 @@ class OpenAIEmbeddings(_HTTPClient):
             seed=seed,
             max_response_bytes=max_response_bytes,
         )
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be an integer >= 1; got {batch_size!r}.")
+        checked(batch_size, "batch_size")
         self.batch_size = batch_size
         self.dimensions = dimensions
 
@@ -425,12 +425,13 @@ class OpenAIJudge(_HTTPClient):
         base_url: the API root (``.../v1``) or the full ``.../chat/completions`` URL.
         api_key: sent as a bearer token when given; never logged, cached or reported. It
             must be printable ASCII without spaces (else ``ProviderError``).
-        timeout: seconds per request, reading the whole reply included (default 60; ``0``
-            and junk mean the default).
-        retries: extra attempts on connection errors, timeouts, 429 and 5xx (default 3).
+        timeout: seconds per request, reading the whole reply included: more than 0, at
+            most a day (default 60; ``0`` means the default).
+        retries: extra attempts on connection errors, timeouts, 429 and 5xx, 0 to 100
+            (default 3).
         backoff: the first retry wait in seconds (doubling up to ``max_backoff``).
         max_backoff: the longest wait between attempts, in seconds.
-        concurrency: requests in flight at once (default 8).
+        concurrency: requests in flight at once, 1 to 1,000 (default 8).
         temperature: sampling temperature (default 0).
         seed: the request's ``seed`` (default 42; ``None`` leaves it out).
         json_mode: send ``response_format={"type": "json_object"}`` (default true).

@@ -33,9 +33,9 @@ from evalframe.providers._config import (
     ENV,
     Secret,
     check_key,
-    concurrency_setting,
+    env_setting,
     env_value,
-    seconds_setting,
+    number_setting,
 )
 from evalframe.providers._ledger import Ledger, Prices
 
@@ -263,22 +263,21 @@ class Providers:
                     return check_key(env(role), ENV[role])
             return None
 
-        if timeout is None:
-            timeout = seconds_setting(env("timeout"), ENV["timeout"])
-        if retries is None:
-            found = seconds_setting(env("retries"), ENV["retries"], integer=True)
-            retries = int(found) if found is not None else None
-        if deadline is None:
-            deadline = seconds_setting(env("deadline"), ENV["deadline"])
-        in_flight = {
-            role: concurrency_setting(given, f"the {role} argument")
-            if given is not None
-            else concurrency_setting(env(role), ENV[role])
-            for role, given in (
-                ("embeddings_concurrency", embeddings_concurrency),
-                ("judge_concurrency", judge_concurrency),
-            )
-        }
+        def number(given: Any, role: str) -> Any:
+            if given is None:
+                return env_setting(environ, role)
+            try:
+                return number_setting(given, role, f"the {role} argument")
+            except ValueError as exc:
+                raise ProviderError(str(exc)) from None
+
+        timeout = number(timeout, "timeout")
+        retries = number(retries, "retries")
+        deadline = number(deadline, "deadline")
+        in_flight = {role: number(given, role) for role, given in (
+            ("embeddings_concurrency", embeddings_concurrency),
+            ("judge_concurrency", judge_concurrency),
+        )}  # fmt: skip
 
         embeddings: EmbeddingClient | str | None = None
         e_url = embeddings_base_url or env("embeddings_base_url")

@@ -56,10 +56,12 @@ class Webhook(_HTTPClient):
         name: how metrics name it (``webhook(endpoint=NAME)``; default ``default``).
         headers: extra request headers; their values are secrets.
         bearer_token: sent as ``Authorization: Bearer ...`` when given.
-        timeout: seconds per request, reading the whole reply included (default 30).
-        retries: extra attempts on connection errors, timeouts, 429 and 5xx (default 3).
+        timeout: seconds per request, reading the whole reply included: more than 0, at
+            most a day (default 30; ``0`` means the default).
+        retries: extra attempts on connection errors, timeouts, 429 and 5xx, 0 to 100
+            (default 3).
         backoff, max_backoff: the retry waits, in seconds.
-        concurrency: requests in flight at once (default 8).
+        concurrency: requests in flight at once, 1 to 1,000 (default 8).
         transport: an ``httpx`` transport, e.g. ``httpx.MockTransport`` in tests.
         max_response_bytes: the largest reply body read (default 32 MiB).
 

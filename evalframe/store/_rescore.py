@@ -28,6 +28,7 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._errors import StoreError
+from evalframe.core._limits import checked
 from evalframe.core._precision import precision_from_counts, row_aggregates
 from evalframe.core._progress import track
 from evalframe.enrich import providers_for, score
@@ -156,8 +157,7 @@ def rescore_runs(
     """
     from evalframe.metrics._registry import resolve
 
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1; got {batch_size}")
+    checked(batch_size, "batch_size")
     requested = resolve(metrics)
     if not requested:
         raise StoreError("Rescoring needs at least one metric (-m SPEC).")

@@ -35,6 +35,7 @@ import polars as pl
 from evalframe import cluster
 from evalframe.core import schema as C
 from evalframe.core._errors import DatasetError
+from evalframe.core._limits import checked
 from evalframe.core._outputs import MAX_LISTED_IDS, coverage_problem, duplicate_output
 from evalframe.enrich import providers_for
 from evalframe.store._connect import Connector, execute, fetch, query
@@ -70,8 +71,8 @@ def score_outputs(
     """Score Parquet ``outputs`` of ``dataset`` into a new stored run; returns its id."""
     from evalframe.metrics._registry import resolve
 
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1; got {batch_size}")
+    checked(batch_size, "batch_size")
+    checked(repetitions, "repetitions")
     requested = resolve(metrics)
     context = providers_for(requested, providers)
     pieces = cluster.parquet_pieces(outputs, rows_per_piece=batch_size)
