@@ -257,7 +257,9 @@ def test_missing_viz_extra_gives_an_install_hint(
         return real(name, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(builtins, "__import__", fake)
-    with pytest.raises(ModuleNotFoundError, match=r"pip install 'evalframe\[viz\]'"):
+    with pytest.raises(
+        ModuleNotFoundError, match=r"pip install '\.\[viz\]' in a clone of evalframe"
+    ):
         run.plot.histograms()
     page = run.report().to_html()  # auto falls back to tables and inline histograms
     assert "vegaEmbed" not in page

@@ -203,7 +203,9 @@ def test_presidio_engine_without_presidio_says_how_to_install(
         "find_spec",
         lambda name, *a: None if name == "presidio_analyzer" else real(name, *a),
     )
-    with pytest.raises(ef.MetricError, match=r"pip install 'evalframe\[presidio\]'"):
+    with pytest.raises(
+        ef.MetricError, match=r"pip install '\.\[presidio\]' in a clone of evalframe"
+    ):
         ef.metrics.get("pii-leak(engine=presidio, min_entropy=4.5)")
 
 

@@ -253,7 +253,8 @@ def dask_option(help: str) -> Callable[[F], F]:
         metavar="ADDRESS",
         default=None,
         help=f"{help} ADDRESS is a scheduler (tcp://host:8786) or local:N, a cluster of N "
-        'worker processes on this machine started for the command (pip install "evalframe[dask]").',
+        "worker processes on this machine started for the command "
+        '(pip install ".[dask]" in a clone of evalframe).',
     )
 
 

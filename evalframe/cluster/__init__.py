@@ -3,7 +3,7 @@
 ``dask_client`` reaches a cluster (``local:N``, a scheduler address or a client);
 ``parquet_pieces`` cuts Parquet inputs into pieces that workers read themselves; the tasks
 in ``_kernel`` are pure functions of one part. Dask is imported only when a cluster is asked
-for (``pip install "evalframe[dask]"``).
+for (``pip install ".[dask]" in a clone of evalframe``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ from evalframe.core._errors import ClusterError
 
 __all__ = ["INSTALL_HINT", "MAX_LOCAL_WORKERS", "DaskTarget", "dask_client", "describe"]
 
-INSTALL_HINT: Final = 'Running on Dask needs the dask extra: pip install "evalframe[dask]"'
+INSTALL_HINT: Final = (
+    'Running on Dask needs the dask extra: pip install ".[dask]" in a clone of evalframe'
+)
 
 # A local cluster is one machine's processes; more workers than this is a typo, not a plan.
 MAX_LOCAL_WORKERS: Final = 256

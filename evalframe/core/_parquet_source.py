@@ -67,7 +67,7 @@ def _filesystem(source: str) -> tuple[Any, str]:
     except ImportError as exc:
         raise DatasetError(
             f"{source}: reading a URL needs fsspec and the filesystem's package (for s3:// "
-            'pip install s3fs); pip install "evalframe[dask]" installs fsspec.'
+            'pip install s3fs); pip install ".[dask]" in a clone of evalframe installs fsspec.'
         ) from exc
     try:
         return url_to_fs(source)  # type: ignore[no-any-return]

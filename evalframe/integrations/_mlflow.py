@@ -54,7 +54,9 @@ if TYPE_CHECKING:
 __all__ = ["ERROR_TAG", "to_mlflow"]
 
 ERROR_TAG: Final = "evalframe.export_error"
-_INSTALL: Final = "MLflow export needs the mlflow extra: pip install 'evalframe[mlflow]'."
+_INSTALL: Final = (
+    "MLflow export needs the mlflow extra: pip install '.[mlflow]' in a clone of evalframe."
+)
 _FILE_STORE_ENV: Final = "MLFLOW_ALLOW_FILE_STORE"
 _TABLES_TAG: Final = "mlflow.loggedArtifacts"
 _BATCH_METRICS: Final = 1000  # MLflow's per-request limits

@@ -59,7 +59,7 @@ EVENT_NAME: Final = "gen_ai.evaluation.result"
 _SCOPE: Final = "evalframe"
 _INSTALL: Final = (
     "OpenTelemetry export needs the otel extra (opentelemetry-sdk and the OTLP/HTTP "
-    "exporter): pip install 'evalframe[otel]'."
+    "exporter): pip install '.[otel]' in a clone of evalframe."
 )
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
 _OPERATIONS: Final = {"judge": "chat", "embeddings": "embeddings"}

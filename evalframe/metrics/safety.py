@@ -65,7 +65,7 @@ PRESIDIO_TYPES: Final = {
 out, so both engines report the same kinds of entity."""
 
 _PRESIDIO_HINT: Final = (
-    "pii-leak(engine=presidio) needs Presidio: pip install 'evalframe[presidio]'"
+    "pii-leak(engine=presidio) needs Presidio: pip install '.[presidio]' in a clone of evalframe"
 )
 
 
@@ -180,7 +180,8 @@ def pii_leak(
     letter), IPv4 and IPv6 addresses, API keys by provider prefix, private-key blocks, and
     unprefixed secrets by Shannon entropy (``min_entropy`` bits per character). ``entities``
     restricts it to some types (default: all). ``engine=presidio`` asks Presidio instead
-    (``pip install 'evalframe[presidio]'``; one call per distinct text, much slower).
+    (``pip install '.[presidio]'`` in a clone of evalframe; one call per distinct text,
+    much slower).
 
     Details list each entity's type and character span, never its text.
 

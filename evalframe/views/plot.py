@@ -60,7 +60,7 @@ __all__ = [
 
 _HINT = (
     "{what} needs the optional 'viz' extra (altair and vl-convert-python): "
-    "pip install 'evalframe[viz]'"
+    "pip install '.[viz]' in a clone of evalframe"
 )
 
 _SCORE_AXIS = (0.0, 1.0)

@@ -26,7 +26,7 @@ __all__ = ["INSTALL_HINT", "Viewer", "create_app", "is_loopback", "serve"]
 
 INSTALL_HINT: Final = (
     "evalframe view needs the optional 'view' extra (Starlette and uvicorn): "
-    "pip install 'evalframe[view]'"
+    "pip install '.[view]' in a clone of evalframe"
 )
 
 
