@@ -15,14 +15,28 @@ Everything runs offline: the hooks import evalframe and read what it registers.
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import logging
 import re
 import textwrap
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 log = logging.getLogger("mkdocs.hooks.evalframe")
+
+
+def _gen_docs() -> ModuleType:
+    """scripts/gen_docs.py, which holds the facts the generated regions and pages share."""
+    path = Path(__file__).resolve().parents[2] / "scripts" / "gen_docs.py"
+    spec = importlib.util.spec_from_file_location("gen_docs", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 GENERATED = {"metrics/catalogue.md", "cli.md"}
 
@@ -93,7 +107,8 @@ def metric_catalogue(docs_dir: Path) -> str:
     """The catalogue page: one section per family, one entry per registered metric."""
     import evalframe as ef
 
-    defs = sorted(ef.metrics.available(), key=lambda d: (d.family, d.name))
+    gen = _gen_docs()
+    defs = gen.metric_defs()
     families: dict[str, list[Any]] = {}
     for d in defs:
         families.setdefault(d.family, []).append(d)
@@ -110,15 +125,14 @@ def metric_catalogue(docs_dir: Path) -> str:
         "",
         f"{len(defs)} metrics in {len(families)} families.",
         "",
-        "| metric | family | dimension | threshold | summary |",
+        "| metric | family | what it measures | parameters | needs |",
         "|---|---|---|---|---|",
     ]
     for d in defs:
-        summary = _md_inline(d.summary).replace("|", "\\|")
-        out.append(
-            f"| [`{d.name}`](#{d.name}) | {d.family} | {d.dimension} | {d.threshold:g} | "
-            f"{summary} |"
-        )
+        summary = _md_inline(gen.first_sentence(d.doc or d.summary)).replace("|", "\\|")
+        params = f"`{gen.parameters_of(d)}`".replace("|", "\\|") if d.params else "—"
+        needs = ", ".join(gen.needs_of(d)) or "—"
+        out.append(f"| [`{d.name}`](#{d.name}) | {d.family} | {summary} | {params} | {needs} |")
     for family, members in families.items():
         out += ["", f"## {family}", ""]
         if family in pages:
@@ -127,8 +141,7 @@ def metric_catalogue(docs_dir: Path) -> str:
             out += [f"### {d.name} {{#{d.name}}}", ""]
             facts = [f"family `{d.family}`", f"dimension `{d.dimension}`"]
             facts.append(f"threshold `{d.threshold:g}`")
-            if d.needs is not None:
-                facts.append("reads provider-filled columns (see Enrichment and caching)")
+            facts += [f"needs {gen.PROVIDER[kind]}" for kind in gen.needs_of(d)]
             out += ["_" + " · ".join(facts) + "_", ""]
             if d.params:
                 out += ["| parameter | type | default |", "|---|---|---|"]

@@ -47,7 +47,25 @@ __all__ = [
 ]
 
 
-@click.command()
+class _SqlCommand(click.Command):
+    """``sql``, whose help names the store's tables and views as its schema defines them."""
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from evalframe.store._adversarial import TABLE as ADVERSARIAL
+        from evalframe.store._files import IN_PLACE
+        from evalframe.store._schema import TABLES, VIEWS
+
+        tables = ", ".join([*TABLES, ADVERSARIAL])
+        views = ", ".join([*IN_PLACE, *VIEWS])
+        original = self.help or ""
+        self.help = original.replace("{tables}", tables).replace("{views}", views)
+        try:
+            super().format_help_text(ctx, formatter)
+        finally:
+            self.help = original
+
+
+@click.command(cls=_SqlCommand)
 @click.argument("query")
 @store_option()
 @table_format_option
@@ -59,9 +77,10 @@ def sql(query: str, store_path: Path | None, output: str, out: Path | None, max_
     other statements, several statements, and reading or writing any file, URL or setting
     are refused with one line and exit code 2.
 
-    Tables and views: runs, run_metrics, samples, outputs, scores, sample_stats, usage,
-    baselines, failures, metric_summary, run_macro_f1, run_status, cohort_summary,
-    dimension_summary, score_histogram, unstable_samples (docs/store-schema.md).
+    Tables: {tables}. Views: {views}.
+
+    \b
+    Their columns: docs/store-schema.md.
 
     --format table fits the terminal width (cut cells end in an ellipsis) and shows at most
     --max-rows rows; csv, json and parquet (which needs --out) carry every row.
