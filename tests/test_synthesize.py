@@ -562,7 +562,7 @@ def test_a_pdf_without_pypdf_says_how_to_install_it(tmp_path: Path) -> None:
     )
     assert done.returncode == 2, done.stderr
     assert f"{pdf}: reading the text of a PDF needs pypdf: pip install" in done.stderr
-    assert "evalframe[pdf]" in done.stderr
+    assert 'pip install ".[pdf]" in a clone of evalframe' in done.stderr
     assert "Traceback" not in done.stderr
 
 

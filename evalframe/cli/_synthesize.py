@@ -102,10 +102,10 @@ def synthesize(
 ) -> None:
     """Generate a golden set from DOCS: questions, reference answers and their contexts.
 
-    DOCS are Markdown, text, PDF (pip install "evalframe[pdf]") or passages files (.jsonl or
-    .parquet with a 'text' field), folders of them or glob patterns. They are cut into
-    chunks; the judge model writes a question and its answer from one chunk (or two related
-    ones, by the embedder), evolved as --evolutions asks; a critique call keeps only those
+    DOCS are Markdown, text, PDF (pip install ".[pdf]" in a clone of evalframe) or passages
+    files (.jsonl or .parquet with a 'text' field), folders of them or glob patterns. They are
+    cut into chunks; the judge model writes a question and its answer from one chunk (or two
+    related ones, by the embedder), evolved as --evolutions asks; a critique call keeps only those
     answerable from their contexts, grounded, standalone and not trivial, and near-duplicate
     questions are dropped. Progress shows on a terminal (stderr).
 

@@ -251,8 +251,8 @@ def _read_pdf(path: Path) -> str:
         from pypdf import PdfReader
     except ImportError:
         raise DocumentError(
-            f'{path}: reading the text of a PDF needs pypdf: pip install "evalframe[pdf]" '
-            "(or give the text as a .txt or .md file)."
+            f'{path}: reading the text of a PDF needs pypdf: pip install ".[pdf]" in a '
+            "clone of evalframe (or give the text as a .txt or .md file)."
         ) from None
     try:
         reader = PdfReader(path)
