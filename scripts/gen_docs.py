@@ -37,6 +37,9 @@ NEED_KINDS = {
     "WebhookNeed": "webhook",
 }
 
+# Pages under docs/metrics/ that name every metric: not any one family's page.
+CATALOGUES = {"catalogue.md", "harness-evals.md"}
+
 PROVIDER = {"judge": "a judge", "embedder": "an embedder", "webhook": "a webhook"}
 
 
@@ -82,6 +85,7 @@ EXAMPLES: dict[str, Callable[[Path], Any]] = {
     "scale": lambda _: ("low", "high"),
     "policy": lambda _: "Never give medical advice.",
     "role": lambda _: "a support agent",
+    "metrics": lambda _: ("exact-match",),
 }
 
 
@@ -131,11 +135,11 @@ def parameters_of(d: Any) -> str:
 
 def family_pages() -> dict[str, str]:
     """Each family's hand-written page under docs/metrics/: the one naming most of its
-    metrics (in backticks)."""
+    metrics (in backticks), the pages that list every metric aside."""
     pages = {
         p.name: p.read_text(encoding="utf-8")
         for p in sorted((ROOT / "docs" / "metrics").glob("*.md"))
-        if p.name != "catalogue.md"
+        if p.name not in CATALOGUES
     }
     out = {}
     for family, defs in families().items():
