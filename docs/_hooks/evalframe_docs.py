@@ -78,6 +78,9 @@ def _doc_to_markdown(doc: str) -> str:
         while i < len(lines) and (not lines[i].strip() or lines[i].startswith(" ")):
             body.append(lines[i])
             i += 1
+        if match.group(1).startswith("Example"):  # doctests, shown as the session they are
+            out += ["```pycon", textwrap.dedent("\n".join(body)).strip("\n"), "```", ""]
+            continue
         items: list[str] = []
         for raw in textwrap.dedent("\n".join(body)).splitlines():
             if not raw.strip():
