@@ -625,6 +625,18 @@ def test_json_list_of_samples_takes_its_name_from_the_argument_or_stem(tmp_path:
             "Sample 'q' (index 0) field 'expected_output[1]' is inf; "
             "JSON cannot carry NaN or infinite numbers.",
         ),
+        (  # nested metadata parsed from JSON is taken as it is, but for non-finite numbers
+            '[{"id": "q", "input": {"q": "a"}, "expected_output": "x", '
+            '"metadata": {"trajectory": {"max_steps": [2, NaN]}}}]',
+            "Sample 'q' (index 0) field 'metadata.trajectory.max_steps[1]' is nan; "
+            "JSON cannot carry NaN or infinite numbers.",
+        ),
+        (
+            '[{"id": "q", "input": {"q": "a"}, "expected_output": "x", '
+            '"metadata": {"k": {"w": -1e999}}}]',
+            "Sample 'q' (index 0) field 'metadata.k.w' is -inf; "
+            "JSON cannot carry NaN or infinite numbers.",
+        ),
         (
             '[{"id": "q", "input": [1], "expected_output": 1}]',
             "Sample 'q' (index 0) field 'input' must be an associative array (got a list).",

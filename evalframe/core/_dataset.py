@@ -47,7 +47,7 @@ from evalframe.core._contexts import (
     _BadContexts,
     with_reference_contexts,
 )
-from evalframe.core._dataset_columns import dataset_columns, first_surrogate_sample
+from evalframe.core._dataset_columns import dataset_columns, finite_json, first_surrogate_sample
 from evalframe.core._errors import DatasetError
 from evalframe.core._formats import (
     COLUMNAR_FIELDS,
@@ -446,9 +446,14 @@ def _plain_sample(
     if tags is not None:
         return sample_id, input_map, expected, metadata, tags
     at = f"Sample '{sample_id}' (index {index})"
-    metadata = _metadata_map(metadata, at, source)
+    if not (source.label in _PARSED_JSON and type(metadata) is dict and finite_json(metadata)):
+        metadata = _metadata_map(metadata, at, source)  # else already plain JSON as it is
     tags, metadata = _tags(None, metadata, at, source)
     return sample_id, input_map, expected, metadata, tags
+
+
+_PARSED_JSON: Final = frozenset({"JSON", "JSONL"})
+"""Sources whose records Python's JSON parser made: plain JSON but for non-finite numbers."""
 
 
 def _plain_metadata_tags(metadata: object) -> list[str] | None:

@@ -30,7 +30,13 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._canon import JSONValue, php_canonical_json
 
-__all__ = ["dataset_columns", "first_surrogate", "first_surrogate_sample", "lone_surrogate_in"]
+__all__ = [
+    "dataset_columns",
+    "finite_json",
+    "first_surrogate",
+    "first_surrogate_sample",
+    "lone_surrogate_in",
+]
 
 
 def _not_json(value: object) -> object:
@@ -57,6 +63,20 @@ _sorted_chunks: Final = _encoder(sort_keys=True)
 
 def _compact(value: object) -> str:
     return "".join(_compact_chunks(value, 0))
+
+
+def finite_json(value: object) -> bool:
+    """Whether ``value``, parsed by Python's JSON parser, holds only finite numbers.
+
+    That parser makes plain JSON values (string keys, lists, no other types) except for
+    ``NaN``, ``Infinity`` and numbers too large for a float; the compact encoder refuses
+    those, at C speed.
+    """
+    try:
+        _compact_chunks(value, 0)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 _TYPE_NAMES: Final = {

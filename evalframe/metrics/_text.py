@@ -39,6 +39,7 @@ from __future__ import annotations
 import functools
 import itertools
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -50,7 +51,15 @@ import polars as pl
 from evalframe.core._arrow_text import text_buffers
 from evalframe.core._njit import njit, numba_object, worth_compiling
 
-__all__ = ["TOKEN_PATTERN", "intern", "intern_texts", "tokens", "utf8_buffers"]
+__all__ = [
+    "INTERPRETED_UP_TO",
+    "TOKEN_PATTERN",
+    "Numbering",
+    "intern",
+    "intern_texts",
+    "tokens",
+    "utf8_buffers",
+]
 
 TOKEN_PATTERN = r"[\p{L}\p{N}]+"
 """Regex (Rust syntax) of one token: a maximal run of Unicode letters and numbers."""
@@ -149,7 +158,7 @@ _EMPTY_CLASSES = np.zeros(0, dtype=np.uint8)
 # U+323AF); lowercasing maps a code point below this to code points below it.
 _CHAR_TABLE_SIZE = 0x40000
 # Tokens up to which ``intern`` numbers them with Polars instead of compiling its kernel.
-_POLARS_UP_TO = 50_000
+INTERPRETED_UP_TO = 50_000
 
 
 @njit
@@ -734,13 +743,10 @@ def intern(*token_lists: pl.Series) -> tuple[tuple[IdArray, OffsetArray], ...]:
     flats: list[pl.Series] = []
     offsets: list[OffsetArray] = []
     for lists in token_lists:  # one iteration per input column, not per row
-        _check_dtype(lists, pl.List(pl.String), "intern()")
-        lengths = lists.cast(pl.List(pl.String)).list.len().fill_null(0).to_numpy()
-        offsets.append(np.zeros(len(lists) + 1, dtype=np.int64))
-        np.cumsum(lengths, out=offsets[-1][1:])
-        flat = lists.cast(pl.List(pl.String)).explode(empty_as_null=False, keep_nulls=False)
-        flats.append(flat.fill_null(""))
-    if not worth_compiling(sum(len(f) for f in flats), _POLARS_UP_TO):
+        flat, off = _flatten(lists)
+        flats.append(flat)
+        offsets.append(off)
+    if not worth_compiling(sum(len(f) for f in flats), INTERPRETED_UP_TO):
         return tuple(zip(_first_seen_ids(flats), offsets, strict=True))
     interner = _Interner()
     out: list[tuple[IdArray, OffsetArray]] = []
@@ -748,6 +754,42 @@ def intern(*token_lists: pl.Series) -> tuple[tuple[IdArray, OffsetArray], ...]:
         data, tok_off, _ = utf8_buffers(flat)
         out.append((interner.intern_flat(data, tok_off), off))
     return tuple(out)
+
+
+def _flatten(lists: pl.Series) -> tuple[pl.Series, OffsetArray]:
+    """The tokens of ``lists`` (``List(String)``) one after the other (a null as ``""``), and
+    the Arrow offsets of its rows (a null list has none)."""
+    _check_dtype(lists, pl.List(pl.String), "intern()")
+    lengths = lists.cast(pl.List(pl.String)).list.len().fill_null(0).to_numpy()
+    offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    flat = lists.cast(pl.List(pl.String)).explode(empty_as_null=False, keep_nulls=False)
+    return flat.fill_null(""), offsets
+
+
+class Numbering:
+    """``intern`` for token lists that come one at a time: one table of ids, shared by every
+    list numbered with it, so a column numbered once can be matched against many others.
+
+    Examples:
+        >>> import polars as pl
+        >>> numbering = Numbering()
+        >>> numbering.ids(pl.Series([["a", "b"]]))[0].tolist()
+        [0, 1]
+        >>> numbering.ids(pl.Series([["b"], ["c"]]))[0].tolist()
+        [1, 2]
+    """
+
+    def __init__(self) -> None:
+        self._interner = _Interner()
+        self._lock = threading.Lock()
+
+    def ids(self, lists: pl.Series) -> tuple[IdArray, OffsetArray]:
+        """The ids and Arrow offsets of ``lists`` (``List(String)``), as ``intern`` gives them."""
+        flat, offsets = _flatten(lists)
+        data, tok_off, _ = utf8_buffers(flat)
+        with self._lock:
+            return self._interner.intern_flat(data, tok_off), offsets
 
 
 def _first_seen_ids(flats: list[pl.Series]) -> list[IdArray]:

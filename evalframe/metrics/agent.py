@@ -24,12 +24,13 @@ from evalframe.metrics import _conversation_judged as more
 from evalframe.metrics import _dialogue_judged as judged
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored
-from evalframe.metrics._text import IdArray, OffsetArray, intern
+from evalframe.metrics._text import IdArray, OffsetArray
 from evalframe.metrics.trajectory import (
     called_names,
     is_subsequence,
     items_frame,
     multiset_common,
+    numbered,
     pair_verdicts,
     per_row,
     scoring_pass,
@@ -101,7 +102,7 @@ _ORDER_PYTHON_UP_TO = 10_000
 
 def _order_counts(expected: pl.Series, names: pl.Series) -> tuple[pl.Series, pl.Series]:
     """``_order_kernel``'s two counts per row (a null list counts as empty)."""
-    (e_ids, e_off), (c_ids, c_off) = intern(expected, names)
+    (e_ids, e_off), (c_ids, c_off) = numbered(expected, names)
     positional = np.zeros(expected.len(), dtype=np.int64)
     ordered = np.zeros(expected.len(), dtype=np.int64)
     args = (e_ids, e_off, c_ids, c_off, positional, ordered)

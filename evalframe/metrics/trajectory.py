@@ -30,7 +30,7 @@ from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN, Expectatio
 from evalframe.metrics._batched import batched
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Derived, Range, Scored
-from evalframe.metrics._text import IdArray, OffsetArray, intern
+from evalframe.metrics._text import INTERPRETED_UP_TO, IdArray, Numbering, OffsetArray, intern
 
 __all__ = [
     "approval_gated",
@@ -152,7 +152,7 @@ def count_present(expected: pl.Series, names: pl.Series, *, found: bool = False)
     Each expected entry counts on its own, so a name listed twice counts twice. One compiled
     pass over the rows with the names numbered.
     """
-    (e_ids, e_off), (c_ids, c_off) = intern(expected, names)
+    (e_ids, e_off), (c_ids, c_off) = numbered(expected, names)
     hit = np.zeros(e_ids.shape[0], dtype=np.bool_)
     _present_kernel(e_ids, e_off, c_ids, c_off, hit)
     running = np.concatenate([[0], np.cumsum(hit, dtype=np.int64)])
@@ -236,13 +236,50 @@ def pair_verdicts(
     return s, c, loose_subsets(expected, actual)
 
 
+class Called:
+    """The names of each row's calls, in order, and their numbering: made once per scoring
+    pass and matched by every metric of it against its own expected names."""
+
+    def __init__(self, traj: pl.Series) -> None:
+        self.names = traj.struct.field("tool_calls").list.eval(pl.element().struct.field("name"))
+        self._numbering: Numbering | None = None
+        self._ids: tuple[IdArray, OffsetArray] | None = None
+        self._lock = threading.Lock()
+
+    def numbered(
+        self, expected: pl.Series
+    ) -> tuple[tuple[IdArray, OffsetArray], tuple[IdArray, OffsetArray]]:
+        """``intern(expected, self.names)``, the names numbered only the first time."""
+        with self._lock:
+            if self._ids is None:
+                self._numbering = Numbering()
+                self._ids = self._numbering.ids(self.names)
+            numbering, ids = self._numbering, self._ids
+        assert numbering is not None
+        return numbering.ids(expected), ids
+
+
 def called_names(frame: pl.DataFrame) -> pl.Series:
-    """Per row: the names of the calls made, in order (``traj`` is the trajectory column)."""
-    return (
-        frame.get_column("traj")
-        .struct.field("tool_calls")
-        .list.eval(pl.element().struct.field("name"))
-    )
+    """Per row: the names of the calls made, in order (``traj`` is the trajectory column);
+    computed once per scoring pass."""
+    return _shared_pass(frame)[2].names
+
+
+def numbered(
+    expected: pl.Series, names: pl.Series
+) -> tuple[tuple[IdArray, OffsetArray], tuple[IdArray, OffsetArray]]:
+    """``intern(expected, names)``; the names of a pass's calls (``called_names``) are
+    numbered once for all its metrics, when large enough to take the compiled interner."""
+    with _LOCK:
+        called = next((c for *_, c in _LAST if c.names is names), None)
+    if called is None or not worth_compiling(_flat_length(names), INTERPRETED_UP_TO):
+        e, c = intern(expected, names)
+        return e, c
+    return called.numbered(expected)
+
+
+def _flat_length(lists: pl.Series) -> int:
+    return int(lists.list.len().sum() or 0)
 
 
 @njit
@@ -294,7 +331,7 @@ def is_subsequence(expected: pl.Series, names: pl.Series) -> pl.Series:
     One compiled pass over the rows with the names numbered (equal names, equal numbers);
     a null list counts as empty.
     """
-    (e_ids, e_off), (c_ids, c_off) = intern(expected, names)
+    (e_ids, e_off), (c_ids, c_off) = numbered(expected, names)
     out = np.zeros(expected.len(), dtype=np.bool_)
     _subsequence_kernel(e_ids, e_off, c_ids, c_off, out)
     return pl.Series(out)
@@ -302,7 +339,7 @@ def is_subsequence(expected: pl.Series, names: pl.Series) -> pl.Series:
 
 def multiset_common(expected: pl.Series, names: pl.Series) -> pl.Series:
     """Per row: the size of the multiset intersection of ``expected`` and ``names``."""
-    (e_ids, e_off), (c_ids, c_off) = intern(expected, names)
+    (e_ids, e_off), (c_ids, c_off) = numbered(expected, names)
     out = np.zeros(expected.len(), dtype=np.int64)
     _common_kernel(e_ids, e_off, c_ids, c_off, out)
     return pl.Series(out)
@@ -373,7 +410,7 @@ def matched_specs(specs: pl.Series, calls: pl.DataFrame) -> pl.DataFrame:
 
 _LOCK = threading.Lock()
 _KEPT: Final = 8
-_LAST: list[tuple[int | None, pl.DataFrame, Expectations, pl.DataFrame]] = []
+_LAST: list[tuple[int | None, pl.DataFrame, Expectations, pl.DataFrame, Called]] = []
 _PASS_COLUMN: Final = "trajectory__pass"
 _PASSES = itertools.count(1)
 
@@ -394,6 +431,12 @@ def scoring_pass(**_: object) -> list[Derived]:
 
 
 def _shared(frame: pl.DataFrame) -> tuple[Expectations, pl.DataFrame]:
+    """The decoded expectations and exploded calls of ``frame`` (``_shared_pass``)."""
+    expect, calls, _ = _shared_pass(frame)
+    return expect, calls
+
+
+def _shared_pass(frame: pl.DataFrame) -> tuple[Expectations, pl.DataFrame, Called]:
     """The decoded expectations and exploded calls of ``frame``, shared by the metrics of a run.
 
     Every trajectory metric of a scoring pass reads the same frame, so the metadata is decoded
@@ -404,18 +447,19 @@ def _shared(frame: pl.DataFrame) -> tuple[Expectations, pl.DataFrame]:
     token = frame.get_column("pass")[0] if frame.height else None
     ids = frame.get_column("id")
     with _LOCK:
-        for seen_token, seen, expect, calls in _LAST:
+        for seen_token, seen, expect, calls, called in _LAST:
             if seen.height != frame.height:
                 continue
             same_pass = token is not None and seen_token == token
             if (same_pass and seen.get_column("id").equals(ids)) or (
                 token is None and seen.equals(frame)
             ):
-                return expect, calls
+                return expect, calls, called
         expect = Expectations(frame.get_column("meta"), ids)
         calls = calls_frame(frame.get_column("traj"))
-        _LAST[:] = [(token, frame, expect, calls), *_LAST[: _KEPT - 1]]
-        return expect, calls
+        called = Called(frame.get_column("traj"))
+        _LAST[:] = [(token, frame, expect, calls, called), *_LAST[: _KEPT - 1]]
+        return expect, calls, called
 
 
 class _View:
@@ -695,9 +739,7 @@ def tool_call_order() -> Scored:
             {
                 "score": ok.cast(pl.Float64),
                 "expected": order,
-                "called": frame.get_column("traj")
-                .struct.field("tool_calls")
-                .list.eval(pl.element().struct.field("name")),
+                "called": called_names(frame),
                 "note": pl.select(
                     pl.when(length == 0).then(pl.lit(EMPTY_NOTE.format("order")))
                 ).to_series(),
