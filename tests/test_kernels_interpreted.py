@@ -212,8 +212,9 @@ from evalframe.views._report_json import report_json
 run = ef.evaluate(
     "{(EXAMPLES / "support.yaml").as_posix()}",
     outputs="{(EXAMPLES / "support.outputs.json").as_posix()}",
-    metrics=["exact-match", "contains", "rouge-l", "bleu", "json-valid", "json-diff"],
-)
+    metrics=["exact-match", "contains", "rouge-l", "bleu", "json-valid", "json-diff",
+             "cosine-embedding", "bertscore-like"],
+)  # fmt: skip
 Path(sys.argv[1]).write_bytes(report_json(run))
 assert "numba" not in sys.modules, "numba was imported"
 """
@@ -231,7 +232,7 @@ assert "numba" not in sys.modules, "numba was imported"
     doc = json.loads(out.read_bytes())
     assert len(doc["samples"]) == 12
     assert doc["metric_ids"] == ["exact-match", "contains", "rouge-l", "bleu", "json-valid",
-                                 "json-diff"]  # fmt: skip
+                                 "json-diff", "cosine-embedding", "bertscore-like"]  # fmt: skip
 
 
 def test_a_first_compile_says_so_once(tmp_path: Path) -> None:
@@ -272,3 +273,54 @@ def test_the_notice_is_quiet_with_quiet(
     _njit.compiling("a family", kernel)
     _njit.compiling("a family", kernel)
     assert capsys.readouterr().err == "evalframe: compiling a family, once per environment...\n"
+
+
+# Vector rows: sizes around multiples of eight (the kernels' lanes), zero vectors, empty rows
+# and size mismatches, values over several magnitudes.
+vector_rows = st.lists(
+    st.tuples(st.integers(0, 21), st.integers(0, 21), st.integers(0, 2**32 - 1), st.booleans()),
+    min_size=1,
+    max_size=8,
+)
+
+
+def _vectors(size: int, seed: int, zero: bool) -> list[float]:
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal(size) * 10.0 ** rng.integers(-3, 4, size)
+    return [0.0] * size if zero else values.astype(np.float32).tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(vector_rows)
+def test_cosine_with_numpy_is_the_kernel(rows: list[tuple[int, int, int, bool]]) -> None:
+    from evalframe.metrics.semantic import cosine_rows
+
+    same = [(m, m if seed % 3 else n, seed, zero) for m, n, seed, zero in rows]
+    e = pl.Series([_vectors(m, seed, zero) for m, _, seed, zero in same], dtype=pl.List(pl.Float32))
+    a = pl.Series(
+        [_vectors(n, seed + 1, False) for _, n, seed, _ in same], dtype=pl.List(pl.Float32)
+    )
+    small, large = both(lambda: cosine_rows(e, a))
+    assert_same_frames(small, large)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=6),
+       st.sampled_from([1, 7, 8, 13, 24]), st.integers(0, 2**32 - 1))  # fmt: skip
+def test_token_matching_with_numpy_is_the_kernel(
+    rows: list[tuple[int, int]], d: int, seed: int
+) -> None:
+    from evalframe.metrics.semantic import greedy_match
+
+    rng = np.random.default_rng(seed)
+    e_off = np.concatenate([[0], np.cumsum([m for m, _ in rows])]).astype(np.int64)
+    a_off = np.concatenate([[0], np.cumsum([n for _, n in rows])]).astype(np.int64)
+    e = rng.standard_normal((int(e_off[-1]), d)).astype(np.float32)
+    a = rng.standard_normal((int(a_off[-1]), d)).astype(np.float32)
+    if len(e) > 1:
+        e[1] = 0.0  # a zero vector matches nothing
+    if len(a) and len(e):
+        a[0] = e[0]  # an identical token scores exactly 1
+    small, large = both(lambda: greedy_match(e, e_off, a, a_off))
+    for got, want in zip(small, large, strict=True):
+        assert np.array_equal(got, want, equal_nan=True), (got, want)

@@ -26,7 +26,7 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._errors import MetricError
-from evalframe.core._njit import njit
+from evalframe.core._njit import compiling, njit, worth_compiling
 from evalframe.metrics._batched import batched, sample_error, type_error
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Range, Scored, format_value
@@ -100,9 +100,33 @@ def token_columns(max_tokens: int = 128, mode: TokenMode = "auto") -> EmbeddingC
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
-# Reassociation lets LLVM vectorise the float reductions (the kernels would otherwise be
-# compute-bound, at a quarter of the memory bandwidth); NaN and infinity keep their meaning.
-_FASTMATH = {"reassoc", "contract"}
+# The float32 sums of products run in eight lanes: lane k adds elements k, k + 8, k + 16, ...
+# in order, the lanes are combined as ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)), and the
+# elements past the last multiple of eight are added after that. Eight independent sums
+# vectorise without letting the compiler reorder them (no fast-math), so the results are
+# fixed by this order alone and a NumPy path reproduces them exactly (``_lane_sums``); the
+# kernels run at the memory bandwidth as a reassociated loop did.
+_LANES = 8
+# Rows up to which the similarities are computed with NumPy instead of the compiled kernels:
+# cosine-embedding's (one vector a side), bertscore-like's (a row's tokens against each other).
+_NUMPY_UP_TO = 20_000
+_GREEDY_NUMPY_UP_TO = 500
+
+
+def _lane_sums(x: F32, y: F32) -> F32:
+    """Per row, the sum of ``x * y`` (``(rows, d)`` float32) in the kernels' order."""
+    rows, d = x.shape
+    body = d - d % _LANES
+    products = (x[:, :body] * y[:, :body]).reshape(rows, body // _LANES, _LANES)
+    if body:  # a cumulative sum adds in order, lane by lane
+        lanes = np.cumsum(products, axis=1, dtype=np.float32)[:, -1, :]
+    else:
+        lanes = np.zeros((rows, _LANES), dtype=np.float32)
+    l0, l1, l2, l3, l4, l5, l6, l7 = (lanes[:, k] for k in range(_LANES))
+    total = ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))
+    for k in range(body, d):
+        total = total + x[:, k] * y[:, k]
+    return total
 
 
 def _ragged(s: pl.Series) -> tuple[F32, I64, npt.NDArray[np.bool_]]:
@@ -137,10 +161,11 @@ def _ragged(s: pl.Series) -> tuple[F32, I64, npt.NDArray[np.bool_]]:
     return flat, offsets, valid
 
 
-@njit(fastmath=_FASTMATH)
+@njit
 def _cosine_kernel(e: Any, e_off: Any, a: Any, a_off: Any, out: Any) -> None:  # pragma: no cover
-    # One fused pass per row (dot product and both norms), so each vector is read once:
-    # this runs at the memory bandwidth. NaN marks an unscorable row, -2 a size mismatch.
+    # One fused pass per row (dot product and both norms, in ``_LANES`` lanes), so each
+    # vector is read once: this runs at the memory bandwidth. NaN marks an unscorable row,
+    # -2 a size mismatch.
     for i in range(len(out)):
         s, n = e_off[i], e_off[i + 1] - e_off[i]
         t, m = a_off[i], a_off[i + 1] - a_off[i]
@@ -150,12 +175,44 @@ def _cosine_kernel(e: Any, e_off: Any, a: Any, a_off: Any, out: Any) -> None:  #
         if n != m:
             out[i] = -2.0
             continue
-        dot = np.float32(0.0)
-        ee = np.float32(0.0)
-        aa = np.float32(0.0)
-        for k in range(n):
-            x = e[s + k]
-            y = a[t + k]
+        d0 = d1 = d2 = d3 = d4 = d5 = d6 = d7 = np.float32(0.0)
+        p0 = p1 = p2 = p3 = p4 = p5 = p6 = p7 = np.float32(0.0)
+        q0 = q1 = q2 = q3 = q4 = q5 = q6 = q7 = np.float32(0.0)
+        body = n - n % 8
+        for k in range(0, body, 8):
+            x0, x1, x2, x3 = e[s + k], e[s + k + 1], e[s + k + 2], e[s + k + 3]
+            x4, x5, x6, x7 = e[s + k + 4], e[s + k + 5], e[s + k + 6], e[s + k + 7]
+            y0, y1, y2, y3 = a[t + k], a[t + k + 1], a[t + k + 2], a[t + k + 3]
+            y4, y5, y6, y7 = a[t + k + 4], a[t + k + 5], a[t + k + 6], a[t + k + 7]
+            d0 += x0 * y0
+            d1 += x1 * y1
+            d2 += x2 * y2
+            d3 += x3 * y3
+            d4 += x4 * y4
+            d5 += x5 * y5
+            d6 += x6 * y6
+            d7 += x7 * y7
+            p0 += x0 * x0
+            p1 += x1 * x1
+            p2 += x2 * x2
+            p3 += x3 * x3
+            p4 += x4 * x4
+            p5 += x5 * x5
+            p6 += x6 * x6
+            p7 += x7 * x7
+            q0 += y0 * y0
+            q1 += y1 * y1
+            q2 += y2 * y2
+            q3 += y3 * y3
+            q4 += y4 * y4
+            q5 += y5 * y5
+            q6 += y6 * y6
+            q7 += y7 * y7
+        dot = ((d0 + d1) + (d2 + d3)) + ((d4 + d5) + (d6 + d7))
+        ee = ((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7))
+        aa = ((q0 + q1) + (q2 + q3)) + ((q4 + q5) + (q6 + q7))
+        for k in range(body, n):
+            x, y = e[s + k], a[t + k]
             dot += x * y
             ee += x * x
             aa += y * y
@@ -163,6 +220,22 @@ def _cosine_kernel(e: Any, e_off: Any, a: Any, a_off: Any, out: Any) -> None:  #
             out[i] = dot / np.sqrt(np.float64(ee) * np.float64(aa))
         else:
             out[i] = 0.0
+
+
+def _cosine_numpy(e: F32, e_off: I64, a: F32, a_off: I64, out: F64) -> None:
+    """``_cosine_kernel`` for a few rows, with NumPy: the same sums, so the same results."""
+    sizes = np.diff(e_off)
+    same = (sizes == np.diff(a_off)) & (sizes > 0)
+    out[:] = np.where(same, 0.0, np.where((sizes == 0) | (np.diff(a_off) == 0), np.nan, -2.0))
+    for d in np.unique(sizes[same]).tolist():  # one pass per vector size (one, as a rule)
+        rows = np.flatnonzero(same & (sizes == d))
+        pick = e_off[rows][:, None] + np.arange(d)
+        x = e[pick]
+        y = a[a_off[rows][:, None] + np.arange(d)]
+        dot, ee, aa = _lane_sums(x, y), _lane_sums(x, x), _lane_sums(y, y)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = dot / np.sqrt(ee.astype(np.float64) * aa.astype(np.float64))
+        out[rows] = np.where((ee > 0) & (aa > 0), value, 0.0)
 
 
 def cosine_rows(expected: pl.Series, actual: pl.Series) -> pl.DataFrame:
@@ -182,7 +255,11 @@ def cosine_rows(expected: pl.Series, actual: pl.Series) -> pl.DataFrame:
     e, e_off, _ = _ragged(expected)
     a, a_off, _ = _ragged(actual)
     out = np.empty(expected.len(), dtype=np.float64)
-    _cosine_kernel(e, e_off, a, a_off, out)
+    if worth_compiling(expected.len(), _NUMPY_UP_TO):
+        compiling("the cosine similarity kernel", _cosine_kernel)
+        _cosine_kernel(e, e_off, a, a_off, out)
+    else:
+        _cosine_numpy(e, e_off, a, a_off, out)
     e_dim, a_dim = np.diff(e_off), np.diff(a_off)
     return pl.DataFrame(
         {
@@ -317,15 +394,28 @@ def cosine_embedding() -> Scored:
 # --- bertscore-like -----------------------------------------------------------------------------
 
 
-@njit(fastmath=_FASTMATH)
+@njit
 def _dot(u: Any, i: int, v: Any, j: int) -> Any:  # pragma: no cover - compiled
-    acc = np.float32(0.0)
-    for k in range(u.shape[1]):
+    """``u[i] . v[j]`` in float32, in ``_LANES`` lanes (the order ``_lane_sums`` follows)."""
+    d0 = d1 = d2 = d3 = d4 = d5 = d6 = d7 = np.float32(0.0)
+    n = u.shape[1]
+    body = n - n % 8
+    for k in range(0, body, 8):
+        d0 += u[i, k] * v[j, k]
+        d1 += u[i, k + 1] * v[j, k + 1]
+        d2 += u[i, k + 2] * v[j, k + 2]
+        d3 += u[i, k + 3] * v[j, k + 3]
+        d4 += u[i, k + 4] * v[j, k + 4]
+        d5 += u[i, k + 5] * v[j, k + 5]
+        d6 += u[i, k + 6] * v[j, k + 6]
+        d7 += u[i, k + 7] * v[j, k + 7]
+    acc = ((d0 + d1) + (d2 + d3)) + ((d4 + d5) + (d6 + d7))
+    for k in range(body, n):
         acc += u[i, k] * v[j, k]
     return acc
 
 
-@njit(fastmath=_FASTMATH)
+@njit
 def _greedy_kernel(
     e: Any, e_off: Any, a: Any, a_off: Any, precision: Any, recall: Any
 ) -> None:  # pragma: no cover - compiled
@@ -396,8 +486,35 @@ def greedy_match(
         return precision, recall
     e = np.ascontiguousarray(expected, dtype=np.float32)
     a = np.ascontiguousarray(actual, dtype=np.float32)
-    _greedy_kernel(e, e_offsets, a, a_offsets, precision, recall)
+    if worth_compiling(n_rows, _GREEDY_NUMPY_UP_TO):
+        compiling("the token matching kernel", _greedy_kernel)
+        _greedy_kernel(e, e_offsets, a, a_offsets, precision, recall)
+    else:
+        _greedy_numpy(e, e_offsets, a, a_offsets, precision, recall)
     return precision, recall
+
+
+def _greedy_numpy(e: F32, e_off: I64, a: F32, a_off: I64, precision: F64, recall: F64) -> None:
+    """``_greedy_kernel`` for a few rows: each row's similarity matrix with NumPy, from the
+    kernel's sums in the kernel's order, so the same values."""
+    for i in range(len(precision)):  # a small input's rows (``_GREEDY_NUMPY_UP_TO``)
+        x, y = e[e_off[i] : e_off[i + 1]], a[a_off[i] : a_off[i + 1]]
+        m, n = len(x), len(y)
+        if m == 0 or n == 0:
+            continue  # NaN already
+        x_sq = _lane_sums(x, x).astype(np.float64)
+        y_sq = _lane_sums(y, y).astype(np.float64)
+        pairs = np.broadcast_to(x[:, None, :], (m, n, x.shape[1])).reshape(m * n, -1)
+        dots = _lane_sums(pairs, np.tile(y, (m, 1))).reshape(m, n).astype(np.float64)
+        norms = x_sq[:, None] * y_sq[None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # fmin/fmax: a NaN never wins, as with the kernel's min() and max()
+            c = np.where(norms > 0.0, np.fmin(1.0, dots / np.sqrt(norms)), 0.0)
+        best_x = np.fmax(c.max(axis=1, initial=0.0), 0.0)  # the running best starts at 0
+        best_y = np.fmax(c.max(axis=0, initial=0.0), 0.0)
+        # cumulative sums add in order, as the kernel's loops do
+        recall[i] = np.cumsum(best_x)[-1] / m
+        precision[i] = np.cumsum(best_y)[-1] / n
 
 
 def _token_vectors(s: pl.Series) -> tuple[F32, I64, int]:
