@@ -348,7 +348,7 @@ def cosine_embedding() -> Scored:
         ...                   metrics=["cosine-embedding"], providers=providers)
         >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
         ...     print(*row)
-        q1 0.9583333109815919 {"expected_dim":512,"actual_dim":512,"cosine_similarity":0.9583333109815919,"clamped_score":0.9583333109815919,"embedder":"hashing:hashing-v1-512-c35-b"}
+        q1 0.9583333681027136 {"expected_dim":512,"actual_dim":512,"cosine_similarity":0.9583333681027136,"clamped_score":0.9583333681027136,"embedder":"hashing:hashing-v1-512-c35-b"}
         q2 0.0 {"expected_dim":512,"actual_dim":512,"cosine_similarity":0.0,"clamped_score":0.0,"embedder":"hashing:hashing-v1-512-c35-b"}
     """  # noqa: E501
     cols = EMBEDDING
