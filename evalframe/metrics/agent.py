@@ -589,7 +589,22 @@ def task_completion() -> Scored:
     the task and the outcome the agent reached, then labels it complete (1.0), partial (0.5)
     or incomplete (0.0). Details: task, outcome, verdict, reason, prompt key. A row without a
     recorded trajectory is that row's error.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     return {"task": "Book a room in Oslo", "outcome": "Searched, never booked",
+        ...             "verdict": "partial", "reason": "No booking call."}
+        >>> ds = ef.Dataset.from_records([{"id": "a", "input": {"q": "Book a room in Oslo"},
+        ...                                "expected_output": ""}], name="demo")
+        >>> def agent(sample):
+        ...     return {"output": "Here are three hotels.", "trajectory": {"tool_calls": ["search"]}}
+        >>> run = ef.evaluate(ds, system=agent, metrics=["task-completion"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.5 {"task":"Book a room in Oslo","outcome":"Searched, never booked","verdict":"partial","reason":"No booking call.","prompt":"agent.task-completion@v2"}
+    """  # noqa: E501
     return judged.dialogue_scored("task-completion")
 
 
@@ -606,7 +621,23 @@ def plan_adherence() -> Scored:
     plan the agent stated, as the judge reads it (prompt ``agent.plan-adherence``). Details:
     each step with ``followed``, the reason and the prompt key. No plan found is the row's
     error.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     return {"plan": [{"step": "search hotels", "followed": True},
+        ...                      {"step": "book the cheapest", "followed": False}], "reason": "r"}
+        >>> ds = ef.Dataset.from_records([{"id": "a", "input": {"q": "Book a room in Oslo"},
+        ...     "expected_output": "", "metadata": {"plan": ["search hotels", "book the cheapest"]}}],
+        ...     name="demo")
+        >>> def agent(sample):
+        ...     return {"output": "Here are three hotels.", "trajectory": {"tool_calls": ["search"]}}
+        >>> run = ef.evaluate(ds, system=agent, metrics=["plan-adherence"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.5 {"plan":[{"step":"search hotels","followed":true},{"step":"book the cheapest","followed":false}],"reason":"r","prompt":"agent.plan-adherence@v2"}
+    """  # noqa: E501
     return judged.dialogue_scored("plan-adherence")
 
 
@@ -621,5 +652,21 @@ def plan_quality() -> Scored:
 
     The plan as for ``plan-adherence``, judged on its own merits (prompt ``agent.plan-quality``).
     Details: the plan's steps, the three checks, the reason and the prompt key.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     return {"plan": ["search hotels", "book the cheapest"], "complete": True,
+        ...             "logical": True, "efficient": False, "reason": "Searches twice."}
+        >>> ds = ef.Dataset.from_records([{"id": "a", "input": {"q": "Book a room in Oslo"},
+        ...     "expected_output": "", "metadata": {"plan": ["search hotels", "book the cheapest"]}}],
+        ...     name="demo")
+        >>> def agent(sample):
+        ...     return {"output": "Booked.", "trajectory": {"tool_calls": ["search", "search", "book"]}}
+        >>> run = ef.evaluate(ds, system=agent, metrics=["plan-quality"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.666667 {"plan":["search hotels","book the cheapest"],"complete":true,"logical":true,"efficient":false,"reason":"Searches twice.","prompt":"agent.plan-quality@v2"}
+    """  # noqa: E501
     return judged.dialogue_scored("plan-quality")

@@ -242,7 +242,25 @@ def knowledge_retention() -> Scored:
     One judge call per distinct conversation (prompt ``conversation.knowledge-retention``),
     one verdict per assistant turn. Details: the verdicts (turn, ok, reason), the number of
     assistant turns and the prompt key.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):  # the assistant forgot the order number the user gave
+        ...     return {"verdicts": [{"turn": 2, "ok": True, "reason": "r"},
+        ...                          {"turn": 4, "ok": False, "reason": "Asks for the order again."}]}
+        >>> ds = ef.Dataset.from_records([{"id": "c", "input": {"chat": "c"}, "expected_output": ""}],
+        ...                              name="demo")
+        >>> turns = [{"role": "user", "content": "My order is 41."},
+        ...          {"role": "assistant", "content": "Thanks."},
+        ...          {"role": "user", "content": "Where is it?"},
+        ...          {"role": "assistant", "content": "Which order do you mean?"}]
+        >>> run = ef.evaluate(ds, system=lambda sample: {"output": "", "turns": turns},
+        ...                   metrics=["knowledge-retention"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        c 0.5 {"verdicts":[{"turn":2,"ok":true,"reason":"r"},{"turn":4,"ok":false,"reason":"Asks for the order again."}],"assistant_turns":2,"prompt":"conversation.knowledge-retention@v2"}
+    """  # noqa: E501
     return judged.dialogue_scored("knowledge-retention")
 
 
@@ -257,7 +275,25 @@ def role_adherence(*, role: str | None = None) -> Scored:
 
     The role is ``role=...``, else the sample's ``metadata.role`` (prompt
     ``conversation.role-adherence``). Details as for knowledge-retention.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     return {"verdicts": [{"turn": 2, "ok": True, "reason": "r"},
+        ...                          {"turn": 4, "ok": False, "reason": "Wrote a poem."}]}
+        >>> ds = ef.Dataset.from_records([{"id": "c", "input": {"chat": "c"}, "expected_output": ""}],
+        ...                              name="demo")
+        >>> turns = [{"role": "user", "content": "Is my bill paid?"},
+        ...          {"role": "assistant", "content": "Yes, on May 2."},
+        ...          {"role": "user", "content": "Write me a poem."},
+        ...          {"role": "assistant", "content": "Roses are red..."}]
+        >>> run = ef.evaluate(ds, system=lambda sample: {"output": "", "turns": turns},
+        ...                   metrics=['role-adherence(role="a billing support agent")'],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        c 0.5 {"verdicts":[{"turn":2,"ok":true,"reason":"r"},{"turn":4,"ok":false,"reason":"Wrote a poem."}],"assistant_turns":2,"prompt":"conversation.role-adherence@v2"}
+    """  # noqa: E501
     return judged.dialogue_scored("role-adherence", role=role)
 
 
@@ -272,7 +308,23 @@ def conversation_completeness() -> Scored:
 
     Prompt ``conversation.completeness``. Details: each intention with ``satisfied``, the
     reason and the prompt key.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     return {"intentions": [{"intention": "cancel the order", "satisfied": True},
+        ...                            {"intention": "get a refund", "satisfied": False}], "reason": "r"}
+        >>> ds = ef.Dataset.from_records([{"id": "c", "input": {"chat": "c"}, "expected_output": ""}],
+        ...                              name="demo")
+        >>> turns = [{"role": "user", "content": "Cancel order 41 and refund me."},
+        ...          {"role": "assistant", "content": "Order 41 is cancelled."}]
+        >>> run = ef.evaluate(ds, system=lambda sample: {"output": "", "turns": turns},
+        ...                   metrics=["conversation-completeness"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        c 0.5 {"intentions":[{"intention":"cancel the order","satisfied":true},{"intention":"get a refund","satisfied":false}],"reason":"r","prompt":"conversation.completeness@v2"}
+    """  # noqa: E501
     return judged.dialogue_scored("conversation-completeness")
 
 
@@ -286,7 +338,25 @@ def conversation_relevancy(*, window: Annotated[int, Range(ge=1)] = 3) -> Scored
     """The share of assistant turns relevant to the ``window`` turns just before them.
 
     Prompt ``conversation.relevancy``. Details as for knowledge-retention.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     return {"verdicts": [{"turn": 2, "ok": True, "reason": "r"},
+        ...                          {"turn": 4, "ok": False, "reason": "Talks about the weather."}]}
+        >>> ds = ef.Dataset.from_records([{"id": "c", "input": {"chat": "c"}, "expected_output": ""}],
+        ...                              name="demo")
+        >>> turns = [{"role": "user", "content": "Refund order 41?"},
+        ...          {"role": "assistant", "content": "Done."},
+        ...          {"role": "user", "content": "When will I see it?"},
+        ...          {"role": "assistant", "content": "It is sunny today."}]
+        >>> run = ef.evaluate(ds, system=lambda sample: {"output": "", "turns": turns},
+        ...                   metrics=["conversation-relevancy(window=2)"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        c 0.5 {"verdicts":[{"turn":2,"ok":true,"reason":"r"},{"turn":4,"ok":false,"reason":"Talks about the weather."}],"assistant_turns":2,"prompt":"conversation.relevancy@v2"}
+    """  # noqa: E501
     return judged.dialogue_scored("conversation-relevancy", window=window)
 
 
@@ -301,7 +371,26 @@ def turn_faithfulness() -> Scored:
 
     Reads the row's ``contexts`` (prompt ``conversation.turn-faithfulness``); a row without
     contexts is that row's error. Details as for knowledge-retention.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     return {"verdicts": [{"turn": 2, "ok": True, "reason": "r"},
+        ...                          {"turn": 4, "ok": False, "reason": "No context says 2 days."}]}
+        >>> ds = ef.Dataset.from_records([{"id": "c", "input": {"chat": "c"}, "expected_output": ""}],
+        ...                              name="demo")
+        >>> turns = [{"role": "user", "content": "Refund order 41?"},
+        ...          {"role": "assistant", "content": "Refunds are possible within 30 days."},
+        ...          {"role": "user", "content": "How long does it take?"},
+        ...          {"role": "assistant", "content": "2 days."}]
+        >>> def bot(sample):
+        ...     return {"output": "", "turns": turns, "contexts": ["Refunds: within 30 days of purchase."]}
+        >>> run = ef.evaluate(ds, system=bot, metrics=["turn-faithfulness"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        c 0.5 {"verdicts":[{"turn":2,"ok":true,"reason":"r"},{"turn":4,"ok":false,"reason":"No context says 2 days."}],"assistant_turns":2,"prompt":"conversation.turn-faithfulness@v2"}
+    """  # noqa: E501
     return judged.dialogue_scored("turn-faithfulness")
 
 

@@ -215,7 +215,24 @@ def g_eval(
     With token logprobs the score is the probability-weighted rating over the valid
     ratings; without them, the parsed rating. Evaluation steps are generated once per
     criteria (one call per frame) unless ``steps`` are given.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     if "write the steps" in prompt:  # asked once per criteria
+        ...         return {"steps": ["Check the facts.", "Check the tone."]}
+        ...     return {"score": 4 if "Paris" in prompt.split("ANSWER:")[-1] else 1, "reason": "r"}
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": k, "input": {"q": "Capital of France?"}, "expected_output": "Paris"} for k in "ab"],
+        ...     name="demo")
+        >>> run = ef.evaluate(ds, outputs={"a": "Paris, of course.", "b": "Lyon"},
+        ...                   metrics=['g-eval(criteria="The answer is correct and polite.")'],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.75 {"criteria":"The answer is correct and polite.","steps":["Check the facts.","Check the tone."],"rating":4,"reason":"r","probabilities":null,"expected_rating":4.0,"method":"rating","prompt":"toolbox.g-eval@v2"}
+        b 0.0 {"criteria":"The answer is correct and polite.","steps":["Check the facts.","Check the tone."],"rating":1,"reason":"r","probabilities":null,"expected_rating":1.0,"method":"rating","prompt":"toolbox.g-eval@v2"}
+    """  # noqa: E501
     if not criteria.strip():
         raise MetricError("Metric 'g-eval' parameter 'criteria' must be non-empty text.")
     need = _rate_need(criteria, steps, top_logprobs, template)
@@ -363,7 +380,23 @@ def pairwise(*, baseline: str, template: str | None = None) -> Scored:
     ``.jsonl``, ``.yaml``, ``.csv``, ``.parquet``) whose outputs are matched by sample id, or
     a stored run, ``run:REF`` (an id, a name, latest, ...), whose outputs ``ef.evaluate`` and
     ``rescore`` read from their store, matched by sample and repetition.
-    """
+
+    Examples:
+        >>> import polars as pl
+        >>> import evalframe as ef
+        >>> def judge(prompt):  # prefers the answer that names Paris, in whichever position
+        ...     first = prompt.split("RESPONSE A:")[1].split("RESPONSE B:")[0]
+        ...     return {"winner": "A" if "Paris" in first else "B", "reason": "r"}
+        >>> frame = pl.DataFrame({
+        ...     "sample_id": ["a"], "input": ['{"q": "Capital of France?"}'], "expected_output": [""],
+        ...     "expected_type": ["string"], "metadata": ["{}"], "tags": [[]],
+        ...     "actual_output": ["Paris"], "previous": ["Lyon"]})
+        >>> scores = ef.score(frame, ["pairwise(baseline=previous)"],
+        ...                   context=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 1.0 {"baseline":"previous","actual_first":{"winner":"A","reason":"r","points":1.0},"baseline_first":{"winner":"B","reason":"r","points":1.0},"prompt":"toolbox.pairwise@v2"}
+    """  # noqa: E501
     if not baseline.strip():
         raise MetricError("Metric 'pairwise' parameter 'baseline' must name a column.")
     first, swapped = _pair_needs(baseline, template)
@@ -517,7 +550,23 @@ def _rubric_need(bands: tuple[Band, ...], template: str | None = None) -> JudgeN
     needs=lambda *, rubric, template=None: [_rubric_need(parse_rubric(rubric), template)],
 )
 def rubric(*, rubric: str | tuple[str, ...], template: str | None = None) -> Scored:
-    """A rubric judge: the judge names a band, the score is that band's score."""
+    """A rubric judge: the judge names a band, the score is that band's score.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     return {"band": "good" if "Paris" in prompt.split("ANSWER:")[-1] else "bad", "reason": "r"}
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": k, "input": {"q": "Capital of France?"}, "expected_output": "Paris"} for k in "ab"],
+        ...     name="demo")
+        >>> run = ef.evaluate(ds, outputs={"a": "Paris", "b": "Lyon"},
+        ...                   metrics=['rubric(rubric=["good=1: correct", "bad=0: wrong"])'],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 1.0 {"band":"good","band_score":1.0,"reason":"r","prompt":"toolbox.rubric@v2"}
+        b 0.0 {"band":"bad","band_score":0.0,"reason":"r","prompt":"toolbox.rubric@v2"}
+    """  # noqa: E501
     bands = parse_rubric(rubric)
     need = _rubric_need(bands, template)
     r = pl.col("__rubric")
@@ -569,7 +618,22 @@ def _alignment_need(instructions: Sequence[str], template: str | None = None) ->
     needs=lambda *, instructions, template=None: [_alignment_need(instructions, template)],
 )
 def prompt_alignment(*, instructions: tuple[str, ...], template: str | None = None) -> Scored:
-    """Share of the instructions the answer follows (all judged in one call per sample)."""
+    """Share of the instructions the answer follows (all judged in one call per sample).
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):
+        ...     return {"verdicts": [{"instruction": 1, "followed": True, "reason": "r"},
+        ...                          {"instruction": 2, "followed": False, "reason": "In English."}]}
+        >>> ds = ef.Dataset.from_records([{"id": "a", "input": {"q": "Capital of France?"},
+        ...                                "expected_output": ""}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"a": "Paris."},
+        ...                   metrics=["prompt-alignment(instructions=[Be brief, Answer in French])"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.5 {"instructions":["Be brief","Answer in French"],"followed":[true,false],"reasons":["r","In English."],"prompt":"toolbox.prompt-alignment@v2"}
+    """  # noqa: E501
     if not instructions or any(not i.strip() for i in instructions):
         raise MetricError(
             "Metric 'prompt-alignment' parameter 'instructions' must be a non-empty list of "
@@ -674,7 +738,26 @@ def summarization(
     summary's claims the source supports. Each of the four prompts can be replaced
     (``questions_template``, ``answers_template``, ``claims_template``, ``check_template``;
     same placeholders), which changes that prompt's key and so its cache namespace.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):  # questions from the source, the summary's answers, its claims, their check
+        ...     if "closed (yes/no) questions" in prompt:
+        ...         return {"questions": ["Is the shop in Oslo?", "Does it open at 9?"]}
+        ...     if "SUMMARY:" in prompt:
+        ...         return {"answers": ["yes", "idk"]}
+        ...     if "Split the TEXT" in prompt:
+        ...         return {"claims": ["The shop is in Oslo."]}
+        ...     return {"verdicts": ["yes"]}
+        >>> source = "The shop is in Oslo. It opens at 9."
+        >>> ds = ef.Dataset.from_records([{"id": "a", "input": {"text": source}, "expected_output": ""}],
+        ...                              name="demo")
+        >>> run = ef.evaluate(ds, outputs={"a": "An Oslo shop."}, metrics=["summarization(questions=2)"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 0.5 {"questions":["Is the shop in Oslo?","Does it open at 9?"],"answers":["yes","idk"],"claims":["The shop is in Oslo."],"verdicts":["yes"],"coverage":0.5,"alignment":1.0,"prompts":["toolbox.summary-questions@v2","toolbox.summary-answers@v2","rag.claims@v2","toolbox.summary-check@v2"]}
+    """  # noqa: E501
     asked, answers, claims, check = _summary_needs(
         questions, questions_template, answers_template, claims_template, check_template
     )
@@ -803,7 +886,27 @@ def _dag_plan(
 )
 def dag(*, tree: str, template: str | None = None) -> Scored:
     """A decision tree of judge questions (YAML file ``tree``): one call per visited node,
-    asked level by level across the frame; the score is the reached leaf's."""
+    asked level by level across the frame; the score is the reached leaf's.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> import evalframe as ef
+        >>> tree = Path(tempfile.mkdtemp()) / "on-topic.yaml"
+        >>> _ = tree.write_text('{root: asked, nodes: {asked: {question: "Does it answer the question?",'
+        ...                     ' edges: {yes: good, no: off}}, good: {score: 1.0}, off: {score: 0.0}}}')
+        >>> def judge(prompt):
+        ...     return {"verdict": "yes" if "Paris" in prompt.split("ANSWER:")[-1] else "no", "reason": "r"}
+        >>> ds = ef.Dataset.from_records([
+        ...     {"id": k, "input": {"q": "Capital of France?"}, "expected_output": ""} for k in "ab"],
+        ...     name="demo")
+        >>> run = ef.evaluate(ds, outputs={"a": "Paris", "b": "I like trains."}, metrics=[f"dag(tree={tree})"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        a 1.0 {"path":[{"node":"asked","verdict":"yes","reason":"r"}],"leaf":"good","leaf_score":1.0,"tree":"09aababd0180","prompt":"toolbox.dag-node@v2"}
+        b 0.0 {"path":[{"node":"asked","verdict":"no","reason":"r"}],"leaf":"off","leaf_score":0.0,"tree":"09aababd0180","prompt":"toolbox.dag-node@v2"}
+    """  # noqa: E501
     d = _tree(tree)
     needs, _, _ = _dag_plan(d, template)
     leaves = {n: v.score for n, v in d.nodes.items() if isinstance(v, Leaf)}

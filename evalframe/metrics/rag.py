@@ -291,7 +291,33 @@ def faithfulness(
     unsupported); with no contexts every claim is unsupported (0.0). Null (an error)
     without an actual output, when a judge call fails, or when the reply leaves a claim
     without a verdict or cites a passage that does not exist.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):  # the judge's replies, written out: claims, then one grounding verdict
+        ...     if "Split the TEXT" in prompt:
+        ...         if "free" in prompt:
+        ...             return {"claims": ["Returns take 30 days.", "Shipping is free."]}
+        ...         return {"claims": ["Returns take 30 days."]}
+        ...     return {"passages": [{"passage": 1, "relevant": True}, {"passage": 2, "relevant": False}],
+        ...             "statements": [
+        ...                 {"statement": "A1", "supported_by": [1], "contradicted_by": [],
+        ...                  "addresses_question": True},
+        ...                 {"statement": "A2", "supported_by": [], "contradicted_by": [2],
+        ...                  "addresses_question": False},
+        ...                 {"statement": "R1", "supported_by": [1], "contradicted_by": [],
+        ...                  "addresses_question": True}]}
+        >>> ds = ef.Dataset.from_records([{"id": "q1", "input": {"question": "How long do returns take?"},
+        ...                                "expected_output": "Returns take 30 days."}], name="demo")
+        >>> def rag(sample):
+        ...     return {"output": "Returns take 30 days. Shipping is free.",
+        ...             "contexts": ["Returns are accepted within 30 days.", "Shipping costs 5 euros."]}
+        >>> providers = ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False)
+        >>> run = ef.evaluate(ds, system=rag, metrics=["faithfulness"], providers=providers)
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.5 {"claims":["Returns take 30 days.","Shipping is free."],"supported":[true,false],"n_claims":2,"n_contexts":2,"prompt":"rag.grounding@v2"}
+    """  # noqa: E501
     prepare, g, a, _, n_ctx, error = _grounded(
         max_context_tokens=max_context_tokens, claims_template=claims_template
     )
@@ -358,7 +384,33 @@ def answer_relevancy(
     0.0 for a noncommittal answer. One judge call per distinct answer, plus embeddings.
 
     Null (an error) without an actual output or when a call fails.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):  # the judge's replies, written out: claims, then one grounding verdict
+        ...     if "Split the TEXT" in prompt:
+        ...         if "free" in prompt:
+        ...             return {"claims": ["Returns take 30 days.", "Shipping is free."]}
+        ...         return {"claims": ["Returns take 30 days."]}
+        ...     return {"passages": [{"passage": 1, "relevant": True}, {"passage": 2, "relevant": False}],
+        ...             "statements": [
+        ...                 {"statement": "A1", "supported_by": [1], "contradicted_by": [],
+        ...                  "addresses_question": True},
+        ...                 {"statement": "A2", "supported_by": [], "contradicted_by": [2],
+        ...                  "addresses_question": False},
+        ...                 {"statement": "R1", "supported_by": [1], "contradicted_by": [],
+        ...                  "addresses_question": True}]}
+        >>> ds = ef.Dataset.from_records([{"id": "q1", "input": {"question": "How long do returns take?"},
+        ...                                "expected_output": "Returns take 30 days."}], name="demo")
+        >>> def rag(sample):
+        ...     return {"output": "Returns take 30 days. Shipping is free.",
+        ...             "contexts": ["Returns are accepted within 30 days.", "Shipping costs 5 euros."]}
+        >>> providers = ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False)
+        >>> run = ef.evaluate(ds, system=rag, metrics=["answer-relevancy"], providers=providers)
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.5 {"claims":["Returns take 30 days.","Shipping is free."],"addresses_question":[true,false],"n_claims":2,"prompt":"rag.grounding@v2"}
+    """  # noqa: E501
     if mode == "questions":
         return _questions_scored(questions)
     prepare, g, a, _, n_ctx, error = _grounded(
@@ -444,7 +496,33 @@ def context_recall(
     sample's reference contexts (``metadata.reference_contexts``) that were retrieved, texts
     compared after trimming and collapsing whitespace; null (an error) when the sample has
     none.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):  # the judge's replies, written out: claims, then one grounding verdict
+        ...     if "Split the TEXT" in prompt:
+        ...         if "free" in prompt:
+        ...             return {"claims": ["Returns take 30 days.", "Shipping is free."]}
+        ...         return {"claims": ["Returns take 30 days."]}
+        ...     return {"passages": [{"passage": 1, "relevant": True}, {"passage": 2, "relevant": False}],
+        ...             "statements": [
+        ...                 {"statement": "A1", "supported_by": [1], "contradicted_by": [],
+        ...                  "addresses_question": True},
+        ...                 {"statement": "A2", "supported_by": [], "contradicted_by": [2],
+        ...                  "addresses_question": False},
+        ...                 {"statement": "R1", "supported_by": [1], "contradicted_by": [],
+        ...                  "addresses_question": True}]}
+        >>> ds = ef.Dataset.from_records([{"id": "q1", "input": {"question": "How long do returns take?"},
+        ...                                "expected_output": "Returns take 30 days."}], name="demo")
+        >>> def rag(sample):
+        ...     return {"output": "Returns take 30 days. Shipping is free.",
+        ...             "contexts": ["Returns are accepted within 30 days.", "Shipping costs 5 euros."]}
+        >>> providers = ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False)
+        >>> run = ef.evaluate(ds, system=rag, metrics=["context-recall"], providers=providers)
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 1.0 {"reference_claims":["Returns take 30 days."],"attributed":[true],"n_claims":1,"n_contexts":2,"prompt":"rag.grounding@v2"}
+    """  # noqa: E501
     if against == "reference_contexts":
         return _reference_context_recall()
     prepare, g, _, r, n_ctx, error = _grounded(
@@ -498,7 +576,33 @@ def context_precision(
     (for datasets without expected outputs). ``sum_k(precision@k * rel_k) / sum_k rel_k``;
     0.0 when no context is relevant or there are none. Null (an error) when a needed text
     is missing or states no claims, or a judge call fails.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):  # the judge's replies, written out: claims, then one grounding verdict
+        ...     if "Split the TEXT" in prompt:
+        ...         if "free" in prompt:
+        ...             return {"claims": ["Returns take 30 days.", "Shipping is free."]}
+        ...         return {"claims": ["Returns take 30 days."]}
+        ...     return {"passages": [{"passage": 1, "relevant": True}, {"passage": 2, "relevant": False}],
+        ...             "statements": [
+        ...                 {"statement": "A1", "supported_by": [1], "contradicted_by": [],
+        ...                  "addresses_question": True},
+        ...                 {"statement": "A2", "supported_by": [], "contradicted_by": [2],
+        ...                  "addresses_question": False},
+        ...                 {"statement": "R1", "supported_by": [1], "contradicted_by": [],
+        ...                  "addresses_question": True}]}
+        >>> ds = ef.Dataset.from_records([{"id": "q1", "input": {"question": "How long do returns take?"},
+        ...                                "expected_output": "Returns take 30 days."}], name="demo")
+        >>> def rag(sample):
+        ...     return {"output": "Returns take 30 days. Shipping is free.",
+        ...             "contexts": ["Returns are accepted within 30 days.", "Shipping costs 5 euros."]}
+        >>> providers = ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False)
+        >>> run = ef.evaluate(ds, system=rag, metrics=["context-precision"], providers=providers)
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 1.0 {"relevant":[true,false],"relevant_ranks":[1],"n_contexts":2,"against":"expected_output","prompt":"rag.grounding@v2"}
+    """  # noqa: E501
     prepare, g, a, r, n_ctx, error = _grounded(
         max_context_tokens=max_context_tokens, claims_template=claims_template
     )
@@ -529,7 +633,34 @@ def context_relevancy(
     *, max_context_tokens: Tokens = DEFAULT_MAX_CONTEXT_TOKENS, claims_template: str | None = None
 ) -> Scored:
     """Share of the retrieved contexts (by rank) that hold information relevant to the
-    question; 0.0 with no contexts. Null (an error) when a judge call fails."""
+    question; 0.0 with no contexts. Null (an error) when a judge call fails.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):  # the judge's replies, written out: claims, then one grounding verdict
+        ...     if "Split the TEXT" in prompt:
+        ...         if "free" in prompt:
+        ...             return {"claims": ["Returns take 30 days.", "Shipping is free."]}
+        ...         return {"claims": ["Returns take 30 days."]}
+        ...     return {"passages": [{"passage": 1, "relevant": True}, {"passage": 2, "relevant": False}],
+        ...             "statements": [
+        ...                 {"statement": "A1", "supported_by": [1], "contradicted_by": [],
+        ...                  "addresses_question": True},
+        ...                 {"statement": "A2", "supported_by": [], "contradicted_by": [2],
+        ...                  "addresses_question": False},
+        ...                 {"statement": "R1", "supported_by": [1], "contradicted_by": [],
+        ...                  "addresses_question": True}]}
+        >>> ds = ef.Dataset.from_records([{"id": "q1", "input": {"question": "How long do returns take?"},
+        ...                                "expected_output": "Returns take 30 days."}], name="demo")
+        >>> def rag(sample):
+        ...     return {"output": "Returns take 30 days. Shipping is free.",
+        ...             "contexts": ["Returns are accepted within 30 days.", "Shipping costs 5 euros."]}
+        >>> providers = ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False)
+        >>> run = ef.evaluate(ds, system=rag, metrics=["context-relevancy"], providers=providers)
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.5 {"relevant":[true,false],"n_contexts":2,"prompt":"rag.grounding@v2"}
+    """  # noqa: E501
     prepare, g, _, _, n_ctx, error = _grounded(
         max_context_tokens=max_context_tokens, claims_template=claims_template
     )
@@ -555,7 +686,33 @@ def hallucination(
     ``contradicted contexts / contexts``, 0.0 with no contexts (nothing contradicted). A
     lower-is-better metric: a sample passes at or below the threshold (0.5 by default).
     Null (an error) without an actual output or when a judge call fails.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):  # the judge's replies, written out: claims, then one grounding verdict
+        ...     if "Split the TEXT" in prompt:
+        ...         if "free" in prompt:
+        ...             return {"claims": ["Returns take 30 days.", "Shipping is free."]}
+        ...         return {"claims": ["Returns take 30 days."]}
+        ...     return {"passages": [{"passage": 1, "relevant": True}, {"passage": 2, "relevant": False}],
+        ...             "statements": [
+        ...                 {"statement": "A1", "supported_by": [1], "contradicted_by": [],
+        ...                  "addresses_question": True},
+        ...                 {"statement": "A2", "supported_by": [], "contradicted_by": [2],
+        ...                  "addresses_question": False},
+        ...                 {"statement": "R1", "supported_by": [1], "contradicted_by": [],
+        ...                  "addresses_question": True}]}
+        >>> ds = ef.Dataset.from_records([{"id": "q1", "input": {"question": "How long do returns take?"},
+        ...                                "expected_output": "Returns take 30 days."}], name="demo")
+        >>> def rag(sample):
+        ...     return {"output": "Returns take 30 days. Shipping is free.",
+        ...             "contexts": ["Returns are accepted within 30 days.", "Shipping costs 5 euros."]}
+        >>> providers = ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False)
+        >>> run = ef.evaluate(ds, system=rag, metrics=["hallucination"], providers=providers)
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.5 {"contradicted":[false,true],"n_contexts":2,"prompt":"rag.grounding@v2"}
+    """  # noqa: E501
     prepare, g, _, _, n_ctx, error = _grounded(
         max_context_tokens=max_context_tokens, claims_template=claims_template
     )
@@ -656,7 +813,27 @@ def answer_correctness(
     ``(1 - w) * F1 + w * clamp(cosine, 0, 1)`` using the run's embedder. Null (an error)
     without an actual output, without a string expected output or when it states no
     claims, or when a judge or embedding call fails.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):  # the judge's replies, written out: claims, then the claim comparison
+        ...     if "Split the TEXT" in prompt:
+        ...         if "free" in prompt:
+        ...             return {"claims": ["Returns take 30 days.", "Shipping is free."]}
+        ...         return {"claims": ["Returns take 30 days.", "Refunds arrive within a week."]}
+        ...     return {"answer": [{"statement": "A1", "in_reference": True},
+        ...                        {"statement": "A2", "in_reference": False}],
+        ...             "reference": [{"statement": "R1", "in_answer": True},
+        ...                           {"statement": "R2", "in_answer": False}]}
+        >>> ds = ef.Dataset.from_records([{"id": "q1", "input": {"question": "How do returns work?"},
+        ...     "expected_output": "Returns take 30 days. Refunds arrive within a week."}], name="demo")
+        >>> run = ef.evaluate(ds, outputs={"q1": "Returns take 30 days. Shipping is free."},
+        ...                   metrics=["answer-correctness"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.5 {"claims":["Returns take 30 days.","Shipping is free."],"in_reference":[true,false],"reference_claims":["Returns take 30 days.","Refunds arrive within a week."],"in_answer":[true,false],"tp":1,"fp":1,"fn":1,"f1":0.5,"prompt":"rag.correctness@v2"}
+    """  # noqa: E501
     k = pl.col(_correctness_derived(claims_template=claims_template)[0].column)
     a, r = k.struct.field("a"), k.struct.field("r")
     in_reference, in_answer = k.struct.field("in_reference"), k.struct.field("in_answer")
@@ -793,7 +970,22 @@ def context_entity_recall(
     ``|E(reference) ∩ E(contexts)| / |E(reference)|``; 0.0 with no contexts. Null (an
     error) without a string expected output, when it names no entity, or when a judge call
     fails.
-    """
+
+    Examples:
+        >>> import evalframe as ef
+        >>> def judge(prompt):  # the judge lists each text's entities
+        ...     entities = [e for e in ("Oslo", "Norway", "1624", "Bergen") if e in prompt]
+        ...     return {"entities": entities}
+        >>> ds = ef.Dataset.from_records([{"id": "q1", "input": {"question": "Tell me about Oslo."},
+        ...     "expected_output": "Oslo, the capital of Norway, was rebuilt in 1624."}], name="demo")
+        >>> def rag(sample):
+        ...     return {"output": "...", "contexts": ["Oslo is the capital of Norway.", "Bergen is rainy."]}
+        >>> run = ef.evaluate(ds, system=rag, metrics=["context-entity-recall"],
+        ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
+        >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
+        ...     print(*row)
+        q1 0.6666666666666666 {"reference_entities":["oslo","norway","1624"],"found":["oslo","norway"],"n_contexts":2,"prompt":"rag.entities@v2"}
+    """  # noqa: E501
     k = pl.col(_entity_derived(max_context_tokens, entities_template).column)
     wanted = k.struct.field("wanted")
     found_all = k.struct.field("found_all")
