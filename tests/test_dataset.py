@@ -1267,3 +1267,22 @@ def test_parquet_source_errors_name_the_file_and_sample(tmp_path: Path) -> None:
     (folder / "3.parquet").write_bytes(b"junk")
     with pytest.raises(DatasetError, match=r"3\.parquet: not a valid Parquet file"):
         read_dataset(folder)
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        '{"n": 123456789012345678901234567890, "x": 1.5}',  # past 64 bits: kept exactly
+        '{"n": -9223372036854775809}',
+        '{"s": "\\u00e9\\u2028", "nested": {"deep": [[[1, 2.5e-324, -0.0]]]}}',
+        '{"a": 1, "a": 2}',  # the last of a repeated key, as json reads it
+    ],
+)
+def test_jsonl_metadata_reads_as_json_loads_reads_it(tmp_path: Path, metadata: str) -> None:
+    line = f'{{"id": "q", "input": {{"q": "a"}}, "expected_output": "x", "metadata": {metadata}}}'
+    ds = read_dataset(write(tmp_path, "d.jsonl", line + "\n"))
+    expected = json.loads(metadata)
+    assert json.loads(ds.get_column("metadata").item()) == expected
+    assert ds.get_column("metadata").item() == json.dumps(
+        expected, ensure_ascii=False, separators=(",", ":")
+    )

@@ -27,6 +27,7 @@ Examples:
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Final
 
 import numpy as np
@@ -394,11 +395,30 @@ def _decode(data: Any, offsets: Any, t: Any, out: Any, b: Any) -> None:
         t[_END + 7, d + 1] = t[_C, 5]
 
 
+_LOCK = threading.Lock()
+_LAST: list[tuple[pl.Series, pl.DataFrame]] = []
+
+
 def decode_expectations(texts: pl.Series) -> pl.DataFrame:
     """The expectations of each metadata text (String, no nulls): ``exact`` (False where the
     caller must read the text itself), the five name lists, ``max_steps``,
     ``optimal_steps``, ``tool_arguments`` (a list of ``{name, arguments}``), ``skipped`` (the
-    unusable entries among them) and ``goal``; all null where absent or inexact."""
+    unusable entries among them) and ``goal``; all null where absent or inexact.
+
+    The last decoding is kept: a dataset's texts, checked when it is read, are decoded again
+    for its scoring only if they changed in between (comparing costs far less).
+    """
+    with _LOCK:
+        for seen, decoded in _LAST:
+            if seen.len() == texts.len() and seen.equals(texts):
+                return decoded
+    decoded = _decode_texts(texts)
+    with _LOCK:
+        _LAST[:] = [(texts, decoded)]
+    return decoded
+
+
+def _decode_texts(texts: pl.Series) -> pl.DataFrame:
     import pyarrow as pa
 
     from evalframe.core._arrow_text import text_buffers

@@ -17,12 +17,15 @@ unparseable content and files past the nesting and alias limits (``MAX_DEPTH``,
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import orjson
 import polars as pl
 import yaml
 
@@ -141,11 +144,12 @@ def _read_jsonl(file: Path, where: str, name: str | None) -> Records:
 
 
 def _jsonl_values(text: str, source: Source) -> Iterator[object]:
+    fast = _LONG_DIGITS.search(text) is None
     # Split on "\n" only: str.splitlines() would also split at U+2028 inside JSON strings.
     for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             try:
-                yield load_json(line, source.where, "Dataset JSONL", rescan=text)
+                yield load_json(line, source.where, "Dataset JSONL", rescan=text, fast=fast)
             except DatasetError:  # the nesting limit: already its own message
                 raise
             except ValueError as exc:
@@ -314,6 +318,7 @@ def load_json(
     *,
     rescan: str | None = None,
     lines: bool = True,
+    fast: bool = False,
     **options: Any,
 ) -> Any:
     """``json.loads`` of a value that may nest at most ``MAX_DEPTH`` levels.
@@ -330,14 +335,23 @@ def load_json(
         rescan: the whole file's text when ``text`` is one of its JSONL lines, so the message
             names the file's line.
         lines: name the line in the message.
+        fast: parse with orjson first, where the text holds no run of 19 digits (orjson
+            reads an integer past 64 bits as a float); what orjson refuses (``NaN``,
+            ``Infinity``, ``1e999``, a lone surrogate, deep nesting, bad JSON) goes to
+            ``json.loads``, so the value and every message are ``json.loads``'s.
         options: passed to ``json.loads``.
 
     Raises:
         ValueError: the text is not valid JSON.
         DatasetError: it nests more than ``MAX_DEPTH`` levels deep.
     """
+    value = _NOT_READ
+    if fast:
+        with contextlib.suppress(orjson.JSONDecodeError):  # json.loads says why
+            value = orjson.loads(text)
     try:
-        value = json.loads(text, **options)
+        if value is _NOT_READ:
+            value = json.loads(text, **options)
     except RecursionError:
         value = _TOO_DEEP
     # A short text (a JSONL line, say) with no more brackets than the limit cannot nest past
@@ -351,6 +365,8 @@ def load_json(
 
 
 _TOO_DEEP: Final = object()
+_NOT_READ: Final = object()
+_LONG_DIGITS: Final = re.compile("[0-9]{19}")
 _COUNTED_BELOW: Final = 1 << 16
 
 

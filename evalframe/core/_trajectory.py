@@ -539,7 +539,7 @@ class Expectations:
             from evalframe.core._expectations_compiled import decode_expectations
 
             texts = self._frame.get_column("metadata")
-            distinct = texts.drop_nulls().unique()
+            distinct = texts.drop_nulls().unique(maintain_order=True)
             decoded = decode_expectations(distinct).with_columns(metadata=distinct)
             rows = self._frame.select("metadata").join(
                 decoded, on="metadata", how="left", maintain_order="left"
@@ -810,7 +810,7 @@ def check_expectation_texts(ids: pl.Series, texts: pl.Series, error: Any) -> Non
     if worth_compiling(rows.height, _CHECKED_IN_PYTHON_UP_TO):
         from evalframe.core._expectations_compiled import decode_expectations
 
-        distinct = rows.get_column("metadata").unique()
+        distinct = rows.get_column("metadata").unique(maintain_order=True)
         good = decode_expectations(distinct).select("exact", metadata=distinct)
         rows = rows.join(good, on="metadata", how="left", maintain_order="left").filter(
             ~pl.col("exact") | pl.col("metadata").str.contains('"mcp"', literal=True)
