@@ -131,7 +131,8 @@ def phases(n: int, workers: int) -> None:
     """Time the cluster rescore's phases by wrapping the calls that make them."""
     from distributed import Client, LocalCluster
 
-    from evalframe.store import _connect, _rescore, _rescore_dask
+    from evalframe.engine import _rescore_dask
+    from evalframe.store import _connect, _scored
 
     spent: dict[str, float] = {"export": 0.0, "score": 0.0, "register": 0.0}
 
@@ -149,7 +150,7 @@ def phases(n: int, workers: int) -> None:
 
     _connect.execute = timed("export", _connect.execute, "COPY")  # type: ignore[assignment]
     _rescore_dask.cluster.gather = timed("score", _rescore_dask.cluster.gather)  # type: ignore[attr-defined]
-    _rescore.register = timed("register", _rescore.register)  # type: ignore[attr-defined]
+    _scored.register = timed("register", _scored.register)  # type: ignore[attr-defined]
     with tempfile.TemporaryDirectory(prefix="bench-dask-") as tmp:
         path = Path(tmp) / "store.duckdb"
         build(path, n)

@@ -300,7 +300,7 @@ def case_trend(tmp: Path) -> None:
 def _instrument_rescore() -> dict[str, float]:
     """Time the phases of a rescore: scoring, appending scores, aggregates, commit/close."""
     import evalframe.store._connect as connect_module
-    import evalframe.store._rescore as rescore_module
+    import evalframe.store._scored as rescore_module
 
     phases = {"score": 0.0, "append_scores": 0.0, "materialize_stats": 0.0, "close": 0.0}
     score_module = sys.modules["evalframe.core._score"]
@@ -319,7 +319,7 @@ def _instrument_rescore() -> dict[str, float]:
     original_insert: Any = rescore_module.insert  # type: ignore[attr-defined]
 
     def insert(con: Any, table: str, frame: Any) -> None:
-        if table != "scores":
+        if table != rescore_module.SCORES_TABLE:
             original_insert(con, table, frame)
             return
         timed("append_scores", original_insert)(con, table, frame)

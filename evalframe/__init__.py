@@ -153,5 +153,19 @@ def _save_run(run: Run, store: Store | str | os.PathLike[str]) -> str:
     return as_store(store).save(run)
 
 
+def _rescore(store: Store, metrics: Any, **options: Any) -> list[str]:
+    from evalframe.engine._rescore import rescore
+
+    return rescore(store, metrics, **options)
+
+
+def _score_outputs(store: Store, *args: Any, **options: Any) -> str:
+    from evalframe.engine._stream import score_outputs
+
+    return score_outputs(store, *args, **options)
+
+
 _seam.provide("save_run", _save_run)
+_seam.provide("rescore", _rescore)
+_seam.provide("score_outputs", _score_outputs)
 _seam.on_demand(_load_views)

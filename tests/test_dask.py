@@ -231,7 +231,7 @@ def same(a: dict[str, pl.DataFrame], b: dict[str, pl.DataFrame]) -> None:
 def test_rescore_on_dask_stores_the_rows_of_the_in_process_rescore(
     client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evalframe.store import _rescore
+    from evalframe.store import _chunks
 
     store, source = stored(tmp_path)
     (here,) = store.rescore(METRICS, runs=source, batch_size=50)
@@ -240,7 +240,7 @@ def test_rescore_on_dask_stores_the_rows_of_the_in_process_rescore(
         raise AssertionError("the client read the dataset rows")
 
     # The workers read the outputs and their dataset rows from the parts; the client does not.
-    monkeypatch.setattr(_rescore, "dataset_rows", on_the_client)
+    monkeypatch.setattr(_chunks, "dataset_rows", on_the_client)
     (there,) = store.rescore(METRICS, runs=source, batch_size=50, dask=client)
     monkeypatch.undo()
     a, b = rows(store, here), rows(store, there)
@@ -605,7 +605,7 @@ def test_a_moved_store_reads_its_files_and_the_sandbox_reads_nothing_else(
 def test_a_rescore_that_fails_leaves_no_files_and_orphans_go(
     client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evalframe.store import _rescore
+    from evalframe.store import _scored
 
     store, source = stored(tmp_path)
     root = tmp_path / "runs.duckdb.runs"
@@ -615,7 +615,7 @@ def test_a_rescore_that_fails_leaves_no_files_and_orphans_go(
         assert any(root.glob("scores/run_id=*/*.parquet"))  # the files had moved in
         raise RuntimeError("the run record failed")
 
-    monkeypatch.setattr(_rescore, "_insert_run", failing)
+    monkeypatch.setattr(_scored, "insert_scored_run", failing)
     with pytest.raises(RuntimeError, match="run record failed"):
         store.rescore(["contains"], runs=source, batch_size=80, dask=client)
     monkeypatch.undo()

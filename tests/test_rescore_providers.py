@@ -60,7 +60,7 @@ def db(tmp_path: Path) -> Path:
 @pytest.fixture
 def chunks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The sizes of the chunks the rescore scores, in order."""
-    from evalframe.store import _rescore
+    from evalframe.engine import _rescore
 
     seen: list[int] = []
     original = _rescore.score

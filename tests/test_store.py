@@ -893,7 +893,7 @@ def test_rescore_streams_whole_samples_in_small_batches(store: Store) -> None:
 def test_whole_samples_never_splits_a_sample() -> None:
     import pyarrow as pa
 
-    from evalframe.store._rescore import whole_samples
+    from evalframe.store._chunks import whole_samples
 
     ids = [f"s{i // 3:03d}" for i in range(300)]
     table = pa.table({"sample_id": ids, "v": list(range(300))})
@@ -922,7 +922,7 @@ def test_rescore_selects_sources_by_sql_and_rolls_back_on_failure(
     with pytest.raises(MetricError, match="Unknown metric"):
         store.rescore(["no-such-metric"], runs=a.run_id)
 
-    score_module = sys.modules["evalframe.store._rescore"]  # the runner rescoring calls
+    score_module = sys.modules["evalframe.engine._rescore"]  # the runner rescoring calls
 
     def broken(*args: Any, **kwargs: Any) -> pl.DataFrame:
         raise RuntimeError("scoring blew up")

@@ -78,7 +78,7 @@ def test_outputs_that_do_not_cover_the_dataset_store_nothing(
 def test_a_failure_while_scoring_removes_the_stored_outputs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evalframe.store import _stream
+    from evalframe.engine import _stream
 
     store = Store(tmp_path / "runs.duckdb")
     parts = write_parts(tmp_path / "outputs", outputs_frame())
@@ -150,7 +150,7 @@ def test_cli_run_with_batch_size_prints_the_summary_and_saves(tmp_path: Path) ->
 def test_a_streamed_run_stores_trajectories_and_removes_them_on_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evalframe.store import _stream
+    from evalframe.engine import _stream
 
     ds = ef.Dataset.from_records(
         [
@@ -258,13 +258,13 @@ def test_cli_run_reads_a_dataset_directory_of_parquet(tmp_path: Path) -> None:
 
 def test_outputs_are_committed_a_row_group_at_a_time() -> None:
     from evalframe import cluster
-    from evalframe.store._stream import _ROW_GROUP, _commit_groups
+    from evalframe.store._streamed import ROW_GROUP, commit_groups
 
     pieces = [cluster.Piece(f"f{i}", (0,), rows) for i, rows in enumerate([50_000] * 7 + [10])]
-    groups = list(_commit_groups(pieces, repetitions=2))
+    groups = list(commit_groups(pieces, repetitions=2))
     assert [p for g in groups for p in g] == pieces  # every piece once, in order
     assert [sum(p.rows for p in g) * 2 for g in groups] == [200_000, 200_000, 200_000, 100_020]
-    assert all(sum(p.rows for p in g) * 2 >= _ROW_GROUP for g in groups[:-1])
+    assert all(sum(p.rows for p in g) * 2 >= ROW_GROUP for g in groups[:-1])
 
 
 def test_cli_memory_limit_is_for_streamed_runs(tmp_path: Path) -> None:

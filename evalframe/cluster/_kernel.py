@@ -16,7 +16,7 @@ import polars as pl
 
 from evalframe.cluster._pieces import Piece, read_piece
 from evalframe.core import schema as C
-from evalframe.core._outputs import duplicate_output, outputs_from_table
+from evalframe.core._outputs import attach_baseline, duplicate_output, outputs_from_table
 from evalframe.core._score import score
 
 if TYPE_CHECKING:
@@ -76,8 +76,6 @@ def evaluation_part(
 ) -> pl.DataFrame:
     """The evaluation frame of one part: its outputs, once per repetition, joined with the
     dataset rows (``base``, with their ``POSITION``) and any stored baseline outputs."""
-    from evalframe.metrics.judge_toolbox import attach_baseline
-
     produced = pl.concat(
         [outputs.with_columns(pl.lit(r, pl.Int64).alias(C.REPETITION)) for r in range(repetitions)]
     )

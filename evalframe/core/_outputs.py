@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_LISTED_IDS",
     "align_outputs",
+    "attach_baseline",
     "check_coverage",
     "coverage_problem",
     "duplicate_output",
@@ -133,6 +134,26 @@ def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
     if suffix == ".csv":
         return _from_csv(text, where)
     return _from_document(_parse_document(text, suffix, where), where)
+
+
+def attach_baseline(frame: pl.DataFrame, baseline: str, outputs: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with column ``baseline``: the stored run's output for each row's sample, of
+    the same repetition when the run has it, else of its first repetition.
+
+    ``outputs`` holds the run's ``sample_id``, ``repetition`` and ``actual_output``.
+    """
+    same = outputs.select(C.SAMPLE_ID, C.REPETITION, pl.col(C.ACTUAL_OUTPUT).alias("__same"))
+    first = (
+        outputs.sort(C.REPETITION)
+        .unique(C.SAMPLE_ID, keep="first", maintain_order=True)
+        .select(C.SAMPLE_ID, pl.col(C.ACTUAL_OUTPUT).alias("__first"))
+    )
+    return (
+        frame.join(same, on=[C.SAMPLE_ID, C.REPETITION], how="left", maintain_order="left")
+        .join(first, on=C.SAMPLE_ID, how="left", maintain_order="left")
+        .with_columns(pl.coalesce("__same", "__first").alias(baseline))
+        .drop("__same", "__first")
+    )
 
 
 def align_outputs(dataset: Dataset, outputs: pl.DataFrame) -> pl.DataFrame:

@@ -2,7 +2,8 @@
 
 Some methods read naturally on a core or store value but belong to a higher layer:
 ``Run.report()``, ``Run.plot``, ``Run.save()`` and the notebook reprs; ``Comparison``'s
-Markdown, HTML and charts; ``GateResult``'s text; ``Store.plot`` and its HTML listing.
+Markdown, HTML and charts; ``GateResult``'s text; ``Store.plot`` and its HTML listing;
+``Store.rescore`` and ``Store.score_outputs`` (scoring is the engine's).
 Instead of importing upward, those methods ask this registry, and the higher layer fills it
 when it is imported (``evalframe.views`` calls ``provide`` in its ``__init__``). So that
 ``import evalframe`` stays cheap, the top-level package registers a *loader* that imports
@@ -30,12 +31,14 @@ Name = Literal[
     "comparison_plot",
     "comparison_text",
     "gate_text",
+    "rescore",
     "run_html",
     "run_mlflow",
     "run_plot",
     "run_text",
     "runs_html",
     "save_run",
+    "score_outputs",
     "store_plot",
 ]
 
@@ -63,7 +66,7 @@ def names() -> frozenset[str]:
     return frozenset(get_args(Name))
 
 
-def call(name: Name, *args: Any, **kwargs: Any) -> Any:
+def call(name: Name, /, *args: Any, **kwargs: Any) -> Any:
     """Call the registered implementation of ``name``.
 
     Raises:

@@ -1,5 +1,6 @@
 """Engines: ``evaluate`` end to end (read, call the system under test, enrich, score, save),
-and ``synthesize`` (golden sets from documents).
+rescoring stored outputs (``_rescore``, behind ``Store.rescore``) and ``synthesize`` (golden
+sets from documents).
 
 The package loads its modules on first use, so importing one engine (``ef.online``, which
 the serving path imports) does not load the others.

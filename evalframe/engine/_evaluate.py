@@ -15,7 +15,7 @@ from evalframe.core import schema as C
 from evalframe.core._dataset import Dataset, read_dataset
 from evalframe.core._errors import DatasetError, MetricError, StoreError, StrictModeError
 from evalframe.core._limits import MAX_REPETITIONS, checked
-from evalframe.core._outputs import align_outputs, read_outputs
+from evalframe.core._outputs import align_outputs, attach_baseline, read_outputs
 from evalframe.core._progress import showing
 from evalframe.core._rate import RateLimit
 from evalframe.core._run import Run
@@ -271,8 +271,6 @@ def evaluate(
                     baselines=baselines,
                 )
             else:
-                from evalframe.metrics.judge_toolbox import attach_baseline
-
                 frame = produced.join(base, on=C.SAMPLE_ID, how="left", maintain_order="left")
                 if strict:
                     _abort_on_system_error(frame)

@@ -27,7 +27,7 @@ from evalframe.enrich import fill
 from evalframe.metrics._spec import Metric
 from evalframe.providers import Providers
 
-__all__ = ["DEFAULT_PART_ROWS", "evaluate_on_dask"]
+__all__ = ["DEFAULT_PART_ROWS", "evaluate_on_dask", "filled_parts"]
 
 # Rows per part: large enough that a task's overhead (milliseconds) is noise beside scoring.
 DEFAULT_PART_ROWS = 100_000
@@ -97,16 +97,8 @@ def evaluate_on_dask(
         )
         frames = cluster.gather(client, parts, cluster=name)
         if context is not None and any(m.needs() for m in metrics):
-            whole = pl.concat(frames, how="diagonal_relaxed").drop(cluster.POSITION)
-            filled, unavailable = fill(whole, metrics, context)
-            added = filled.select([c for c in filled.columns if c not in whole.columns])
-            offsets = [0]
-            for f in frames:
-                offsets.append(offsets[-1] + f.height)
-            columns = client.scatter(
-                [added.slice(offsets[i], f.height) for i, f in enumerate(frames)]
-            )
-            items = list(zip(parts, columns, strict=True))
+            added, unavailable = filled_parts(frames, metrics, context)
+            items = list(zip(parts, client.scatter(added), strict=True))
         else:
             unavailable, items = {}, [(p, None) for p in parts]
         scored = cluster.submit_each(
@@ -121,6 +113,26 @@ def evaluate_on_dask(
         )
         scores = cluster.gather(client, scored, cluster=name)
     return _in_order(frames, scores, metrics)
+
+
+def filled_parts(
+    frames: Sequence[pl.DataFrame], metrics: Sequence[Metric], providers: Providers
+) -> tuple[list[pl.DataFrame], dict[str, str]]:
+    """The provider-filled columns of each part's evaluation frame, filled here once over
+    every part (each distinct text or prompt asked once, under one concurrency and rate
+    limit, one budget and the provider cache), and the metrics left unavailable.
+
+    The one fan-out of provider work for a cluster: ``evaluate`` sends each part's columns
+    to its task, a rescore writes them beside its part.
+    """
+    whole = pl.concat(frames, how="diagonal_relaxed").drop(cluster.POSITION, strict=False)
+    filled, unavailable = fill(whole, list(metrics), providers)
+    added = filled.select([c for c in filled.columns if c not in whole.columns])
+    parts, start = [], 0
+    for frame in frames:
+        parts.append(added.slice(start, frame.height))
+        start += frame.height
+    return parts, unavailable
 
 
 def _in_order(

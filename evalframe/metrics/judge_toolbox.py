@@ -310,26 +310,6 @@ def run_baselines(metrics: Sequence[Metric]) -> list[str]:
     return list(dict.fromkeys(b for b in found if b.startswith(RUN_BASELINE)))
 
 
-def attach_baseline(frame: pl.DataFrame, baseline: str, outputs: pl.DataFrame) -> pl.DataFrame:
-    """``frame`` with column ``baseline``: the stored run's output for each row's sample, of
-    the same repetition when the run has it, else of its first repetition.
-
-    ``outputs`` holds the run's ``sample_id``, ``repetition`` and ``actual_output``.
-    """
-    same = outputs.select(C.SAMPLE_ID, C.REPETITION, pl.col(C.ACTUAL_OUTPUT).alias("__same"))
-    first = (
-        outputs.sort(C.REPETITION)
-        .unique(C.SAMPLE_ID, keep="first", maintain_order=True)
-        .select(C.SAMPLE_ID, pl.col(C.ACTUAL_OUTPUT).alias("__first"))
-    )
-    return (
-        frame.join(same, on=[C.SAMPLE_ID, C.REPETITION], how="left", maintain_order="left")
-        .join(first, on=C.SAMPLE_ID, how="left", maintain_order="left")
-        .with_columns(pl.coalesce("__same", "__first").alias(baseline))
-        .drop("__same", "__first")
-    )
-
-
 def _baseline(baseline: str) -> tuple[pl.Expr, dict[str, pl.DataType]]:
     """The baseline output per row: a column of the frame, or the saved outputs file
     ``baseline`` looked up by sample id (its first output per sample)."""

@@ -32,12 +32,14 @@ import os
 import re
 import shutil
 import stat
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, NamedTuple
 
 import duckdb
+import polars as pl
 
 from evalframe.core._errors import StoreError
 from evalframe.store._connect import DAMAGED, damaged, execute, fetch, files_root, store_path
@@ -61,6 +63,7 @@ __all__ = [
     "registered",
     "sha256_of",
     "stale",
+    "write_part",
 ]
 
 SCORES_TABLE: Final = "stored_scores"
@@ -92,6 +95,17 @@ def sha256_of(path: Path) -> str:
         while chunk := f.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def write_part(frame: pl.DataFrame, path: Path) -> Part:
+    """Write ``frame`` to the part file ``path`` in one step (a task that runs again replaces
+    it whole); what the store records of the file, computed by its writer (a cluster's
+    worker) rather than by the store's one writer."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+    frame.write_parquet(partial)
+    os.replace(partial, path)
+    return Part(path, frame.height, path.stat().st_size, sha256_of(path))
 
 
 def describe(path: Path) -> Part:

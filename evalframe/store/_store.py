@@ -439,10 +439,10 @@ class Store:
             >>> store.sql("SELECT metric, score FROM scores WHERE run_id = ?", [new_id]).rows()
             [('rouge-l', 1.0)]
         """
-        from evalframe.store._rescore import rescore_runs
-
-        return rescore_runs(
-            self._connector,
+        # Scoring is the engine's: the store only reads and writes (see core/_seam.py).
+        result: list[str] = _seam.call(
+            "rescore",
+            self,
             metrics,
             runs=runs,
             keep=keep,
@@ -453,6 +453,7 @@ class Store:
             providers=providers,
             dask=dask,
         )
+        return result
 
     def score_outputs(
         self,
@@ -508,13 +509,13 @@ class Store:
             1.0
         """
         from evalframe.core._dataset import Dataset, read_dataset
-        from evalframe.store._stream import score_outputs
 
         ds = dataset if isinstance(dataset, Dataset) else read_dataset(dataset)
         specs = list(metrics) if metrics is not None else list(ds.metrics)
         reps = repetitions if repetitions is not None else (ds.repetitions or 1)
-        return score_outputs(
-            self._connector,
+        run_id: str = _seam.call(
+            "score_outputs",
+            self,
             ds,
             os.fspath(outputs),
             specs,
@@ -526,6 +527,7 @@ class Store:
             providers=providers,
             dask=dask,
         )
+        return run_id
 
     def export(self, runs: str | Sequence[str], to: str | os.PathLike[str]) -> Path:
         """Write runs (references) and their rows as Parquet files in directory ``to``."""
