@@ -446,8 +446,10 @@ def _plain_sample(
     if tags is not None:
         return sample_id, input_map, expected, metadata, tags
     at = f"Sample '{sample_id}' (index {index})"
-    if not (source.label in _PARSED_JSON and type(metadata) is dict and finite_json(metadata)):
-        metadata = _metadata_map(metadata, at, source)  # else already plain JSON as it is
+    encoded = None
+    if source.label in _PARSED_JSON and type(metadata) is dict:
+        encoded = finite_json(metadata)  # plain JSON as it is, and its text
+    metadata = _metadata_map(metadata, at, source) if encoded is None else encoded
     tags, metadata = _tags(None, metadata, at, source)
     return sample_id, input_map, expected, metadata, tags
 

@@ -31,6 +31,7 @@ from evalframe.core import schema as C
 from evalframe.core._canon import JSONValue, php_canonical_json
 
 __all__ = [
+    "EncodedMap",
     "dataset_columns",
     "finite_json",
     "first_surrogate",
@@ -65,18 +66,28 @@ def _compact(value: object) -> str:
     return "".join(_compact_chunks(value, 0))
 
 
-def finite_json(value: object) -> bool:
-    """Whether ``value``, parsed by Python's JSON parser, holds only finite numbers.
+class EncodedMap(dict[str, Any]):
+    """A map parsed from JSON that holds only finite numbers, with its compact JSON ``text``."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: dict[str, Any], text: str) -> None:
+        super().__init__(value)
+        self.text = text
+
+
+def finite_json(value: dict[str, Any]) -> EncodedMap | None:
+    """``value``, parsed by Python's JSON parser, with its compact JSON text; None when it
+    holds a number that is not finite.
 
     That parser makes plain JSON values (string keys, lists, no other types) except for
     ``NaN``, ``Infinity`` and numbers too large for a float; the compact encoder refuses
-    those, at C speed.
+    those, at C speed, and its text is the metadata column's.
     """
     try:
-        _compact_chunks(value, 0)
+        return EncodedMap(value, "".join(_compact_chunks(value, 0)))
     except (TypeError, ValueError, RecursionError):
-        return False
-    return True
+        return None
 
 
 _TYPE_NAMES: Final = {
@@ -116,7 +127,10 @@ def dataset_columns(
     join, compact, sort = "".join, _compact_chunks, _sorted_chunks
     input_text = [join(compact(value, 0)) for value in inputs]
     expected_text = [value if type(value) is str else join(compact(value, 0)) for value in expected]
-    metadata_text = [join(compact(value, 0)) if value else "{}" for value in metadata]
+    metadata_text = [
+        value.text if type(value) is EncodedMap else join(compact(value, 0)) if value else "{}"
+        for value in metadata
+    ]
     # A map of at most one key whose value is a string is already in sorted-key order.
     canonical_input = [
         text if len(i) < 2 and type(next(iter(i.values()), "")) is str else join(sort(i, 0))
