@@ -375,3 +375,16 @@ def test_hand_written_csv_contexts_of_one_passage_are_refused_not_guessed(tmp_pa
     source.write_text("user_input,retrieved_contexts\nq,just one passage\n", "utf-8")
     with pytest.raises(DatasetError, match="is not a list as Ragas writes one"):
         ef.io.from_ragas(source)
+
+
+def test_converted_text_that_yaml_reads_as_another_type_stays_text(tmp_path: Path) -> None:
+    """Strings YAML would read as numbers, booleans or dates, and several lines, survive
+    the written dataset file exactly (the converter writes YAML the reader reads back)."""
+    texts = ["0o17", "1_000", "yes", "2026-01-01", "0x1F", "~", "a\nb  \n", "null", "+.inf"]
+    rows = [{"user_input": t, "response": t, "reference": t} for t in texts]
+    source = tmp_path / "r.jsonl"
+    source.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    imported = ef.io.from_ragas(source, to=tmp_path / "d.yaml", outputs=tmp_path / "o.json")
+    assert imported.dataset.get_column("expected_output").to_list() == texts
+    questions = [json.loads(q)["question"] for q in imported.dataset.get_column("input")]
+    assert questions == texts  # read back from d.yaml

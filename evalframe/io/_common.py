@@ -33,13 +33,13 @@ from pathlib import Path
 from typing import Any, Final
 
 import polars as pl
-import yaml
 
 from evalframe.core import schema as C
 from evalframe.core._dataset import Dataset
 from evalframe.core._dataset_columns import lone_surrogate_in
 from evalframe.core._errors import DatasetError
 from evalframe.core._formats import load_json, read_text
+from evalframe.core._yaml import dump_yaml
 
 __all__ = [
     "Imported",
@@ -400,9 +400,8 @@ def _ordered(sample: dict[str, Any]) -> dict[str, Any]:
 
 
 def _write_yaml(path: Path, document: dict[str, Any]) -> None:
-    path.write_text(
-        yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
-    )
+    # dump_yaml quotes what the dataset reader would read as another type ('0o17', '1_000')
+    path.write_text(dump_yaml(document, blocks=True), encoding="utf-8")
 
 
 def _write_json(path: Path, document: dict[str, Any]) -> None:
