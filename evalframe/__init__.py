@@ -34,6 +34,7 @@ from evalframe.core._errors import (
 from evalframe.core._lazy import load_attribute
 from evalframe.core._outputs import read_outputs
 from evalframe.core._run import Run
+from evalframe.core._run_options import Checkpoint, Concurrency, Limits
 
 if TYPE_CHECKING:  # these load on first use (see __getattr__), not at import
     from evalframe import online
@@ -58,9 +59,11 @@ if TYPE_CHECKING:  # these load on first use (see __getattr__), not at import
 __all__ = [
     "BudgetExhaustedError",
     "Calibration",
+    "Checkpoint",
     "ClusterError",
     "Comparison",
     "ComparisonError",
+    "Concurrency",
     "Dataset",
     "DatasetError",
     "Estimate",
@@ -68,6 +71,7 @@ __all__ = [
     "ExportError",
     "GateResult",
     "HashingEmbedder",
+    "Limits",
     "MetricError",
     "OnnxEmbedder",
     "OpenAIEmbeddings",

@@ -106,10 +106,10 @@ def test_no_function_shadows_a_module() -> None:
 
 def test_public_names_are_pinned() -> None:
     assert ef.__all__ == [
-        "BudgetExhaustedError", "Calibration", "ClusterError", "Comparison", "ComparisonError",
-        "Dataset",
+        "BudgetExhaustedError", "Calibration", "Checkpoint", "ClusterError", "Comparison",
+        "ComparisonError", "Concurrency", "Dataset",
         "DatasetError", "Estimate", "EvalframeError", "ExportError", "GateResult",
-        "HashingEmbedder",
+        "HashingEmbedder", "Limits",
         "MetricError", "OnnxEmbedder", "OpenAIEmbeddings", "OpenAIJudge", "ProviderError",
         "Providers", "Report", "Run", "Store", "StoreBusyError", "StoreError", "Webhook",
         "__version__",

@@ -43,25 +43,25 @@ def rate(kwargs: dict[str, Any]) -> tuple[int, float] | None:
 
 def test_the_built_in_profiles_set_eval_harness_values(seen: list[dict[str, Any]]) -> None:
     assert run("--profile", "nightly")[0] == 0
-    assert seen[-1]["concurrency"] == 16
+    assert seen[-1]["concurrency"].calls == 16
     assert rate(seen[-1]) == (60, 60.0)
-    assert seen[-1]["checkpoint_every"] is None  # saved outputs: nothing to checkpoint
+    assert seen[-1]["checkpoint"] is None  # saved outputs: nothing to checkpoint
     assert run("--profile", "ci")[0] == 0
-    assert seen[-1]["concurrency"] == 4
+    assert seen[-1]["concurrency"].calls == 4
     assert rate(seen[-1]) is None
     assert run("--profile", "smoke")[0] == 0
-    assert seen[-1]["concurrency"] == 1
+    assert seen[-1]["concurrency"].calls == 1
     assert run()[0] == 0
-    assert seen[-1]["concurrency"] == 8  # no profile: the defaults
+    assert seen[-1]["concurrency"].calls == 8  # no profile: the defaults
 
 
 def test_explicit_options_win_over_the_profile(seen: list[dict[str, Any]]) -> None:
     code, _ = run("--profile", "nightly", "--concurrency", "2", "--rate-limit", "5")
     assert code == 0
-    assert seen[-1]["concurrency"] == 2
+    assert seen[-1]["concurrency"].calls == 2
     assert rate(seen[-1]) == (5, 60.0)  # the window still comes from the profile
     code, _ = run("--profile", "nightly", "--concurrency", "8")  # equal to the default: still wins
-    assert seen[-1]["concurrency"] == 8
+    assert seen[-1]["concurrency"].calls == 8
 
 
 def test_checkpoints_come_from_the_profile_only_for_a_system_and_a_store(
@@ -72,10 +72,10 @@ def test_checkpoints_come_from_the_profile_only_for_a_system_and_a_store(
     store = tmp_path / "runs.duckdb"
     args = ["run", DATASET, "--system", "ci_sut:answer", "-m", "exact-match", "--profile", "ci"]
     CliRunner().invoke(cli, [*args, "--store", str(store)])
-    assert seen[-1]["checkpoint_every"] == 25
-    assert seen[-1]["concurrency"] == 4
+    assert seen[-1]["checkpoint"].every == 25
+    assert seen[-1]["concurrency"].calls == 4
     CliRunner().invoke(cli, args)
-    assert seen[-1]["checkpoint_every"] is None
+    assert seen[-1]["checkpoint"] is None
 
 
 def test_user_profiles_from_evalframe_toml_add_and_change_profiles(
@@ -87,9 +87,9 @@ def test_user_profiles_from_evalframe_toml_add_and_change_profiles(
         encoding="utf-8",
     )
     assert run("--profile", "fast")[0] == 0
-    assert seen[-1]["concurrency"] == 3
+    assert seen[-1]["concurrency"].calls == 3
     assert run("--profile", "ci")[0] == 0
-    assert seen[-1]["concurrency"] == 7  # changed; its other keys stay
+    assert seen[-1]["concurrency"].calls == 7  # changed; its other keys stay
 
 
 def test_pyproject_and_the_config_variable(
@@ -101,12 +101,12 @@ def test_pyproject_and_the_config_variable(
         encoding="utf-8",
     )
     assert run("--profile", "team")[0] == 0
-    assert seen[-1]["concurrency"] == 5
+    assert seen[-1]["concurrency"].calls == 5
     other = tmp_path / "elsewhere.toml"
     other.write_text("[profiles.team]\nconcurrency = 6\n", encoding="utf-8")
     monkeypatch.setenv("EVALFRAME_CONFIG", str(other))
     assert run("--profile", "team")[0] == 0
-    assert seen[-1]["concurrency"] == 6
+    assert seen[-1]["concurrency"].calls == 6
 
 
 @pytest.mark.parametrize(
@@ -167,13 +167,13 @@ def test_run_set_takes_a_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
          "--profile", "smoke"],
     )  # fmt: skip
     assert seen, result.output
-    assert seen[-1]["concurrency"] == 1
+    assert seen[-1]["concurrency"].calls == 1
 
 
 def test_none_clears_a_value_the_profile_sets(seen: list[dict[str, Any]]) -> None:
     assert run("--profile", "nightly", "--rate-limit", "none")[0] == 0
     assert rate(seen[-1]) is None  # nightly's 60 per minute, cleared
-    assert seen[-1]["concurrency"] == 16  # the rest of the profile stays
+    assert seen[-1]["concurrency"].calls == 16  # the rest of the profile stays
     assert run("--profile", "nightly", "--rate-limit", "null", "--deadline", "none")[0] == 0
     assert rate(seen[-1]) is None
     code, output = run("--rate-limit", "fast")

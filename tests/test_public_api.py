@@ -31,3 +31,28 @@ def test_import_loads_no_model_runtime_or_http_client() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_option_groups_are_typed_frozen_values_with_their_shortcuts_documented() -> None:
+    """``ef.Concurrency``, ``ef.Checkpoint`` and ``ef.Limits``: each a frozen dataclass whose
+    docstring names its shortcut keywords, taken by the functions that share it."""
+    import dataclasses
+    import inspect
+
+    from evalframe.engine._eval_set import run_set
+
+    takes = {
+        ef.Concurrency: [("concurrency", ef.evaluate), ("concurrency", run_set)],
+        ef.Checkpoint: [("checkpoint", ef.evaluate)],
+        ef.Limits: [
+            ("limits", ef.evaluate), ("limits", run_set), ("limits", ef.Store.rescore),
+            ("limits", ef.Store.score_outputs), ("limits", ef.Providers.from_env),
+        ],
+    }  # fmt: skip
+    for group, users in takes.items():
+        assert dataclasses.is_dataclass(group)
+        assert group.__dataclass_params__.frozen  # type: ignore[attr-defined]
+        for keyword in group._SHORTCUTS:  # type: ignore[attr-defined]
+            assert f"``{keyword}" in (group.__doc__ or ""), (group, keyword)
+        for argument, function in users:
+            assert argument in inspect.signature(function).parameters, (group, function)

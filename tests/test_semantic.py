@@ -94,7 +94,7 @@ def test_cosine_kernel_matches_a_per_row_oracle() -> None:
 def test_cosine_embeds_each_unique_text_once_and_is_row_order_invariant() -> None:
     p = Providers(embeddings="hashing", cache=False)
     f = frame(["the cat", "a dog", "the cat"], ["the cat", "the cat", "a bird"])
-    scores = ef.score(f, [ef.metrics.cosine_embedding()], context=p)
+    scores = ef.score(f, [ef.metrics.cosine_embedding()], providers=p)
     assert p.usage_frame()["items"].to_list() == [3]  # the cat, a dog, a bird
     shuffled = ef.score(f.reverse(), [ef.metrics.cosine_embedding()], context=p)
     by_id = dict(zip(scores["sample_id"], scores["score"], strict=True))

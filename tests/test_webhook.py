@@ -352,6 +352,6 @@ def test_rows_without_an_output_send_nothing(service: Callable[[Answer], Hook]) 
         },
         schema_overrides={"tags": pl.List(pl.String)},
     )
-    out = ef.score(frame, ["webhook(response_key=valid)"], context=providers(hook))
+    out = ef.score(frame, ["webhook(response_key=valid)"], providers=providers(hook))
     assert out.get_column("score").to_list()[0] == 1.0
     assert len(hook.requests) == 1

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import click
 
 from evalframe.core._limits import LIMITS, MAX_COUNT
+from evalframe.core._run_options import Limits
 
 if TYPE_CHECKING:
     from evalframe.providers import Providers
@@ -474,6 +475,11 @@ class ProviderSettings:
     price: tuple[str, ...] = ()
     prices_file: Path | None = None
 
+    @property
+    def limits(self) -> Limits:
+        """``--budget-usd``, ``--deadline``, ``--timeout`` and ``--retries`` as one value."""
+        return Limits(self.budget_usd, self.deadline, self.timeout, self.retries)
+
     def build(self) -> Providers | None:
         """The command's providers, or ``None`` when no option was given and the config
         file has no prices (the library then builds them from the environment, only if a
@@ -502,11 +508,8 @@ class ProviderSettings:
             judge_model=self.judge_model,
             judge_concurrency=self.judge_concurrency,
             cache=False if self.no_cache else (self.cache_path or True),
-            budget_usd=self.budget_usd,
             prices=prices,
-            timeout=self.timeout,
-            retries=self.retries,
-            deadline=self.deadline,
+            limits=self.limits,
             rate_limit=self.rate_limit,
             rate_window_seconds=self.rate_window_seconds,
         )

@@ -162,6 +162,7 @@ def run(
     Several --system (or --outputs) make one run per system, each labelled with its system
     and with one shared comparison label; `evalframe view` compares them side by side.
     """
+    pace = ef.Concurrency(calls=concurrency)  # the rate options go to the providers
     if bool(outputs) == bool(system_ref):
         raise click.UsageError(
             "Pass either --outputs FILE (the system under test's saved outputs) or --system "
@@ -179,7 +180,7 @@ def run(
                 f"{', '.join(given_alone)} take(s) one system: run each system on its own."
             )
         _several(
-            dataset, list(outputs), list(system_ref), concurrency, list(metrics) or None,
+            dataset, list(outputs), list(system_ref), pace, list(metrics) or None,
             repetitions, name, strict, labels, fmt, max_rows, out, store_path,
             provider_settings, include_evidence,
         )  # fmt: skip
@@ -209,30 +210,31 @@ def run(
         return
     system = _load_system(one_system) if one_system is not None else None
     providers = provider_settings.build()
-    checkpointed = checkpoint_every is not None or resume is not None
-    if checkpointed and (system is None or store_path is None):
-        raise click.UsageError("--checkpoint-every and --resume need --system and --store.")
+    checkpoint = None
+    if checkpoint_every is not None or resume is not None:
+        if system is None or store_path is None:
+            raise click.UsageError("--checkpoint-every and --resume need --system and --store.")
+        checkpoint = ef.Checkpoint(every=checkpoint_every or 100, resume=resume)
     saved = False
     try:
         result = ef.evaluate(
             dataset,
             outputs=one_output,
             system=system,
-            concurrency=concurrency,
+            concurrency=pace,
             metrics=list(metrics) or None,
             repetitions=repetitions,
             providers=providers,
             name=name,
             labels=labels or None,
             # Checkpointed runs are saved by the engine, which then drops their checkpoints.
-            store=store_path if checkpointed else None,
-            checkpoint_every=checkpoint_every if checkpointed else None,
-            resume=resume,
+            store=store_path if checkpoint is not None else None,
+            checkpoint=checkpoint,
             strict=strict or None,  # unset: EVALFRAME_STRICT decides
             baselines_from=store_path,
             dask=dask,
         )
-        saved = checkpointed
+        saved = checkpoint is not None
     except StrictModeError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(1) from None
@@ -299,7 +301,7 @@ def _several(
     dataset: str,
     outputs: list[str],
     systems: list[str],
-    concurrency: int,
+    concurrency: ef.Concurrency,
     metrics: list[str] | None,
     repetitions: int | None,
     name: str | None,

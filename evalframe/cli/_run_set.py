@@ -9,6 +9,7 @@ import click
 from evalframe.cli._options import ProviderSettings, provider_options, store_option
 from evalframe.cli._profiles import profile_option
 from evalframe.cli._table import render
+from evalframe.core._run_options import Concurrency
 
 __all__ = ["run_set"]
 
@@ -62,7 +63,7 @@ def run_set(
         manifest=manifest,
         providers=provider_settings.build(),
         repetitions=repetitions,
-        concurrency=concurrency,
+        concurrency=Concurrency(calls=concurrency),  # the rate options go to the providers
     )
     ids = {r.dataset.name: r.run_id for r in runs}
     rows = [

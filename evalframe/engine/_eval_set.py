@@ -28,6 +28,7 @@ from evalframe.core._eval_set import (
     read_eval_set,
 )
 from evalframe.core._limits import checked
+from evalframe.core._run_options import Concurrency, Limits, concurrency_of, no_limits_with
 from evalframe.core._system import System
 from evalframe.engine._evaluate import evaluate
 from evalframe.store import _eval_sets, _locks, as_store
@@ -78,8 +79,9 @@ def run_set(
     manifest: str | os.PathLike[str] | None = None,
     providers: Providers | JudgeClient | None = None,
     repetitions: int | None = None,
-    concurrency: int = 8,
+    concurrency: int | Concurrency = 8,
     progress: bool | None = None,
+    limits: Limits | None = None,
 ) -> tuple[dict[str, Any], list[Any]]:
     """Run an eval set's datasets in order, skipping those its manifest has completed.
 
@@ -91,6 +93,10 @@ def run_set(
     Each dataset is recorded once, wherever an interruption lands (see the module's
     docstring).
 
+    ``providers``, ``repetitions``, ``concurrency`` (a number of calls in flight, or an
+    ``ef.Concurrency`` with a rate limit) and ``limits`` (an ``ef.Limits`` for providers
+    built from the environment) apply to every dataset, as in ``evaluate``.
+
     Returns:
         The manifest and the runs made by this call.
 
@@ -98,11 +104,14 @@ def run_set(
         DatasetError: a malformed set, duplicate dataset names, or a manifest that breaks
             the rules or belongs to another set.
         StoreError: another live process runs the same set on this store (named).
-        ValueError: ``repetitions`` or ``concurrency`` outside its range (as ``evaluate``).
+        ValueError: ``repetitions`` or ``concurrency`` outside its range, or both
+            ``providers`` and ``limits`` (as ``evaluate``).
     """
+    # checked before any dataset is marked running
     if repetitions is not None:
         checked(repetitions, "repetitions")
-    checked(concurrency, "concurrency")  # before any dataset is marked running
+    pace = concurrency_of(concurrency, None, None)
+    no_limits_with(providers, limits)
     es = eval_set if isinstance(eval_set, EvalSet) else read_eval_set(Path(eval_set))
     datasets = [read_dataset(e.path) for e in es.entries]
     names = [d.name for d in datasets]
@@ -126,8 +135,9 @@ def run_set(
             system=system,
             providers=providers,
             repetitions=repetitions,
-            concurrency=concurrency,
+            concurrency=pace,
             progress=progress,
+            limits=limits,
         )
 
 
@@ -141,8 +151,9 @@ def _run(
     system: System | None,
     providers: Providers | JudgeClient | None,
     repetitions: int | None,
-    concurrency: int,
+    concurrency: Concurrency,
     progress: bool | None,
+    limits: Limits | None,
 ) -> tuple[dict[str, Any], list[Any]]:
     names = [d.name for d in datasets]
     doc: dict[str, Any] | None = None
@@ -205,6 +216,7 @@ def _run(
                 concurrency=concurrency,
                 progress=progress,
                 providers=providers,
+                limits=limits,
                 labels={"eval_set": es.name},
                 run_id=set_run_id(es.name, ds.name, started),
                 baselines_from=target,

@@ -19,6 +19,7 @@ from evalframe.core._outputs import align_outputs, attach_baseline, read_outputs
 from evalframe.core._progress import showing
 from evalframe.core._rate import RateLimit
 from evalframe.core._run import Run
+from evalframe.core._run_options import Checkpoint, Concurrency, Limits, concurrency_of, grouped
 from evalframe.core._system import System, call_system
 from evalframe.core._turns import typed_agent_frame
 from evalframe.enrich import providers_for, score
@@ -101,7 +102,7 @@ def evaluate(
     system: System | None = None,
     metrics: Sequence[MetricLike] | None = None,
     repetitions: int | None = None,
-    concurrency: int = 8,
+    concurrency: int | Concurrency = 8,
     progress: bool | None = None,
     name: str | None = None,
     labels: Mapping[str, str] | None = None,
@@ -112,9 +113,11 @@ def evaluate(
     resume: str | None = None,
     strict: bool | None = None,
     rate_limit: int | None = None,
-    rate_window_seconds: float = 60.0,
+    rate_window_seconds: float | None = None,
     baselines_from: Store | str | os.PathLike[str] | None = None,
     dask: Any = None,
+    checkpoint: Checkpoint | None = None,
+    limits: Limits | None = None,
 ) -> Run:
     """Score a dataset's outputs, or a system under test, with metrics.
 
@@ -128,17 +131,25 @@ def evaluate(
             ``metrics:`` list.
         repetitions: executions per row (default: the dataset's ``repetitions``, else 1),
             from 1 to ``MAX_REPETITIONS`` (1000).
-        concurrency: system calls in flight at once.
+        concurrency: system calls in flight at once (default 8), or an ``ef.Concurrency``
+            with the rate limit too (then without ``rate_limit`` and
+            ``rate_window_seconds``, its shortcuts).
         progress: show the progress of long work (system calls, embedding, judge calls,
             scoring) on stderr: default when stderr is a terminal or in Jupyter, and not
             quiet; ``False`` never, ``True`` always.
         name: the run's name (default: the dataset name).
         labels: free-form labels stored with the run.
-        providers: embeddings/judge providers for model-backed metrics.
+        providers: embeddings/judge providers for model-backed metrics (default: built
+            from the environment when a metric needs one).
+        limits: the budget, deadline, timeout and retries of the providers built from the
+            environment (an ``ef.Limits``; with ``providers=``, set them there instead).
         run_id: the run's id (default: a random 16-hex-digit id).
         store: a ``Store`` or DuckDB file path to save the run to (in one transaction).
             If saving fails, the ``StoreError`` carries the run as ``error.run``, so it
             can be saved again (``error.run.save(store)``).
+        checkpoint: with a system and a store, checkpoint the run (an ``ef.Checkpoint``:
+            how often, and which interrupted run to resume); ``checkpoint_every`` and
+            ``resume`` are its shortcuts.
         checkpoint_every: with a system and a store, write every N completed executions
             to the store as they finish, so an interrupted run can be resumed.
         resume: the id of an interrupted checkpointed run: call the system only for the
@@ -187,12 +198,12 @@ def evaluate(
     reps = repetitions if repetitions is not None else (ds.repetitions or 1)
     source = "repetitions" if repetitions is not None else f"Dataset '{ds.name}' repetitions"
     checked(reps, "repetitions", source)
-    checked(concurrency, "concurrency")
-    if checkpoint_every is not None:
-        checked(checkpoint_every, "checkpoint_every")
-    if rate_limit is not None:
-        checked(rate_limit, "rate_limit")
-    checked(rate_window_seconds, "rate_window_seconds")
+    pace = concurrency_of(concurrency, rate_limit, rate_window_seconds)
+    plan: Checkpoint | None = None
+    if checkpoint is not None or checkpoint_every is not None or resume is not None:
+        plan = grouped(
+            Checkpoint, checkpoint, "checkpoint", checkpoint_every=checkpoint_every, resume=resume
+        )
     if (outputs is None) == (system is None):
         raise ValueError("Pass exactly one of outputs= (saved outputs) or system= (a callable).")
     if dask is not None and system is not None:
@@ -200,22 +211,23 @@ def evaluate(
             "dask= scores saved outputs on a cluster; a system under test is called in-process "
             "(pass outputs=, or drop dask=)."
         )
-    context = providers_for(resolved, providers)  # a missing judge fails before any work
+    # a missing judge fails before any work
+    context = providers_for(resolved, providers, limits=limits)
     rate = context.ledger.rate if context is not None else None
-    if rate_limit is not None:
-        rate = RateLimit(rate_limit, rate_window_seconds)
+    if pace.rate_limit is not None:
+        rate = RateLimit(pace.rate_limit, pace.rate_window_seconds)
         if context is not None:
             context.ledger.rate = rate  # one window for the system's calls and the providers'
     started = time.time()
     base = ds.select(C.DATASET_SCHEMA.names())
-    checkpointed = checkpoint_every is not None or resume is not None
-    if checkpointed and (system is None or store is None):
-        raise ValueError("checkpoint_every= and resume= need system= and store=.")
+    if plan is not None and (system is None or store is None):
+        raise ValueError("checkpoint=, checkpoint_every= and resume= need system= and store=.")
+    resume = plan.resume if plan is not None else None
     run_id = resume or run_id or uuid.uuid4().hex[:16]
     with ExitStack() as held:  # a checkpointed run holds its lock until it is saved
         with showing(progress):  # every progress display of the evaluation
             produced: pl.DataFrame | None
-            if system is not None and checkpointed:
+            if system is not None and plan is not None:
                 from evalframe.engine._checkpoint import call_with_checkpoints, hold_run
                 from evalframe.store import as_store
 
@@ -229,9 +241,9 @@ def evaluate(
                     run_id=run_id,
                     dataset=ds.name,
                     repetitions=reps,
-                    every=checkpoint_every or 100,
+                    every=plan.every,
                     resume=resume is not None,
-                    concurrency=concurrency,
+                    concurrency=pace.calls,
                     progress=progress,
                     rate=rate,
                 )
@@ -240,7 +252,7 @@ def evaluate(
                     base,
                     system,
                     repetitions=reps,
-                    concurrency=concurrency,
+                    concurrency=pace.calls,
                     progress=progress,
                     rate=rate,
                 )
@@ -276,7 +288,7 @@ def evaluate(
                     _abort_on_system_error(frame)
                 for baseline, stored in baselines.items():
                     frame = attach_baseline(frame, baseline, stored)
-                scores = score(frame, resolved, run_id=run_id, context=context)
+                scores = score(frame, resolved, run_id=run_id, providers=context)
             if strict:
                 _abort_on_metric_error(scores)
         finished = time.time()
@@ -304,14 +316,14 @@ def evaluate(
         if store is not None:
             from evalframe.store import as_store  # DuckDB loads when a run is first saved
 
-            target = checkpoints if checkpointed else as_store(store)
+            target = checkpoints if plan is not None else as_store(store)
             try:
                 target.save(result)
             except StoreError as exc:
                 # Keep the (possibly expensive) evaluation: the caller can save it again.
                 exc.run = result
                 raise
-            if checkpointed:
+            if plan is not None:
                 from evalframe.store._checkpoints import drop_checkpoints
 
                 drop_checkpoints(target, run_id, lock)

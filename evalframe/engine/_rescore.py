@@ -24,6 +24,7 @@ import duckdb
 from evalframe.core._errors import StoreError
 from evalframe.core._limits import checked
 from evalframe.core._progress import track
+from evalframe.core._run_options import Limits
 from evalframe.engine._rescore_dask import score_parts
 from evalframe.enrich import providers_for, score
 from evalframe.metrics._judge_engine import prompt_keys
@@ -51,6 +52,7 @@ def rescore(
     memory_limit: str | None = "2GB",
     providers: Providers | EmbeddingClient | JudgeClient | None = None,
     dask: Any = None,
+    limits: Limits | None = None,
 ) -> list[str]:
     """Rescore each source run of ``store`` into a new run; returns the new run ids.
 
@@ -62,7 +64,7 @@ def rescore(
     requested = resolve(metrics)
     if not requested:
         raise StoreError("Rescoring needs at least one metric (-m SPEC).")
-    context = providers_for(requested, providers)
+    context = providers_for(requested, providers, limits=limits)
     sources = _chunks.source_runs(store, runs)
     with ExitStack() as stack:
         client = None
@@ -263,7 +265,7 @@ def _score_stream(
         track("rescoring", total, unit="rows") as advance,
     ):
         for frame in frames:
-            scores = score(frame, metrics, run_id=new_id, context=providers)
+            scores = score(frame, metrics, run_id=new_id, providers=providers)
             _scored.append_scores(con, scores)
             if stage is not None:
                 stage.add(scores)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from evalframe import cluster
 from evalframe.core._dataset import Dataset
 from evalframe.core._limits import checked
+from evalframe.core._run_options import Limits
 from evalframe.engine._rescore import score_into_run
 from evalframe.enrich import providers_for
 from evalframe.metrics._registry import MetricFactory, resolve
@@ -49,6 +50,7 @@ def score_outputs(
     memory_limit: str | None,
     providers: Any,
     dask: Any,
+    limits: Limits | None = None,
 ) -> str:
     """Score Parquet ``outputs`` of ``dataset`` into a new run of ``store``; returns its id.
 
@@ -57,7 +59,7 @@ def score_outputs(
     checked(batch_size, "batch_size")
     checked(repetitions, "repetitions")
     requested = resolve(metrics)
-    context = providers_for(requested, providers)
+    context = providers_for(requested, providers, limits=limits)
     pieces = cluster.parquet_pieces(outputs, rows_per_piece=batch_size)
     run_id = uuid.uuid4().hex[:16]
     started = time.time()

@@ -16,6 +16,7 @@ from evalframe.core import schema as C
 from evalframe.core._errors import ProviderError
 from evalframe.core._progress import track
 from evalframe.core._rate import RateLimit
+from evalframe.core._run_options import Limits, grouped
 from evalframe.providers._base import (
     Embedded,
     EmbeddingClient,
@@ -116,7 +117,7 @@ def _from_cache(stored: str, top_logprobs: int | None) -> Reply:
 class Providers:
     """The embedder and judge of a run, with the response cache, usage ledger and budget.
 
-    Pass it to ``ef.evaluate(..., providers=...)`` or ``ef.score(..., context=...)``.
+    Pass it to ``ef.evaluate(..., providers=...)`` or ``ef.score(..., providers=...)``.
     Without one, evalframe builds ``Providers.from_env()``.
 
     Args:
@@ -215,6 +216,7 @@ class Providers:
         rate_limit: int | None = None,
         rate_window_seconds: float = 60.0,
         webhooks: Sequence[Webhook] | None = None,
+        limits: Limits | None = None,
     ) -> Providers:
         """Providers from arguments, falling back to environment variables.
 
@@ -230,6 +232,9 @@ class Providers:
             embeddings_base_url, embeddings_model, embeddings_api_key: override
                 ``EVALFRAME_EMBEDDINGS_*``.
             judge_base_url, judge_model, judge_api_key: override ``EVALFRAME_JUDGE_*``.
+            limits: the budget, deadline, timeout and retries together (an ``ef.Limits``;
+                ``budget_usd``, ``deadline``, ``timeout`` and ``retries`` are its shortcuts,
+                not given with it).
             cache, budget_usd, prices: as for ``Providers``.
             timeout: seconds per HTTP request for both clients, reading the reply included
                 (default ``EVALFRAME_TIMEOUT``, else 30 for embeddings and 60 for the judge).
@@ -251,6 +256,14 @@ class Providers:
                 names the variable or argument, never a key.
         """
         from evalframe.providers._openai import OpenAIEmbeddings, OpenAIJudge
+
+        if limits is not None:
+            limits = grouped(
+                Limits, limits, "limits",
+                budget_usd=budget_usd, deadline=deadline, timeout=timeout, retries=retries,
+            )  # fmt: skip
+            budget_usd, deadline = limits.budget_usd, limits.deadline
+            timeout, retries = limits.timeout, limits.retries
 
         def env(role: str) -> str | None:
             return env_value(environ, role)

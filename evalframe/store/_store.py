@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from evalframe.core._compare import Comparison
     from evalframe.core._dataset import Dataset
     from evalframe.core._run import Run
+    from evalframe.core._run_options import Limits
     from evalframe.metrics._registry import MetricFactory
     from evalframe.metrics._spec import Metric
     from evalframe.views.plot import StorePlot
@@ -385,6 +386,7 @@ class Store:
         memory_limit: str | None = "2GB",
         providers: Any = None,
         dask: Any = None,
+        limits: Limits | None = None,
     ) -> list[str]:
         """Score stored outputs with new or changed metrics, writing one new run per source.
 
@@ -423,6 +425,9 @@ class Store:
                 ``<store>.runs/``, registered in the rescore's transaction and read in place
                 by the ``scores`` view (an in-memory store inserts them). Scores equal the
                 in-process ones. Needs the dask extra; see docs/scaling-out.md.
+            limits: the budget, deadline, timeout and retries of the providers built from
+                the environment (an ``ef.Limits``, as for ``ef.evaluate``; not with
+                ``providers``).
 
         Returns:
             The new run ids, one per source run.
@@ -452,6 +457,7 @@ class Store:
             memory_limit=memory_limit,
             providers=providers,
             dask=dask,
+            limits=limits,
         )
         return result
 
@@ -468,6 +474,7 @@ class Store:
         memory_limit: str | None = "2GB",
         providers: Any = None,
         dask: Any = None,
+        limits: Limits | None = None,
     ) -> str:
         """Score saved outputs larger than memory straight into this store; returns the run id.
 
@@ -487,7 +494,7 @@ class Store:
             name, labels: as for ``ef.evaluate``.
             batch_size: rows per read and per scoring batch.
             memory_limit: DuckDB's memory limit meanwhile (as for ``rescore``).
-            providers, dask: as for ``rescore``.
+            providers, dask, limits: as for ``rescore``.
 
         Raises:
             DatasetError: the outputs do not cover the dataset (the messages of
@@ -526,6 +533,7 @@ class Store:
             memory_limit=memory_limit,
             providers=providers,
             dask=dask,
+            limits=limits,
         )
         return run_id
 
