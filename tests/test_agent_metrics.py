@@ -286,3 +286,33 @@ def test_turn_latency_and_token_cost_average_assistant_turns() -> None:
     assert latency[2]["error"].startswith("Sample 's2' has no turns for turn-latency metric")
     tokens = score("turn-token-cost(max_tokens=2048)", cases, turns)
     assert tokens[0]["score"] == 0.75  # (0.5 + 1) / 2
+
+
+@pytest.mark.parametrize("kernels", ["compiled", "interpreted"])
+def test_tool_correctness_sides_are_polars_set_operations(
+    kernels: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compiled pass behind tool-correctness's details gives what Polars' list set
+    operations give (their order included: a swap-remove per name taken out), nulls too."""
+    from evalframe.metrics.agent import _distinct_sides
+
+    monkeypatch.setenv("EVALFRAME_KERNELS", kernels)
+    names = pl.List(pl.String)
+    rng = random.Random(7)
+
+    def tools(alphabet: int) -> list[str] | None:
+        if rng.random() < 0.1:
+            return None
+        return [f"t{rng.randrange(alphabet)}" for _ in range(rng.randint(0, 9))]
+
+    for alphabet in (2, 6, 30):
+        expected = pl.Series([tools(alphabet) for _ in range(400)], dtype=names)
+        called = pl.Series([tools(alphabet) for _ in range(400)], dtype=names)
+        e = expected.list.unique(maintain_order=True)
+        c = called.list.unique(maintain_order=True)
+        sides, common, union = _distinct_sides(expected, called)
+        empty = pl.Series([[]], dtype=names)
+        assert sides["unexpected"].to_list() == c.list.set_difference(e.fill_null(empty)).to_list()
+        assert sides["not_called"].to_list() == e.list.set_difference(c).to_list()
+        assert common.to_list() == e.list.set_intersection(c).list.len().cast(pl.Int64).to_list()
+        assert union.to_list() == e.list.set_union(c).list.len().cast(pl.Int64).to_list()

@@ -28,12 +28,13 @@ from evalframe.metrics._text import IdArray, OffsetArray
 from evalframe.metrics.trajectory import (
     called_names,
     is_subsequence,
-    items_frame,
+    lists_of,
     multiset_common,
     numbered,
     pair_verdicts,
     per_row,
     scoring_pass,
+    spec_pairs,
     trajectory_metric,
 )
 
@@ -113,6 +114,96 @@ def _order_counts(expected: pl.Series, names: pl.Series) -> tuple[pl.Series, pl.
     return pl.Series(positional), pl.Series(ordered)
 
 
+@njit
+def _difference(
+    a_ids: IdArray,
+    a_off: OffsetArray,
+    b_ids: IdArray,
+    b_off: OffsetArray,
+    pos: npt.NDArray[np.int64],
+    out: npt.NDArray[np.int64],
+    out_off: OffsetArray,
+) -> None:
+    """Per row, the distinct items of ``a`` not in ``b`` as Polars' ``list.set_difference``
+    orders them: ``a``'s in order of first appearance, each item of ``b`` found there
+    replaced by the last one (a swap-remove). ``out`` gets their positions in ``a_ids``;
+    ``pos`` (-1 for every id) is scratch space."""
+    k = 0
+    for r in range(a_off.shape[0] - 1):
+        start = k
+        for j in range(a_off[r], a_off[r + 1]):
+            if pos[a_ids[j]] < 0:
+                pos[a_ids[j]] = k
+                out[k] = j
+                k += 1
+        for i in range(b_off[r], b_off[r + 1]):
+            at = pos[b_ids[i]]
+            if at >= 0:
+                last = out[k - 1]
+                out[at] = last
+                pos[a_ids[last]] = at
+                pos[b_ids[i]] = -1
+                k -= 1
+        for m in range(start, k):
+            pos[a_ids[out[m]]] = -1
+        out_off[r + 1] = k
+
+
+def _set_difference(
+    a: pl.Series, a_numbered: tuple[IdArray, OffsetArray], b_numbered: tuple[IdArray, OffsetArray]
+) -> pl.Series:
+    """``a.list.set_difference(b)`` (a null row of either gives an empty list here) from the
+    two sides' shared numbering, in one compiled pass."""
+    (a_ids, a_off), (b_ids, b_off) = a_numbered, b_numbered
+    top = int(max(a_ids.max(initial=-1), b_ids.max(initial=-1))) + 1
+    pos = np.full(top, -1, np.int64)
+    out = np.zeros(a_ids.shape[0], np.int64)
+    out_off = np.zeros(a.len() + 1, np.int64)
+    args = (a_ids, a_off, b_ids, b_off, pos, out, out_off)
+    if worth_compiling(a.len(), _ORDER_PYTHON_UP_TO):
+        _difference(*args)
+    else:
+        _difference.interpreted(*args)
+    flat = a.cast(_NAMES).explode(empty_as_null=False, keep_nulls=False).fill_null("")
+    rows = np.repeat(np.arange(a.len(), dtype=np.int64), np.diff(out_off))
+    return lists_of(a.len(), rows, flat.gather(pl.Series(out[: out_off[-1]])))
+
+
+def _distinct_sides(
+    expected: pl.Series, names: pl.Series
+) -> tuple[dict[str, pl.Series], pl.Series, pl.Series]:
+    """The tools ``unexpected`` (called, not expected) and ``not_called`` (expected, not
+    called), as Polars' set operations on the two lists give them, and per row the number
+    of distinct tools on both sides and on either. A null list gives null ``not_called``
+    (expected) or null everything (called)."""
+    e_numbered, c_numbered = numbered(expected, names)
+    unexpected = _set_difference(names, c_numbered, e_numbered)
+    not_called = _set_difference(expected, e_numbered, c_numbered)
+    e_distinct = expected.list.n_unique()
+    c_distinct = names.list.n_unique()
+    null = names.is_null() | expected.is_null()
+    t = pl.DataFrame(
+        {
+            "unexpected": unexpected,
+            "not_called": not_called,
+            "e": e_distinct,
+            "c": c_distinct,
+            "missed": not_called.list.len(),
+            "null": null,
+            "called": names.is_null(),
+        }
+    )
+    common = pl.col("e") - pl.col("missed")
+    out = t.select(
+        unexpected=pl.when(~pl.col("called")).then("unexpected"),
+        not_called=pl.when(~pl.col("null")).then("not_called"),
+        common=pl.when(~pl.col("null")).then(common.cast(pl.Int64)),
+        union=pl.when(~pl.col("null")).then((pl.col("c") + pl.col("missed")).cast(pl.Int64)),
+    )
+    sides = {"unexpected": out.get_column("unexpected"), "not_called": out.get_column("not_called")}
+    return sides, out.get_column("common"), out.get_column("union")
+
+
 ToolCorrectnessMode = Literal["set", "multiset", "exact", "subset", "ordered", "subsequence"]
 
 
@@ -162,19 +253,12 @@ def tool_correctness(*, mode: ToolCorrectnessMode = "set") -> Scored:
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
         expected = _expected_sequence(expect)
         names = called_names(frame)
-        e = expected.list.unique(maintain_order=True)
-        c = names.list.unique(maintain_order=True)
         note = _note(
             expected.is_null(),
             "No metadata.trajectory.expected_tools or tools: nothing to check, scored 1.0.",
         )
-        sides = {
-            "unexpected": c.list.set_difference(e.fill_null(pl.Series([[]], dtype=_NAMES))),
-            "not_called": e.list.set_difference(c),
-        }
+        sides, common, union = _distinct_sides(expected, names)
         if mode == "set":
-            common = e.list.set_intersection(c).list.len()
-            union = e.list.set_union(c).list.len()
             score = pl.select(
                 pl.when(expected.is_null() | (union == 0))
                 .then(1.0)
@@ -281,8 +365,7 @@ def argument_correctness(*, judge: bool = False) -> Scored:
         return more.agent_judged("argument-correctness")
 
     def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
-        specs = items_frame(expect.get_column("tool_arguments"), "spec").unnest("spec")
-        _, c, ok = pair_verdicts(specs, calls, frame.height)
+        _, _, c, ok = spec_pairs(expect.get_column("tool_arguments"), calls)
         graded = np.zeros(calls.height, np.bool_)
         graded[c] = True
         right = np.zeros(calls.height, np.bool_)

@@ -385,12 +385,30 @@ def loose_subset(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool
     return all(key in actual and loose_equal(value, actual[key]) for key, value in expected.items())
 
 
+Verdicts = tuple[pl.DataFrame, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]
+_SPEC_PAIRS: list[tuple[pl.Series, pl.DataFrame, Verdicts]] = []
+
+
+def spec_pairs(specs: pl.Series, calls: pl.DataFrame) -> Verdicts:
+    """The argument specs of each row one per line (``row``, ``name``, ``arguments``) and their
+    ``pair_verdicts`` against ``calls``: kept for the next metric of the pass that asks about
+    the same two (``tool-called-with`` and ``argument-correctness`` both do)."""
+    with _LOCK:
+        for seen_specs, seen_calls, found in _SPEC_PAIRS:
+            if seen_specs is specs and seen_calls is calls:
+                return found
+    wanted = items_frame(specs, "spec").unnest("spec")
+    found = (wanted, *pair_verdicts(wanted, calls, specs.len()))
+    with _LOCK:
+        _SPEC_PAIRS[:] = [(specs, calls, found)]
+    return found
+
+
 def matched_specs(specs: pl.Series, calls: pl.DataFrame) -> pl.DataFrame:
     """Per row: ``total`` argument specs and ``met``, those some call with that name satisfies,
     and the names of the ``missing`` ones."""
     height = specs.len()
-    wanted = items_frame(specs, "spec").unnest("spec")
-    s, _, ok = pair_verdicts(wanted, calls, height)
+    wanted, s, _, ok = spec_pairs(specs, calls)
     met = np.zeros(wanted.height, np.bool_)
     met[s[ok]] = True
     rows = wanted.get_column("row").to_numpy()
