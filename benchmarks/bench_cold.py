@@ -2,12 +2,15 @@
 
 Run: ``.venv/bin/python benchmarks/bench_cold.py [--only NAME,...] [--venv] [--rows N]``
 
-Every case runs in a fresh environment twice: the first run finds no compiled-kernel cache,
-no provider cache and no store (as in a new virtual environment after ``pip install .``), the
-second finds what the first left. A case is a list of steps (``evalframe`` commands, or a
-Python snippet for a metric family), each timed on its own in a new process (wall time and
-the process's peak resident set), so a command that needs a stored run (``compare``,
+Every case runs in a fresh environment three times: the first run finds no compiled-kernel
+cache, no provider cache and no store (as in a new virtual environment after ``pip install
+.``), the second finds what the first left, and the third finds the compiled kernels but an
+empty provider cache (so it embeds and asks the judge again, as the first did: what the same
+work costs once compiled). A case is a list of steps (``evalframe`` commands, or a Python
+snippet for a metric family), each timed on its own in a new process (wall time, CPU time
+and the process's peak resident set), so a command that needs a stored run (``compare``,
 ``gate``, ``report``) is timed after the ``run`` that stored it, as a user would run them.
+CPU time moves less than wall time when other jobs share the machine.
 
 Environments: by default a fresh ``NUMBA_CACHE_DIR`` and ``XDG_CACHE_HOME`` per case in this
 virtual environment (Numba then writes and reads its cache there instead of beside the
@@ -51,7 +54,28 @@ class Step:
 class Case:
     name: str
     steps: list[Step]
-    results: list[tuple[str, float, float, int, int, bool]] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Timing:
+    wall: float  # seconds
+    cpu: float  # user + system seconds of the process
+    rss: int  # peak resident set, KiB
+    code: int
+    notice: bool  # said "compiling ..., once per environment"
+
+
+@dataclass(frozen=True)
+class Result:
+    label: str
+    first: Timing  # no compiled-kernel cache, no provider cache
+    second: Timing  # both caches as the first run left them
+    fresh: Timing  # the compiled-kernel cache kept, an empty provider cache
+
+    @property
+    def met(self) -> bool:
+        return self.first.wall <= 2 * self.second.wall + 2
 
 
 def _ex(name: str) -> str:
@@ -301,8 +325,8 @@ def run_family(name: str, rows: int, judge_url: str | None) -> None:
     print(run.scores.height)
 
 
-def _run(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int, int, str]:
-    """Wall seconds, peak RSS (KiB), exit code and stderr of one process."""
+def _run(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[Timing, str]:
+    """Wall and CPU seconds, peak RSS, exit code and stderr of one process."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
@@ -311,7 +335,9 @@ def _run(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int, i
     wall = time.perf_counter() - start
     err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_maxrss, proc.returncode, err
+    notice = "once per environment" in err
+    cpu = usage.ru_utime + usage.ru_stime
+    return Timing(wall, cpu, usage.ru_maxrss, proc.returncode, notice), err
 
 
 def _venv(root: Path) -> Path:
@@ -334,13 +360,14 @@ def _v2_outputs(work: Path) -> None:
 def run_case(
     case: Case, *, venv: Path | None, per_case_venv: bool, rows: int, judge_url: str | None
 ) -> None:
-    """Run ``case`` twice in a fresh environment: ``venv`` (or this one) with empty caches,
-    or with ``per_case_venv`` a new virtual environment whose numba caches beside the
-    installed package, as a user's does."""
+    """Run ``case`` three times in a fresh environment: ``venv`` (or this one) with empty
+    caches, or with ``per_case_venv`` a new virtual environment whose numba caches beside the
+    installed package, as a user's does. The first run finds no cache, the second both caches
+    the first left (compiled kernels, and the provider cache of embeddings and judge answers),
+    the third the compiled kernels only: the same work as the first, compiled."""
     with tempfile.TemporaryDirectory(prefix="bench_cold_") as tmp:
         root = Path(tmp)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "EVALFRAME_"))}
-        env["XDG_CACHE_HOME"] = str(root / "xdg")
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         if per_case_venv:
             bin_dir = _venv(root) / "bin"
@@ -348,8 +375,9 @@ def run_case(
             env["NUMBA_CACHE_DIR"] = str(root / "numba")
             bin_dir = (venv / "bin") if venv is not None else Path(sys.executable).parent
         env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
-        times: dict[str, list[tuple[float, int, int, bool]]] = {}
-        for attempt in range(2):
+        times: dict[str, list[Timing]] = {}
+        for attempt, cache in enumerate(("xdg", "xdg", "xdg-fresh")):
+            env["XDG_CACHE_HOME"] = str(root / cache)
             work = root / f"work{attempt}"
             work.mkdir()
             _v2_outputs(work)
@@ -367,19 +395,23 @@ def run_case(
                         argv += ["--judge-url", judge_url]
                 else:
                     argv = [str(bin_dir / "evalframe"), *step.argv]
-                wall, rss, code, err = _run(argv, env, work)
-                notice = "once per environment" in err
-                if code not in (0, 1):
-                    print(f"  ! {step.label}: exit {code}: {err.strip()[-400:]}", file=sys.stderr)
-                times.setdefault(step.label, []).append((wall, rss, code, notice))
-        for label, ((w1, r1, c1, n1), (w2, r2, _c2, _n2)) in times.items():
-            case.results.append((label, w1, w2, r1, r2, n1))
-            ok = w1 <= 2 * w2 + 2
+                timing, err = _run(argv, env, work)
+                if timing.code not in (0, 1):
+                    print(
+                        f"  ! {step.label}: exit {timing.code}: {err.strip()[-400:]}",
+                        file=sys.stderr,
+                    )
+                times.setdefault(step.label, []).append(timing)
+        for label, (first, second, fresh) in times.items():
+            result = Result(label, first, second, fresh)
+            case.results.append(result)
             print(
-                f"{case.name:34} {label:48} first {w1:6.2f} s  second {w2:6.2f} s  "
-                f"{w1 / w2:5.1f}x  {'ok ' if ok else 'NO '}  "
-                f"peak {r1 / 1024:5.0f}/{r2 / 1024:5.0f} MB"
-                f"{'  (notice)' if n1 else ''}  exit {c1}",
+                f"{case.name:34} {label:48} first {first.wall:6.2f} s ({first.cpu:5.2f} cpu)  "
+                f"second {second.wall:6.2f} s ({second.cpu:5.2f} cpu)  "
+                f"no provider cache {fresh.wall:6.2f} s  "
+                f"{first.wall / second.wall:5.1f}x  {'ok ' if result.met else 'NO '}  "
+                f"peak {first.rss / 1024:5.0f}/{second.rss / 1024:5.0f} MB"
+                f"{'  (notice)' if first.notice else ''}  exit {first.code}",
                 flush=True,
             )
 
@@ -422,17 +454,19 @@ def main() -> None:
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     print()
     print(
-        "| case | first run s | second run s | first / second | target 2x + 2 s "
-        "| peak RSS first / second |"
+        "| case | first run s (CPU s) | second run s (CPU s) | first / second | target "
+        "<= 2x second + 2 s | no provider cache s | peak RSS first / second |"
     )
-    print("| --- | ---: | ---: | ---: | --- | ---: |")
+    print("| --- | ---: | ---: | ---: | --- | ---: | ---: |")
     for case in cases:
-        for label, w1, w2, r1, r2, notice in case.results:
-            ok = "met" if w1 <= 2 * w2 + 2 else "**not met**"
-            note = " (notice)" if notice else ""
+        for r in case.results:
+            ok = "met" if r.met else "**not met**"
+            note = " (notice)" if r.first.notice else ""
             print(
-                f"| `{label}` | {w1:.2f}{note} | {w2:.2f} | {w1 / w2:.1f}x | {ok} "
-                f"| {r1 / 1024:.0f} / {r2 / 1024:.0f} MB |"
+                f"| `{r.label}` | {r.first.wall:.2f} ({r.first.cpu:.2f}){note} "
+                f"| {r.second.wall:.2f} ({r.second.cpu:.2f}) | {r.first.wall / r.second.wall:.1f}x "
+                f"| {ok} | {r.fresh.wall:.2f} "
+                f"| {r.first.rss / 1024:.0f} / {r.second.rss / 1024:.0f} MB |"
             )
 
 
