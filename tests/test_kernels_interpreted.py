@@ -324,3 +324,29 @@ def test_token_matching_with_numpy_is_the_kernel(
     small, large = both(lambda: greedy_match(e, e_off, a, a_off))
     for got, want in zip(small, large, strict=True):
         assert np.array_equal(got, want, equal_nan=True), (got, want)
+
+
+tool = st.sampled_from(["search", "get", "Get", "book", "é"])
+names = st.lists(st.none() | st.lists(tool, max_size=6), min_size=1, max_size=6)
+
+
+@settings(max_examples=100, deadline=None)
+@given(names, names)
+def test_tool_name_passes_interpreted_are_the_kernels(
+    expected: list[Any], called: list[Any]
+) -> None:
+    from evalframe.metrics.trajectory import count_present, is_subsequence, multiset_common
+
+    rows = min(len(expected), len(called))
+    e = pl.Series(expected[:rows], dtype=pl.List(pl.String))
+    c = pl.Series(called[:rows], dtype=pl.List(pl.String))
+
+    def go() -> list[pl.DataFrame]:
+        return [
+            count_present(e, c, found=True),
+            pl.DataFrame({"subsequence": is_subsequence(e, c)}),
+            pl.DataFrame({"common": multiset_common(e, c)}),
+        ]
+
+    for small, large in zip(*both(go), strict=True):
+        assert_same_frames(small, large)

@@ -25,6 +25,7 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.core import schema as C
+from evalframe.core._njit import Kernel as _Kernel
 from evalframe.core._njit import njit, worth_compiling
 from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN, Expectations
 from evalframe.metrics._batched import batched
@@ -154,7 +155,7 @@ def count_present(expected: pl.Series, names: pl.Series, *, found: bool = False)
     """
     (e_ids, e_off), (c_ids, c_off) = numbered(expected, names)
     hit = np.zeros(e_ids.shape[0], dtype=np.bool_)
-    _present_kernel(e_ids, e_off, c_ids, c_off, hit)
+    _over_names(_present_kernel, e_ids, e_off, c_ids, c_off, hit)
     running = np.concatenate([[0], np.cumsum(hit, dtype=np.int64)])
     total = np.diff(e_off)
     flat = expected.cast(_NAMES).explode(empty_as_null=False, keep_nulls=False)
@@ -278,6 +279,22 @@ def numbered(
     return called.numbered(expected)
 
 
+def _over_names(
+    kernel: _Kernel[..., None],
+    e_ids: IdArray,
+    e_off: OffsetArray,
+    c_ids: IdArray,
+    c_off: OffsetArray,
+    out: npt.NDArray[Any],
+) -> None:
+    """One pass of ``kernel`` over numbered names: compiled for many names, its Python source
+    for a few (a small run compiles nothing)."""
+    if worth_compiling(e_ids.shape[0] + c_ids.shape[0], INTERPRETED_UP_TO):
+        kernel(e_ids, e_off, c_ids, c_off, out)
+    else:
+        kernel.interpreted(e_ids, e_off, c_ids, c_off, out)
+
+
 def _flat_length(lists: pl.Series) -> int:
     return int(lists.list.len().sum() or 0)
 
@@ -333,7 +350,7 @@ def is_subsequence(expected: pl.Series, names: pl.Series) -> pl.Series:
     """
     (e_ids, e_off), (c_ids, c_off) = numbered(expected, names)
     out = np.zeros(expected.len(), dtype=np.bool_)
-    _subsequence_kernel(e_ids, e_off, c_ids, c_off, out)
+    _over_names(_subsequence_kernel, e_ids, e_off, c_ids, c_off, out)
     return pl.Series(out)
 
 
@@ -341,7 +358,7 @@ def multiset_common(expected: pl.Series, names: pl.Series) -> pl.Series:
     """Per row: the size of the multiset intersection of ``expected`` and ``names``."""
     (e_ids, e_off), (c_ids, c_off) = numbered(expected, names)
     out = np.zeros(expected.len(), dtype=np.int64)
-    _common_kernel(e_ids, e_off, c_ids, c_off, out)
+    _over_names(_common_kernel, e_ids, e_off, c_ids, c_off, out)
     return pl.Series(out)
 
 
