@@ -319,7 +319,7 @@ def test_a_rescored_run_reads_its_sources_trajectories(tmp_path: Path) -> None:
 def test_report_json_adds_trajectory_only_where_recorded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evalframe.views._report import build_report
+    from evalframe.views._report_build import build_report
     from evalframe.views._report_json import report_json
 
     monkeypatch.setenv("EVALFRAME_KERNELS", "compiled")  # the writer from frames, not objects

@@ -3,7 +3,8 @@
 Some methods read naturally on a core or store value but belong to a higher layer:
 ``Run.report()``, ``Run.plot``, ``Run.save()`` and the notebook reprs; ``Comparison``'s
 Markdown, HTML and charts; ``GateResult``'s text; ``Store.plot`` and its HTML listing;
-``Store.rescore`` and ``Store.score_outputs`` (scoring is the engine's).
+``Store.rescore`` and ``Store.score_outputs`` (scoring is the engine's); and, within the views,
+``Report``'s renderings (the renderers import the report document, never the reverse).
 Instead of importing upward, those methods ask this registry, and the higher layer fills it
 when it is imported (``evalframe.views`` calls ``provide`` in its ``__init__``). So that
 ``import evalframe`` stays cheap, the top-level package registers a *loader* that imports
@@ -31,6 +32,11 @@ Name = Literal[
     "comparison_plot",
     "comparison_text",
     "gate_text",
+    "report_html",
+    "report_json_parts",
+    "report_markdown",
+    "report_page",
+    "report_text",
     "rescore",
     "run_html",
     "run_mlflow",

@@ -265,3 +265,35 @@ def wrap_text(text: str, width: int | None) -> list[str]:
     if width is None:
         return [text]
     return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False) or [""]
+
+
+# orjson spells floats below 1e-4 differently from Python's repr: 0.00003 and 2.5e-7 where
+# json writes 3e-05 and 2.5e-07. In indented output a number is preceded by a space and
+# followed by a newline (or a comma and a newline), which never happens inside a string.
+_FIXED_FLOAT = re.compile(rb"0\.0000\d+(?=,?\n)")
+_EXPONENT_FLOAT = re.compile(rb"e-\d+(?=,?\n)")
+_FLOAT_START = re.compile(rb"-?[\d.]*$")
+
+
+def python_floats(data: bytes) -> bytes:
+    """Rewrite orjson's spelling of floats below 1e-4 as Python's ``repr``."""
+    edits: dict[int, tuple[int, bytes]] = {}
+    for pattern in (_FIXED_FLOAT, _EXPONENT_FLOAT):
+        for m in pattern.finditer(data):
+            head = _FLOAT_START.search(data, max(0, m.start() - 32), m.start())
+            start = head.start() if head is not None else m.start()
+            if start == 0 or data[start - 1] != 0x20:  # not a whole value: part of a string
+                continue
+            if pattern is _EXPONENT_FLOAT and not data[start : m.start()].strip(b"-"):
+                continue  # "e-5" with no mantissa is no number
+            edits[start] = (m.end(), repr(float(data[start : m.end()])).encode("ascii"))
+    if not edits:
+        return data
+    out: list[bytes] = []
+    last = 0
+    for start in sorted(edits):
+        end, text = edits[start]
+        out += [data[last:start], text]
+        last = end
+    out.append(data[last:])
+    return b"".join(out)

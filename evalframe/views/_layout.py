@@ -51,7 +51,7 @@ import polars as pl
 from evalframe.core._njit import njit
 from evalframe.metrics._lcs import _threads_for
 from evalframe.metrics._text import utf8_buffers
-from evalframe.views._report import _python_floats
+from evalframe.views._format import python_floats
 
 __all__ = ["MAX_DEPTH", "Entries", "Texts", "section"]
 
@@ -358,7 +358,7 @@ def _by_orjson(documents: list[str], indent: int) -> list[str]:
     pad = "\n" + " " * indent
     # A space before and a line after let the respelling see a top-level number as a value.
     return [
-        _python_floats(b" " + orjson.dumps(orjson.loads(doc), option=orjson.OPT_INDENT_2) + b"\n")
+        python_floats(b" " + orjson.dumps(orjson.loads(doc), option=orjson.OPT_INDENT_2) + b"\n")
         .decode("utf-8")[1:-1]
         .replace("\n", pad)
         for doc in documents

@@ -27,16 +27,17 @@ from evalframe.core._gc import gc_paused
 from evalframe.core._njit import compiling, worth_compiling
 from evalframe.core._progress import Advance, track
 from evalframe.views import _layout, _records
+from evalframe.views._format import python_floats
 from evalframe.views._layout import Entries, section
 from evalframe.views._pending import Pending
 from evalframe.views._records import Template, records
-from evalframe.views._report import (
-    Report,
-    _build_report,
-    _python_floats,
-    _r6,
-    _sample_metric_stats,
+from evalframe.views._report import Report
+from evalframe.views._report_build import (
+    adversarial_of,
+    assemble_report,
     execution_rows,
+    round6,
+    sample_metric_stats,
 )
 from evalframe.views._trajectory_json import trajectory_suffixes
 
@@ -214,10 +215,8 @@ def _samples_slice(
 
 def _adversarial_texts(metadata: pl.Series) -> pl.Series:
     """Each row's normalised adversarial block as text at its depth, or ``null``."""
-    from evalframe.views._report import _adversarial_of
-
     out = ["null"] * metadata.len()
-    for i, block in enumerate(_adversarial_of(metadata)):
+    for i, block in enumerate(adversarial_of(metadata)):
         if block is not None:
             dumped = orjson.dumps(block, option=orjson.OPT_INDENT_2).decode("utf-8")
             out[i] = dumped.replace("\n", "\n" + _pad(6))
@@ -228,7 +227,7 @@ _FLOATS = ["pass_rate", "pass_rate_low", "pass_rate_high", "score_mean", "score_
 
 
 def _aggregates_text(run: Run, advance: Advance) -> Iterator[Piece]:
-    rows = run.sample_aggregates.with_columns(_r6(pl.col(f)) for f in _FLOATS)
+    rows = run.sample_aggregates.with_columns(round6(pl.col(f)) for f in _FLOATS)
     rows = rows.with_row_index("_pos")
     order, bounds = _entries_of(run.scores, rows, [C.SAMPLE_ID])
     for a, b in _cuts(rows.height):
@@ -241,7 +240,7 @@ def _aggregates_slice(run: Run, rows: pl.DataFrame, scores: pl.DataFrame) -> Pie
     """The ``sample_aggregates`` rows of these samples, from every score row of theirs."""
     rows = rows.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_pos"))
     per_metric = (
-        _sample_metric_stats(run, scores)
+        sample_metric_stats(run, scores)
         .join(rows.select(C.SAMPLE_ID, "_pos"), on=C.SAMPLE_ID, how="inner")
         .sort("_pos", C.METRIC)
     )
@@ -307,7 +306,7 @@ def report_json_parts(
         # milliseconds, compiling the layout passes tens of seconds once per environment.
         with gc_paused():
             if head is None:
-                report = _build_report(run, samples=True, include_evidence=include_evidence)
+                report = assemble_report(run, samples=True, include_evidence=include_evidence)
             else:  # its pending sections built for this once (the report stays as it was)
                 report = Report(
                     {k: v.build() if isinstance(v, Pending) else v for k, v in dict.items(head)}
@@ -341,7 +340,7 @@ def report_json_parts(
             streamed = list(sections)
             started = _start(sections, streamed, first, second)
             doc = dict(
-                _build_report(
+                assemble_report(
                     run, samples=False, aggregates=False, include_evidence=include_evidence
                 )
             )
@@ -354,7 +353,7 @@ def report_json_parts(
         for key in streamed:
             doc[key] = orjson.Fragment(sections[key][0])
         text = orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
-        text = _python_floats(text)
+        text = python_floats(text)
         del doc
         for key in streamed:  # in the document's order
             before, text = text.split(sections[key][0])

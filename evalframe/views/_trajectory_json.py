@@ -16,6 +16,7 @@ import orjson
 import polars as pl
 
 from evalframe.core._trajectory import TRAJECTORY_COLUMN
+from evalframe.views._format import python_floats
 
 __all__ = ["trajectory_blocks", "trajectory_suffixes"]
 
@@ -57,14 +58,12 @@ def trajectory_blocks(rows: pl.DataFrame) -> list[dict[str, Any] | None]:
 
 def trajectory_suffixes(rows: pl.DataFrame, indent: int) -> pl.Series:
     """``,\\n<pad>"trajectory": {...}`` per execution that has one, else the empty string."""
-    from evalframe.views._report import _python_floats
-
     pad = " " * indent
     texts = []
     for block in trajectory_blocks(rows):
         if block is None:
             texts.append("")
             continue
-        dumped = _python_floats(orjson.dumps(block, option=orjson.OPT_INDENT_2)).decode("utf-8")
+        dumped = python_floats(orjson.dumps(block, option=orjson.OPT_INDENT_2)).decode("utf-8")
         texts.append(f',\n{pad}"trajectory": ' + dumped.replace("\n", "\n" + pad))
     return pl.Series(texts, dtype=pl.String)

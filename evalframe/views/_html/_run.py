@@ -11,13 +11,8 @@ from evalframe.core import schema as C
 from evalframe.core.aggregate import status_lines
 from evalframe.views._format import attempted, f4, has_counts, stat_cells, text_table
 from evalframe.views._html._parts import CSS, MAX_FAILURES, bar, colour, escape, spark, table, td
-from evalframe.views._report import (
-    _metric_block,
-    failing_rows,
-    headline_of,
-    lower_note,
-    metric_sections,
-)
+from evalframe.views._report import failing_rows, headline_of, lower_note
+from evalframe.views._report_build import metric_block, metric_sections
 
 if TYPE_CHECKING:
     from evalframe.core._run import Run
@@ -31,7 +26,7 @@ def run_document(run: Run, *, buckets: int = 10) -> dict[str, Any]:
     Building the full report walks every sample; the views only need the aggregates,
     so a notebook repr of a million-row run stays fast.
     """
-    metrics, distributions, cohorts = metric_sections(run, _metric_block, buckets=buckets)
+    metrics, distributions, cohorts = metric_sections(run, metric_block, buckets=buckets)
     failures = run.failures.sort(C.REPETITION, maintain_order=True)
     return {
         "status": run.status,

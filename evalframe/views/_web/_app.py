@@ -70,7 +70,8 @@ class _Reports:
             if run_id in self._docs:
                 self._docs.move_to_end(run_id)
                 return self._docs[run_id]
-        from evalframe.views._report import Report, build_report
+        from evalframe.views._report import Report
+        from evalframe.views._report_build import build_report
 
         doc = dict(build_report(store.load(run_id), samples=False))
         doc.pop("samples", None)
