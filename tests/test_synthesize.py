@@ -727,6 +727,41 @@ def test_ef_synthesize_returns_the_set_and_what_it_did(
         ef.synthesize(docs, n=0, providers=providers)
 
 
+def test_a_long_document_is_embedded_only_as_far_as_its_questions_need(
+    tmp_path: Path, stub: StubOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """multi-context embeds the chunks its walk reaches, a pool at a time, not every chunk:
+    a long document (here 40 chunks, the pool 6) costs one block for two questions."""
+    from evalframe.engine import _synthesize
+
+    monkeypatch.setattr(_synthesize, "RELATED_POOL", 6)
+    embedded: list[str] = []
+
+    class Counting(HashingEmbedder):
+        def embed(self, texts: Any, ledger: Any = None) -> Any:
+            embedded.extend(texts)
+            return super().embed(texts, ledger)
+
+    topics = ["refunds", "shipping", "vouchers", "opening hours", "gift cards"]
+    doc = tmp_path / "long.txt"
+    doc.write_text("\n\n".join(
+        f"Section {i} is about {topics[i % 5]}. It says that rule {i} applies to every order "
+        f"placed in the shop, online or by phone, and that the staff explain rule {i} to any "
+        f"customer who asks about {topics[i % 5]} before they pay for order number {i}."
+        for i in range(40)), encoding="utf-8")  # fmt: skip
+    providers = Providers(
+        embeddings=Counting(), judge=OpenAIJudge("stub-judge", base_url=stub.url), cache=False
+    )
+    golden = ef.synthesize([doc], n=2, evolutions="multi-context", providers=providers,
+                           chunk_size=300, dedup_threshold=0.999)  # fmt: skip
+    assert golden.synthesis.chunks == 40
+    assert golden.height == 2
+    chunk_texts = [t for t in embedded if t.startswith("Section ")]
+    assert len(chunk_texts) == 6  # one block: the first chunks of the multi-context walk
+    for row in golden.iter_rows(named=True):
+        assert len(json.loads(row["metadata"])["reference_contexts"]) == 2  # and its related one
+
+
 # --- chunking -----------------------------------------------------------------------------------
 
 words = st.text(alphabet=st.characters(categories=["L", "N"]), min_size=1, max_size=30)

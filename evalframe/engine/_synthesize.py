@@ -74,6 +74,9 @@ DEFAULT_METRICS: Final = ("rouge-l", "cosine-embedding")
 DEFAULT_DEDUP: Final = 0.9
 NEAR_DUPLICATE_CHUNK: Final = 0.95
 """A chunk at least this similar to a seed is a copy of it, never its related chunk."""
+RELATED_POOL: Final = 512
+"""A multi-context question's related chunk is searched among at least this many chunks (all
+of a document set this size or smaller), embedded a block of this many at a time."""
 _MIN_ACCEPTANCE: Final = 0.25
 _JOURNAL_HEADER: Final = {"evalframe": "synthesize journal", "version": 1}
 
@@ -244,32 +247,58 @@ def _order(chunks: Sequence[Chunk], seed: int, evolution: str) -> list[int]:
 
 
 class _Related:
-    """The most similar other chunk of each chunk, by the embedder (cosine of the chunk
-    vectors; near-copies and chunks without a vector left out)."""
+    """The most similar other chunk of a chunk, by the embedder (cosine of the chunk vectors;
+    near-copies and chunks without a vector left out).
 
-    def __init__(self, providers: Providers, chunks: Sequence[Chunk]) -> None:
-        got = providers.embed_texts([c.text for c in chunks])
-        dim = next((v.shape[0] for v in got.vectors if v is not None), 0)
-        matrix = np.zeros((len(chunks), dim), dtype=np.float32)
-        self.valid = np.zeros(len(chunks), dtype=bool)
-        for i, v in enumerate(got.vectors):  # one vector per chunk
+    It is searched among the chunks the ``multi-context`` walk has reached: the first
+    ``RELATED_POOL`` of its order, and as many more as the walk goes past them. Chunks are
+    embedded as the walk reaches them, a block at a time, so a long document costs the
+    embedding of what the questions need rather than of every chunk; documents of at most
+    ``RELATED_POOL`` chunks are searched whole.
+    """
+
+    def __init__(self, providers: Providers, chunks: Sequence[Chunk], order: list[int]) -> None:
+        self.providers = providers
+        self.chunks = chunks
+        self.order = order  # the multi-context walk; rows below follow it
+        self.position = {chunk: p for p, chunk in enumerate(order)}
+        self.vectors: list[np.ndarray | None] = []
+        self.matrix = np.zeros((0, 0), dtype=np.float32)
+        self.valid = np.zeros(0, dtype=bool)
+        self.failed: str | None = None
+        self._reach(min(RELATED_POOL, len(order)))
+
+    def _reach(self, upto: int) -> None:
+        """Embed the walk's chunks up to position ``upto`` (exclusive), whole blocks."""
+        start = len(self.vectors)
+        if upto <= start:
+            return
+        upto = min(max(upto, start + RELATED_POOL), len(self.order))
+        got = self.providers.embed_texts([self.chunks[i].text for i in self.order[start:upto]])
+        self.vectors.extend(got.vectors)
+        self.failed = self.failed or next((e for e in got.errors if e is not None), None)
+        dim = next((v.shape[0] for v in self.vectors if v is not None), 0)
+        matrix = np.zeros((len(self.vectors), dim), dtype=np.float32)
+        valid = np.zeros(len(self.vectors), dtype=bool)
+        for row, v in enumerate(self.vectors):  # one vector per chunk reached
             if v is not None and v.shape == (dim,):
                 norm = float(np.linalg.norm(v))
                 if norm > 0:
-                    matrix[i] = v / norm
-                    self.valid[i] = True
-        self.matrix = matrix
-        self.failed = next((e for e in got.errors if e is not None), None)
+                    matrix[row] = v / norm
+                    valid[row] = True
+        self.matrix, self.valid = matrix, valid
 
     def __call__(self, i: int) -> int | None:
-        if not self.valid[i]:
+        at = self.position[i]
+        self._reach(at + 1)
+        if not self.valid[at]:
             return None
-        sims = self.matrix @ self.matrix[i]
+        sims = self.matrix @ self.matrix[at]
         sims[~self.valid] = -np.inf
-        sims[i] = -np.inf
+        sims[at] = -np.inf
         sims[sims >= NEAR_DUPLICATE_CHUNK] = -np.inf
         best = int(np.argmax(sims))
-        return best if np.isfinite(sims[best]) else None
+        return self.order[best] if np.isfinite(sims[best]) else None
 
 
 def _slots(
@@ -371,12 +400,12 @@ class _Synthesis:
         self.notes: list[str] = []
         self.vectors: list[np.ndarray] = []
         self.seen: set[str] = set()
-        related = _Related(providers, chunks) if "multi-context" in evolutions else None
-        if related is not None and related.failed is not None:
-            self.notes.append(
-                f"multi-context: some chunks could not be embedded ({related.failed})"
-            )
-        self.slots = {e: _slots(chunks, seed, e, related) for e in evolutions}
+        self.related = (
+            _Related(providers, chunks, _order(chunks, seed, "multi-context"))
+            if "multi-context" in evolutions
+            else None
+        )
+        self.slots = {e: _slots(chunks, seed, e, self.related) for e in evolutions}
         self.exhausted: set[str] = set()
         self.target: dict[str, int] = {}
 
@@ -427,6 +456,9 @@ class _Synthesis:
                 self._round(wave)
             elif len(self.exhausted) == before:  # no share moved: nothing left to ask
                 break
+        if self.related is not None and self.related.failed is not None:
+            failed = self.related.failed
+            self.notes.append(f"multi-context: some chunks could not be embedded ({failed})")
 
     def _round(self, wave: list[_Slot]) -> None:
         """Ask the wave's candidates a batch at a time (generate, drop duplicates, critique,
