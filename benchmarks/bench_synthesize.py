@@ -11,7 +11,8 @@ their documented custom-model hooks (``DeepEvalBaseLLM``; Ragas' ``BaseRagasLLM`
 library asks for. Usage, from the repository root:
 
     .venv/bin/python benchmarks/bench_synthesize.py --out e.json          # evalframe
-    DEEPEVAL_VENV/bin/python benchmarks/bench_synthesize.py --tool deepeval --out d.json
+    DEEPEVAL_VENV/bin/python benchmarks/bench_synthesize.py --tool deepeval --contexts e.json \\
+        --out d.json
     RAGAS_VENV/bin/python benchmarks/bench_synthesize.py --tool ragas --out r.json
     .venv/bin/python benchmarks/bench_synthesize.py --compare e.json d.json r.json
 
