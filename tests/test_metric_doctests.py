@@ -9,6 +9,7 @@ tests/test_docs.py runs every other docstring example of the package.
 from __future__ import annotations
 
 import doctest
+import types
 
 import pytest
 
@@ -33,6 +34,21 @@ def test_every_metric_factory_has_an_example() -> None:
     defs = builtins()
     assert len(defs) >= 100  # the registry loaded: an empty list must not pass
     assert [d.name for d in defs if example(d) is None] == []
+
+
+def test_a_factory_without_a_runnable_example_is_found() -> None:
+    def summary_only() -> None:
+        """A metric whose docstring only describes it."""
+
+    def prose_example() -> None:
+        """A metric.
+
+        Examples:
+            Call it with a dataset.
+        """
+
+    for build in (summary_only, prose_example):
+        assert example(types.SimpleNamespace(build=build)) is None  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("name", [d.name for d in builtins()])
