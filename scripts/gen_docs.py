@@ -74,15 +74,14 @@ def _example_outputs(folder: Path) -> str:
     return str(path)
 
 
-# A value for each required parameter the registry has, so that a metric's needs can be read
-# at its defaults; a new required parameter without one fails the generator, naming it.
+# A value for each required parameter that a metric's needs depend on, so that they can be
+# read at its defaults; a new one without a value here fails the generator, naming it.
 EXAMPLES: dict[str, Callable[[Path], Any]] = {
     "criteria": lambda _: "The answer is correct.",
     "baseline": _example_outputs,
     "rubric": lambda _: ("pass=1: correct", "fail=0: wrong"),
     "instructions": lambda _: ("Answer in English.",),
     "tree": _example_tree,
-    "scale": lambda _: ("low", "high"),
     "policy": lambda _: "Never give medical advice.",
     "role": lambda _: "a support agent",
     "metrics": lambda _: ("exact-match",),
@@ -94,9 +93,14 @@ def needs_of(d: Any) -> tuple[str, ...]:
     webhook (none for a metric that reads only the data)."""
     if d.needs is None:
         return ()
+    accepted = inspect.signature(d.needs).parameters.values()
+    takes_any = any(q.kind is inspect.Parameter.VAR_KEYWORD for q in accepted)
+    names = {q.name for q in accepted}
     with tempfile.TemporaryDirectory() as tmp:
         kwargs: dict[str, Any] = {}
         for p in d.params:
+            if not takes_any and p.name not in names:
+                continue  # what the metric needs does not depend on it
             if not p.required:
                 kwargs[p.name] = p.default
             elif p.name in EXAMPLES:
@@ -106,10 +110,6 @@ def needs_of(d: Any) -> tuple[str, ...]:
                     f"{d.name}: add an example value for its required parameter "
                     f"'{p.name}' to EXAMPLES in scripts/gen_docs.py"
                 )
-        accepted = inspect.signature(d.needs).parameters.values()
-        if not any(q.kind is inspect.Parameter.VAR_KEYWORD for q in accepted):
-            names = {q.name for q in accepted}
-            kwargs = {k: v for k, v in kwargs.items() if k in names}
         needs = list(d.needs(**kwargs))
     kinds: set[str] = set()
     while needs:
