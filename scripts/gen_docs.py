@@ -263,6 +263,56 @@ def command_table() -> str:
     return "\n".join(out)
 
 
+# --- the optional extras ------------------------------------------------------------------
+
+# What each extra of pyproject.toml is for; its packages come from pyproject.toml itself.
+EXTRA_PURPOSE = {
+    "viz": "charts (`run.plot`, `store.plot`, `comparison.plot`), PNG/SVG export, the charts "
+    "of the HTML report",
+    "jupyter": "JupyterLab and a kernel to run the notebooks, with charts",
+    "dask": "scoring and rescoring on a Dask cluster (`--dask`, `dask=`); Parquet inputs "
+    "named by URL (through `fsspec`)",
+    "mlflow": "`run.to_mlflow()` and `evalframe export --to mlflow`, into any MLflow store",
+    "otel": "`--otel`: a run's spans and evaluation events over OTLP/HTTP",
+    "view": "`evalframe view`: the web viewer over the store and its JSON API",
+    "pdf": "`evalframe synthesize` reading the text of PDF documents",
+    "presidio": "`pii-leak(engine=presidio)`: Microsoft Presidio's recognizers",
+    "docs": "this site",
+    "test": "the test suite, with the reference libraries it compares against, the peers' "
+    "readers, the browser tests' driver, ruff and mypy",
+    "dev": "the same as `test`, under the name contributors reach for",
+    "bench": "the libraries the benchmarks compare with",
+}
+
+
+def extras_table() -> str:
+    """docs/concepts/dependencies.md: each optional extra, its packages and what for."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras: dict[str, list[str]] = project["optional-dependencies"]
+    missing = sorted(set(extras) - set(EXTRA_PURPOSE))
+    if missing:
+        raise SystemExit(f"say what the extras {missing} are for in EXTRA_PURPOSE ({COMMAND})")
+    out = ["| extra | packages | what for |", "|---|---|---|"]
+    for extra, purpose in EXTRA_PURPOSE.items():
+        if extra not in extras:
+            continue
+        names, included = [], []
+        for requirement in extras[extra]:
+            name = re.split(r"[<>=!~;\s]", requirement, maxsplit=1)[0]
+            if name.startswith(project["name"] + "["):
+                included += name[len(project["name"]) + 1 : -1].split(",")
+            else:
+                names.append(f"`{name}`")
+        cell = ", ".join(names)
+        if included:
+            plus = "the extras " if len(included) > 1 else "the extra "
+            cell += ("; " if cell else "") + plus + ", ".join(f"`{e}`" for e in included)
+        out.append(f"| `{extra}` | {cell} | {purpose} |")
+    return "\n".join(out)
+
+
 # --- regions -----------------------------------------------------------------------------
 
 REGIONS: dict[str, Callable[[], str]] = {
@@ -271,6 +321,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "metrics-table": metrics_table,
     "model-metrics": model_metrics,
     "commands": command_table,
+    "extras": extras_table,
 }
 
 

@@ -62,6 +62,8 @@ def test_the_regions_are_where_the_docs_need_them() -> None:
         ("README.md", "metrics-table"),
         ("README.md", "commands"),
         ("docs/providers.md", "model-metrics"),
+        ("docs/index.md", "metric-count"),
+        ("docs/concepts/dependencies.md", "extras"),
     } <= found
     assert {name for _, name in found} == set(gen.REGIONS)  # every generator has a region
 
@@ -101,6 +103,17 @@ def test_the_metric_table_lists_every_metric_and_what_it_needs() -> None:
     assert needs["rouge-l"] == ()
     assert needs["g-eval"] == ("judge",)
     assert "| [rag](docs/metrics/rag.md) |" in table
+
+
+def test_the_extras_table_has_every_extra_with_its_packages() -> None:
+    table = gen.extras_table()
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    rows = [line for line in table.splitlines()[2:] if line.startswith("| `")]
+    assert sorted(row.split("`")[1] for row in rows) == sorted(extras)
+    assert "| `pdf` | `pypdf` |" in table
+    assert "| `dev` | the extra `test` |" in table
 
 
 def test_every_metric_is_described_on_its_familys_page() -> None:
