@@ -353,6 +353,30 @@ def test_a_failed_judge_call_loses_only_its_candidate(
     assert len(samples(out)) == 2
 
 
+def test_a_judge_that_fails_every_call_writes_nothing_and_says_why(
+    tmp_path: Path, docs: list[Path], stub: StubOpenAI
+) -> None:
+    """Was: "Dataset 'g': Dataset records must declare at least one sample" (exit 2)."""
+    stub.fail("chat", *[("status", 400)] * 2)
+    out = tmp_path / "g.yaml"
+    result = invoke(stub, str(tmp_path / "docs"), "--out", str(out), "-n", "2",
+                    "--chunk-size", "300", "--evolutions", "simple")  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "kept 0 of 2 (dropped: 2 judge call failed)" in result.output
+    assert "incomplete: the judge failed every call of a round" in result.output
+    assert "nothing was written" in result.output
+    assert not out.exists()
+    providers = Providers(
+        embeddings="hashing", judge=OpenAIJudge("stub-judge", base_url=stub.url), cache=False
+    )
+    stub.fail("chat", *[("status", 400)] * 2)
+    golden = ef.synthesize(docs, n=2, evolutions="simple", providers=providers, chunk_size=300)
+    assert golden.height == 0
+    assert golden.columns == list(ef.schema.DATASET_SCHEMA)
+    assert golden.synthesis.stopped is not None
+    assert golden.synthesis.stopped.startswith("the judge failed every call")
+
+
 def test_an_unreadable_reply_is_dropped_not_guessed(tmp_path: Path, docs: list[Path]) -> None:
     replies = iter(["not json at all"])
 

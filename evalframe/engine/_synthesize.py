@@ -47,6 +47,7 @@ from evalframe.core._documents import find_documents, read_documents
 from evalframe.core._errors import DocumentError, EvalframeError
 from evalframe.core._progress import Advance, track
 from evalframe.core._safe_write import locked, same_file
+from evalframe.core.schema import DATASET_SCHEMA
 from evalframe.enrich._judge_engine import fill_judge_need
 from evalframe.metrics._fence import numbered, verbatim
 from evalframe.metrics._judge_engine import JudgeNeed, reply
@@ -794,11 +795,16 @@ def synthesize(
         journal=kept_journal,
         notes=notes + work.notes,
     )
-    dataset = Dataset.from_records(records, name=dataset_name, metrics=metrics, path=path)
+    if records:
+        dataset = Dataset.from_records(records, name=dataset_name, metrics=metrics, path=path)
+        frame: pl.DataFrame = dataset
+        kept_metrics = dataset.metrics
+    else:  # nothing kept (the judge failed, say): an empty set, its stats saying why
+        frame, kept_metrics = pl.DataFrame(schema=DATASET_SCHEMA), list(metrics)
     result = cast(
         "Synthesized",
         Synthesized._wrap(
-            dataset, name=dataset.name, metrics=dataset.metrics, repetitions=None, path=path
+            frame, name=dataset_name, metrics=kept_metrics, repetitions=None, path=path
         ),
     )
     result.synthesis = stats
