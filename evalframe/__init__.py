@@ -169,7 +169,7 @@ def _score_outputs(store: Store, *args: Any, **options: Any) -> str:
     return score_outputs(store, *args, **options)
 
 
-_seam.provide("save_run", _save_run)
-_seam.provide("rescore", _rescore)
-_seam.provide("score_outputs", _score_outputs)
+_seam.save_run.provide(_save_run)
+_seam.rescore.provide(_rescore)
+_seam.score_outputs.provide(_score_outputs)
 _seam.on_demand(_load_views)

@@ -46,7 +46,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import polars as pl
 
@@ -199,21 +199,21 @@ class Comparison:
 
     def to_markdown(self, *, max_rows: int = 20) -> str:
         """A Markdown summary: counts, metric deltas, cohorts that moved, regressed rows."""
-        return cast(str, _seam.call("comparison_markdown", self, max_rows=max_rows))
+        return _seam.comparison_markdown.call(self, max_rows=max_rows)
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
 
     def _repr_html_(self) -> str:
-        return cast(str, _seam.call("comparison_html", self))
+        return _seam.comparison_html.call(self)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(repr(self) if cycle else _seam.call("comparison_text", self))
+        p.text(repr(self) if cycle else _seam.comparison_text.call(self))
 
     @property
     def plot(self) -> ComparisonPlot:
         """Charts of this comparison: ``comparison.plot.deltas()`` (``viz`` extra)."""
-        return cast("ComparisonPlot", _seam.call("comparison_plot", self))
+        return _seam.comparison_plot.call(self)
 
     def __repr__(self) -> str:
         c = self.counts

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import polars as pl
 
@@ -89,7 +89,7 @@ class GateResult:
 
     def to_text(self, *, max_rows: int = 10) -> str:
         """The CLI's report: the verdict, each failure, the worst rows and safety failures."""
-        return cast(str, _seam.call("gate_text", self, max_rows=max_rows))
+        return _seam.gate_text.call(self, max_rows=max_rows)
 
 
 def gate(

@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -182,19 +182,18 @@ class Run:
             include_evidence: add the ``evidence`` section: each execution's retrieved
                 contexts (kept out of reports otherwise).
         """
-        options = {"include_evidence": True} if include_evidence else {}
-        return cast("Report", _seam.call("build_report", self, samples=samples, **options))
+        return _seam.build_report.call(self, samples=samples, include_evidence=include_evidence)
 
     @property
     def plot(self) -> RunPlot:
         """Charts of this run: ``run.plot.histograms()``, ``run.plot.heatmap()`` (``viz`` extra)."""
-        return cast("RunPlot", _seam.call("run_plot", self))
+        return _seam.run_plot.call(self)
 
     def _repr_html_(self) -> str:
-        return cast(str, _seam.call("run_html", self))
+        return _seam.run_html.call(self)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(repr(self) if cycle else _seam.call("run_text", self))
+        p.text(repr(self) if cycle else _seam.run_text.call(self))
 
     def to_json(self) -> str:
         return self.report().to_json()
@@ -208,7 +207,7 @@ class Run:
         Raises:
             StoreError: the write failed (nothing is kept) or the run is already stored.
         """
-        return cast(str, _seam.call("save_run", self, store))
+        return _seam.save_run.call(self, store)
 
     def to_mlflow(
         self,
@@ -227,15 +226,8 @@ class Run:
         Returns:
             The MLflow run id.
         """
-        return cast(
-            str,
-            _seam.call(
-                "run_mlflow",
-                self,
-                tracking_uri=tracking_uri,
-                experiment=experiment,
-                run_name=run_name,
-            ),
+        return _seam.run_mlflow.call(
+            self, tracking_uri=tracking_uri, experiment=experiment, run_name=run_name
         )
 
     def to_markdown(self) -> str:

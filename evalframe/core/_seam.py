@@ -5,11 +5,14 @@ Some methods read naturally on a core or store value but belong to a higher laye
 Markdown, HTML and charts; ``GateResult``'s text; ``Store.plot`` and its HTML listing;
 ``Store.rescore`` and ``Store.score_outputs`` (scoring is the engine's); and, within the views,
 ``Report``'s renderings (the renderers import the report document, never the reverse).
-Instead of importing upward, those methods ask this registry, and the higher layer fills it
-when it is imported (``evalframe.views`` calls ``provide`` in its ``__init__``). So that
-``import evalframe`` stays cheap, the top-level package registers a *loader* that imports
-the higher layers on the first call that finds its name missing; nothing here imports
-anything.
+Instead of importing upward, those methods ask a *slot* of this module, and the higher
+layer fills it when it is imported (``evalframe.views`` calls ``run_html.provide(...)`` in its
+``__init__``). So that ``import evalframe`` stays cheap, the top-level package registers a
+*loader* that imports the higher layers on the first call that finds its slot empty;
+nothing here imports anything at run time.
+
+Each slot is typed with the Protocol of what crosses it, so mypy checks both sides: the
+implementation a layer provides and every call (``_seam.run_html.call(run)`` is a ``str``).
 
 Examples:
     >>> import evalframe as ef
@@ -20,18 +23,37 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Literal, get_args
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
-__all__ = ["Name", "call", "names", "on_demand", "provide", "provided"]
+if TYPE_CHECKING:  # annotations only: these layers sit above core
+    import polars as pl
 
-Name = Literal[
+    from evalframe.core._compare import Comparison
+    from evalframe.core._dataset import Dataset
+    from evalframe.core._gate import GateResult
+    from evalframe.core._run import Run
+    from evalframe.core._run_options import Limits
+    from evalframe.metrics._registry import MetricFactory
+    from evalframe.metrics._spec import Metric
+    from evalframe.store import Store
+    from evalframe.views._report import Report
+    from evalframe.views.plot import ComparisonPlot, RunPlot, StorePlot
+
+    MetricLike: TypeAlias = str | Metric | MetricFactory
+
+__all__ = [
+    "Slot",
     "build_report",
     "comparison_html",
     "comparison_markdown",
     "comparison_plot",
     "comparison_text",
     "gate_text",
+    "names",
+    "on_demand",
+    "provided",
     "report_html",
     "report_json_parts",
     "report_markdown",
@@ -48,45 +70,163 @@ Name = Literal[
     "store_plot",
 ]
 
-_IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {}
+T = TypeVar("T")
+
+_SLOTS: dict[str, Slot[Any]] = {}
 _LOADERS: list[Callable[[], None]] = []
 
 
-def provide(name: Name, implementation: Callable[..., Any]) -> None:
-    """Register the higher layer's ``implementation`` of ``name`` (called at its import)."""
-    _IMPLEMENTATIONS[name] = implementation
+class Slot(Generic[T]):
+    """One convenience a higher layer provides, typed ``T`` (its Protocol)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._implementation: T | None = None
+        _SLOTS[name] = self
+
+    def provide(self, implementation: T) -> None:
+        """Register the higher layer's ``implementation`` (called at its import)."""
+        self._implementation = implementation
+
+    @property
+    def call(self) -> T:
+        """The implementation, the higher layers loaded first if none is registered yet.
+
+        Raises:
+            RuntimeError: the layer that provides it was never imported (only possible
+                when evalframe's modules are loaded piecemeal, bypassing ``import evalframe``).
+        """
+        if self._implementation is None:
+            for load in _LOADERS:
+                load()
+        if self._implementation is None:
+            raise RuntimeError(
+                f"{self.name!r} is provided by a higher evalframe layer that is not loaded; "
+                "`import evalframe` loads every layer."
+            )
+        return self._implementation
 
 
 def on_demand(loader: Callable[[], None]) -> None:
-    """Register a ``loader`` that imports higher layers when a name is not yet provided."""
+    """Register a ``loader`` that imports higher layers when a slot is not yet provided."""
     _LOADERS.append(loader)
 
 
 def provided() -> frozenset[str]:
-    """The names registered so far."""
-    return frozenset(_IMPLEMENTATIONS)
+    """The names of the slots provided so far."""
+    return frozenset(name for name, slot in _SLOTS.items() if slot._implementation is not None)
 
 
 def names() -> frozenset[str]:
-    """Every name the seam serves."""
-    return frozenset(get_args(Name))
+    """Every slot's name."""
+    return frozenset(_SLOTS)
 
 
-def call(name: Name, /, *args: Any, **kwargs: Any) -> Any:
-    """Call the registered implementation of ``name``.
+# --- what crosses each slot ------------------------------------------------------------------
 
-    Raises:
-        RuntimeError: the layer that provides ``name`` was never imported (only possible
-            when evalframe's modules are loaded piecemeal, bypassing ``import evalframe``).
-    """
-    if name not in _IMPLEMENTATIONS:
-        for load in _LOADERS:
-            load()
-    try:
-        implementation = _IMPLEMENTATIONS[name]
-    except KeyError:
-        raise RuntimeError(
-            f"{name!r} is provided by a higher evalframe layer that is not loaded; "
-            "`import evalframe` loads every layer."
-        ) from None
-    return implementation(*args, **kwargs)
+
+class BuildReport(Protocol):
+    def __call__(
+        self, run: Run, /, *, samples: bool = ..., include_evidence: bool = ...
+    ) -> Report: ...
+
+
+class ReportJsonParts(Protocol):
+    def __call__(
+        self, run: Run, /, *, include_evidence: bool = ..., head: Report | None = ...
+    ) -> Iterator[memoryview]: ...
+
+
+class ReportMarkdown(Protocol):
+    def __call__(self, report: Report, /, *, max_rows: int = ...) -> str: ...
+
+
+class ReportPage(Protocol):
+    def __call__(
+        self, report: Report, /, *, charts: Literal["auto", "vega", "svg", "none"] = ...
+    ) -> str: ...
+
+
+class RenderComparison(Protocol):
+    def __call__(self, comparison: Comparison, /, *, max_rows: int = ...) -> str: ...
+
+
+class GateText(Protocol):
+    def __call__(self, result: GateResult, /, *, max_rows: int = ...) -> str: ...
+
+
+class RunsHtml(Protocol):
+    def __call__(self, runs: pl.DataFrame, /, *, title: str = ...) -> str: ...
+
+
+class RunMlflow(Protocol):
+    def __call__(
+        self,
+        run: Run,
+        /,
+        *,
+        tracking_uri: str | None = ...,
+        experiment: str | None = ...,
+        run_name: str | None = ...,
+    ) -> str: ...
+
+
+class Rescore(Protocol):
+    def __call__(
+        self,
+        store: Store,
+        metrics: Sequence[MetricLike],
+        /,
+        *,
+        runs: str | Sequence[str] | None,
+        keep: bool,
+        force: bool,
+        name: str | None,
+        batch_size: int,
+        memory_limit: str | None,
+        providers: Any,
+        dask: Any,
+        limits: Limits | None,
+    ) -> list[str]: ...
+
+
+class ScoreOutputs(Protocol):
+    def __call__(
+        self,
+        store: Store,
+        dataset: Dataset,
+        outputs: str,
+        metrics: Sequence[MetricLike],
+        /,
+        *,
+        repetitions: int,
+        name: str | None,
+        labels: Mapping[str, str] | None,
+        batch_size: int,
+        memory_limit: str | None,
+        providers: Any,
+        dask: Any,
+        limits: Limits | None,
+    ) -> str: ...
+
+
+build_report: Slot[BuildReport] = Slot("build_report")
+comparison_html: Slot[RenderComparison] = Slot("comparison_html")
+comparison_markdown: Slot[RenderComparison] = Slot("comparison_markdown")
+comparison_plot: Slot[Callable[[Comparison], ComparisonPlot]] = Slot("comparison_plot")
+comparison_text: Slot[Callable[[Comparison], str]] = Slot("comparison_text")
+gate_text: Slot[GateText] = Slot("gate_text")
+report_html: Slot[Callable[[Report], str]] = Slot("report_html")
+report_json_parts: Slot[ReportJsonParts] = Slot("report_json_parts")
+report_markdown: Slot[ReportMarkdown] = Slot("report_markdown")
+report_page: Slot[ReportPage] = Slot("report_page")
+report_text: Slot[Callable[[Report], str]] = Slot("report_text")
+rescore: Slot[Rescore] = Slot("rescore")
+run_html: Slot[Callable[[Run], str]] = Slot("run_html")
+run_mlflow: Slot[RunMlflow] = Slot("run_mlflow")
+run_plot: Slot[Callable[[Run], RunPlot]] = Slot("run_plot")
+run_text: Slot[Callable[[Run], str]] = Slot("run_text")
+runs_html: Slot[RunsHtml] = Slot("runs_html")
+save_run: Slot[Callable[[Run, Store | str | os.PathLike[str]], str]] = Slot("save_run")
+score_outputs: Slot[ScoreOutputs] = Slot("score_outputs")
+store_plot: Slot[Callable[[Store], StorePlot]] = Slot("store_plot")

@@ -18,4 +18,4 @@ def _run_mlflow(*args: Any, **kwargs: Any) -> Any:
     return to_mlflow(*args, **kwargs)
 
 
-_seam.provide("run_mlflow", _run_mlflow)
+_seam.run_mlflow.provide(_run_mlflow)

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import polars as pl
@@ -445,8 +445,7 @@ class Store:
             [('rouge-l', 1.0)]
         """
         # Scoring is the engine's: the store only reads and writes (see core/_seam.py).
-        result: list[str] = _seam.call(
-            "rescore",
+        return _seam.rescore.call(
             self,
             metrics,
             runs=runs,
@@ -459,7 +458,6 @@ class Store:
             dask=dask,
             limits=limits,
         )
-        return result
 
     def score_outputs(
         self,
@@ -520,8 +518,7 @@ class Store:
         ds = dataset if isinstance(dataset, Dataset) else read_dataset(dataset)
         specs = list(metrics) if metrics is not None else list(ds.metrics)
         reps = repetitions if repetitions is not None else (ds.repetitions or 1)
-        run_id: str = _seam.call(
-            "score_outputs",
+        return _seam.score_outputs.call(
             self,
             ds,
             os.fspath(outputs),
@@ -535,7 +532,6 @@ class Store:
             dask=dask,
             limits=limits,
         )
-        return run_id
 
     def export(self, runs: str | Sequence[str], to: str | os.PathLike[str]) -> Path:
         """Write runs (references) and their rows as Parquet files in directory ``to``."""
@@ -574,12 +570,10 @@ class Store:
     @property
     def plot(self) -> StorePlot:
         """Charts across stored runs: ``store.plot.trend(metric=...)`` (``viz`` extra)."""
-        return cast("StorePlot", _seam.call("store_plot", self))
+        return _seam.store_plot.call(self)
 
     def _repr_html_(self) -> str:
-        return cast(
-            str, _seam.call("runs_html", self.runs(limit=50), title=f"Stored runs in {self.path}")
-        )
+        return _seam.runs_html.call(self.runs(limit=50), title=f"Stored runs in {self.path}")
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(repr(self) if cycle else f"{self!r}\n{self.runs(limit=20)}")

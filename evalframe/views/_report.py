@@ -27,7 +27,7 @@ them out of their details and providers never record keys.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from evalframe.core import _seam
@@ -81,8 +81,7 @@ class Report(PendingSections):
             text = json.dumps(self, indent=indent, ensure_ascii=False, allow_nan=False)
             return (text + "\n").encode("utf-8")
         if self._run is not None and self.pending():
-            parts: Iterable[bytes] = _seam.call("report_json_parts", self._run, head=self)
-            return b"".join(parts)
+            return b"".join(_seam.report_json_parts.call(self._run, head=self))
         import orjson
 
         data = orjson.dumps(self, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
@@ -90,23 +89,23 @@ class Report(PendingSections):
 
     def to_markdown(self, *, max_rows: int = 20) -> str:
         """Markdown in eval-harness's 1.6 layout, listing at most ``max_rows`` failing samples."""
-        return str(_seam.call("report_markdown", self, max_rows=max_rows))
+        return _seam.report_markdown.call(self, max_rows=max_rows)
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
 
     def _repr_html_(self) -> str:
-        return str(_seam.call("report_html", self))
+        return _seam.report_html.call(self)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(repr(self) if cycle else str(_seam.call("report_text", self)))
+        p.text(repr(self) if cycle else _seam.report_text.call(self))
 
     def to_html(self, *, charts: Literal["auto", "vega", "svg", "none"] = "auto") -> str:
         """One self-contained HTML page: the tables and charts, no network requests.
 
         ``charts="auto"`` embeds interactive charts when the ``viz`` extra is installed.
         """
-        return str(_seam.call("report_page", self, charts=charts))
+        return _seam.report_page.call(self, charts=charts)
 
     def __repr__(self) -> str:
         return (
