@@ -849,7 +849,10 @@ def test_a_store_moved_onto_read_only_media_opens_read_only_for_every_reading_co
     store.promote_baseline(source, force=True)  # some of its executions error, by design
     commands = {
         "runs": ["runs", "--format", "json"],
-        "sql": ["sql", f"SELECT metric, count(*) FROM scores WHERE run_id = '{there}' GROUP BY 1"],
+        "sql": [
+            "sql",
+            f"SELECT metric, count(*) FROM scores WHERE run_id = '{there}' GROUP BY 1 ORDER BY 1",
+        ],
         "report": ["report", there, "--format", "json"],
         "compare": ["compare", source, there],
         "gate": ["gate", there, "--baseline", source],

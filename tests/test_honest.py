@@ -52,7 +52,8 @@ def _run_probe(tmp_path: Path, name: str, source: str) -> str:
     shutil.copy(TESTS.parent / "pyproject.toml", tmp_path / "pyproject.toml")  # the ini options
     (tests / name).write_text(source, encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", str(tests / name)],
+        [sys.executable, "-m", "pytest", "-q", "-rA", "-n", "0", "-p", "no:cacheprovider",
+         str(tests / name)],
         cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode != 0, done.stdout

@@ -36,7 +36,8 @@ def _pytest(tests: Path, *args: str, env: dict[str, str] | None = None) -> int:
 
     environ = {k: v for k, v in os.environ.items() if k != "EVALFRAME_UPDATE_SNAPSHOTS"}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests), *args],
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", str(tests),
+         *args],
         cwd=tests.parent, capture_output=True, text=True, timeout=300, check=False,
         env={**environ, **(env or {})},
     )  # fmt: skip

@@ -211,6 +211,27 @@ def test_system_with_a_bad_trajectory_is_that_samples_error(tmp_path: Path) -> N
     assert all("'trajectory.steps' must be a non-negative integer" in e for e in errors)
 
 
+def test_a_non_finite_number_in_a_tool_call_is_that_samples_error_naming_the_field(
+    tmp_path: Path,
+) -> None:
+    """JSON has no NaN or Infinity: Python's encoder refuses them, so the reader names them."""
+    bad = {"tool_calls": [{"name": "s", "result": float("inf")}]}
+    run = ef.evaluate(
+        _dataset(tmp_path),
+        system=lambda inp: {"output": "x", "trajectory": bad},
+        metrics=["exact-match"],
+    )
+    errors = run.frame.get_column("system_error").to_list()
+    assert all("'trajectory.tool_calls[0].result' holds NaN or an infinity" in e for e in errors)
+    path = tmp_path / "out.jsonl"
+    line = '{"id": "a", "actual_output": "x", "trajectory": {"tool_calls": [{"name": "s", '
+    path.write_text(line + '"arguments": {"q": NaN}}]}}\n')
+    with pytest.raises(ef.DatasetError) as info:
+        ef.read_outputs(path)
+    assert str(path) in str(info.value)
+    assert "sample 'a'" in str(info.value)
+
+
 def test_recorder_is_per_call_across_repetitions_and_threads(tmp_path: Path) -> None:
     barrier = threading.Barrier(2)
 

@@ -83,8 +83,16 @@ _ARGUMENT_KEYS: Final = ("arguments", "args")
 _COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def _compact(value: object) -> str:
-    return _COMPACT.encode(value)
+def _compact(value: object, field: str = "", at: str = "A trajectory") -> str:
+    """``value`` as compact JSON text; NaN and infinities (which JSON cannot hold) are an error."""
+    try:
+        return _COMPACT.encode(value)
+    except ValueError as exc:  # allow_nan=False: Python's json reads NaN/Infinity, JSON has none
+        where = f" field '{field}'" if field else ""
+        raise DatasetError(
+            f"{at}{where} holds NaN or an infinity, which JSON cannot represent; "
+            "give a finite number or a string."
+        ) from exc
 
 
 def _kind(value: object) -> str:
@@ -123,10 +131,10 @@ def _number(value: object, field: str, at: str) -> float | None:
     )
 
 
-def _text(value: object) -> str | None:
+def _text(value: object, field: str, at: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
-    return _compact(value)
+    return _compact(value, field, at)
 
 
 def _first(entry: Mapping[str, Any], keys: tuple[str, ...]) -> object:
@@ -164,9 +172,9 @@ def parse_tool_call(value: object, field: str, at: str) -> dict[str, Any]:
         )
     return {
         "name": name,
-        "arguments": None if arguments is None else _compact(arguments),
-        "result": _text(value.get("result")),
-        "error": _text(value.get("error")),
+        "arguments": None if arguments is None else _compact(arguments, f"{field}.arguments", at),
+        "result": _text(value.get("result"), f"{field}.result", at),
+        "error": _text(value.get("error"), f"{field}.error", at),
         "latency_ms": _number(value.get("latency_ms"), f"{field}.latency_ms", at),
         "tokens": _count(value.get("tokens"), f"{field}.tokens", at),
     }
@@ -354,7 +362,9 @@ def _names(value: object, field: str, at: str, *, single: bool = False) -> list[
     return list(value)
 
 
-def _argument_spec(entry: object) -> dict[str, Any] | None:
+def _argument_spec(
+    entry: object, field: str = "metadata.trajectory.tool_arguments", at: str = "A sample"
+) -> dict[str, Any] | None:
     """A usable ``{tool|name, arguments|args}`` entry, or None (eval-harness skips those)."""
     if not isinstance(entry, dict):
         return None
@@ -364,7 +374,7 @@ def _argument_spec(entry: object) -> dict[str, Any] | None:
         arguments = {}
     if not isinstance(name, str) or not name.strip() or not isinstance(arguments, dict):
         return None
-    return {"name": name, "arguments": _compact(arguments)}
+    return {"name": name, "arguments": _compact(arguments, f"{field}.arguments", at)}
 
 
 def parse_expectations(metadata: Mapping[str, Any], at: str) -> dict[str, Any]:
@@ -405,7 +415,10 @@ def parse_expectations(metadata: Mapping[str, Any], at: str) -> dict[str, Any]:
                     f"{at} field '{f}tool_arguments' must be a list of "
                     f"{{tool, arguments}} entries; got {_kind(specs)}."
                 )
-            usable = [_argument_spec(entry) for entry in specs]
+            usable = [
+                _argument_spec(entry, f"{f}tool_arguments[{i}]", at)
+                for i, entry in enumerate(specs)
+            ]
             row["tool_arguments"] = [spec for spec in usable if spec is not None]
             row["skipped_arguments"] = len(specs) - len(row["tool_arguments"])
         limit = block.get("max_steps")
@@ -445,7 +458,8 @@ def _mcp_tool(tool: object, field: str, at: str) -> dict[str, Any]:
     schema = tool.get("inputSchema", tool.get("input_schema"))
     if schema is not None and not isinstance(schema, dict):
         raise DatasetError(f"{at} field '{field}.inputSchema' must be a JSON schema object.")
-    return {"name": tool["name"], "input_schema": None if schema is None else _compact(schema)}
+    schema_text = None if schema is None else _compact(schema, f"{field}.inputSchema", at)
+    return {"name": tool["name"], "input_schema": schema_text}
 
 
 _ITEM: Final = r'(?:"(?:[^"\\]|\\.)*"|-?[0-9][0-9.eE+-]*)'
