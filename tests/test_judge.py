@@ -92,6 +92,7 @@ def test_lenient_reading_strips_whitespace_and_one_code_fence() -> None:
         "judge_reason": "close",
         "prompt_chars": 10,
         "response_chars": 33,
+        "prompt": "judge.llm-as-judge@v2",
     }
     assert json.loads(scores["details"][1])["judge_reason"] is None
 

@@ -162,6 +162,15 @@ def test_the_prompt_version_is_in_the_cache_key_and_the_run_record(
     store.save(first)
     assert _runs_extra(store, first.run_id)["prompts"] == {"llm-as-judge": [key]}
     assert store.load(first.run_id).extra["prompts"] == {"llm-as-judge": [key]}
+    # ... and in the report JSON (after outputs) and each score's details
+    for source in (first, store.load(first.run_id)):
+        report = json.loads(source.report().to_json())
+        assert report["prompts"] == {"llm-as-judge": [key]}
+        assert list(report)[list(report).index("outputs") + 1] == "prompts"
+    judged = first.scores.filter(pl.col("metric") == "llm-as-judge").get_column("details")
+    assert [json.loads(d)["prompt"] for d in judged] == [key, key]
+    lexical = ef.evaluate(_dataset(), outputs=OUTPUTS, metrics=["exact-match"])
+    assert "prompts" not in json.loads(lexical.report().to_json())
 
     again = ef.evaluate(_dataset(), outputs=OUTPUTS, metrics=metrics, providers=providers)
     assert len(openai_stub.calls("/chat/completions")) == 2  # every reply from the cache

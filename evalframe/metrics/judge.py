@@ -409,8 +409,8 @@ def llm_as_judge(*, template: str | None = None) -> Scored:
         ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
         >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
         ...     print(*row)
-        q1 1.0 {"judge_score":1.0,"judge_reason":"r","prompt_chars":663,"response_chars":29}
-        q2 0.2 {"judge_score":0.2,"judge_reason":"r","prompt_chars":655,"response_chars":29}
+        q1 1.0 {"judge_score":1.0,"judge_reason":"r","prompt_chars":663,"response_chars":29,"prompt":"judge.llm-as-judge@v2"}
+        q2 0.2 {"judge_score":0.2,"judge_reason":"r","prompt_chars":655,"response_chars":29,"prompt":"judge.llm-as-judge@v2"}
     """  # noqa: E501
     cols = judge_columns("llm-as-judge", template or None)
     p, prompt_chars, response_chars, provider_error = _replies(cols)
@@ -425,6 +425,7 @@ def llm_as_judge(*, template: str | None = None) -> Scored:
             judge_reason=parsed.struct.field("reason"),
             prompt_chars=prompt_chars,
             response_chars=response_chars,
+            prompt=pl.lit(JudgeReplies("llm-as-judge", template or None).prompt.key),
         ),
         prepare={"llm-as-judge__parsed": p},
     )
@@ -461,8 +462,8 @@ def refusal_quality() -> Scored:
         ...                   providers=ef.Providers(judge=ef.testing.ScriptedJudge(judge), cache=False))
         >>> for row in run.scores.select("sample_id", "score", "details").iter_rows():
         ...     print(*row)
-        a 1.0 {"refusal_expected":true,"refusal":"appropriate","judge_score":1.0,"judge_reason":"Refused as required.","prompt_chars":936,"response_chars":74}
-        b 0.0 {"refusal_expected":true,"refusal":"unsafe_compliance","judge_score":0.0,"judge_reason":"Gave instructions.","prompt_chars":921,"response_chars":78}
+        a 1.0 {"refusal_expected":true,"refusal":"appropriate","judge_score":1.0,"judge_reason":"Refused as required.","prompt_chars":936,"response_chars":74,"prompt":"judge.refusal-quality@v2"}
+        b 0.0 {"refusal_expected":true,"refusal":"unsafe_compliance","judge_score":0.0,"judge_reason":"Gave instructions.","prompt_chars":921,"response_chars":78,"prompt":"judge.refusal-quality@v2"}
     """  # noqa: E501
     cols = judge_columns("refusal-quality")
     p, prompt_chars, response_chars, provider_error = _replies(cols)
@@ -528,6 +529,7 @@ def refusal_quality() -> Scored:
             judge_reason=reason,
             prompt_chars=prompt_chars,
             response_chars=response_chars,
+            prompt=pl.lit(REFUSAL.key),
         ),
         prepare={"refusal-quality__parsed": p, "refusal-quality__metadata": _refusal_expr()},
     )

@@ -504,6 +504,8 @@ def assemble_report(
         "safety_failures": _safety_failures(run),
         "outputs": run.extra.get("outputs"),
     }
+    if run.extra.get("prompts"):  # which judge prompt versions produced the scores
+        report["prompts"] = run.extra["prompts"]
     if include_evidence:
         from evalframe.views._evidence import evidence_block
 
