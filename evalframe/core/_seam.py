@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # annotations only: these layers sit above core
     from evalframe.core._run_options import Limits
     from evalframe.metrics._registry import MetricFactory
     from evalframe.metrics._spec import Metric
+    from evalframe.providers import EmbeddingClient, JudgeClient, Providers
     from evalframe.store import Store
     from evalframe.views._report import Report
     from evalframe.views.plot import ComparisonPlot, RunPlot, StorePlot
@@ -184,7 +185,7 @@ class Rescore(Protocol):
         name: str | None,
         batch_size: int,
         memory_limit: str | None,
-        providers: Any,
+        providers: Providers | EmbeddingClient | JudgeClient | None,
         dask: Any,
         limits: Limits | None,
     ) -> list[str]: ...
@@ -204,7 +205,7 @@ class ScoreOutputs(Protocol):
         labels: Mapping[str, str] | None,
         batch_size: int,
         memory_limit: str | None,
-        providers: Any,
+        providers: Providers | EmbeddingClient | JudgeClient | None,
         dask: Any,
         limits: Limits | None,
     ) -> str: ...

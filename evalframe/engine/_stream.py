@@ -31,7 +31,7 @@ from evalframe.store import _scored, _streamed
 from evalframe.store._write import transaction
 
 if TYPE_CHECKING:
-    from evalframe.providers import Providers
+    from evalframe.providers import EmbeddingClient, JudgeClient, Providers
     from evalframe.store import Store
 
 __all__ = ["score_outputs"]
@@ -48,7 +48,7 @@ def score_outputs(
     labels: Mapping[str, str] | None,
     batch_size: int,
     memory_limit: str | None,
-    providers: Any,
+    providers: Providers | EmbeddingClient | JudgeClient | None,
     dask: Any,
     limits: Limits | None = None,
 ) -> str:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from evalframe.core._run_options import Limits
     from evalframe.metrics._registry import MetricFactory
     from evalframe.metrics._spec import Metric
+    from evalframe.providers import EmbeddingClient, JudgeClient, Providers
     from evalframe.views.plot import StorePlot
 
 __all__ = ["Store"]
@@ -384,7 +385,7 @@ class Store:
         name: str | None = None,
         batch_size: int = 100_000,
         memory_limit: str | None = "2GB",
-        providers: Any = None,
+        providers: Providers | EmbeddingClient | JudgeClient | None = None,
         dask: Any = None,
         limits: Limits | None = None,
     ) -> list[str]:
@@ -470,7 +471,7 @@ class Store:
         labels: Mapping[str, str] | None = None,
         batch_size: int = 100_000,
         memory_limit: str | None = "2GB",
-        providers: Any = None,
+        providers: Providers | EmbeddingClient | JudgeClient | None = None,
         dask: Any = None,
         limits: Limits | None = None,
     ) -> str:
