@@ -9,6 +9,17 @@ from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, settings
+
+# --- property tests: the same on a loaded machine as on a quiet one ------------------------------
+
+# Generation speed says nothing about correctness; under load (CI's two cores, a parallel run)
+# Hypothesis's too_slow check and its per-example deadline fail tests that checked everything.
+# A test's own @settings still overrides these; a failure prints the blob that reproduces it.
+settings.register_profile(
+    "evalframe", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.load_profile("evalframe")
 
 # --- snapshots: written only on request (tests/snapshot.py) ---------------------------------------
 
