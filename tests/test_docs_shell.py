@@ -3,23 +3,26 @@
 The convention, for whoever writes a page:
 
 * A fenced ```` ```bash ```` block is a command a reader can paste, and this test runs it
-  (per page, blocks in order, in a fresh folder; see ``sandbox``), so a documented command
-  that breaks fails the suite. A command expected to exit non-zero says so in a comment on
-  its line: ``evalframe gate v2 --baseline v1  # exits 1: ...``.
+  (per page, blocks in order, in one folder), so a documented command that breaks fails the
+  suite. A command passes when it exits as the page says, without a traceback, and shows a
+  result (text on stdout, or the file its ``--out``-like option names). One expected to exit
+  non-zero says so in a comment on its line: ``evalframe gate v2 --baseline v1  # exits 1``.
 * A block that cannot run here (a server until Ctrl-C, a cluster, the test suite itself)
   has ``<!-- not-run: the reason -->`` on the line before its fence.
 * A synopsis (``[--option]``, placeholders in capitals) or a command's output is a
   ```` ```text ```` block, never a shell one.
 
-What the folder holds is what the pages assume a reader has: the bundled examples under
-``evalframe/examples/`` (commands run from a clone's root), and a few files the pages name
-as their own (``golden.yaml``, ``outputs.json``, ``my_app/rag.py``, ...): copies of, or
-small systems over, the bundled support example (``SANDBOX``). A judge endpoint is the
-loopback stub (tests/openai_stub.py) through the ``EVALFRAME_JUDGE_*`` variables, and
-``JUDGE_URLS`` stand for it where a page writes an endpoint out. ``evalframe`` runs in this
-process (the same click command the console script calls), ``pip install`` is not run (the
-extras are installed; tests/test_docs_truth.py checks each install line), and ``pytest``
-runs in a subprocess.
+Each page's folder is a copy of one ``template``, made once: what the pages assume a reader
+has. The bundled examples under ``evalframe/examples/`` (commands run from a clone's root),
+the files the pages name as their own (``golden.yaml``, ``outputs.json``, ``my_app/rag.py``,
+...: copies of, or small systems over, the bundled support example; see ``sandbox``), and,
+except on the pages that start from nothing (``FRESH``), a store ``runs.duckdb`` holding
+what the how-to pages start from (a baseline, a judged run with human labels, production
+captures). The judge is the loopback stub (tests/openai_stub.py, answering as
+``docs_judge``) through the ``EVALFRAME_JUDGE_*`` variables, and ``JUDGE_URLS`` stand for it
+where a page writes an endpoint out. ``evalframe`` runs in this process (the click command
+the console script calls), ``pip install`` is not run (the extras are installed;
+tests/test_docs_truth.py checks each install line), and ``pytest`` runs in a subprocess.
 """
 
 from __future__ import annotations
@@ -392,6 +395,7 @@ def _run(command: Command, env: dict[str, str], judge_url: str, cwd: Path) -> st
         if "Traceback" in result.output:
             return f"a traceback\n{said}"
         shown = result.stdout.strip() or _wrote(words, cwd)
+        shown = shown or (command.exits != 0 and result.output.strip())  # the reason why
         return None if shown else f"no output and no file written\n{said}"
     if head == "pytest":
         done = subprocess.run(
@@ -417,6 +421,8 @@ def test_the_shell_blocks_of_a_page_run(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(root)
     monkeypatch.syspath_prepend(str(root))
+    for name in [m for m in sys.modules if m.split(".")[0] == "my_app"]:
+        monkeypatch.delitem(sys.modules, name)  # another page's copy: import this one's
     env = _env(judge, template)  # the template's embedder cache: one for every page
     ran = 0
     for block in BLOCKS:
@@ -427,6 +433,28 @@ def test_the_shell_blocks_of_a_page_run(
             ran += 1
             assert failure is None, f"{page}:{block.line}: {command.source}\n{failure}"
     assert ran > 0
+
+
+def test_a_command_that_breaks_or_writes_nothing_fails(tmp_path: Path) -> None:
+    """Control: the runner above tells a documented command that works from one that does
+    not."""
+    env = {"COLUMNS": "120"}
+
+    def run(line: str) -> str | None:
+        (command,) = commands(line)
+        return _run(command, env, "http://127.0.0.1:9/v1", tmp_path)
+
+    assert run("evalframe metrics") is None
+    assert "exit 2, expected 0" in str(run("evalframe run nope.yaml --outputs nope.json"))
+    assert run("evalframe run nope.yaml --outputs nope.json  # exits 2: no such file") is None
+    assert "exit 0, expected 1" in str(run("evalframe metrics  # exits 1"))
+    assert "not a command this test runs" in str(run("curl http://127.0.0.1:8765/"))
+    written = ["evalframe", "report", "latest", "--out", "r.html"]
+    assert not _wrote(written, tmp_path)  # no file
+    (tmp_path / "r.html").write_text("", encoding="utf-8")
+    assert not _wrote(written, tmp_path)  # an empty file
+    (tmp_path / "r.html").write_text("<html>", encoding="utf-8")
+    assert _wrote(written, tmp_path)
 
 
 def test_commands_are_read_as_a_shell_reads_them() -> None:
