@@ -27,11 +27,12 @@ import random
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import best_time, machine, pin_threads
+from _common import machine, pin_threads
 
 _ARGS = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
 _ARGS.add_argument("--episodes", type=int, default=100_000)
@@ -203,42 +204,51 @@ def naive(expect: dict[str, Any], trajectory: dict[str, Any]) -> dict[str, float
     }
 
 
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - t0, result
+
+
 def main() -> None:
     data = episodes(ARGS.episodes, ARGS.seed)
     calls = sum(len(t["tool_calls"]) for _, t in data)
     table = frame(data)
-    # Building the column: the batch read systems' returns take, and the row-by-row parse
-    # it replaced, in interleaved rounds (the results checked equal).
-    build, before = float("inf"), float("inf")
-    for _ in range(ARGS.repeat):
-        t0 = time.perf_counter()
-        built = trajectories(data)
-        build = min(build, time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        old = row_by_row(data)
-        before = min(before, time.perf_counter() - t0)
-    assert built.equals(old), "the two builds differ"
     metrics = ef.metrics.resolve(METRICS)
+    subset = data[: ARGS.naive]
+    texts = table.get_column("metadata").head(len(subset)).to_list()
 
     def scoring() -> pl.DataFrame:
         _expectations_compiled._LAST.clear()  # each round decodes the metadata afresh
         return ef.score(table, metrics)
 
-    seconds, scores = best_time(scoring, repeat=ARGS.repeat)
-    assert scores.get_column("error").null_count() == scores.height, "unexpected metric errors"
+    def parsing_loop() -> list[dict[str, float]]:
+        # The loop reading each episode's expectations from the metadata text the frame
+        # holds (as evalframe does) instead of from dicts parsed beforehand.
+        pairs = zip(texts, subset, strict=True)
+        return [naive(json.loads(m)["trajectory"], t) for m, (_, t) in pairs]
 
-    subset = data[: ARGS.naive]
-    naive_seconds, reference = best_time(
-        lambda: [naive(e, t) for e, t in subset], repeat=ARGS.repeat
-    )
-    # The loop again, reading each episode's expectations from the metadata text the frame
-    # holds (as evalframe does) instead of from dicts parsed beforehand.
-    texts = table.get_column("metadata").head(len(subset)).to_list()
-    parsing_seconds, _ = best_time(
-        lambda: [
-            naive(json.loads(m)["trajectory"], t) for m, (_, t) in zip(texts, subset, strict=True)
-        ],
-        repeat=ARGS.repeat,
+    # Interleaved rounds, so a change in the machine's load falls on every contender alike:
+    # building the column (the batch read systems' returns take, and the row-by-row parse it
+    # replaced), scoring, and the two loops.
+    contenders: dict[str, Callable[[], Any]] = {
+        "build": lambda: trajectories(data),
+        "before": lambda: row_by_row(data),
+        "score": scoring,
+        "loop": lambda: [naive(e, t) for e, t in subset],
+        "parsing": parsing_loop,
+    }
+    rounds: dict[str, list[float]] = {name: [] for name in contenders}
+    results: dict[str, Any] = {}
+    for _ in range(ARGS.repeat):
+        for name, fn in contenders.items():
+            seconds, results[name] = _timed(fn)
+            rounds[name].append(seconds)
+    assert results["build"].equals(results["before"]), "the two builds differ"
+    scores, reference = results["score"], results["loop"]
+    assert scores.get_column("error").null_count() == scores.height, "unexpected metric errors"
+    build, before, seconds, naive_seconds, parsing_seconds = (
+        min(rounds[k]) for k in ("build", "before", "score", "loop", "parsing")
     )
     got = scores.filter(pl.col("sample_id").is_in([f"s{i}" for i in range(len(subset))]))
     ours = {(r[0], r[1]): r[2] for r in got.select("sample_id", "metric", "score").iter_rows()}
