@@ -94,3 +94,21 @@ def test_evalframe_metrics_lists_the_aliases() -> None:
     table = CliRunner().invoke(cli, ["metrics", "--family", "semantic"], env={"COLUMNS": "200"})
     assert "answer-similarity" in table.output
     assert "Alias of cosine-embedding(threshold=0.8)" in table.output
+
+
+def test_every_harness_evals_metric_resolves_under_its_own_name() -> None:
+    """The metric table's 76 harness-evals names, typed in kebab case, are metrics or aliases."""
+    import re
+    from pathlib import Path
+
+    page = Path(__file__).parents[1] / "docs" / "metrics" / "harness-evals.md"
+    section = page.read_text(encoding="utf-8").split("## harness-evals", 1)[1]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    names = [n for row in rows for n in re.findall(r"`([a-z_]+)`", row.split("|")[1])]
+    assert len(names) == len(set(names)) == 76
+    output = CliRunner().invoke(cli, ["metrics", "--format", "json"]).output
+    listed = {entry["name"] for entry in json.loads(output)}  # metrics and aliases
+    for name in names:
+        kebab = name.replace("_", "-")
+        assert kebab in listed, name
+        assert ef.metrics.definition(kebab) is not None, name
