@@ -427,6 +427,13 @@ def test_every_relative_link_of_the_readme_leads_to_a_file() -> None:
     assert [link for link in links if not (ROOT / link).exists()] == []
 
 
+def test_the_notebooks_page_lists_every_notebook() -> None:
+    text = (ROOT / "docs" / "notebooks.md").read_text(encoding="utf-8")
+    linked = sorted(set(re.findall(r"\]\(notebooks/(\w+\.ipynb)\)", text)))
+    assert linked == sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+    assert len(linked) >= 9
+
+
 def _architecture_rows() -> list[tuple[str, str]]:
     text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     table = text.split("| concern | module |", 1)[1].split("\n\n", 1)[0]
