@@ -10,7 +10,9 @@ The convention, for whoever writes a page:
 * A block that cannot run here (a server until Ctrl-C, a cluster, the test suite itself)
   has ``<!-- not-run: the reason -->`` on the line before its fence.
 * A synopsis (``[--option]``, placeholders in capitals) or a command's output is a
-  ```` ```text ```` block, never a shell one.
+  ```` ```text ```` block, never a shell one. Output shown right after a block (nothing but
+  blank lines between) is what its last command prints: its first line must appear, ids and
+  numbers aside.
 
 Each page's folder is a copy of one ``template``, made once: what the pages assume a reader
 has. The bundled examples under ``evalframe/examples/`` (commands run from a clone's root),
@@ -59,6 +61,7 @@ class Block:
     line: int
     text: str
     not_run: str | None  # the reason, for a block marked not-run
+    shown: str | None = None  # the first line of the output the page shows right after it
 
 
 def _pages() -> list[Path]:
@@ -67,7 +70,8 @@ def _pages() -> list[Path]:
 
 
 def _fences(path: Path) -> Iterator[tuple[int, str, str, str]]:
-    """(line, language, body, the line before the fence) of each fenced block."""
+    """(line, language, body, the line before the fence) of each fenced block; the line
+    before is empty when only blank lines separate the block from the one before it."""
     lines = path.read_text(encoding="utf-8").splitlines()
     i = 0
     while i < len(lines):
@@ -77,19 +81,32 @@ def _fences(path: Path) -> Iterator[tuple[int, str, str, str]]:
             continue
         end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
         before = next((lines[k] for k in range(i - 1, -1, -1) if lines[k].strip()), "")
+        before = "" if before.strip() == "```" else before
         yield i + 1, opened.group(1), "\n".join(lines[i + 1 : end]), before
         i = end + 1
 
 
 def blocks() -> list[Block]:
-    out = []
+    out: list[Block] = []
     for path in _pages():
+        page = str(path.relative_to(ROOT))
+        last: Block | None = None
         for line, lang, body, before in _fences(path):
+            if lang == "text" and before == "" and last is not None and last.not_run is None:
+                out[-1] = Block(last.page, last.line, last.text, None, body.splitlines()[0])
+            last = None
             if lang in SHELL:
                 marked = NOT_RUN.search(before)
-                page = str(path.relative_to(ROOT))
-                out.append(Block(page, line, body, marked.group(1) if marked else None))
+                last = Block(page, line, body, marked.group(1) if marked else None)
+                out.append(last)
     return out
+
+
+def shown_pattern(line: str) -> re.Pattern[str]:
+    """A pattern for a line of output as a page shows it: the same words, any ids and
+    numbers (a run id, a count, a score) in their places."""
+    parts = re.split(r"([0-9a-f]{8,}|\d+(?:\.\d+)?)", line.strip())
+    return re.compile(r"\S+".join(re.escape(part) for part in parts[::2]))
 
 
 BLOCKS = blocks()
@@ -372,7 +389,9 @@ def _wrote(words: list[str], cwd: Path) -> bool:
     return False
 
 
-def _run(command: Command, env: dict[str, str], judge_url: str, cwd: Path) -> str | None:
+def _run(
+    command: Command, env: dict[str, str], judge_url: str, cwd: Path, shown: str | None = None
+) -> str | None:
     """Run one command; the reason it failed, or None. A command passes when it exits as
     the page says, without a traceback, and shows a result: text on stdout, or the file an
     output option names."""
@@ -394,9 +413,11 @@ def _run(command: Command, env: dict[str, str], judge_url: str, cwd: Path) -> st
             return f"exit {result.exit_code}, expected {command.exits}\n{said}"
         if "Traceback" in result.output:
             return f"a traceback\n{said}"
-        shown = result.stdout.strip() or _wrote(words, cwd)
-        shown = shown or (command.exits != 0 and result.output.strip())  # the reason why
-        return None if shown else f"no output and no file written\n{said}"
+        if shown is not None and not shown_pattern(shown).search(result.output):
+            return f"the page shows {shown!r} as its output\n{said}"
+        result_shown = result.stdout.strip() or _wrote(words, cwd)
+        result_shown = result_shown or (command.exits != 0 and result.output.strip())  # why
+        return None if result_shown else f"no output and no file written\n{said}"
     if head == "pytest":
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
@@ -428,8 +449,10 @@ def test_the_shell_blocks_of_a_page_run(
     for block in BLOCKS:
         if block.page != page or block.not_run is not None:
             continue
-        for command in commands(block.text):
-            failure = _run(command, env, judge, root)
+        found = list(commands(block.text))
+        for i, command in enumerate(found):
+            shown = block.shown if i == len(found) - 1 else None
+            failure = _run(command, env, judge, root, shown)
             ran += 1
             assert failure is None, f"{page}:{block.line}: {command.source}\n{failure}"
     assert ran > 0
@@ -449,6 +472,10 @@ def test_a_command_that_breaks_or_writes_nothing_fails(tmp_path: Path) -> None:
     assert run("evalframe run nope.yaml --outputs nope.json  # exits 2: no such file") is None
     assert "exit 0, expected 1" in str(run("evalframe metrics  # exits 1"))
     assert "not a command this test runs" in str(run("curl http://127.0.0.1:8765/"))
+    (metrics,) = commands("evalframe metrics")
+    assert _run(metrics, env, "", tmp_path, shown="exact-match") is None
+    wrong = _run(metrics, env, "", tmp_path, shown="gate FAILED: run 1f2e3d4c5b6a7980 against v1")
+    assert "the page shows 'gate FAILED" in str(wrong)
     written = ["evalframe", "report", "latest", "--out", "r.html"]
     assert not _wrote(written, tmp_path)  # no file
     (tmp_path / "r.html").write_text("", encoding="utf-8")
