@@ -50,7 +50,7 @@ import evalframe as ef  # noqa: E402
 from evalframe.core import _expectations_compiled  # noqa: E402
 from evalframe.core._trajectory import parse_trajectory, trajectory_series  # noqa: E402
 from evalframe.core._turns import agent_column  # noqa: E402
-from evalframe.metrics.trajectory import loose_subset  # noqa: E402
+from evalframe.metrics._arguments import loose_subset  # noqa: E402
 
 TOOLS = [f"tool_{i:02d}" for i in range(20)]
 METRICS = [

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import inspect
 import pkgutil
+import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import evalframe as ef
@@ -304,3 +307,180 @@ def test_import_loads_no_compiler_store_or_view_and_the_seam_loads_them_on_use()
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:3] == ["[]", "Report True", "True"], out.stdout + out.stderr
+
+
+# --- import cycles ------------------------------------------------------------------------------
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _module_files(root: Path, package: str) -> dict[str, Path]:
+    found = {}
+    for path in sorted((root / package).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _imported(tree: ast.Module, module: str, is_package: bool) -> Iterator[tuple[str, ...]]:
+    """Each import of ``tree``, wherever it stands (inside functions too; not under ``if
+    TYPE_CHECKING:``), as the names it may load, most specific first."""
+    annotations: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            annotations.update(id(sub) for stmt in node.body for sub in ast.walk(stmt))
+    for node in ast.walk(tree):
+        if id(node) in annotations:
+            continue
+        if isinstance(node, ast.Import):
+            yield from ((alias.name,) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = module.split(".")
+                here = parts[: len(parts) - node.level + is_package]
+                base = ".".join([*here, *([node.module] if node.module else [])])
+            yield from ((f"{base}.{alias.name}", base) for alias in node.names)
+
+
+def import_graph(root: Path, package: str) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (``from P import m`` counts as importing
+    the module ``P.m`` when there is one, else ``P``), read from the source with ``ast``."""
+    modules = _module_files(root, package)
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        targets: set[str] = set()
+        for candidates in _imported(tree, name, path.name == "__init__.py"):
+            for candidate in candidates:
+                known = candidate
+                while known and known not in modules:
+                    known = known.rpartition(".")[0]
+                if known:
+                    targets.add(known)
+                    break
+        graph[name] = targets - {name}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The graph's strongly connected components of more than one module (Tarjan's
+    algorithm, iterative): each is a set of modules that import each other in a circle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            for target in edges:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph.get(target, ())))))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def _described(graph: dict[str, set[str]], cycles: list[list[str]]) -> str:
+    return "\n".join(" ".join(f"{m} -> {sorted(graph[m] & set(c))};" for m in c) for c in cycles)
+
+
+def test_no_module_of_evalframe_imports_itself_through_others() -> None:
+    """Counting imports inside functions, no circle of imports remains in evalframe/."""
+    graph = import_graph(ROOT, "evalframe")
+    assert len(graph) > 200, "the scan found too few modules: it is broken"
+    assert sum(len(targets) for targets in graph.values()) > 800
+    assert graph["evalframe.engine._rescore"] >= {"evalframe.store._scored"}
+    cycles = import_cycles(graph)
+    assert not cycles, _described(graph, cycles)
+
+
+def _write_package(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def test_the_cycle_scan_finds_a_circle_made_inside_a_function(tmp_path: Path) -> None:
+    """Control: a circle closed by an import inside a function, or by a relative import, is
+    found; one closed only under ``if TYPE_CHECKING:`` is not."""
+    _write_package(
+        tmp_path,
+        {
+            "house/__init__.py": "",
+            "house/low/__init__.py": "",
+            "house/low/base.py": """
+                def report():
+                    from house.high import render
+                    return render.X
+            """,
+            "house/high/__init__.py": "",
+            "house/high/render.py": "from house.low import base\nX = 1\n",
+            "house/high/a.py": "from . import b\n",
+            "house/high/b.py": "from .c import Y\n",
+            "house/high/c.py": "from house.high.a import *\nY = 2\n",
+            "house/high/typed.py": """
+                from typing import TYPE_CHECKING
+                from house.high import render
+                if TYPE_CHECKING:
+                    from house.high import hinted
+            """,
+            "house/high/hinted.py": "from house.high import typed\n",
+        },
+    )
+    graph = import_graph(tmp_path, "house")
+    assert graph["house.low.base"] == {"house.high.render"}
+    assert graph["house.high.typed"] == {"house.high.render"}
+    assert import_cycles(graph) == [
+        ["house.high.a", "house.high.b", "house.high.c"],
+        ["house.high.render", "house.low.base"],
+    ]
+
+
+def test_the_contracts_break_on_a_planted_upward_import(tmp_path: Path) -> None:
+    """Control: evalframe's own contracts (pyproject.toml), run over a copy of the package
+    with two violations planted inside functions, name both."""
+    shutil.copytree(ROOT / "evalframe", tmp_path / "evalframe")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    planted = {
+        "store/_chunks.py": "def _planted():\n    from evalframe.enrich import fill\n",
+        "core/_stats.py": "def _planted():\n    from evalframe.views import _format\n",
+    }
+    for module, text in planted.items():
+        with open(tmp_path / "evalframe" / module, "a", encoding="utf-8") as f:
+            f.write("\n\n" + text)
+    done = lint_imports(tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Contracts: 2 kept, 2 broken." in done.stdout
+    assert "evalframe.store._chunks -> evalframe.enrich" in done.stdout
+    assert "evalframe.core._stats -> evalframe.views._format" in done.stdout

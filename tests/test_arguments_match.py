@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalframe.metrics._arguments import loose_subsets
-from evalframe.metrics.trajectory import loose_subset
+from evalframe.metrics._arguments import loose_subset, loose_subsets
 
 keys = st.sampled_from(["id", "q", "n", "é", "a\nb", "\u2028", ""]) | st.text(max_size=3)
 scalars = (
@@ -90,7 +89,7 @@ def test_usual_pairs_are_decided_without_python(
     def no_python(*_: object) -> bool:
         raise AssertionError("judged in Python")
 
-    monkeypatch.setattr("evalframe.metrics.trajectory.loose_subset", no_python)
+    monkeypatch.setattr("evalframe.metrics._arguments.loose_subset", no_python)
     got = loose_subsets(
         pl.Series([expected], dtype=pl.String), pl.Series([actual], dtype=pl.String)
     )

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import evalframe as ef
 from evalframe.core._trajectory import parse_trajectory, trajectory_series
-from evalframe.metrics.trajectory import loose_equal, loose_subset
+from evalframe.metrics._arguments import loose_equal, loose_subset
 
 
 def score(

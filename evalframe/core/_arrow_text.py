@@ -25,13 +25,21 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from evalframe.core._json_bytes import copy_bytes
 from evalframe.core._njit import njit, worth_compiling
 
 if TYPE_CHECKING:
     import polars as pl
     import pyarrow as pa
 
-__all__ = ["string_array", "text_buffers"]
+__all__ = [
+    "list_array",
+    "numbers_array",
+    "spans",
+    "string_array",
+    "strings_array",
+    "text_buffers",
+]
 
 _INLINE = 12  # bytes a view holds in place
 _MAX_OFFSET = 2**31 - 1  # a view names its place in the buffer with an int32
@@ -101,3 +109,49 @@ def text_buffers(
     offsets = np.frombuffer(off_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else _NO_BYTES
     return data, offsets, s.is_not_null().to_numpy()
+
+
+@njit
+def spans(lo: Any, ln: Any, data: Any) -> tuple[Any, Any]:
+    """The strings ``data[lo[i]:lo[i] + ln[i]]`` (``ln`` -1: null) copied one after the
+    other: their Arrow offsets and bytes."""
+    n = lo.size
+    offsets = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        offsets[i + 1] = offsets[i] + max(ln[i], 0)
+    body = np.empty(offsets[n], np.uint8)
+    for i in range(n):
+        if ln[i] > 0:
+            copy_bytes(data, lo[i], lo[i] + ln[i], body, offsets[i])
+    return offsets, body
+
+
+def strings_array(lo: Any, length: Any, data: Any) -> Any:
+    """The strings ``data[lo[i]:lo[i] + length[i]]`` (``length`` -1: null) as an Arrow array."""
+    import pyarrow as pa
+
+    offsets, body = spans(lo, length, data)
+    array = string_array(offsets, body)
+    nulls = length < 0
+    if not nulls.any():
+        return array
+    bitmap = pa.py_buffer(np.packbits(~nulls, bitorder="little"))
+    return pa.Array.from_buffers(
+        array.type, lo.size, [bitmap, *array.buffers()[1:]], null_count=int(nulls.sum())
+    )
+
+
+def numbers_array(values: Any, nulls: Any) -> Any:
+    """``values`` as an Arrow array, null where ``nulls`` (any integer or boolean array)."""
+    import pyarrow as pa
+
+    return pa.array(values, mask=nulls.astype(np.bool_))
+
+
+def list_array(offsets: Any, items: Any, valid: Any) -> Any:
+    """A large list array of ``items`` cut at ``offsets``, null where not ``valid`` (None: no
+    nulls)."""
+    import pyarrow as pa
+
+    mask = None if valid is None else pa.array(~valid)
+    return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), items, mask=mask)

@@ -421,8 +421,7 @@ def decode_expectations(texts: pl.Series) -> pl.DataFrame:
 def _decode_texts(texts: pl.Series) -> pl.DataFrame:
     import pyarrow as pa
 
-    from evalframe.core._arrow_text import text_buffers
-    from evalframe.core._outputs_nested import list_array, numbers_array, strings_array
+    from evalframe.core._arrow_text import list_array, numbers_array, strings_array, text_buffers
 
     data, offsets, _ = text_buffers(texts)
     n = texts.len()

@@ -43,6 +43,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from evalframe.core._arrow_text import list_array, numbers_array, spans, string_array, strings_array
 from evalframe.core._json_bytes import (
     compact_value,
     copy_bytes,
@@ -65,14 +66,11 @@ __all__ = [
     "TURNS_FIELD",
     "Builder",
     "end_row",
-    "list_array",
     "nested_cells",
     "nested_columns",
     "nested_value",
-    "numbers_array",
     "read_cells",
     "start_row",
-    "strings_array",
 ]
 
 CONTEXTS_FIELD, TRAJECTORY_FIELD, TURNS_FIELD = (kernel_int(f) for f in range(3))
@@ -781,54 +779,6 @@ def read_cells(
 # --- columns ---------------------------------------------------------------------------------
 
 
-@njit
-def _spans(lo: Any, ln: Any, data: Any) -> tuple[Any, Any]:
-    """The strings ``data[lo[i]:lo[i] + ln[i]]`` (``ln`` -1: null) copied one after the
-    other: their Arrow offsets and bytes."""
-    n = lo.size
-    offsets = np.zeros(n + 1, np.int64)
-    for i in range(n):
-        offsets[i + 1] = offsets[i] + max(ln[i], 0)
-    body = np.empty(offsets[n], np.uint8)
-    for i in range(n):
-        if ln[i] > 0:
-            copy_bytes(data, lo[i], lo[i] + ln[i], body, offsets[i])
-    return offsets, body
-
-
-def strings_array(lo: Any, length: Any, data: Any) -> Any:
-    """The strings ``data[lo[i]:lo[i] + length[i]]`` (``length`` -1: null) as an Arrow array."""
-    import pyarrow as pa
-
-    from evalframe.core._arrow_text import string_array
-
-    offsets, body = _spans(lo, length, data)
-    array = string_array(offsets, body)
-    nulls = length < 0
-    if not nulls.any():
-        return array
-    bitmap = pa.py_buffer(np.packbits(~nulls, bitorder="little"))
-    return pa.Array.from_buffers(
-        array.type, lo.size, [bitmap, *array.buffers()[1:]], null_count=int(nulls.sum())
-    )
-
-
-def numbers_array(values: Any, nulls: Any) -> Any:
-    """``values`` as an Arrow array, null where ``nulls`` (any integer or boolean array)."""
-    import pyarrow as pa
-
-    return pa.array(values, mask=nulls.astype(np.bool_))
-
-
-def list_array(offsets: Any, items: Any, valid: Any) -> Any:
-    """A large list array of ``items`` cut at ``offsets``, null where not ``valid`` (None: no
-    nulls)."""
-    import pyarrow as pa
-
-    mask = None if valid is None else pa.array(~valid)
-    return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), items, mask=mask)
-
-
 def _strings(b: tuple[Any, ...], col: int, n: int) -> Any:
     return strings_array(b[1][_S + col, :n], b[1][_LEN + col, :n], b[0])
 
@@ -851,10 +801,8 @@ def _read_deferred(b: tuple[Any, ...], data: npt.NDArray[np.uint8]) -> bool:
     d = int(t[_C, _C_DEFER])
     if not d:
         return True
-    from evalframe.core._arrow_text import string_array
-
     defer = t[_DEFER : _DEFER + 4, :d]
-    offsets, body = _spans(defer[0], defer[1] - defer[0], data)
+    offsets, body = spans(defer[0], defer[1] - defer[0], data)
     values = pl.Series(string_array(offsets, body)).cast(pl.Float64).to_numpy()
     if not np.isfinite(values).all():
         return False
@@ -870,9 +818,8 @@ def nested_columns(
     ``trajectory`` and ``turns``, each only when some row has it; None to decline."""
     import pyarrow as pa
 
+    from evalframe.core._agent_dtypes import TRAJECTORY, TRAJECTORY_COLUMN, TURNS, TURNS_COLUMN
     from evalframe.core._contexts import CONTEXT_IDS, CONTEXTS
-    from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN
-    from evalframe.core._turns import TURNS, TURNS_COLUMN
 
     b = builder.arrays
     if not _read_deferred(b, data):

@@ -34,6 +34,7 @@ from typing import Any, Final
 
 import polars as pl
 
+from evalframe.core._agent_dtypes import TOOL_CALL, TRAJECTORY, TRAJECTORY_COLUMN
 from evalframe.core._errors import DatasetError
 from evalframe.core._njit import worth_compiling
 
@@ -49,30 +50,6 @@ __all__ = [
     "trajectory_series",
 ]
 
-TRAJECTORY_COLUMN: Final = "trajectory"
-
-TOOL_CALL: Final = pl.Struct(
-    {
-        "name": pl.String(),
-        "arguments": pl.String(),
-        "result": pl.String(),
-        "error": pl.String(),
-        "latency_ms": pl.Float64(),
-        "tokens": pl.Int64(),
-    }
-)
-"""One tool call; ``arguments`` is the arguments object as compact JSON text."""
-
-TRAJECTORY: Final = pl.Struct(
-    {
-        "tool_calls": pl.List(TOOL_CALL),
-        "steps": pl.Int64(),
-        "finish_reason": pl.String(),
-        "approvals": pl.List(pl.String()),
-        "pending_approvals": pl.Int64(),
-    }
-)
-"""The dtype of the ``trajectory`` column."""
 
 _NAME_KEYS: Final = ("name", "tool")
 _ARGUMENT_KEYS: Final = ("arguments", "args")

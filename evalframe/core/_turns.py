@@ -21,10 +21,10 @@ from typing import Any, Final
 
 import polars as pl
 
+from evalframe.core._agent_dtypes import TURN, TURNS, TURNS_COLUMN
 from evalframe.core._dataset_columns import lone_surrogate_in
 from evalframe.core._errors import DatasetError
 from evalframe.core._trajectory import (
-    TOOL_CALL,
     _count,
     _kind,
     _number,
@@ -42,20 +42,6 @@ __all__ = [
     "parse_turns",
     "turns_series",
 ]
-
-TURNS_COLUMN: Final = "turns"
-
-TURN: Final = pl.Struct(
-    {
-        "role": pl.String(),
-        "content": pl.String(),
-        "tool_calls": pl.List(TOOL_CALL),
-        "latency_ms": pl.Float64(),
-        "tokens": pl.Int64(),
-    }
-)
-TURNS: Final = pl.List(TURN)
-"""The dtype of the ``turns`` column."""
 
 
 def parse_turns(value: object, at: str, field: str = "turns") -> list[dict[str, Any]] | None:

@@ -13,15 +13,15 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._dataset import Dataset, read_dataset
-from evalframe.core._errors import DatasetError, MetricError, StoreError, StrictModeError
+from evalframe.core._errors import MetricError, StoreError, StrictModeError
 from evalframe.core._limits import MAX_REPETITIONS, checked
-from evalframe.core._outputs import align_outputs, attach_baseline, read_outputs
+from evalframe.core._outputs import align_outputs, attach_baseline
 from evalframe.core._progress import showing
 from evalframe.core._rate import RateLimit
 from evalframe.core._run import Run
 from evalframe.core._run_options import Checkpoint, Concurrency, Limits, concurrency_of, grouped
 from evalframe.core._system import System, call_system
-from evalframe.core._turns import typed_agent_frame
+from evalframe.engine._outputs import as_outputs
 from evalframe.enrich import providers_for, score
 from evalframe.metrics._judge_engine import prompt_keys
 from evalframe.metrics._registry import MetricFactory, resolve
@@ -42,30 +42,6 @@ def _as_dataset(dataset: Dataset | str | os.PathLike[str] | pl.DataFrame) -> Dat
     if isinstance(dataset, pl.DataFrame):
         return Dataset.from_frame(dataset, name="dataset")
     return read_dataset(dataset)
-
-
-def _as_outputs(outputs: str | os.PathLike[str] | pl.DataFrame | Mapping[str, str]) -> pl.DataFrame:
-    if isinstance(outputs, pl.DataFrame):
-        missing = {C.SAMPLE_ID, C.ACTUAL_OUTPUT} - set(outputs.columns)
-        if missing:
-            raise DatasetError(f"Outputs frame is missing column(s): {', '.join(sorted(missing))}.")
-        return typed_agent_frame(outputs, "Outputs frame")
-    if isinstance(outputs, Mapping):
-        bad = [k for k, v in outputs.items() if not isinstance(v, str)]
-        if bad:
-            raise DatasetError(
-                f"Saved output for sample '{bad[0]}' must be a string; "
-                f"got {type(outputs[bad[0]]).__name__}."
-            )
-        return pl.DataFrame(
-            {C.SAMPLE_ID: list(outputs), C.ACTUAL_OUTPUT: list(outputs.values())},
-            schema={C.SAMPLE_ID: pl.String, C.ACTUAL_OUTPUT: pl.String},
-        )
-    from evalframe.cluster import is_parquet_source, read_outputs_pieces
-
-    if is_parquet_source(outputs):  # a directory, glob or URL of Parquet files
-        return read_outputs_pieces(os.fspath(outputs))
-    return read_outputs(outputs)
 
 
 STRICT_ENV: Final = "EVALFRAME_STRICT"
@@ -259,7 +235,7 @@ def evaluate(
             elif dask is not None:
                 produced = None  # read by the cluster's workers below
             elif outputs is not None:
-                aligned = align_outputs(ds, _as_outputs(outputs))
+                aligned = align_outputs(ds, as_outputs(outputs))
                 produced = pl.concat(
                     [
                         aligned.with_columns(pl.lit(r, pl.Int64).alias(C.REPETITION))

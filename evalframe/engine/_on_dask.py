@@ -23,6 +23,7 @@ from evalframe import cluster
 from evalframe.core import schema as C
 from evalframe.core._dataset import Dataset
 from evalframe.core._outputs import align_outputs, check_coverage
+from evalframe.engine._outputs import as_outputs
 from evalframe.enrich import fill
 from evalframe.metrics._spec import Metric
 from evalframe.providers import Providers
@@ -41,9 +42,7 @@ def _outputs_parts(
         text = os.fspath(outputs)
         if cluster.is_parquet_source(text) or text.lower().endswith(".parquet"):
             return cluster.parquet_pieces(text, rows_per_piece=part_rows), None
-    from evalframe.engine._evaluate import _as_outputs
-
-    aligned = align_outputs(ds, _as_outputs(outputs))
+    aligned = align_outputs(ds, as_outputs(outputs))
     return None, [aligned.slice(i, part_rows) for i in range(0, max(aligned.height, 1), part_rows)]
 
 

@@ -2,7 +2,7 @@
 
 ``tool-called-with``, ``argument-correctness`` and ``goal-accuracy`` ask whether a call's
 arguments (compact JSON text, ``core/_trajectory.py``) contain an expectation's:
-``loose_subset`` in ``metrics/trajectory.py``, where numbers compare by value across types
+``loose_subset`` (here), where numbers compare by value across types
 (7, 7.0 and "7" are equal). :func:`loose_subsets` decides each pair from the two texts without
 parsing them into Python, for the pairs whose expectation is a map of scalars; any other pair
 (a nested expected value, a number it cannot convert exactly, a string only Python's
@@ -21,6 +21,8 @@ Examples:
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -38,7 +40,7 @@ from evalframe.core._json_bytes import (
 )
 from evalframe.core._njit import compiling, njit, worth_compiling
 
-__all__ = ["loose_subsets"]
+__all__ = ["loose_equal", "loose_subset", "loose_subsets"]
 
 _UNKNOWN, _NO, _YES = -1, 0, 1
 _STR, _NUM, _TRUE, _FALSE, _NULL, _MAP, _LIST = range(7)
@@ -279,11 +281,50 @@ def _subsets(e: Any, e_off: Any, e_valid: Any, a: Any, a_off: Any, a_valid: Any,
         out[i] = _subset(e, e_lo, e_hi, a, a_lo, a_hi, stack)
 
 
+def _number_value(value: object) -> float | None:
+    """A number given as a JSON number or a string Python's ``float`` reads (finite)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
+    return None
+
+
+def loose_equal(expected: object, actual: object) -> bool:
+    """Equality where numbers compare by value across types (7 == 7.0 == "7").
+
+    Maps compare as a subset (``loose_subset``), lists item by item.
+    """
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and loose_subset(expected, actual)
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list)
+            and len(expected) == len(actual)
+            and all(loose_equal(e, a) for e, a in zip(expected, actual, strict=True))
+        )
+    if expected == actual and type(expected) is type(actual):
+        return True
+    if isinstance(expected, str) and isinstance(actual, str):
+        return False
+    a, b = _number_value(expected), _number_value(actual)
+    return a is not None and b is not None and a == b
+
+
+def loose_subset(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
+    """Every expected key is in ``actual`` with a loosely equal value."""
+    return all(key in actual and loose_equal(value, actual[key]) for key, value in expected.items())
+
+
 def loose_subsets(expected: pl.Series, actual: pl.Series) -> npt.NDArray[np.bool_]:
     """Per pair: whether the ``actual`` arguments (JSON text; null: none) contain the
     ``expected`` ones (null: none expected), as ``loose_subset`` of the parsed maps."""
-    from evalframe.metrics.trajectory import loose_subset
-
     n = expected.len()
     verdicts = np.full(n, _UNKNOWN, np.int8)
     if worth_compiling(n, _PYTHON_UP_TO):

@@ -15,7 +15,6 @@ compiled pass (``metrics/_arguments.py``), in Python only for the pairs it canno
 from __future__ import annotations
 
 import itertools
-import math
 import threading
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final
@@ -28,6 +27,7 @@ from evalframe.core import schema as C
 from evalframe.core._njit import Kernel as _Kernel
 from evalframe.core._njit import njit, worth_compiling
 from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN, Expectations
+from evalframe.metrics._arguments import loose_subsets
 from evalframe.metrics._batched import batched
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Derived, Range, Scored
@@ -36,8 +36,6 @@ from evalframe.metrics._text import INTERPRETED_UP_TO, IdArray, Numbering, Offse
 __all__ = [
     "approval_gated",
     "calls_frame",
-    "loose_equal",
-    "loose_subset",
     "no_pending_approvals",
     "steps_below",
     "tool_call_order",
@@ -229,8 +227,6 @@ def pair_verdicts(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
     """``name_pairs`` and, per pair, whether the call's arguments contain the spec's
     (``loose_subset``)."""
-    from evalframe.metrics._arguments import loose_subsets
-
     s, c = name_pairs(specs, calls, height, usable)
     expected = specs.get_column("arguments").gather(pl.Series(s))
     actual = calls.get_column("arguments").gather(pl.Series(c))
@@ -360,46 +356,6 @@ def multiset_common(expected: pl.Series, names: pl.Series) -> pl.Series:
     out = np.zeros(expected.len(), dtype=np.int64)
     _over_names(_common_kernel, e_ids, e_off, c_ids, c_off, out)
     return pl.Series(out)
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            return None
-        return number if math.isfinite(number) else None
-    return None
-
-
-def loose_equal(expected: object, actual: object) -> bool:
-    """Equality where numbers compare by value across types (7 == 7.0 == "7").
-
-    Maps compare as a subset (``loose_subset``), lists item by item.
-    """
-    if isinstance(expected, dict):
-        return isinstance(actual, dict) and loose_subset(expected, actual)
-    if isinstance(expected, list):
-        return (
-            isinstance(actual, list)
-            and len(expected) == len(actual)
-            and all(loose_equal(e, a) for e, a in zip(expected, actual, strict=True))
-        )
-    if expected == actual and type(expected) is type(actual):
-        return True
-    if isinstance(expected, str) and isinstance(actual, str):
-        return False
-    a, b = _number(expected), _number(actual)
-    return a is not None and b is not None and a == b
-
-
-def loose_subset(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
-    """Every expected key is in ``actual`` with a loosely equal value."""
-    return all(key in actual and loose_equal(value, actual[key]) for key, value in expected.items())
 
 
 Verdicts = tuple[pl.DataFrame, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]

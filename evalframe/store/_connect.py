@@ -28,26 +28,20 @@ import duckdb
 import polars as pl
 
 from evalframe.core._errors import StoreBusyError, StoreError
+from evalframe.store._part_checks import DAMAGED, FILES_SUFFIX, damaged, diagnose, files_root
 
 __all__ = [
-    "DAMAGED",
-    "FILES_SUFFIX",
     "Connector",
     "StoreBusyError",
-    "damaged",
     "execute",
     "fetch",
-    "files_root",
     "query",
     "store_error",
     "store_path",
 ]
 
 MEMORY: Final = ":memory:"
-FILES_SUFFIX: Final = ".runs"
 _LOCK_MARKERS: Final = ("Could not set lock", "Conflicting lock")
-DAMAGED: Final = "Damaged store"
-"""How every message about a missing or damaged part file starts (``damaged``)."""
 _PART: Final = re.compile(
     r"(?P<relation>scores|sample_stats)/run_id=(?P<run>[^/\s\"']+)/"
     r"(?P<file>[A-Za-z0-9][A-Za-z0-9._-]*\.parquet)"
@@ -100,22 +94,6 @@ def store_path(con: duckdb.DuckDBPyConnection) -> str | None:
     return str(path) if path else None
 
 
-def files_root(store_path: str) -> str:
-    """The folder beside a store file whose Parquet files its views read (``<store>.runs``)."""
-    return os.path.abspath(store_path) + FILES_SUFFIX
-
-
-def damaged(store_path: str, run_id: str, where: str, problem: str) -> str:
-    """The one-paragraph message for a run whose part file failed a check or a read."""
-    folder = os.path.basename(files_root(store_path))
-    return (
-        f"{DAMAGED} {store_path}: run {run_id} cannot be read, because its part file "
-        f"{folder}/{where} {problem}. Restore the store's {folder} folder from a copy (a "
-        "store is its file and that folder, moved or copied together); other runs read as "
-        f"before. `evalframe store verify --store {store_path}` lists every problem."
-    )
-
-
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else text
 
@@ -150,8 +128,6 @@ def read_failure(con: duckdb.DuckDBPyConnection, exc: BaseException) -> StoreErr
     # (sizes and footers; only now, on the failure path of a read, and not for its own).
     if _DIAGNOSING.get():
         return None
-    from evalframe.store._files import diagnose
-
     token = _DIAGNOSING.set(True)
     try:
         return diagnose(con, str(path))

@@ -29,12 +29,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
-import stat
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, NamedTuple
 
@@ -42,7 +39,21 @@ import duckdb
 import polars as pl
 
 from evalframe.core._errors import StoreError
-from evalframe.store._connect import DAMAGED, damaged, execute, fetch, files_root, store_path
+from evalframe.store._connect import execute, fetch, store_path
+from evalframe.store._part_checks import (
+    DAMAGED,
+    IN_PLACE,
+    PART_NAME,
+    SAMPLE_STATS_TABLE,
+    SCORES_TABLE,
+    RunFiles,
+    damaged,
+    files_root,
+    part_folder,
+    part_problem,
+    run_problem,
+)
+from evalframe.store._part_checks import registered as _registered
 
 __all__ = [
     "IN_PLACE",
@@ -52,7 +63,6 @@ __all__ = [
     "RunFiles",
     "check_run",
     "describe",
-    "diagnose",
     "discard",
     "in_a_file",
     "in_place_views",
@@ -66,16 +76,7 @@ __all__ = [
     "write_part",
 ]
 
-SCORES_TABLE: Final = "stored_scores"
-"""The scores a writer inserted (a save, an in-process rescore); the ``scores`` view adds
-the registered files."""
-SAMPLE_STATS_TABLE: Final = "stored_sample_stats"
-"""The same for the per-sample statistics, behind the ``sample_stats`` view."""
-IN_PLACE: Final[dict[str, str]] = {"scores": SCORES_TABLE, "sample_stats": SAMPLE_STATS_TABLE}
-"""Each view that reads files in place, and the table beneath it."""
-
 _ROOT_KEY: Final = "files_root"
-_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\.parquet")
 _CHUNK: Final = 1 << 20
 
 
@@ -116,16 +117,9 @@ def describe(path: Path) -> Part:
     return Part(path, int(rows), path.stat().st_size, sha256_of(path))
 
 
-@dataclass(frozen=True)
-class RunFiles:
-    """One run's registered files for one view: the counts ``run_files`` holds and the
-    ``run_parts`` rows (file, rows, bytes, sha256)."""
-
-    run_id: str
-    relation: str
-    files: int
-    rows: int
-    parts: tuple[tuple[str, int, int, str], ...]
+def registered(con: duckdb.DuckDBPyConnection, view: str | None = None) -> list[RunFiles]:
+    """Every run's registered files (of one view, or of both)."""
+    return _registered(con, view, run=execute)
 
 
 def _store_path(con: duckdb.DuckDBPyConnection) -> str | None:
@@ -144,118 +138,6 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _folder(root: Path | str, view: str, run_id: str) -> Path:
-    return Path(root) / view / f"run_id={run_id}"
-
-
-def registered(con: duckdb.DuckDBPyConnection, view: str | None = None) -> list[RunFiles]:
-    """Every run's registered files (of one view, or of both)."""
-    where, params = ("WHERE relation = ?", [view]) if view is not None else ("", [])
-    parts: dict[tuple[str, str], list[tuple[str, int, int, str]]] = {}
-    for run_id, relation, file, rows, size, sha256 in execute(
-        con,
-        f"SELECT run_id, relation, file, rows, bytes, sha256 FROM run_parts {where} ORDER BY file",
-        params,
-    ):
-        parts.setdefault((run_id, relation), []).append((file, rows, size, sha256))
-    return [
-        RunFiles(run_id, relation, files, rows, tuple(parts.get((run_id, relation), ())))
-        for run_id, relation, files, rows in execute(
-            con,
-            f"SELECT run_id, relation, files, rows FROM run_files {where} "
-            "ORDER BY relation, run_id",
-            params,
-        )
-    ]
-
-
-def _run_folder(root: str, entry: RunFiles) -> str | None:
-    """A run's folder of part files, or None when its recorded names could lead out of the
-    store's folder (a store edited by hand: names are evalframe's own otherwise)."""
-    run_id = entry.run_id
-    if entry.relation not in IN_PLACE or not run_id or run_id in (".", ".."):
-        return None
-    if any(c in run_id for c in ("/", "\\", "\0")):
-        return None
-    return os.path.join(root, entry.relation, f"run_id={run_id}")
-
-
-def part_problem(
-    root: str, entry: RunFiles, file: str, rows: int, size: int, *, footer: bool = False
-) -> str | None:
-    """What is wrong with one registered part, checked cheaply (None when nothing is): it
-    must exist as a regular file inside the store's folder with its registered size, and
-    with ``footer``, hold its registered row count."""
-    folder = _run_folder(root, entry)
-    if folder is None or not _NAME.fullmatch(file):
-        return "has a name that is not a part file's name (the store was edited)"
-    return _folder_problem(root, folder) or _file_problem(folder, file, rows, size, footer)
-
-
-def _folder_problem(root: str, folder: str) -> str | None:
-    """A run's folder must lie where its path says, no symbolic link on the way."""
-    real = os.path.realpath(folder)
-    if real != os.path.join(os.path.realpath(root), os.path.relpath(folder, root)):
-        return "lies outside the store's folder (a folder on its path is a symbolic link)"
-    return None
-
-
-def _file_problem(folder: str, file: str, rows: int, size: int, footer: bool) -> str | None:
-    path = os.path.join(folder, file)
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return "is missing"
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror or exc})"
-    if not stat.S_ISREG(info.st_mode):
-        return "is not a regular file (a symbolic link, folder or device stands in its place)"
-    if info.st_size != size:
-        return (
-            f"has {info.st_size:,} bytes where {size:,} were registered (it was truncated, "
-            "extended or replaced)"
-        )
-    if footer:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        try:
-            found = pq.read_metadata(path).num_rows
-        except (pa.ArrowException, OSError) as exc:
-            return f"is not readable Parquet ({str(exc).strip().splitlines()[0]})"
-        if found != rows:
-            return f"holds {found:,} rows where {rows:,} were registered"
-    return None
-
-
-def _run_problem(root: str, entry: RunFiles, *, footer: bool = False) -> tuple[str, str] | None:
-    """The first problem of one run's files: (file, what is wrong), or None."""
-    kept = sum(p[1] for p in entry.parts)
-    where = f"{entry.relation}/run_id={entry.run_id}/"
-    if len(entry.parts) != entry.files or kept != entry.rows:
-        return (
-            where,
-            f"should hold {entry.files:,} registered part file(s) with {entry.rows:,} rows, "
-            f"and {len(entry.parts):,} file(s) with {kept:,} rows are recorded (registered "
-            "before evalframe recorded each file, and changed since)",
-        )
-    folder = _run_folder(root, entry)
-    names = [p[0] for p in entry.parts]
-    bad = next((n for n in names if not _NAME.fullmatch(n)), None)
-    if folder is None or bad is not None:
-        return where + (
-            bad or ""
-        ), "has a name that is not a part file's name (the store was edited)"
-    problem = _folder_problem(root, folder) if entry.parts else None
-    if problem is not None:
-        return where, problem
-    for file, rows, size, _ in entry.parts:
-        problem = _file_problem(folder, file, rows, size, footer)
-        if problem is not None:
-            return where + file, problem
-    return None
-
-
 def check_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     """Check the files of run ``run_id`` before reading it whole: each exists with its
     registered size and footer row count.
@@ -270,20 +152,9 @@ def check_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     for entry in registered(con):
         if entry.run_id != run_id:
             continue
-        found = _run_problem(root, entry, footer=True)
+        found = run_problem(root, entry, footer=True)
         if found is not None:
             raise StoreError(damaged(path, run_id, *found))
-
-
-def diagnose(con: duckdb.DuckDBPyConnection, path: str) -> StoreError | None:
-    """After a read failed without naming a file: the first registered part file whose
-    size or footer is wrong, as the error to raise instead (None when all look sound)."""
-    root = files_root(path)
-    for entry in registered(con):
-        found = _run_problem(root, entry, footer=True)
-        if found is not None:
-            return StoreError(damaged(path, entry.run_id, *found))
-    return None
 
 
 def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]]:
@@ -367,7 +238,7 @@ def in_place_views(con: duckdb.DuckDBPyConnection, *, temp: bool = False) -> Non
         broken: dict[str, str] = {}
         if path is not None and root is not None:
             for entry in entries:
-                found = _run_problem(root, entry)
+                found = run_problem(root, entry)
                 if found is not None:
                     broken[entry.run_id] = damaged(path, entry.run_id, *found)
         for _ in range(len(entries) + 1):
@@ -441,7 +312,7 @@ def register(
     for view, files in parts.items():
         if not files:
             continue
-        folder = _folder(root, view, run_id)
+        folder = part_folder(root, view, run_id)
         folder.mkdir(parents=True, exist_ok=True)
         for part in files:
             moved = folder / part.path.name
@@ -476,10 +347,10 @@ def record_present(con: duckdb.DuckDBPyConnection) -> None:
     for entry in registered(con):
         if entry.parts:  # recorded already
             continue
-        folder = _folder(root, entry.relation, entry.run_id)
+        folder = part_folder(root, entry.relation, entry.run_id)
         found = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
         try:
-            described = [describe(p) for p in found if _NAME.fullmatch(p.name)]
+            described = [describe(p) for p in found if PART_NAME.fullmatch(p.name)]
         except OSError:
             continue
         if len(described) != entry.files or sum(p.rows for p in described) != entry.rows:
@@ -501,7 +372,7 @@ def discard(con: duckdb.DuckDBPyConnection, store_path: str, run_id: str) -> Non
     except StoreError:
         return
     for view in IN_PLACE:
-        shutil.rmtree(_folder(files_root(store_path), view, run_id), ignore_errors=True)
+        shutil.rmtree(part_folder(files_root(store_path), view, run_id), ignore_errors=True)
 
 
 def orphans(con: duckdb.DuckDBPyConnection, root: Path) -> list[Path]:

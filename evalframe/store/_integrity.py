@@ -18,8 +18,9 @@ from typing import Any
 
 from evalframe.core._errors import StoreError
 from evalframe.store import _guard, _schema
-from evalframe.store._connect import Connector, execute, files_root
+from evalframe.store._connect import Connector, execute
 from evalframe.store._files import IN_PLACE, orphans, part_problem, registered, sha256_of
+from evalframe.store._part_checks import files_root
 
 __all__ = ["Finding", "Verification", "verify_store"]
 

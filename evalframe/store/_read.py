@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import duckdb
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from evalframe.core._run import Run
     from evalframe.metrics._spec import Metric
 
-__all__ = ["RUN_LIST_COLUMNS", "list_runs", "load_run", "looks_like_sql", "resolve"]
+__all__ = ["RUN_LIST_COLUMNS", "Reading", "list_runs", "load_run", "looks_like_sql", "resolve"]
 
 RUN_LIST_COLUMNS: Final = (
     "run_id",
@@ -366,3 +367,25 @@ def _frame(outputs: pl.DataFrame, samples: pl.DataFrame) -> pl.DataFrame:
             produced = typed_agent_columns(produced, extra)
     produced = produced.with_columns(outputs.get_column(C.REPETITION).cast(pl.Int64))
     return produced.join(samples, on=C.SAMPLE_ID, how="left", maintain_order="left")
+
+
+class Reading:
+    """SELECT queries on one sandboxed, read-only connection (``Store.reading``): a few
+    queries in a row open the file once. Each query is checked as ``Store.sql`` checks it."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._con = con
+
+    def sql(
+        self,
+        text: str,
+        params: Sequence[Any] | dict[str, Any] | None = None,
+        *,
+        limit: int | None = None,
+    ) -> pl.DataFrame:
+        """The query's result (at most ``limit`` rows) as a Polars frame."""
+        return user_query(self._con, text, params, limit=limit)
+
+    def resolve(self, ref: str) -> str:
+        """The run id of a reference, as ``Store.resolve`` finds it."""
+        return resolve(self._con, ref)

@@ -22,7 +22,7 @@ import polars as pl
 from evalframe.core._errors import StoreError
 from evalframe.store._connect import read_failure, store_error
 
-__all__ = ["Reading", "check_select", "user_query"]
+__all__ = ["check_select", "user_query"]
 
 _ALLOWED: Final = "one read-only SELECT query (WITH, FROM, VALUES, DESCRIBE, SUMMARIZE, SHOW)"
 
@@ -100,27 +100,3 @@ def user_query(
 def _abort(con: duckdb.DuckDBPyConnection) -> None:
     with suppress(duckdb.Error):  # release a half-read result; the connection stays usable
         con.abort()
-
-
-class Reading:
-    """SELECT queries on one sandboxed, read-only connection (``Store.reading``): a few
-    queries in a row open the file once. Each query is checked as ``Store.sql`` checks it."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self._con = con
-
-    def sql(
-        self,
-        text: str,
-        params: Sequence[Any] | dict[str, Any] | None = None,
-        *,
-        limit: int | None = None,
-    ) -> pl.DataFrame:
-        """The query's result (at most ``limit`` rows) as a Polars frame."""
-        return user_query(self._con, text, params, limit=limit)
-
-    def resolve(self, ref: str) -> str:
-        """The run id of a reference, as ``Store.resolve`` finds it."""
-        from evalframe.store._read import resolve
-
-        return resolve(self._con, ref)

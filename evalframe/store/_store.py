@@ -19,7 +19,8 @@ from evalframe.store import _calibrations, _guard, _labels, _read, _schema
 from evalframe.store._adversarial import TABLE as ADVERSARIAL_TABLE
 from evalframe.store._connect import MEMORY, Connector, execute, fetch
 from evalframe.store._files import in_place_views, stale
-from evalframe.store._sandbox import Reading, user_query
+from evalframe.store._read import Reading
+from evalframe.store._sandbox import user_query
 from evalframe.store._write import transaction, write_run
 
 if TYPE_CHECKING:

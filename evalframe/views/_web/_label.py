@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 from evalframe.views._web._filters import RequestError, integer
 
 if TYPE_CHECKING:
-    from evalframe.store._sandbox import Reading
+    from evalframe.store._read import Reading
 
 __all__ = ["QueueQuery", "queue"]
 

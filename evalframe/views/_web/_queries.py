@@ -19,7 +19,7 @@ import polars as pl
 from evalframe.views._web._filters import ExecutionQuery, RequestError, RunQuery, label_pointer
 
 if TYPE_CHECKING:
-    from evalframe.store._sandbox import Reading
+    from evalframe.store._read import Reading
 
 __all__ = [
     "UNTAGGED",

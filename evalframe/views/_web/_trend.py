@@ -12,7 +12,7 @@ from evalframe.views._web._filters import TrendQuery, label_pointer
 from evalframe.views._web._layout import run_url
 
 if TYPE_CHECKING:
-    from evalframe.store._sandbox import Reading
+    from evalframe.store._read import Reading
 
 __all__ = ["trend", "trend_svg"]
 

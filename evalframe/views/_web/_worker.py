@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import duckdb
 
     from evalframe.store import Store
-    from evalframe.store._sandbox import Reading
+    from evalframe.store._read import Reading
 
 __all__ = ["StoreWorker"]
 
@@ -62,7 +62,7 @@ class StoreWorker:
     # --- on the worker thread ----------------------------------------------------------------
 
     def _open(self) -> Reading:
-        from evalframe.store._sandbox import Reading
+        from evalframe.store._read import Reading
 
         if self._reading is None:
             wait = self._closed_for_writers + self.grace - time.monotonic()
