@@ -21,10 +21,11 @@ the files the pages name as their own (``golden.yaml``, ``outputs.json``, ``my_a
 except on the pages that start from nothing (``FRESH``), a store ``runs.duckdb`` holding
 what the how-to pages start from (a baseline, a judged run with human labels, production
 captures). The judge is the loopback stub (tests/openai_stub.py, answering as
-``docs_judge``) through the ``EVALFRAME_JUDGE_*`` variables, and ``JUDGE_URLS`` stand for it
-where a page writes an endpoint out. ``evalframe`` runs in this process (the click command
-the console script calls), ``pip install`` is not run (the extras are installed;
-tests/test_docs_truth.py checks each install line), and ``pytest`` runs in a subprocess.
+``docs_judge``) through the ``EVALFRAME_JUDGE_*`` variables, and stands at ``JUDGE_URLS``
+where a page writes an endpoint out; a loopback OTLP collector stands at ``OTLP_URL``.
+``evalframe`` runs in this process (the click command the console script calls), ``pip
+install`` is not run (the extras are installed; tests/test_docs_truth.py checks each install
+line), and ``pytest`` runs in a subprocess.
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ import shlex
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -142,6 +145,8 @@ def test_commands_are_in_shell_blocks_and_synopses_in_text_blocks() -> None:
 
 # Endpoints pages write out for a judge: the loopback stub answers there.
 JUDGE_URLS = ("http://127.0.0.1:8000/v1", "http://localhost:8000/v1")
+# The OTLP collector a page exports to: a loopback receiver stands there.
+OTLP_URL = "http://localhost:4318"
 
 CHANGED = {  # getting-started's v2: three answers broken, two fixed
     "shipping-cost": "Shipping costs depend on your cart.",
@@ -295,6 +300,32 @@ def _captures(root: Path, store: Path) -> None:
         ef.online.close()
 
 
+class _Collector(BaseHTTPRequestHandler):
+    """An OTLP/HTTP collector that keeps what it receives, by path."""
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.server.received.setdefault(self.path, []).append(body)  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def collector() -> Iterator[ThreadingHTTPServer]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    server.received = {}  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
 @pytest.fixture(scope="module")
 def judge() -> Iterator[str]:
     from openai_stub import StubOpenAI
@@ -390,21 +421,29 @@ def _wrote(words: list[str], cwd: Path) -> bool:
 
 
 def _run(
-    command: Command, env: dict[str, str], judge_url: str, cwd: Path, shown: str | None = None
+    command: Command,
+    env: dict[str, str],
+    loopback: dict[str, str],
+    cwd: Path,
+    shown: str | None = None,
+    received: dict[str, list[bytes]] | None = None,
 ) -> str | None:
     """Run one command; the reason it failed, or None. A command passes when it exits as
     the page says, without a traceback, and shows a result: text on stdout, or the file an
-    output option names."""
-    words = [judge_url if w in JUDGE_URLS else w for w in command.words]
+    output option names; with ``--otel``, the spans the collector received (``received``).
+    ``loopback`` maps the endpoints a page writes out to the servers standing there."""
+    words = [loopback.get(w, w) for w in command.words]
     head = words[0]
     if head == "export":
         for assignment in words[1:]:
             key, _, value = assignment.partition("=")
-            env[key] = judge_url if value in JUDGE_URLS else value
+            env[key] = loopback.get(value, value)
         return None
     if head == "pip" or words[:3] == ["python", "-m", "pip"]:
         return None  # installed already; each install line is checked by test_docs_truth
     if head == "evalframe":
+        if received is not None:
+            received.clear()
         result = CliRunner().invoke(cli, words[1:], env=env)
         said = result.output[-3000:]
         if result.exception is not None and not isinstance(result.exception, SystemExit):
@@ -413,6 +452,8 @@ def _run(
             return f"exit {result.exit_code}, expected {command.exits}\n{said}"
         if "Traceback" in result.output:
             return f"a traceback\n{said}"
+        if "--otel" in words and "/v1/traces" not in (received or {}):
+            return f"--otel: the collector received no spans\n{said}"
         if shown is not None and not shown_pattern(shown).search(result.output):
             return f"the page shows {shown!r} as its output\n{said}"
         result_shown = result.stdout.strip() or _wrote(words, cwd)
@@ -432,7 +473,12 @@ def _run(
 
 @pytest.mark.parametrize("page", RUNNABLE_PAGES)
 def test_the_shell_blocks_of_a_page_run(
-    page: str, judge: str, template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    page: str,
+    judge: str,
+    collector: ThreadingHTTPServer,
+    template: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     root = tmp_path / "clone"
     shutil.copytree(template, root, ignore=shutil.ignore_patterns(".cache"))
@@ -445,6 +491,9 @@ def test_the_shell_blocks_of_a_page_run(
     for name in [m for m in sys.modules if m.split(".")[0] == "my_app"]:
         monkeypatch.delitem(sys.modules, name)  # another page's copy: import this one's
     env = _env(judge, template)  # the template's embedder cache: one for every page
+    host, port = collector.server_address[:2]
+    loopback = {**dict.fromkeys(JUDGE_URLS, judge), OTLP_URL: f"http://{host!s}:{port}"}
+    received: dict[str, list[bytes]] = collector.received  # type: ignore[attr-defined]
     ran = 0
     for block in BLOCKS:
         if block.page != page or block.not_run is not None:
@@ -452,7 +501,7 @@ def test_the_shell_blocks_of_a_page_run(
         found = list(commands(block.text))
         for i, command in enumerate(found):
             shown = block.shown if i == len(found) - 1 else None
-            failure = _run(command, env, judge, root, shown)
+            failure = _run(command, env, loopback, root, shown, received)
             ran += 1
             assert failure is None, f"{page}:{block.line}: {command.source}\n{failure}"
     assert ran > 0
@@ -465,7 +514,7 @@ def test_a_command_that_breaks_or_writes_nothing_fails(tmp_path: Path) -> None:
 
     def run(line: str) -> str | None:
         (command,) = commands(line)
-        return _run(command, env, "http://127.0.0.1:9/v1", tmp_path)
+        return _run(command, env, {}, tmp_path)
 
     assert run("evalframe metrics") is None
     assert "exit 2, expected 0" in str(run("evalframe run nope.yaml --outputs nope.json"))
@@ -473,8 +522,8 @@ def test_a_command_that_breaks_or_writes_nothing_fails(tmp_path: Path) -> None:
     assert "exit 0, expected 1" in str(run("evalframe metrics  # exits 1"))
     assert "not a command this test runs" in str(run("curl http://127.0.0.1:8765/"))
     (metrics,) = commands("evalframe metrics")
-    assert _run(metrics, env, "", tmp_path, shown="exact-match") is None
-    wrong = _run(metrics, env, "", tmp_path, shown="gate FAILED: run 1f2e3d4c5b6a7980 against v1")
+    assert _run(metrics, env, {}, tmp_path, shown="exact-match") is None
+    wrong = _run(metrics, env, {}, tmp_path, shown="gate FAILED: run 1f2e3d4c5b6a7980 against v1")
     assert "the page shows 'gate FAILED" in str(wrong)
     written = ["evalframe", "report", "latest", "--out", "r.html"]
     assert not _wrote(written, tmp_path)  # no file
