@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalframe.core._errors import DatasetError
-from evalframe.core._trajectory import Expectations, check_expectation_texts, check_expectations
+from evalframe.core._trajectory import check_expectation_texts, check_expectations
+from evalframe.metrics._expectations import Expectations
 
 FIELDS = (
     "tools",

@@ -48,7 +48,7 @@ from evalframe.core._contexts import (
     with_reference_contexts,
 )
 from evalframe.core._dataset_columns import dataset_columns, finite_json, first_surrogate_sample
-from evalframe.core._errors import DatasetError
+from evalframe.core._errors import DatasetError, type_name
 from evalframe.core._formats import (
     COLUMNAR_FIELDS,
     READERS,
@@ -626,22 +626,16 @@ def _normalise_tags(value: object, field: str, at: str, source: Source) -> list[
     elif not isinstance(value, list):
         raise source.error(
             f"{at} field '{field}' must be a string or a list of strings; got "
-            f"{_type_name(value)} {value!r:.40}."
+            f"{type_name(value)} {value!r:.40}."
         )
     for position, item in enumerate(value):
         if not isinstance(item, str):
             raise source.error(
                 f"{at} field '{field}[{position}]' must be a string (a tag); got "
-                f"{_type_name(item)} {item!r:.40}."
+                f"{type_name(item)} {item!r:.40}."
             )
     trimmed = (php_trim(item) for item in value)
     return list(dict.fromkeys(tag for tag in trimmed if tag))
-
-
-def _type_name(value: object) -> str:
-    if value is None:
-        return "null"
-    return {"dict": "map", "list": "list"}.get(type(value).__name__, type(value).__name__)
 
 
 def _json_text(text: str, field: str, at: str, source: Source) -> object:

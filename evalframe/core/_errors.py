@@ -55,6 +55,7 @@ __all__ = [
     "UnsupportedValueError",
     "ViewRequestError",
     "YamlLimitError",
+    "type_name",
 ]
 
 
@@ -236,3 +237,13 @@ class ClusterError(EvalframeError):
 class ExportError(EvalframeError):
     """An export to another tool failed; the message names the tool, the cause and what was
     left there (nothing, or a run ended as failed)."""
+
+
+def type_name(value: object) -> str:
+    """A value's type as error messages name it: ``null``, ``map`` for a mapping read from a
+    file, else the Python type's name (``list``, ``str``, ``int``, ...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "map"
+    return type(value).__name__

@@ -1,7 +1,7 @@
 """``metadata.trajectory`` expectations decoded from JSON texts by one compiled pass.
 
 The trajectory metrics read a sample's expectations from its metadata text
-(``core/_trajectory.Expectations``): name lists (``tools``, ``forbidden_tools``, ``order``,
+(``metrics/_expectations.Expectations``): name lists (``tools``, ``forbidden_tools``, ``order``,
 ``expected_tools``, ``requires_approval``), counts (``max_steps``, ``optimal_steps``) and argument
 specs (``tool_arguments``, ``goal``). :func:`decode_expectations` reads all of them from each
 distinct text at once, straight into Arrow buffers, for the texts whose reading it can vouch

@@ -35,7 +35,7 @@ from evalframe.core import schema as C
 from evalframe.core._contexts import CONTEXTS, _BadContexts, contexts_columns, parse_contexts
 from evalframe.core._dataset import Dataset
 from evalframe.core._dataset_columns import lone_surrogate_in
-from evalframe.core._errors import DatasetError
+from evalframe.core._errors import DatasetError, type_name
 from evalframe.core._formats import (
     decode_utf8,
     load_json,
@@ -398,7 +398,7 @@ def _from_document(document: object, where: str) -> pl.DataFrame:
         if not isinstance(text, str):
             raise DatasetError(
                 f"{where}: Saved output for sample '{sample_id}' must be a string; "
-                f"got {_type_name(text)}."
+                f"got {type_name(text)}."
             )
         ids.append(sample_id)
         texts.append(text)
@@ -472,7 +472,7 @@ def _operational(value: object, column: str, at: str, from_text: bool) -> object
             return float(value)
     wanted = "an integer" if integer else "a number"
     raise DatasetError(
-        f"{at} field '{column}' must be {wanted}; got {_type_name(value)} {value!r:.40}."
+        f"{at} field '{column}' must be {wanted}; got {type_name(value)} {value!r:.40}."
     )
 
 
@@ -585,11 +585,3 @@ def _lone_surrogate(
                     f"surrogate {bad} in field '{name}'; text must be valid Unicode."
                 )
     raise AssertionError("no lone surrogate found")  # only called once Polars refused one
-
-
-def _type_name(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, dict):
-        return "map"
-    return type(value).__name__

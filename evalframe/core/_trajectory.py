@@ -39,11 +39,16 @@ from evalframe.core._errors import DatasetError
 from evalframe.core._njit import worth_compiling
 
 __all__ = [
+    "ARGUMENT_SPEC",
+    "EXPECTATIONS_IN_PYTHON_UP_TO",
+    "MCP_TOOL",
     "TOOL_CALL",
     "TRAJECTORY",
     "TRAJECTORY_COLUMN",
-    "Expectations",
+    "argument_spec",
     "check_expectation_texts",
+    "mcp_tool",
+    "parse_expectations",
     "parse_trajectory",
     "record",
     "recording",
@@ -339,7 +344,7 @@ def _names(value: object, field: str, at: str, *, single: bool = False) -> list[
     return list(value)
 
 
-def _argument_spec(
+def argument_spec(
     entry: object, field: str = "metadata.trajectory.tool_arguments", at: str = "A sample"
 ) -> dict[str, Any] | None:
     """A usable ``{tool|name, arguments|args}`` entry, or None (eval-harness skips those)."""
@@ -393,8 +398,7 @@ def parse_expectations(metadata: Mapping[str, Any], at: str) -> dict[str, Any]:
                     f"{{tool, arguments}} entries; got {_kind(specs)}."
                 )
             usable = [
-                _argument_spec(entry, f"{f}tool_arguments[{i}]", at)
-                for i, entry in enumerate(specs)
+                argument_spec(entry, f"{f}tool_arguments[{i}]", at) for i, entry in enumerate(specs)
             ]
             row["tool_arguments"] = [spec for spec in usable if spec is not None]
             row["skipped_arguments"] = len(specs) - len(row["tool_arguments"])
@@ -411,7 +415,7 @@ def parse_expectations(metadata: Mapping[str, Any], at: str) -> dict[str, Any]:
         row["optimal_steps"] = _count(block.get("optimal_steps"), f + "optimal_steps", at)
         goal = block.get("goal")
         if goal is not None:
-            row["goal"] = _argument_spec({"name": goal} if isinstance(goal, str) else goal)
+            row["goal"] = argument_spec({"name": goal} if isinstance(goal, str) else goal)
             if row["goal"] is None:
                 raise DatasetError(
                     f"{at} field '{f}goal' must be a tool name or a {{tool, arguments}} map."
@@ -423,12 +427,12 @@ def parse_expectations(metadata: Mapping[str, Any], at: str) -> dict[str, Any]:
         if not isinstance(tools, list | tuple):
             raise DatasetError(f"{at} field 'metadata.mcp.tools' must be a list of tools.")
         row["mcp_tools"] = [
-            _mcp_tool(t, f"metadata.mcp.tools[{i}]", at) for i, t in enumerate(tools)
+            mcp_tool(t, f"metadata.mcp.tools[{i}]", at) for i, t in enumerate(tools)
         ]
     return row
 
 
-def _mcp_tool(tool: object, field: str, at: str) -> dict[str, Any]:
+def mcp_tool(tool: object, field: str, at: str) -> dict[str, Any]:
     """An advertised MCP tool: ``{name, inputSchema}`` (MCP's ``tools/list`` shape)."""
     if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or not tool["name"]:
         raise DatasetError(f"{at} field '{field}' must be a map with a non-empty string name.")
@@ -439,341 +443,8 @@ def _mcp_tool(tool: object, field: str, at: str) -> dict[str, Any]:
     return {"name": tool["name"], "input_schema": schema_text}
 
 
-_ITEM: Final = r'(?:"(?:[^"\\]|\\.)*"|-?[0-9][0-9.eE+-]*)'
-_FLAT_ARRAY: Final = rf"^\[(?:{_ITEM}(?:,{_ITEM})*)?\]$"
-"""A JSON array of strings and numbers, as ``json_path_match`` writes it (compact)."""
-_NAME_LIST: Final = pl.List(pl.String())
-_NAME_LIST_FIELDS: Final = {
-    "tools": True,
-    "forbidden_tools": True,
-    "order": False,
-    "expected_tools": False,
-    "requires_approval": True,
-}
-"""The name-list keys, and whether a single string stands for a one-item list."""
-_COUNT_FIELDS: Final = {"max_steps": pl.Int64(), "optimal_steps": pl.Int64()}
-"""The integer keys."""
-
-
-_CHECKED_IN_PYTHON_UP_TO: Final = 2_000
+EXPECTATIONS_IN_PYTHON_UP_TO: Final = 2_000
 """Rows up to which expectations are decoded and checked without the compiled pass."""
-
-
-class Expectations:
-    """``metadata.trajectory`` (and ``metadata.mcp.tools``) of a batch of rows, by field.
-
-    The trajectory fields of every row are decoded together, once per distinct metadata
-    text, by a compiled pass (``core/_expectations_compiled.py``) where it can vouch for the
-    text; the other rows, and ``mcp_tools``, are decoded field by field when first asked for:
-    the name lists and counts with Polars' JSON path functions, the nested ones
-    (``tool_arguments``, ``goal``, ``mcp_tools``) in Python once per distinct text of that
-    field. A row whose field has the wrong shape (possible only in frames built by hand:
-    datasets are checked on load) gets a message in ``problem`` naming the sample and field.
-    """
-
-    def __init__(
-        self, metadata: pl.Series, sample_ids: pl.Series, *, compiled: bool | None = None
-    ) -> None:
-        self._frame = pl.DataFrame({"metadata": metadata, "sample_id": sample_ids})
-        self._cache: dict[str, pl.Series] = {}
-        self._problems: dict[str, pl.Series] = {}
-        self._decoding = ""
-        if compiled is None:  # a few rows are decoded without compiling anything
-            compiled = worth_compiling(metadata.len(), _CHECKED_IN_PYTHON_UP_TO)
-        self._use_compiled = compiled
-        self._compiled: pl.DataFrame | None = None
-        self._rest: Expectations | None = None
-
-    @property
-    def height(self) -> int:
-        return self._frame.height
-
-    def _select(self, expr: pl.Expr) -> pl.Series:
-        return self._frame.select(expr).to_series()
-
-    def _field(self, path: str) -> pl.Expr:
-        return pl.col("metadata").str.json_path_match(f"$.{path}")
-
-    def _problem(self, bad: pl.Expr, field: str, wanted: str) -> None:
-        message = pl.concat_str(
-            pl.lit("Sample '"),
-            pl.col("sample_id"),
-            pl.lit(f"' field 'metadata.{field}' must be {wanted}."),
-        )
-        self._problems[self._decoding] = self._select(pl.when(bad).then(message))
-
-    @property
-    def problem(self) -> pl.Series:
-        """The first problem of each row among the fields read so far, or null."""
-        return self.problem_for(list(self._problems))
-
-    def problem_for(self, names: list[str]) -> pl.Series:
-        """The first problem of each row among the fields ``names``, or null."""
-        names = ["tool_arguments" if n == "skipped_arguments" else n for n in names]
-        found = [self._problems[n] for n in names if n in self._problems]
-        if not found:
-            return pl.Series("problem", [None] * self.height, dtype=pl.String)
-        return self._select(pl.coalesce(*(pl.lit(p) for p in found))).alias("problem")
-
-    def get_column(self, name: str) -> pl.Series:
-        if name not in self._cache:
-            self._decoding = "tool_arguments" if name == "skipped_arguments" else name
-            if self._use_compiled and name != "mcp_tools":
-                self._cache[name] = self._from_compiled(name).alias(name)
-            else:
-                self._cache[name] = self._decode(name).alias(name)
-        return self._cache[name]
-
-    def _from_compiled(self, name: str) -> pl.Series:
-        """Field ``name`` from the compiled decoding, the rows it leaves read field by field."""
-        if self._compiled is None:
-            from evalframe.core._expectations_compiled import decode_expectations
-
-            texts = self._frame.get_column("metadata")
-            distinct = texts.drop_nulls().unique(maintain_order=True)
-            decoded = decode_expectations(distinct).with_columns(metadata=distinct)
-            rows = self._frame.select("metadata").join(
-                decoded, on="metadata", how="left", maintain_order="left"
-            )
-            self._compiled = rows.with_columns(pl.col("exact").fill_null(True))  # no metadata
-        exact = self._compiled.get_column("exact")
-        field = "skipped" if name == "skipped_arguments" else name
-        values = self._compiled.get_column(field)
-        if name == "skipped_arguments":
-            values = values.fill_null(0)
-        problem = pl.Series("problem", [None] * self.height, dtype=pl.String)
-        if not exact.all():
-            if self._rest is None:
-                rest = self._frame.filter(~exact)
-                self._rest = Expectations(
-                    rest.get_column("metadata"), rest.get_column("sample_id"), compiled=False
-                )
-            slow = self._rest.get_column(name)
-            values = _merge(exact, values, slow.cast(values.dtype))
-            problem = _merge(exact, problem, self._rest.problem_for([name]))
-        self._problems[self._decoding] = problem
-        return values
-
-    def _decode(self, name: str) -> pl.Series:
-        if name in _NAME_LIST_FIELDS:
-            return self._names(name, single=_NAME_LIST_FIELDS[name])
-        if name in _COUNT_FIELDS:
-            typed = self._typed()
-            if typed is None:
-                values, bad = self._count_by_path(self._frame, name)
-            else:
-                number = self._typed_field(typed, name)
-                values = typed.select(
-                    pl.when(pl.lit(number) >= 0).then(pl.lit(number))
-                    if name == "optimal_steps"
-                    else pl.lit(number)
-                ).to_series()
-                bad = number.is_not_null() & values.is_null()
-                exact = typed.get_column("exact")
-                if not exact.all():
-                    slow = self._count_by_path(self._frame.filter(~exact), name)
-                    values, bad = (
-                        _merge(exact, fast, path)
-                        for fast, path in zip((values, bad), slow, strict=True)
-                    )
-            self._problem(pl.lit(bad), f"trajectory.{name}", "an integer")
-            return values
-        if name == "skipped_arguments":
-            self.get_column("tool_arguments")
-            return self._cache["skipped_arguments"]
-        if name in ("tool_arguments", "goal", "mcp_tools"):
-            return self._nested(name)
-        raise KeyError(name)
-
-    def _count_by_path(self, frame: pl.DataFrame, name: str) -> tuple[pl.Series, pl.Series]:
-        raw = frame.select(self._field(f"trajectory.{name}")).to_series()
-        number = pl.lit(raw).str.strip_chars().cast(pl.Int64, strict=False)
-        if name == "optimal_steps":
-            number = pl.when(number >= 0).then(number)
-        values = frame.select(number).to_series()
-        return values, raw.is_not_null() & values.is_null()
-
-    def _names(self, key: str, *, single: bool) -> pl.Series:
-        typed = self._typed()
-        if typed is None:  # some row has a shape the typed decoding cannot take
-            names, problem = self._names_by_path(self._frame, key, single=single)
-        else:
-            names, problem = self._names_typed(typed, key, single=single)
-        self._problems[self._decoding] = problem
-        return names
-
-    def _typed(self) -> pl.DataFrame | None:
-        """The name lists and counts of every row in one typed JSON decoding (instead of a
-        path lookup per field), where that decoding is exact; ``exact`` marks those rows.
-
-        Polars' typed decoding turns ``true``, ``false`` and ``null`` into text or numbers,
-        a lone value into a one-item list, a fraction or an exponent into an integer, and
-        drops integers too large for 64 bits, so rows whose metadata holds such a literal, a
-        name field that is not a list, or a count that is not a plain integer go to the
-        per-field path, which reads them as it always has (and reports the wrong shapes).
-        ``None`` when the decoding fails for the whole column (an object inside a name list,
-        a trajectory that is not a map).
-        """
-        if "typed" not in self._cache:
-            text = pl.col("metadata")
-            names = "|".join(_NAME_LIST_FIELDS)
-            inexact = text.str.contains(r"\btrue\b|\bfalse\b|\bnull\b") | text.str.contains(
-                rf'"(?:{names})"\s*:\s*[^\[\s]'
-                r'|"(?:max_steps|optimal_steps)"\s*:\s*(?:-?[0-9]+[.eE]|-?[0-9]{19}|[^-0-9\s])'
-            )
-            fields = {**dict.fromkeys(_NAME_LIST_FIELDS, _NAME_LIST), **_COUNT_FIELDS}
-            block = pl.Struct({"trajectory": pl.Struct(fields)})
-            try:
-                typed = self._frame.select(
-                    exact=~inexact.fill_null(False),
-                    block=pl.when(~inexact).then(text).str.json_decode(block),
-                )
-            except pl.exceptions.ComputeError:
-                return None
-            self._cache["typed"] = typed.to_struct("typed")
-        return self._cache["typed"].struct.unnest()
-
-    @staticmethod
-    def _typed_field(typed: pl.DataFrame, key: str) -> pl.Series:
-        return typed.select(
-            pl.col("block").struct.field("trajectory").struct.field(key)
-        ).to_series()
-
-    def _names_typed(
-        self, typed: pl.DataFrame, key: str, *, single: bool
-    ) -> tuple[pl.Series, pl.Series]:
-        exact = typed.get_column("exact")
-        names = self._typed_field(typed, key)
-        problem = pl.Series("problem", [None] * self.height, dtype=pl.String)
-        if not exact.all():
-            slow = self._names_by_path(self._frame.filter(~exact), key, single=single)
-            names, problem = (
-                _merge(exact, fast, path) for fast, path in zip((names, problem), slow, strict=True)
-            )
-        return names.alias("names"), problem
-
-    def _names_by_path(
-        self, frame: pl.DataFrame, key: str, *, single: bool
-    ) -> tuple[pl.Series, pl.Series]:
-        # Materialize the two path lookups once; the rest reads plain columns.
-        parts = frame.select(
-            text=self._field(f"trajectory.{key}"),
-            first=self._field(f"trajectory.{key}[0]"),
-            sample_id=pl.col("sample_id"),
-        )
-        text = pl.col("text")
-        is_array = pl.col("first").is_not_null() | (text == "[]")
-        flat = is_array & text.str.contains(_FLAT_ARRAY)
-        parts = parts.with_columns(flat=flat, is_array=is_array)
-        decoded = pl.when("flat").then(text).otherwise(pl.lit("[]")).str.json_decode(_NAME_LIST)
-        names: pl.Expr = pl.when("flat").then(decoded)
-        ok = pl.col("flat")
-        if single:
-            is_scalar = ~pl.col("is_array") & ~text.str.starts_with("{")
-            names = pl.when("flat").then(decoded).when(is_scalar).then(pl.concat_list(text))
-            ok = ok | is_scalar
-        wanted = "a tool name or a list of tool names" if single else "a list of strings"
-        out = parts.select(
-            names=names,
-            problem=pl.when(text.is_not_null() & ~ok).then(
-                pl.concat_str(
-                    pl.lit("Sample '"),
-                    pl.col("sample_id"),
-                    pl.lit(f"' field 'metadata.trajectory.{key}' must be {wanted}."),
-                )
-            ),
-        )
-        return out.get_column("names"), out.get_column("problem")
-
-    def _nested(self, name: str) -> pl.Series:
-        path = "mcp.tools" if name == "mcp_tools" else f"trajectory.{name}"
-        texts = self._select(self._field(path))
-        distinct = texts.drop_nulls().unique(maintain_order=True).to_list()
-        owners: list[int] = []
-        items: list[tuple[str | None, str | None]] = []
-        skipped: list[int] = []
-        problems: list[str | None] = []
-        for index, text in enumerate(distinct):
-            problem = None
-            try:
-                value = json.loads(text) if text[:1] in "[{" else text
-                parsed, dropped = _nested_items(name, value)
-            except (ValueError, DatasetError) as exc:
-                parsed, dropped, problem = [], 0, str(exc).strip()
-            owners.extend([index] * len(parsed))
-            items.extend(parsed)
-            skipped.append(dropped)
-            problems.append(problem)
-        flat = pl.DataFrame(
-            {
-                "i": owners,
-                "name": [n for n, _ in items],
-                "value": [v for _, v in items],
-            },
-            schema={"i": pl.Int64, "name": pl.String, "value": pl.String},
-        )
-        second = "input_schema" if name == "mcp_tools" else "arguments"
-        grouped = flat.group_by("i", maintain_order=True).agg(
-            pl.struct(pl.col("name"), pl.col("value").alias(second)).alias("items")
-        )
-        table = (
-            pl.DataFrame(
-                {"text": distinct, "skipped": skipped, "bad": problems},
-                schema={"text": pl.String, "skipped": pl.Int64, "bad": pl.String},
-            )
-            .with_row_index("i")
-            .with_columns(pl.col("i").cast(pl.Int64))
-            .join(grouped, on="i", how="left", maintain_order="left")
-        )
-        rows = pl.DataFrame({"text": texts}).join(
-            table, on="text", how="left", maintain_order="left", nulls_equal=False
-        )
-        items_col = rows.get_column("items")
-        dtype = pl.List(pl.Struct({"name": pl.String(), second: pl.String()}))
-        items_col = items_col.cast(dtype)
-        present = rows.get_column("text").is_not_null()
-        items_col = self._select(
-            pl.when(pl.lit(present) & pl.lit(rows.get_column("bad")).is_null()).then(
-                pl.lit(items_col).fill_null(pl.lit([], dtype))
-            )
-        )
-        bad = rows.get_column("bad")
-        self._problems[self._decoding] = self._select(
-            pl.when(pl.lit(bad).is_not_null()).then(
-                pl.concat_str(pl.lit("Sample '"), pl.col("sample_id"), pl.lit("' "), pl.lit(bad))
-            )
-        )
-        if name == "tool_arguments":
-            self._cache["skipped_arguments"] = rows.get_column("skipped").fill_null(0)
-        if name == "goal":
-            return items_col.list.first()
-        return items_col
-
-
-def _merge(exact: pl.Series, fast: pl.Series, path: pl.Series) -> pl.Series:
-    """``fast`` where ``exact``, else the next of ``path`` (one value per inexact row)."""
-    slot = (~exact).cast(pl.Int64).cum_sum() - 1
-    spread = path.gather(slot.clip(0)) if path.len() else fast
-    return pl.select(pl.when(exact).then(fast).otherwise(spread)).to_series().alias(fast.name)
-
-
-def _nested_items(name: str, value: object) -> tuple[list[tuple[str | None, str | None]], int]:
-    """(name, JSON text) pairs of a nested field's value, and how many entries were skipped."""
-    if name == "goal":
-        spec = _argument_spec({"name": value} if isinstance(value, str) else value)
-        if spec is None:
-            raise DatasetError("field 'metadata.trajectory.goal' must be a tool name or a map.")
-        return [(spec["name"], spec["arguments"])], 0
-    if name == "tool_arguments":
-        if not isinstance(value, list):
-            raise DatasetError("field 'metadata.trajectory.tool_arguments' must be a list.")
-        specs = [_argument_spec(entry) for entry in value]
-        usable = [(s["name"], s["arguments"]) for s in specs if s is not None]
-        return usable, len(value) - len(usable)
-    if not isinstance(value, list):
-        raise DatasetError("field 'metadata.mcp.tools' must be a list of tools.")
-    tools = [_mcp_tool(t, f"metadata.mcp.tools[{i}]", "") for i, t in enumerate(value)]
-    return [(t["name"], t["input_schema"]) for t in tools], 0
 
 
 def check_expectations(ids: list[str], metadata: list[dict[str, Any]], error: Any) -> None:
@@ -798,7 +469,7 @@ def check_expectation_texts(ids: pl.Series, texts: pl.Series, error: Any) -> Non
     rows = pl.DataFrame({"id": ids, "metadata": texts}).with_row_index().filter(named | mcp)
     if not rows.height:
         return
-    if worth_compiling(rows.height, _CHECKED_IN_PYTHON_UP_TO):
+    if worth_compiling(rows.height, EXPECTATIONS_IN_PYTHON_UP_TO):
         from evalframe.core._expectations_compiled import decode_expectations
 
         distinct = rows.get_column("metadata").unique(maintain_order=True)

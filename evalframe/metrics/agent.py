@@ -19,9 +19,9 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.core._njit import njit, worth_compiling
-from evalframe.core._trajectory import Expectations
 from evalframe.metrics import _conversation_judged as more
 from evalframe.metrics import _dialogue_judged as judged
+from evalframe.metrics._expectations import Expectations
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored
 from evalframe.metrics._text import IdArray, OffsetArray

@@ -22,8 +22,8 @@ from typing import Any
 import polars as pl
 
 from evalframe.core import schema as C
-from evalframe.core._trajectory import Expectations
 from evalframe.metrics import structural  # read at call time: structural may still be loading
+from evalframe.metrics._expectations import Expectations
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored
 from evalframe.metrics.trajectory import items_frame, per_row, scoring_pass, trajectory_metric

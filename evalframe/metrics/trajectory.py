@@ -26,9 +26,10 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._njit import Kernel as _Kernel
 from evalframe.core._njit import njit, worth_compiling
-from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN, Expectations
+from evalframe.core._trajectory import TRAJECTORY, TRAJECTORY_COLUMN
 from evalframe.metrics._arguments import loose_subsets
 from evalframe.metrics._batched import batched
+from evalframe.metrics._expectations import Expectations
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Derived, Range, Scored
 from evalframe.metrics._text import INTERPRETED_UP_TO, IdArray, Numbering, OffsetArray, intern
