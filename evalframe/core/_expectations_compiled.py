@@ -405,17 +405,23 @@ def decode_expectations(texts: pl.Series) -> pl.DataFrame:
     ``optimal_steps``, ``tool_arguments`` (a list of ``{name, arguments}``), ``skipped`` (the
     unusable entries among them) and ``goal``; all null where absent or inexact.
 
-    The last decoding is kept: a dataset's texts, checked when it is read, are decoded again
-    for its scoring only if they changed in between (comparing costs far less).
+    The last decoding of at most ``_KEPT_BYTES`` of text is kept: a dataset's texts, checked
+    when it is read, are decoded again for its scoring only if they changed in between
+    (comparing costs far less).
     """
     with _LOCK:
         for seen, decoded in _LAST:
             if seen.len() == texts.len() and seen.equals(texts):
                 return decoded
     decoded = _decode_texts(texts)
+    kept = [(texts, decoded)] if (texts.str.len_bytes().sum() or 0) <= _KEPT_BYTES else []
     with _LOCK:
-        _LAST[:] = [(texts, decoded)]
+        _LAST[:] = kept
     return decoded
+
+
+_KEPT_BYTES: Final = 64 << 20
+"""The most text whose decoding is kept in memory for the next call."""
 
 
 def _decode_texts(texts: pl.Series) -> pl.DataFrame:
