@@ -1,4 +1,4 @@
-"""evalframe: evaluate LLM and RAG systems with dataframes.
+"""evalframe: evaluate LLM, RAG and agent systems with dataframes.
 
 Examples:
     >>> import evalframe as ef

@@ -38,7 +38,7 @@ class _Group(click.Group):
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="evalframe")
 def cli() -> None:
-    """Evaluate LLM and RAG systems with dataframes."""
+    """Evaluate LLM, RAG and agent systems with dataframes."""
 
 
 def _register_commands() -> None:
