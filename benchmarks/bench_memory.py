@@ -10,7 +10,9 @@ Run: ``.venv/bin/python benchmarks/bench_memory.py [report|embedder|onnx] [--row
 * ``embedder``: ``cosine-embedding`` over N rows (default 200,000) with the embedded model,
   in one process: texts embedded per second and the peak resident set, against its size
   after loading the model; ``--rows`` twice as many shows whether memory grows with the rows
-  (``--short``: texts of four words, so that many rows take minutes, not hours).
+  (``--short``: texts of four words, so that many rows take minutes, not hours;
+  ``--random``: random unit vectors in the model's place, so memory per row shows in
+  seconds).
 * ``onnx``: the same model in a plain onnxruntime loop (batches of 32 tokenised texts of
   similar length, mean pooling, no evalframe): the model's own rate on this machine, the
   ceiling for ``embedder``.
@@ -99,6 +101,19 @@ records = [{"id": f"s{i}", "input": {"q": "x"}, "expected_output": refs[i]} for 
 ds = ef.Dataset.from_records(records, name="embed")
 outputs = {f"s{i}": cands[i] for i in range(rows)}
 providers = ef.Providers(cache=False)
+if sys.argv[4] == "random":  # the model left out: what the run keeps per row, in seconds
+    import numpy as np
+    from evalframe.providers import OnnxEmbedder
+    from evalframe.providers._base import Embedded
+
+    class Random(OnnxEmbedder):  # the embedded model's id and shape, random unit vectors
+        def embed(self, texts, ledger):
+            rng = np.random.default_rng(len(texts))
+            out = rng.standard_normal((len(texts), 384)).astype(np.float32)
+            out /= np.linalg.norm(out, axis=1, keepdims=True)
+            return Embedded(list(out), [None] * len(texts))
+
+    providers = ef.Providers(embeddings=Random(), cache=False)
 warm = ef.Dataset.from_records(
     [{"id": "w", "input": {"q": "x"}, "expected_output": "a b"}], name="w"
 )
@@ -113,16 +128,17 @@ print(f"{rows} {texts} {wall:.2f} {base:.2f} {peak:.2f}")
 """
 
 
-def embedder(rows: int, short: bool) -> None:
+def embedder(rows: int, short: bool, random: bool) -> None:
     out = subprocess.run(
         [sys.executable, "-c", EMBED, str(rows), str(Path(__file__).parent),
-         "short" if short else "full"],
+         "short" if short else "full", "random" if random else "model"],
         capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip
     n, texts = int(out[0]), int(out[1])
     wall, base, peak = float(out[2]), float(out[3]), float(out[4])
     print(
-        f"cosine-embedding, embedded model, {n:,} rows ({texts:,} distinct texts): {wall:.1f} s, "
+        f"cosine-embedding, {'random vectors' if random else 'embedded model'}, {n:,} rows "
+        f"({texts:,} distinct texts): {wall:.1f} s, "
         f"{texts / wall:,.0f} texts/s; peak RSS {peak:.2f} GB (after loading {base:.2f} GB)"
     )
 
@@ -168,12 +184,15 @@ def main() -> None:
     parser.add_argument(
         "--short", action="store_true", help="embedder: texts of a few words (memory per row)"
     )
+    parser.add_argument(
+        "--random", action="store_true", help="embedder: random vectors in the model's place"
+    )
     args = parser.parse_args()
     print(machine(), f"load {os.getloadavg()[0]:.1f}")
     if args.what == "report":
         report(args.rows or 1_000_000)
     elif args.what == "embedder":
-        embedder(args.rows or 200_000, args.short)
+        embedder(args.rows or 200_000, args.short, args.random)
     else:
         onnx(args.rows or 200_000)
     print(f"load average after: {os.getloadavg()[0]:.1f}")
