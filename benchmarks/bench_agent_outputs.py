@@ -47,7 +47,7 @@ from _common import machine
 
 import evalframe as ef
 from evalframe.core import _outputs
-from evalframe.metrics.trajectory import loose_subset
+from evalframe.metrics._arguments import loose_subset
 
 TOOLS = [f"tool_{i:02d}" for i in range(20)]
 SEVEN = [
