@@ -202,7 +202,7 @@ def test_retrieval_parsing_and_ranking_interpreted_are_the_kernels(
 
 
 def test_a_small_run_compiles_nothing(tmp_path: Path) -> None:
-    """The bundled example scored and reported as JSON, in a fresh interpreter: numba is
+    """The bundled examples scored and reported as JSON, in a fresh interpreter: numba is
     never imported (so nothing compiles), and the report is the one from frames."""
     script = f"""
 import sys
@@ -216,6 +216,13 @@ run = ef.evaluate(
              "cosine-embedding", "bertscore-like"],
 )  # fmt: skip
 Path(sys.argv[1]).write_bytes(report_json(run))
+for name, outputs in (("agent", "agent.v1"), ("retrieval", "retrieval.bm25")):
+    other = ef.evaluate(
+        "{EXAMPLES.as_posix()}/" + name + ".yaml",
+        outputs="{EXAMPLES.as_posix()}/" + outputs + ".outputs.json",
+    )
+    assert other.scores.height > 0
+    report_json(other)
 assert "numba" not in sys.modules, "numba was imported"
 """
     out = tmp_path / "report.json"
