@@ -1,12 +1,13 @@
 """`evalframe view`'s server time on large stores, over real HTTP on loopback.
 
-Run: ``.venv/bin/python benchmarks/bench_view.py [--rounds R] [--executions N]``
+Run: ``.venv/bin/python benchmarks/bench_view.py [--rounds R] [--executions N] [--only PART]``
+(``--only runs``, ``explorer`` or ``compare``, repeatable: the parts to time; all by default).
 
 Three stores are built once under ``benchmarks/.data/view/`` (delete it to rebuild):
 
 * 10,000 runs (3 metrics each, labels, 20 datasets), written by copying one real run's
-  records in SQL: the runs page (``/`` and ``GET /api/v1/runs``), first page and a filtered
-  one;
+  records and scores in SQL (360,000 scores, which each page's run status reads): the runs
+  page (``/`` and ``GET /api/v1/runs``), first page and a filtered one;
 * one run of N executions (default 1,000,000; 3 metrics) beside one of 100: a page of the
   execution explorer (``/runs/RUN`` and ``/api/v1/runs/RUN/executions``) unfiltered, deep
   (the last page), and filtered by status, cohort and text;
@@ -45,7 +46,7 @@ METRICS = ["exact-match", "contains", "rouge-l"]
 
 
 def _runs_store(n: int) -> Path:
-    path = DATA / f"runs-{n}.duckdb"
+    path = DATA / f"runs-{n}-scored.duckdb"
     if path.exists():
         return path
     DATA.mkdir(parents=True, exist_ok=True)
@@ -69,7 +70,7 @@ def _runs_store(n: int) -> Path:
         + copies.format(t="runs"),
         {"n": n, "base": base},
     )
-    for table in ("run_metrics", "run_metric_stats", "run_cohort_stats"):
+    for table in ("run_metrics", "run_metric_stats", "run_cohort_stats", "stored_scores"):
         con.execute(
             f"INSERT INTO {table} BY NAME SELECT x.* REPLACE (printf('r%08d', i) AS run_id) "
             + copies.format(t=table),
@@ -168,10 +169,23 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--executions", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument(
+        "--only", choices=("runs", "explorer", "compare"), action="append", help="repeatable"
+    )
     args = parser.parse_args()
     print(machine())
     lines = ["| request | cold ms | median ms |", "| --- | ---: | ---: |"]
+    only = set(args.only or ("runs", "explorer", "compare"))
+    if "runs" in only:
+        _runs(args, lines)
+    if "explorer" in only:
+        _explorer(args, lines)
+    if "compare" in only:
+        _compared(args, lines)
+    print("\n".join(lines))
 
+
+def _runs(args: argparse.Namespace, lines: list[str]) -> None:
     runs_db = _runs_store(args.runs)
     with Viewer(runs_db) as v, httpx.Client(base_url=v.url, timeout=600) as c:
         lines.append(_row(f"runs page `/`, {args.runs:,} runs", *_timed(c, "/", args.rounds)))
@@ -187,6 +201,8 @@ def main() -> None:
         listing = _best(store.runs, args.rounds)
     lines.append(_row(f"(beside it) `Store.runs()`, every run ({args.runs:,})", listing, listing))
 
+
+def _explorer(args: argparse.Namespace, lines: list[str]) -> None:
     db, big, small = _explorer_store(args.executions)
     with Viewer(db) as v, httpx.Client(base_url=v.url, timeout=600) as c:
         for run, size in ((small, 100), (big, args.executions)):
@@ -228,6 +244,8 @@ def main() -> None:
         _row(f"(beside it) `Store.load` of the {args.executions:,}-execution run", loading, loading)
     )
 
+
+def _compared(args: argparse.Namespace, lines: list[str]) -> None:
     cdb, ids = _compare_store(10_000, 5)
     from evalframe.views._web import _compare
 
@@ -254,7 +272,6 @@ def main() -> None:
     with ef.Store(cdb) as store:
         pairs = _best(lambda: [store.compare(ids[0], other) for other in ids[1:]], 1)
     lines.append(_row("(beside it) `Store.compare` of the four pairs", pairs, pairs))
-    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -11,64 +11,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import httpx
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from snapshot import OPTION, updating
 from view_store import PROBES, ViewStore, build
+from view_tab import Tab, open_tab
 
 import evalframe as ef
 from evalframe.cli import cli
 from evalframe.views._web import Viewer
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
-
-SHOTS = Path(__file__).parent.parent / "docs" / "howto" / "img"
-
-
-@dataclass
-class Tab:
-    """A page of the viewer with what went wrong in it."""
-
-    page: Page
-    base: str
-    problems: list[str] = field(default_factory=list)
-    outside: list[str] = field(default_factory=list)
-
-    def go(self, path: str, status: int = 200) -> None:
-        response = self.page.goto(self.base + path, wait_until="load")
-        assert response is not None
-        assert response.status == status, path
-        self.page.wait_for_function("document.body.dataset.efReady === 'yes'")
-        if status != 200:  # Chromium reports the page's own status as a console error
-            expected = f"the server responded with a status of {status}"
-            self.problems = [p for p in self.problems if expected not in p]
-
-    def check(self) -> None:
-        assert self.problems == [], self.problems
-        assert self.outside == [], self.outside
-        # No element that a probe would have made, and no script but the viewer's own.
-        injected = self.page.evaluate(
-            "() => [...document.querySelectorAll('img, script:not([src]):not([type]), "
-            "[onerror], [onmouseover]')].map(e => e.outerHTML)"
-        )
-        assert injected == []
-
-    def shot(self, name: str) -> None:
-        """Keep a screenshot for the docs (written in update mode; else it must exist)."""
-        path = SHOTS / f"viewer-{name}.png"
-        if updating():
-            SHOTS.mkdir(parents=True, exist_ok=True)
-            self.page.screenshot(path=str(path), full_page=False)
-            return
-        if not path.is_file():
-            pytest.fail(f"{path} is missing: run pytest {OPTION} and commit it.", pytrace=False)
+    from playwright.sync_api import Browser
 
 
 @pytest.fixture(scope="module")
@@ -84,25 +41,8 @@ def viewer(vs: ViewStore) -> Iterator[Viewer]:
 
 @pytest.fixture
 def tab(_chromium: Browser, viewer: Viewer) -> Iterator[Tab]:
-    context = _chromium.new_context(viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(60_000)
-    page = context.new_page()
-    tab = Tab(page, viewer.url)
-
-    def route(r: Any) -> None:
-        url = r.request.url
-        if url.startswith((viewer.url + "/", "data:", "about:", "blob:")):
-            r.continue_()
-        else:
-            tab.outside.append(url)
-            r.abort()
-
-    context.route("**/*", route)
-    page.on("console", lambda m: tab.problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: tab.problems.append(f"page error: {e}"))
-    page.on("dialog", lambda d: (tab.problems.append(f"dialog: {d.message}"), d.dismiss()))
-    yield tab
-    context.close()
+    with open_tab(_chromium, viewer.url) as tab:
+        yield tab
 
 
 def _ids(tab: Tab, selector: str) -> list[str]:

@@ -80,11 +80,13 @@ def _compare(store: Store, run_ids: tuple[str, ...]) -> Compared:
         runs=[
             {
                 "run_id": r.run_id,
+                "status": r.status,
                 "name": r.name,
                 "labels": dict(r.labels),
                 "macro_f1": r.macro_f1,
                 "n_executions": r.frame.height,
                 "finished_at": r.finished_at,
+                "headline": r.headline,
             }
             for r in runs
         ],

@@ -10,6 +10,7 @@ escaped.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import quote, urlencode
@@ -26,6 +27,7 @@ __all__ = [
     "page",
     "pager",
     "run_url",
+    "status_badges",
     "url",
     "when",
 ]
@@ -77,6 +79,10 @@ main.ef-report{padding:8px 16px 40px;max-width:1400px}
 .ef-report .ef-matrix td{vertical-align:top;white-space:normal;max-width:320px;text-align:left}
 .ef-report .ef-regressed{background:#fff1f0}
 .ef-report .ef-improved{background:#f0fff4}
+.ef-report .ef-badge{display:inline-block;padding:0 6px;margin:1px 2px 1px 0;border-radius:4px;
+  font-size:11px;font-weight:700;white-space:nowrap;background:#dafbe1;color:#116329}
+.ef-report td.ef-status-cell{min-width:220px}
+.ef-report .ef-badge.ef-bad{background:#ffebe9;color:#a40e26;border:1px solid #ff8182}
 """.strip()
 
 _FAVICON: Final = (
@@ -124,6 +130,20 @@ def when(value: Any) -> str:
 
 def number(value: Any) -> str:
     return f4(value) if isinstance(value, float) or value is None else escape(value)
+
+
+def status_badges(status: str, *, detail: bool = True) -> str:
+    """A run's ``status`` (the report's first line: ``Run.status``) as badges: ``INCOMPLETE``
+    and ``SAFETY FAILED``, each with the rest of its line beside it (with ``detail``) and as
+    its tooltip, or ``ok`` for a complete run."""
+    if status.startswith("COMPLETE"):
+        return f'<span class="ef-badge ef-ok" title="{escape(status)}">ok</span>'
+    out = []
+    for line in re.split(r"; (?=INCOMPLETE: |SAFETY FAILED: )", status):
+        word, _, rest = line.partition(": ")
+        badge = f'<span class="ef-badge ef-bad" title="{escape(line)}">{escape(word)}</span>'
+        out.append(f'<span class="ef-verdict">{badge} {escape(rest) if detail else ""}</span>')
+    return "<br>".join(out) if detail else "".join(out)
 
 
 def pager(path: str, params: Mapping[str, Any], total: int, limit: int, offset: int) -> str:

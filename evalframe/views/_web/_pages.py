@@ -22,6 +22,7 @@ from evalframe.views._web._layout import (
     option,
     pager,
     run_url,
+    status_badges,
     url,
     when,
 )
@@ -76,13 +77,19 @@ def compare_page(found: Compared, q: CompareQuery, total: int, rows: list[dict[s
             td(escape(i)),
             td(link(run_url(r["run_id"]), r["name"]), cls="ef-text"),
             td(f"<code>{escape(r['run_id'])}</code>", cls="ef-text"),
+            td(status_badges(r["status"]), cls="ef-wrap ef-status-cell"),
             td(chips(r["labels"]), cls="ef-wrap"),
-            td(f4(r["macro_f1"])),
+            td(f4(r["headline"]["macro_f1"])),
             td(escape(r["n_executions"])),
+            td(
+                escape(r["headline"]["errored_executions"]),
+                cls="ef-fail" if r["headline"]["errored_executions"] else None,
+            ),
         ]
         for i, r in enumerate(runs)
     ]
-    parts = [*head, table(["#", "name", "run", "labels", "macro-F1", "executions"], run_rows)]
+    headers = ["#", "name", "run", "status", "labels", "macro-F1", "executions", "errored"]
+    parts = [*head, table(headers, run_rows, cls="ef-table ef-compare-runs")]
     counts = []
     for i, c in enumerate(found.comparisons, start=1):
         n = c.counts
@@ -131,7 +138,11 @@ def compare_page(found: Compared, q: CompareQuery, total: int, rows: list[dict[s
             cells += [
                 td(_delta(r["mean_delta"]) + _ci(r["mean_ci"])),
                 td(_delta(r["pass_rate_delta"]) + _ci(r["pass_rate_ci"])),
-                td(f"{r['pass_to_fail']} / {r['fail_to_pass']}"),
+                td(
+                    "n/a"
+                    if r["pass_to_fail"] is None
+                    else f"{r['pass_to_fail']} / {r['fail_to_pass']}"
+                ),
                 td(f4(r["p_holm"])),
             ]
         metric_table.append(cells)
@@ -158,7 +169,8 @@ def compare_page(found: Compared, q: CompareQuery, total: int, rows: list[dict[s
 
 def _matrix(runs: list[dict[str, Any]], rows: list[dict[str, Any]]) -> str:
     head = "<th>sample</th>" + "".join(
-        f"<th>#{i} {escape(r['name'])}<br><code>{escape(r['run_id'])}</code></th>"
+        f"<th>#{i} {escape(r['name'])}<br><code>{escape(r['run_id'])}</code>"
+        f"<br>{status_badges(r['status'], detail=False)}</th>"
         for i, r in enumerate(runs)
     )
     body = []
@@ -242,7 +254,8 @@ def trends_page(
     parts.append(
         '<p class="ef-muted">One point per run, oldest on the left; click a point for its run. '
         "Dashed: the metric's pass threshold (for score values), the gate floor you give, and "
-        "the runs baselines point at.</p>"
+        "the runs baselines point at. Hollow, ringed in red: a run with errored executions "
+        "(INCOMPLETE; they count as not passed).</p>"
     )
     parts.append(f'<div id="ef-trend-chart">{trend_svg(data, value, q.floor)}</div>')
     base: dict[str, list[str]] = {}
@@ -252,6 +265,7 @@ def trends_page(
         [
             td(when(p["created_at"])),
             td(link(run_url(p["run_id"]), p["name"]), cls="ef-text"),
+            td(status_badges(p["status"], detail=False)),
             td(f"<code>{escape(p['metric'])}</code>"),
             td(f4(p[value])),
             td(f4(p["pass_rate"])),
@@ -262,7 +276,7 @@ def trends_page(
     ]
     parts.append(
         table(
-            ["created (UTC)", "run", "metric", value, "pass-rate", "threshold", ""],
+            ["created (UTC)", "run", "status", "metric", value, "pass-rate", "threshold", ""],
             rows,
             cls="ef-trend-table",
         )

@@ -18,6 +18,7 @@ from evalframe.views._web._layout import (
     option,
     pager,
     run_url,
+    status_badges,
     url,
     when,
 )
@@ -65,33 +66,40 @@ def runs_page(
     )
     body_rows = []
     for r in rows:  # one page
-        href = run_url(r["run_id"])
+        href, head = run_url(r["run_id"]), r["headline"]
+        flags = " ef-incomplete" if head["incomplete"] else ""
+        if head["safety"] and not head["safety"]["passed"]:
+            flags += " ef-unsafe"
         body_rows.append(
-            f'<tr class="ef-click" data-href="{href}">'
+            f'<tr class="ef-click{flags}" data-href="{href}">'
             + td(
                 f'<input type="checkbox" name="pick" value="{escape(r["run_id"])}" '
                 f'form="ef-compare" aria-label="compare {escape(r["run_id"])}">'
             )
             + td(link(href, r["name"]), cls="ef-text")
+            + td(status_badges(r["status"]), cls="ef-wrap ef-status-cell")
             + td(chips(r["labels"]), cls="ef-wrap")
             + td(link(url("/", {"dataset": r["dataset"]}), r["dataset"]), cls="ef-text")
             + td(escape(", ".join(r["metrics"] or [])), cls="ef-wrap")
-            + td(bar(r["macro_f1"]) + f4(r["macro_f1"]))
-            + td(escape(r["n_failures"] or 0), cls="ef-fail" if r["n_failures"] else None)
+            + td(bar(head["macro_f1"]) + f4(head["macro_f1"]))
+            + td(
+                f"{head['errored_executions']:,} of {head['executions']:,}",
+                cls="ef-fail" if head["errored_executions"] else None,
+            )
             + td(f"{float(r['duration_seconds'] or 0.0):.2f} s")
             + td(when(r["created_at"]))
             + td(f"<code>{escape(r['run_id'])}</code>", cls="ef-text")
             + "</tr>"
         )
-    head = "".join(
+    columns = "".join(
         f"<th>{h}</th>"
         for h in (
-            "", "name", "labels", "dataset", "metrics", "macro-F1", "errors", "duration",
-            "created (UTC)", "run id",
+            "", "name", "status", "labels", "dataset", "metrics", "macro-F1",
+            "errored", "duration", "created (UTC)", "run id",
         )
     )  # fmt: skip
     listing = (
-        f'<div class="ef-table"><table class="ef-rows" id="ef-runs"><thead><tr>{head}</tr>'
+        f'<div class="ef-table"><table class="ef-rows" id="ef-runs"><thead><tr>{columns}</tr>'
         f"</thead><tbody>{''.join(body_rows)}</tbody></table></div>"
     )
     compare = (
@@ -154,7 +162,23 @@ def _doc(info: Mapping[str, Any], hist: Mapping[str, Any]) -> dict[str, Any]:
         },
         "metric_distributions": dict(hist),
         "cohorts": list(cohorts.values()),
+        "headline": info["headline"],
     }
+
+
+def _aggregates(doc: Mapping[str, Any]) -> str:
+    """The quality metrics' aggregates, then the safety metrics' with their verdict (kept out
+    of macro-F1), as the report shows them."""
+    from evalframe.views._html._run import _metrics_table, _safety_block
+
+    names = doc["headline"]["quality_metrics"]
+    quality = (
+        _metrics_table(doc, names)
+        if names
+        else '<p class="ef-muted">No quality metric: every metric of this run is a safety '
+        "metric.</p>"
+    )
+    return f'<div id="ef-metrics">{quality}</div>' + "".join(_safety_block(doc))
 
 
 def _charts(doc: Mapping[str, Any]) -> str:
@@ -178,13 +202,19 @@ def _charts(doc: Mapping[str, Any]) -> str:
 
 
 def _header(info: Mapping[str, Any]) -> str:
-    rid = info["run_id"]
+    """The run's ``INCOMPLETE`` and ``SAFETY FAILED`` lines first (as the report's), then
+    its name and figures: macro-F1 as the report gives it, beside its value over scored
+    executions where that differs, and the safety verdict."""
+    from evalframe.views._html._run import _macro_kpi, _status
+
+    rid, head = info["run_id"], info["headline"]
+    doc = {"headline": head}
     facts = [
-        f'<span class="ef-headline">{f4(info["macro_f1"])}</span>'
-        '<span class="ef-muted" style="align-self:flex-end">macro-F1</span>',
+        _macro_kpi(doc),
         f"<span><b>{int(info['n_samples'] or 0):,}</b> samples</span>",
         f"<span><b>{int(info['n_executions'] or 0):,}</b> executions</span>",
-        f"<span><b>{int(info['n_failures'] or 0):,}</b> errors</span>",
+        f"<span><b>{head['errored_executions']:,}</b> errored</span>",
+        f"<span><b>{int(info['n_failures'] or 0):,}</b> failures</span>",
         f"<span><b>{float(info['duration_seconds'] or 0.0):.2f}</b> s</span>",
         f"<span>created {when(info['created_at'])} UTC</span>",
         f"<span>run <code>{escape(rid)}</code></span>",
@@ -206,8 +236,12 @@ def _header(info: Mapping[str, Any]) -> str:
         link(run_url(rid, "/label"), f"label rows ({info['human_labels']} labelled)"),
         link(url(f"/api/v1/runs/{_quoted(rid)}"), "report JSON"),
     ]
+    if head["safety"]:
+        verdict = "passed" if head["safety"]["passed"] else "FAILED"
+        facts.insert(1, f"<span>safety <b>{verdict}</b></span>")
     base = "".join(f'<span class="ef-chip">baseline {escape(b)}</span>' for b in info["baselines"])
     return (
+        f'<div id="ef-run-status">{_status(doc)}</div>'
         f"<h2>{escape(info['name'])} "
         f'<span class="ef-muted">on {link(url("/", {"dataset": info["dataset"]}), info["dataset"])}'
         f"</span></h2>"
@@ -305,25 +339,21 @@ def run_charts(info: Mapping[str, Any], hist: Mapping[str, Any]) -> str:
     """The parts of a run page that count every score (the aggregates table with its
     histograms, and the charts): fetched by the page once it is shown, since on a large run
     they take longer than everything else on it."""
-    from evalframe.views._html._run import _metrics_table
-
     doc = _doc(info, hist)
-    return f'<div id="ef-metrics">{_metrics_table(doc, list(doc["metrics"]))}</div>' + _charts(doc)
+    return _aggregates(doc) + _charts(doc)
 
 
 def run_page(info: Mapping[str, Any], failures: list[dict[str, Any]], explorer_html: str) -> str:
     """A run: its summary, aggregates, cohorts, errors and the explorer; the histograms and
     charts arrive from ``/runs/RUN/charts`` (``run_charts``)."""
-    from evalframe.views._html._run import _cohort_table, _metrics_table
+    from evalframe.views._html._run import _cohort_table
 
     doc = _doc(info, {})
-    names = list(doc["metrics"])
     charts = run_url(info["run_id"], "/charts")
     parts = [
         _header(info),
         "<h3>Per-metric aggregates</h3>",
-        f'<div id="ef-run-charts" data-src="{charts}">'
-        f'<div id="ef-metrics">{_metrics_table(doc, names)}</div>'
+        f'<div id="ef-run-charts" data-src="{charts}">{_aggregates(doc)}'
         '<p class="ef-muted" id="ef-charts-note">Histograms and charts are on their way '
         f"({link(charts, 'open them')}).</p></div>",
     ]

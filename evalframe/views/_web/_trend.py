@@ -1,6 +1,8 @@
 """A metric over time: the runs of a dataset (or of a label), oldest first, from the
 aggregates the store keeps per run (``run_metric_stats``), with baseline runs and the
-metric's pass threshold marked, drawn as an SVG whose points link to their runs."""
+metric's pass threshold marked, drawn as an SVG whose points link to their runs. A point
+of a run with errored executions is drawn hollow and says so (``INCOMPLETE: ...``), as
+every view of the run does."""
 
 from __future__ import annotations
 
@@ -8,8 +10,10 @@ import html
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from evalframe.core.aggregate import status_line
 from evalframe.views._web._filters import TrendQuery, label_pointer
 from evalframe.views._web._layout import run_url
+from evalframe.views._web._queries import STATUS_COLUMNS, headline, status_select
 
 if TYPE_CHECKING:
     from evalframe.store._read import Reading
@@ -20,8 +24,9 @@ _COLOURS: Final = ("#0969da", "#cf222e", "#1a7f37", "#8250df", "#bc4c00", "#1b7c
 
 
 def trend(r: Reading, q: TrendQuery) -> dict[str, Any]:
-    """The points (one per run and metric), the metrics found, and the baselines among the
-    runs: ``{"points": [...], "metrics": [...], "baselines": [...]}``."""
+    """The points (one per run and metric, each with its run's ``status`` line and whether
+    it is ``incomplete``), the metrics found, and the baselines among the runs:
+    ``{"points": [...], "metrics": [...], "baselines": [...]}``."""
     params: dict[str, Any] = {"last": q.last}
     if q.dataset is not None:
         where = "dataset = $dataset"
@@ -42,14 +47,25 @@ def trend(r: Reading, q: TrendQuery) -> dict[str, Any]:
         WITH picked AS (
             SELECT run_id FROM runs WHERE {where}
             ORDER BY created_at DESC, seq DESC LIMIT $last
-        )
+        ),
+        status AS ({status_select("picked")})
         SELECT r.run_id, r.name, r.dataset, r.created_at, s.metric, s.mean, s.p50, s.p95,
-               s.pass_rate, s.threshold
+               s.pass_rate, s.threshold, st.* EXCLUDE (run_id)
         FROM run_metric_stats AS s JOIN runs AS r USING (run_id)
+        JOIN status AS st ON st.run_id = r.run_id
         WHERE r.run_id IN (SELECT run_id FROM picked) {chosen}
         ORDER BY r.created_at, r.seq, s.ordinal""",
         params,
     )
+    points = []
+    heads: dict[str, dict[str, Any]] = {}
+    for point in frame.to_dicts():  # a point per run and metric
+        if point["run_id"] not in heads:
+            heads[point["run_id"]] = headline(point)
+        head = heads[point["run_id"]]
+        for column in STATUS_COLUMNS:
+            point.pop(column)
+        points.append({**point, "status": status_line(head), "incomplete": head["incomplete"]})
     metrics = (
         r.sql(
             "SELECT DISTINCT metric FROM run_metrics "
@@ -65,7 +81,7 @@ def trend(r: Reading, q: TrendQuery) -> dict[str, Any]:
         "ORDER BY name",
         {"ids": ids},
     ).to_dicts()
-    return {"points": frame.to_dicts(), "metrics": metrics, "baselines": baselines}
+    return {"points": points, "metrics": metrics, "baselines": baselines}
 
 
 def _rule(x1: float, x2: float, y: float, colour: str, dash: str = "") -> str:
@@ -136,11 +152,22 @@ def trend_svg(data: Mapping[str, Any], value: str, floor: float | None) -> str:
                 f"{p['name']} ({p['run_id']}), {p['created_at']:%Y-%m-%d %H:%M}: "
                 f"{metric} {value} {p[value]:.4f}"
             )
+            cx, cy = f"{x(where[p['run_id']]):.1f}", f"{y(p[value]):.1f}"
+            if p["incomplete"]:  # hollow, ringed in red: errored executions count as failed
+                tip = f"{p['status']}. {tip}"
+                mark = (
+                    f'<circle cx="{cx}" cy="{cy}" r="6" fill="#fff" stroke="#cf222e" '
+                    f'stroke-width="2.5"><title>{html.escape(tip)}</title></circle>'
+                )
+            else:
+                mark = (
+                    f'<circle cx="{cx}" cy="{cy}" r="5" fill="{colour}">'
+                    f"<title>{html.escape(tip)}</title></circle>"
+                )
+            cls = "ef-point ef-incomplete" if p["incomplete"] else "ef-point"
             parts.append(
-                f'<a class="ef-point" href="{run_url(p["run_id"])}" data-run="'
-                f'{html.escape(p["run_id"])}"><circle cx="{x(where[p["run_id"]]):.1f}" '
-                f'cy="{y(p[value]):.1f}" r="5" fill="{colour}"><title>{html.escape(tip)}</title>'
-                "</circle></a>"
+                f'<a class="{cls}" href="{run_url(p["run_id"])}" data-run="'
+                f'{html.escape(p["run_id"])}">{mark}</a>'
             )
         parts.append(
             f'<text x="{left + 8 + 150 * k}" y="{height - 8}" font-size="12" fill="{colour}">'
