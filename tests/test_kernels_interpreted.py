@@ -329,8 +329,12 @@ def test_token_matching_with_numpy_is_the_kernel(
     if len(a) and len(e):
         a[0] = e[0]  # an identical token scores exactly 1
     small, large = both(lambda: greedy_match(e, e_off, a, a_off))
+    # the compiled kernel may reassociate its float32 sums: equal to float32 rounding
     for got, want in zip(small, large, strict=True):
-        assert np.array_equal(got, want, equal_nan=True), (got, want)
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+    if len(a) and len(e) and rows[0] == (1, 1):
+        assert small[0][0] == large[0][0] == 1.0  # an identical token scores exactly 1
 
 
 tool = st.sampled_from(["search", "get", "Get", "book", "é"])
