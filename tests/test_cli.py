@@ -62,7 +62,10 @@ def test_run_exits_one_when_a_sample_fails_a_metric(tmp_path: Path) -> None:
     out.write_text('{"outputs": {"a": "x", "b": "y"}}')
     code, stdout, err = invoke("run", str(ds), "--outputs", str(out), "-m", "exact-match")
     assert code == 1
-    assert "1 (sample, metric) failure(s)" in err
+    assert err.splitlines()[-1] == (
+        "INCOMPLETE: 1 of 2 executions errored; 1 (execution, metric) pair(s) could not be "
+        "scored (the report's execution errors)."
+    )
     assert "must be a string for exact-match metric; got list" in stdout
 
 

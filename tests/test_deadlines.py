@@ -200,7 +200,8 @@ def test_rescore_takes_the_timeout_and_retries_options(
         assert len(stub.calls("/chat/completions")) == 2
     # Both hanging calls became row errors of the rescored metric: exit 1, as `run` does.
     assert ran.exit_code == 1, ran.output
-    assert "2 (sample, metric) failure(s)" in ran.output
+    assert "2 of 2 executions errored in the metrics this rescore computed" in ran.stderr
+    assert "2 (execution, metric) pair(s) could not be scored" in ran.stderr
     new_id = ran.stdout.split()[1]
     with ef.Store(store) as db:
         scores = db.sql(

@@ -44,15 +44,19 @@ def db(tmp_path: Path) -> str:
 def test_rescore_exits_zero_when_every_new_metric_scored_every_row(db: str) -> None:
     code, out, err = invoke("rescore", "--store", db, "-m", "contains")
     assert code == 0, err
-    assert "0 new failure(s)" in out
+    assert out.rstrip().endswith(f": 0 of {len(IDS) * 2} executions errored in them")
 
 
 def test_rescore_exits_one_when_a_new_metric_failed_on_a_row(db: str) -> None:
     code, out, err = invoke("rescore", "--store", db, "-m", "fails-on-odd-ids", "--keep")
     want = sum(int(sid[-1]) % 2 for sid in IDS) * 2  # odd ids x 2 repetitions
     assert code == 1, err
-    assert f"{want} new failure(s)" in out
-    assert err.startswith(f"{want} (sample, metric) failure(s) in the metrics this rescore")
+    assert out.rstrip().endswith(f": {want} of {len(IDS) * 2} executions errored in them")
+    assert err.startswith(
+        f"INCOMPLETE: {want} of {len(IDS) * 2} executions errored in the metrics this rescore "
+        "computed (run "
+    )
+    assert f"; {want} (execution, metric) pair(s) could not be scored" in err
     # The run was still saved, as `run` saves a run with failures.
     code, out, _ = invoke(
         "sql", "SELECT count(*) AS n FROM failures", "--store", db, "--format", "csv"
@@ -67,7 +71,7 @@ def test_failures_copied_from_the_source_do_not_fail_the_rescore(db: str) -> Non
     # The new run already has the metric: it is copied, not computed, so nothing new failed.
     code, out, err = invoke("rescore", "--store", db, "-m", "fails-on-odd-ids")
     assert code == 0, err
-    assert "0 new failure(s)" in out
+    assert out.rstrip().endswith(f": 0 of {len(IDS) * 2} executions errored in them")
 
 
 def test_a_rescored_run_gets_its_own_name_and_runs_shows_its_lineage(db: str) -> None:

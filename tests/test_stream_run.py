@@ -136,7 +136,11 @@ def test_cli_run_with_batch_size_prints_the_summary_and_saves(tmp_path: Path) ->
         ).row(0)
         assert (int(n), int(scored), int(errors)) == stored
     assert f"saved run {run_id}" in done.stderr
-    assert "failure(s)" in done.stderr
+    pairs = store.sql("SELECT count(*) FROM failures WHERE run_id = ?", [run_id]).item()
+    assert done.stderr.splitlines()[-1] == (
+        f"{first}; {pairs} (execution, metric) pair(s) could not be scored "
+        f"(evalframe report {run_id})."
+    )
     missing_store = runner.invoke(cli, [*args, "--batch-size", "64"])
     assert missing_store.exit_code == 2
     assert "--batch-size streams saved --outputs into a --store" in missing_store.stderr

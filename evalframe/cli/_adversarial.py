@@ -204,7 +204,8 @@ def run(
     run the gate says missing-baseline. A run joins the history only when it is clean: no
     (sample, metric) failure, a gate that did not fail, and every gated value present.
     """
-    from evalframe.cli._run import _load_system, _save
+    from evalframe.cli._run import _load_system, _save, errored_line
+    from evalframe.core.aggregate import status_lines
     from evalframe.engine import adversarial as lane
 
     if (outputs is None) == (system_ref is None):
@@ -265,7 +266,8 @@ def run(
         raise SystemExit(1)
     failures = result.failures.height
     if failures:
-        click.echo(f"{failures} (sample, metric) failure(s); see the report's failures.", err=True)
+        where = "the report's execution errors"
+        click.echo(errored_line(status_lines(result.headline), failures, where), err=True)
         raise SystemExit(1)
     if gate is not None and gate.failed:
         raise SystemExit(1)

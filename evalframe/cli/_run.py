@@ -37,7 +37,7 @@ from evalframe.core.aggregate import status_lines
 from evalframe.engine._evaluate import MAX_REPETITIONS
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
     from evalframe.core._run import Run
 
@@ -288,8 +288,19 @@ def run(
         raise SystemExit(1)
     failures = result.failures.height
     if failures:
-        click.echo(f"{failures} (sample, metric) failure(s); see the report's failures.", err=True)
+        click.echo(
+            errored_line(status_lines(result.headline), failures, "the report's execution errors"),
+            err=True,
+        )
         raise SystemExit(1)
+
+
+def errored_line(status: Sequence[str], pairs: int, see: str) -> str:
+    """Why a command whose run has errored executions exits 1, in its report's words: the
+    run's ``INCOMPLETE`` line, then the (execution, metric) pairs that could not be scored
+    and where they are listed (``see``)."""
+    incomplete = next(line for line in status if line.startswith("INCOMPLETE"))
+    return f"{incomplete}; {pairs} (execution, metric) pair(s) could not be scored ({see})."
 
 
 COMPARISON_LABEL = "comparison"
@@ -375,9 +386,14 @@ def _several(
             f"(or the runs labelled {COMPARISON_LABEL}={shared}); evalframe compare takes two",
             err=True,
         )
-    failed = sum(r.failures.height for _, r in results)
+    failed = [(tag, r) for tag, r in results if r.failures.height]
+    for tag, r in failed:
+        where = f"run {r.run_id}'s execution errors"
+        click.echo(
+            f"{tag}: {errored_line(status_lines(r.headline), r.failures.height, where)}",
+            err=True,
+        )
     if failed:
-        click.echo(f"{failed} (sample, metric) failure(s) across the runs.", err=True)
         raise SystemExit(1)
 
 
@@ -449,9 +465,8 @@ def _streamed(
     emit(text, out, note=f" (run {run_id})")
     click.echo(f"saved run {run_id} to {store_path}", err=True)
     if failures:
-        click.echo(
-            f"{failures} (sample, metric) failure(s); see evalframe report {run_id}.", err=True
-        )
+        where = f"evalframe report {run_id}"
+        click.echo(errored_line(stored_status(store, run_id), failures, where), err=True)
         raise SystemExit(1)
 
 

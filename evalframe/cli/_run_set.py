@@ -10,6 +10,7 @@ from evalframe.cli._options import ProviderSettings, provider_options, store_opt
 from evalframe.cli._profiles import profile_option
 from evalframe.cli._table import render
 from evalframe.core._run_options import Concurrency
+from evalframe.core.aggregate import status_lines
 
 __all__ = ["run_set"]
 
@@ -81,6 +82,18 @@ def run_set(
     headers = ("dataset", "status", "samples", "failures", "seconds", "run (this call)", "error")
     click.echo(f"eval set {doc['eval_set']}")
     click.echo(render(headers, rows))
+    made = {r.dataset.name: r for r in runs}
+    for e in doc["datasets"]:  # each dataset's run as its report opens: INCOMPLETE, ...
+        run = made.get(e["dataset"])
+        if run is not None:
+            for line in status_lines(run.headline):
+                click.echo(f"{e['dataset']}: {line}", err=True)
+        elif e.get("total_failures"):  # run by an earlier call, its report in the store
+            click.echo(
+                f"{e['dataset']}: {e['total_failures']} (execution, metric) pair(s) could not "
+                "be scored in its run (an earlier call's)",
+                err=True,
+            )
     bad = any(e["status"] == "failed" for e in doc["datasets"]) or any(
         e.get("total_failures") for e in doc["datasets"]
     )

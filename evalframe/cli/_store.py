@@ -518,25 +518,36 @@ def rescore(
 
         for run_id in new_ids:
             export_run(store.load(run_id))
+    # The errors of the metrics this rescore computed (those copied were reported when
+    # their source ran), counted in the report's units: executions, then their pairs.
     frame = store.sql(
-        "SELECT r.run_id, r.source_run_id, r.macro_f1, r.extra->>'$.rescore.computed' AS computed, "
-        "(SELECT count(*) FROM failures AS f WHERE f.run_id = r.run_id AND list_contains("
-        "from_json(r.extra->'$.rescore.computed', '[\"VARCHAR\"]'), f.metric)) AS new_failures "
+        "WITH new AS (SELECT f.run_id, f.sample_id, f.repetition FROM failures AS f "
+        "JOIN runs AS r ON r.run_id = f.run_id WHERE list_contains(?::VARCHAR[], f.run_id) "
+        "AND list_contains(from_json(r.extra->'$.rescore.computed', '[\"VARCHAR\"]'), f.metric)) "
+        "SELECT r.run_id, r.source_run_id, r.macro_f1, r.n_executions, "
+        "r.extra->>'$.rescore.computed' AS computed, "
+        "(SELECT count(DISTINCT (n.sample_id, n.repetition)) FROM new AS n "
+        "WHERE n.run_id = r.run_id) AS errored, "
+        "(SELECT count(*) FROM new AS n WHERE n.run_id = r.run_id) AS pairs "
         "FROM runs AS r WHERE list_contains(?::VARCHAR[], r.run_id) ORDER BY r.seq",
-        [new_ids],
+        [new_ids, new_ids],
     )
     for r in frame.iter_rows(named=True):  # one line per new run
         click.echo(
             f"run {r['run_id']} from {r['source_run_id']}: macro-F1 {fmt(r['macro_f1'])}, "
-            f"computed {r['computed']}, {r['new_failures']} new failure(s)"
+            f"computed {r['computed']}: {r['errored']} of {r['n_executions']} executions "
+            "errored in them"
         )
-    failures = int(frame.get_column("new_failures").sum())
-    if failures:
+    failed = frame.filter(pl.col("pairs") > 0)
+    for r in failed.iter_rows(named=True):  # the runs whose new metrics errored
         click.echo(
-            f"{failures} (sample, metric) failure(s) in the metrics this rescore computed; "
-            'see the failures view (evalframe sql "SELECT * FROM failures WHERE run_id = ...").',
+            f"INCOMPLETE: {r['errored']} of {r['n_executions']} executions errored in the "
+            f"metrics this rescore computed (run {r['run_id']}); {r['pairs']} (execution, "
+            "metric) pair(s) could not be scored (the failures view: evalframe sql "
+            f"\"SELECT * FROM failures WHERE run_id = '{r['run_id']}'\").",
             err=True,
         )
+    if failed.height:
         raise SystemExit(1)
 
 
