@@ -291,13 +291,13 @@ def read_part(args: argparse.Namespace, folder: Path) -> None:
         files = write_forms(field, nested_entries(field, args.outputs, args.seed), folder)
         for form, path in files.items():
             fast = ef.read_outputs(path)
-            saved = _outputs._COMPILED_FROM
-            _outputs._COMPILED_FROM = 1 << 62  # the exact reader, as the oracle
+            saved = _outputs._COMPILED_FROM, _outputs._WARM_FROM
+            _outputs._COMPILED_FROM = _outputs._WARM_FROM = 1 << 62  # the exact reader
             try:
                 os.environ["EVALFRAME_KERNELS"] = "interpreted"
                 exact = _exact(path)
             finally:
-                _outputs._COMPILED_FROM = saved
+                _outputs._COMPILED_FROM, _outputs._WARM_FROM = saved
                 os.environ.pop("EVALFRAME_KERNELS")
             assert fast.equals(exact), f"{field}, {form}: the readers differ"
             ours, theirs = [], []

@@ -361,3 +361,16 @@ def test_tool_name_passes_interpreted_are_the_kernels(
 
     for small, large in zip(*both(go), strict=True):
         assert_same_frames(small, large)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(maybe_texts, max_size=40), st.integers(0, 3))
+def test_string_views_by_numpy_are_the_kernel(rows: list[str | None], lead: int) -> None:
+    from evalframe.core._arrow_text import string_array
+
+    encoded = [b"" if row is None else row.encode("utf-8", "surrogatepass") for row in rows]
+    body = np.frombuffer(b"\xff" * lead + b"".join(encoded) + b"\xfe", np.uint8)
+    offsets = np.cumsum([lead, *map(len, encoded)]).astype(np.int64)
+    small, large = both(lambda: pl.Series(string_array(offsets, body)))
+    assert_same_frames(small.to_frame(), large.to_frame())
+    assert small.to_list() == [b.decode("utf-8", "surrogatepass") for b in encoded]

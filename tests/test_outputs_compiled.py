@@ -163,6 +163,37 @@ def test_a_large_file_reads_as_a_small_one(tmp_path: Path) -> None:
     assert outputs_map(document) is not None  # this file was read by the compiled pass
 
 
+def test_a_smaller_file_with_trajectories_takes_the_loaded_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import evalframe.core._outputs_compiled as compiled
+
+    calls = {"name": "search", "arguments": {"q": "x", "n": 2}}
+    entries = [
+        {"id": f"q{i}", "actual_output": "ok", "trajectory": {"tool_calls": [calls] * (i % 4)}}
+        for i in range(2000)
+    ]
+    document = json.dumps({"outputs": entries}).encode()
+    assert _outputs._WARM_FROM <= len(document) < _outputs._COMPILED_FROM
+    path = write(tmp_path, "o.json", document)
+    seen: list[int] = []
+
+    def spy(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
+        seen.append(len(data))
+        return compiled._entries(data, numbers, listed=True)
+
+    monkeypatch.setattr(compiled, "outputs_list", spy)
+    monkeypatch.setattr(compiled, "entries_loaded", lambda: False)  # a fresh process
+    exact = read_outputs(path)
+    assert seen == []
+    monkeypatch.undo()
+    assert compiled.outputs_list(document, _outputs._NUMBERS) is not None  # now loaded
+    assert compiled.entries_loaded()
+    monkeypatch.setattr(compiled, "outputs_list", spy)
+    assert read_outputs(path).equals(exact, null_equal=True)
+    assert seen == [len(document)]
+
+
 # --- JSONL ------------------------------------------------------------------------------------
 
 NUMBERS = _outputs._NUMBERS
@@ -211,6 +242,7 @@ def read_both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[object, obje
     results = []
     for threshold in (10**12, 0):
         monkeypatch.setattr(_outputs, "_COMPILED_FROM", threshold)
+        monkeypatch.setattr(_outputs, "_WARM_FROM", threshold)
         try:
             results.append(read_outputs(path))
         except Exception as exc:

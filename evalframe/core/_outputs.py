@@ -24,6 +24,7 @@ from __future__ import annotations
 import codecs
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -70,6 +71,11 @@ MAX_LISTED_IDS: Final = 20
 # (core/_outputs_compiled.py); below it the exact reader is fast enough, and numba stays
 # unloaded.
 _COMPILED_FROM: Final = 4 << 20
+# Smaller files whose entries carry contexts, a trajectory or turns take it too once this
+# process has its kernels loaded (a larger file was read): nothing compiles or loads, and
+# those fields cost the exact reader 3-6x what they cost the pass.
+_WARM_FROM: Final = 64 << 10
+_NESTED_FIELDS: Final = (b'"contexts"', b'"trajectory"', b'"turns"')
 _INTEGER_TEXT: Final = re.compile(r"\s*[+-]?[0-9]+\s*")
 CONFIDENCE: Final = "confidence"
 # Typed numeric fields an entry may carry: the operational ones and the system's confidence.
@@ -114,14 +120,17 @@ def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
     suffix = file.suffix.lower()
     if suffix == ".parquet":
         return _from_parquet(data, where)
-    if len(data) >= _COMPILED_FROM and suffix not in {".csv", ".yaml", ".yml"}:
+    large = len(data) >= _COMPILED_FROM
+    if suffix not in {".csv", ".yaml", ".yml"} and (
+        large or (len(data) >= _WARM_FROM and _warm(data))
+    ):
         from evalframe.core import _outputs_compiled as compiled  # imports numpy and numba
 
         body = data.removeprefix(codecs.BOM_UTF8)
         if suffix == ".jsonl":
             frame = compiled.outputs_lines(body, _NUMBERS)
         else:
-            frame = compiled.outputs_map(body)
+            frame = compiled.outputs_map(body) if large else None  # no nested fields
             if frame is None:
                 frame = compiled.outputs_list(body, _NUMBERS)
         if frame is not None:
@@ -134,6 +143,17 @@ def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
     if suffix == ".csv":
         return _from_csv(text, where)
     return _from_document(_parse_document(text, suffix, where), where)
+
+
+def _warm(data: bytes) -> bool:
+    """Whether the compiled entries pass is loaded in this process and ``data`` names a
+    nested field (a plain file is as fast through the exact reader)."""
+    compiled = sys.modules.get("evalframe.core._outputs_compiled")
+    return (
+        compiled is not None
+        and compiled.entries_loaded()
+        and any(field in data for field in _NESTED_FIELDS)
+    )
 
 
 def attach_baseline(frame: pl.DataFrame, baseline: str, outputs: pl.DataFrame) -> pl.DataFrame:

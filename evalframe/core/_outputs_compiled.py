@@ -13,7 +13,7 @@ surrogate, a control character, a bad escape), invalid UTF-8, an empty, blank or
 sample id, a value of the wrong type, a nested value the exact parsers would judge, or a
 number the exact conversion cannot vouch for. So what a pass vouches for is what the exact
 reader returns, and every error keeps its message. ``read_outputs`` tries them on files of
-4 MiB and more.
+4 MiB and more, and on smaller ones with nested fields once :func:`entries_loaded`.
 
 Examples:
     >>> outputs_map(b'{"outputs": {"q1": "30 days", "q2": "[\\\\"d1\\\\"]"}}').rows()
@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 
 from evalframe.core import schema as C
-from evalframe.core._arrow_text import string_array
+from evalframe.core._arrow_text import spans, string_array
 from evalframe.core._json_bytes import (
     exact_double,
     exact_integer,
@@ -46,7 +46,7 @@ from evalframe.core._json_bytes import (
 from evalframe.core._njit import njit
 from evalframe.core._outputs_nested import Builder, end_row, nested_columns, nested_value, start_row
 
-__all__ = ["outputs_lines", "outputs_list", "outputs_map"]
+__all__ = ["entries_loaded", "outputs_lines", "outputs_list", "outputs_map"]
 
 _OUTPUTS = np.frombuffer(b"outputs", np.uint8)
 _QUOTE, _COLON, _OPEN, _CLOSE = 34, 58, 123, 125
@@ -357,6 +357,15 @@ def _scan_entries(
     if listed:  # the document ended inside its list
         return -1, id_off, text_off, ints, floats, valid, seen
     return n, id_off, text_off, ints, floats, valid, seen
+
+
+def entries_loaded() -> bool:
+    """Whether this process has already run the entries pass compiled, so a further call
+    compiles and loads nothing (for types it has seen)."""
+    return all(
+        kernel.dispatcher is not None and bool(kernel.dispatcher.signatures)
+        for kernel in (_scan_entries, spans)  # the pass, and the copying of what it found
+    )
 
 
 def outputs_lines(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
