@@ -13,7 +13,8 @@ Three stores are built once under ``benchmarks/.data/view/`` (delete it to rebui
   (the last page), and filtered by status, cohort and text;
 * 5 runs of one 10,000-row dataset: ``GET /api/v1/compare`` of all five (paired statistics
   of four runs against the first, and a page of the matrix), computed afresh each round,
-  then served from the viewer's cache (the next page).
+  then served from the viewer's cache (the next page); the Compare page computed afresh
+  (without the bootstrap) and its intervals (with it).
 
 Each URL is requested once after the viewer starts (cold: the store opened, first queries)
 and then R times (the median is reported): the time from sending the request to the whole
@@ -255,6 +256,24 @@ def _compared(args: argparse.Namespace, lines: list[str]) -> None:
             _row(
                 "compare 5 runs x 10,000 rows, computed",
                 *_timed(c, url, args.rounds, before=_compare._cache.clear),
+            )
+        )
+        page = "/compare?runs=" + ",".join(ids)
+        lines.append(
+            _row(
+                "compare page `/compare`, computed (its intervals follow)",
+                *_timed(c, page, args.rounds, before=_compare._cache.clear),
+            )
+        )
+        lines.append(
+            _row(
+                "its intervals `/compare/intervals`, computed",
+                *_timed(
+                    c,
+                    page.replace("/compare?", "/compare/intervals?"),
+                    args.rounds,
+                    before=_compare._cache.clear,
+                ),
             )
         )
         lines.append(

@@ -10,6 +10,7 @@ writes them (review, then commit); otherwise each must exist.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -113,6 +114,14 @@ def test_compare_three_runs(tab: Tab, vs: ViewStore) -> None:
     tab.page.wait_for_function("document.body.dataset.efReady === 'yes'")
     assert tab.page.locator(".ef-compare-metrics tbody tr").count() == 3
     assert tab.page.locator(".ef-matrix-row").count() == 12
+    # The page comes without the bootstrap; its intervals follow, for every delta.
+    tab.page.wait_for_function("document.body.dataset.efIntervals === 'shown'")
+    assert tab.page.locator("#ef-intervals-note").count() == 0
+    deltas = tab.page.eval_on_selector_all(
+        ".ef-compare-metrics tbody td:nth-child(4)", "ts => ts.map(t => t.innerText)"
+    )
+    assert len(deltas) == 3
+    assert all(re.fullmatch(r"[+-]\d\.\d{4} \[[+-]\d\.\d{4}, [+-]\d\.\d{4}\]", d) for d in deltas)
     tab.shot("compare")
     with tab.page.expect_navigation():
         tab.page.click("text=regressed only")

@@ -182,15 +182,19 @@ def build_app(store: Store, worker: StoreWorker, *, name: str) -> Starlette:
 
             return RedirectResponse(f"/compare?{urlencode({'runs': ','.join(ordered)})}", 303)
         q = CompareQuery.parse(params(request), request.query_params.getlist("runs"))
-        found = await _compared(q)
+        found = await _compared(q, intervals=False)  # they follow: compare_intervals
         total, rows = matrix_page(found, q)
         return html_page("Compare", P.compare_page(found, q, total, rows))
 
-    async def _compared(q: CompareQuery) -> Any:
+    async def compare_intervals(request: Request) -> Response:
+        q = CompareQuery.parse(params(request), request.query_params.getlist("runs"))
+        return _html(P.statistics(await _compared(q)))
+
+    async def _compared(q: CompareQuery, *, intervals: bool = True) -> Any:
         ids = await worker.read(lambda r: tuple(Q.resolve(r, ref) for ref in q.runs))
         if len(set(ids)) != len(ids):
             raise RequestError(400, "Two of the references in 'runs' name the same run.")
-        return await worker.call(lambda s: compared(s, ids))
+        return await worker.call(lambda s: compared(s, ids, intervals=intervals))
 
     async def trends(request: Request) -> Response:
         p = params(request)
@@ -464,6 +468,7 @@ def build_app(store: Store, worker: StoreWorker, *, name: str) -> Starlette:
         Route("/runs/{run:path}/label", label_queue),
         Route("/runs/{run:path}/charts", run_charts),
         Route("/runs/{run:path}", run),
+        Route("/compare/intervals", compare_intervals),
         Route("/compare", compare_pages),
         Route("/trends", trends),
         Route("/online", online),

@@ -44,6 +44,10 @@ const later=$("#ef-run-charts");
 if(later)fetch(later.dataset.src,{credentials:"same-origin"}).then(r=>{if(!r.ok)throw new Error("charts: "+r.status);return r.text();})
   .then(html=>{later.innerHTML=html;return draw(later);})
   .then(()=>{document.body.dataset.efCharts="drawn";}).catch(console.error);
+// A comparison's bootstrap intervals take most of its time: they come after the page.
+const stats=$("#ef-compare-stats");
+if(stats)fetch(stats.dataset.src,{credentials:"same-origin"}).then(r=>{if(!r.ok)throw new Error("intervals: "+r.status);return r.text();})
+  .then(html=>{stats.innerHTML=html;document.body.dataset.efIntervals="shown";}).catch(console.error);
 // The labelling queue: one card at a time, driven by the keyboard.
 const queue=$("#ef-queue");
 if(queue){

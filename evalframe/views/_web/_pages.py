@@ -36,6 +36,7 @@ __all__ = [
     "compare_page",
     "online_page",
     "sql_page",
+    "statistics",
     "trends_page",
 ]
 
@@ -90,6 +91,39 @@ def compare_page(found: Compared, q: CompareQuery, total: int, rows: list[dict[s
     ]
     headers = ["#", "name", "run", "status", "labels", "macro-F1", "executions", "errored"]
     parts = [*head, table(headers, run_rows, cls="ef-table ef-compare-runs")]
+    stats = statistics(found)
+    if not found.intervals:  # the page fetches them once shown
+        src = url("/compare/intervals", {"runs": refs})
+        stats = (
+            f'<div id="ef-compare-stats" data-src="{src}">{stats}'
+            '<p class="ef-muted" id="ef-intervals-note">The paired bootstrap intervals are '
+            f"on their way ({link(src, 'open them')}).</p></div>"
+        )
+    parts.append(stats)
+    params = {"runs": refs, "rows": q.rows}
+    choices = "".join(
+        link(url("/compare", {"runs": refs, "rows": value}), text, cls="ef-chip")
+        for value, text in (
+            (None, "all rows"),
+            ("regressed", "regressed only"),
+            ("differs", "differs only"),
+        )
+    )
+    parts += [
+        "<h3>Rows</h3>",
+        f'<p id="ef-row-filters">{choices} <span class="ef-muted">showing '
+        f"{escape(q.rows or 'all')}</span></p>",
+        pager("/compare", params, total, q.page.limit, q.page.offset),
+        _matrix(runs, rows),
+        pager("/compare", params, total, q.page.limit, q.page.offset),
+    ]
+    return "\n".join(parts)
+
+
+def statistics(found: Compared) -> str:
+    """Each other run against the reference (row counts, the macro-F1 delta) and the
+    per-metric paired statistics, with their intervals when ``found`` has them."""
+    runs = found.runs
     counts = []
     for i, c in enumerate(found.comparisons, start=1):
         n = c.counts
@@ -111,10 +145,7 @@ def compare_page(found: Compared, q: CompareQuery, total: int, rows: list[dict[s
                 td(escape(n["removed"])),
             ]
         )
-    parts += [
-        "<h3>Against the reference</h3>",
-        table(_COUNT_HEADERS, counts),
-    ]
+    parts = ["<h3>Against the reference</h3>", table(_COUNT_HEADERS, counts)]
     headers = ["metric", "#0 mean", "#0 pass-rate"]
     for i in range(1, len(runs)):
         headers += [
@@ -147,23 +178,6 @@ def compare_page(found: Compared, q: CompareQuery, total: int, rows: list[dict[s
             ]
         metric_table.append(cells)
     parts += ["<h3>Per metric</h3>", table(headers, metric_table, cls="ef-compare-metrics")]
-    params = {"runs": refs, "rows": q.rows}
-    choices = "".join(
-        link(url("/compare", {"runs": refs, "rows": value}), text, cls="ef-chip")
-        for value, text in (
-            (None, "all rows"),
-            ("regressed", "regressed only"),
-            ("differs", "differs only"),
-        )
-    )
-    parts += [
-        "<h3>Rows</h3>",
-        f'<p id="ef-row-filters">{choices} <span class="ef-muted">showing '
-        f"{escape(q.rows or 'all')}</span></p>",
-        pager("/compare", params, total, q.page.limit, q.page.offset),
-        _matrix(runs, rows),
-        pager("/compare", params, total, q.page.limit, q.page.offset),
-    ]
     return "\n".join(parts)
 
 
