@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
+from unittest.mock import patch
 
 import numpy as np
 import polars as pl
@@ -309,6 +310,9 @@ def test_cosine_with_numpy_is_the_kernel(rows: list[tuple[int, int, int, bool]])
     )
     small, large = both(lambda: cosine_rows(e, a))
     assert_same_frames(small, large)
+    with patch("evalframe.metrics.semantic._NUMPY_SLICE", 3):  # rows gathered 3 at a time
+        sliced, _ = both(lambda: cosine_rows(e, a))
+    assert_same_frames(sliced, large)
 
 
 @settings(max_examples=100, deadline=None)
