@@ -99,7 +99,7 @@ def assert_passes(
             none and misses any bar.
         metrics: the lowest acceptable pass-rate per metric id, e.g. ``{"rouge-l": 0.8}``,
             over every attempted execution.
-        no_failures: also fail when any (sample, metric) could not be scored (an error,
+        no_failures: also fail when any (execution, metric) pair could not be scored (an error,
             the run's ``failures``).
 
     Raises:
@@ -124,7 +124,7 @@ def assert_passes(
         if rates[metric] < bar:
             missed.append(f"  {metric} pass-rate {rates[metric]:.4f} is below {bar:.4f}")
     if no_failures and errors:
-        missed.append(f"  {errors} (sample, metric) execution(s) could not be scored")
+        missed.append(f"  {errors} (execution, metric) pair(s) could not be scored")
     if missed:
         raise AssertionError("\n".join([f"{label} did not pass:", *missed, *failing]))
 

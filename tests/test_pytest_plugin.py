@@ -257,7 +257,7 @@ def test_assert_passes_no_failures_counts_unscored_rows() -> None:
         ef.testing.assert_passes(run_, min_macro_f1=1.0)
     with pytest.raises(AssertionError, match=r"macro-F1 0\.7500 is below 1\.0000"):
         ef.testing.assert_passes(run_.report(), min_macro_f1=1.0)
-    with pytest.raises(AssertionError, match=r"2 \(sample, metric\) execution\(s\) could not"):
+    with pytest.raises(AssertionError, match=r"2 \(execution, metric\) pair\(s\) could not"):
         ef.testing.assert_passes(run_, no_failures=True)
 
 

@@ -1,7 +1,7 @@
 """The ``evalframe`` command line: parse, call the library, render. No business logic here.
 
-Exit codes: 0 on a clean run, 1 when any (sample, metric) failed or a gate failed, 2 on
-usage or input errors (a one-paragraph message on stderr, no traceback).
+Exit codes: 0 on a clean run, 1 when any (execution, metric) pair could not be scored or a
+gate failed, 2 on usage or input errors (a one-paragraph message on stderr, no traceback).
 """
 
 from __future__ import annotations

@@ -45,8 +45,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 STORE_ENV = "EVALFRAME_STORE"
 
 EXIT_CODES = (
-    "Exit codes: 0 on a clean run, 1 when any (sample, metric) could not be scored or a gate "
-    "failed, 2 on usage or input errors, a store that cannot be read or written included (a "
+    "Exit codes: 0 on a clean run, 1 when any (execution, metric) pair could not be scored (an "
+    "errored execution included) or a gate failed, 2 on usage or input errors, a store that cannot be read or written included (a "
     "one-paragraph message, no traceback)."
 )
 """The exit-code contract, shown at the end of ``--help`` of every command it governs."""
