@@ -46,8 +46,8 @@ STORE_ENV = "EVALFRAME_STORE"
 
 EXIT_CODES = (
     "Exit codes: 0 on a clean run, 1 when any (execution, metric) pair could not be scored (an "
-    "errored execution included) or a gate failed, 2 on usage or input errors, a store that cannot be read or written included (a "
-    "one-paragraph message, no traceback)."
+    "errored execution included) or a gate failed, 2 on usage or input errors, a store that "
+    "cannot be read or written included (a one-paragraph message, no traceback)."
 )
 """The exit-code contract, shown at the end of ``--help`` of every command it governs."""
 
