@@ -20,7 +20,9 @@ about 300 characters), a ``trajectory`` (as above) or ``turns`` (2-6 turns), eac
 the list form and Parquet (contexts as Parquet lists, trajectories and turns as JSON text
 columns), read by ``read_outputs`` against ``json.loads`` of the same file (Parquet:
 ``pyarrow``'s table as Python objects, its JSON text cells through ``json.loads``). Every
-frame is checked equal to the exact reader's first. (The map form holds only texts.)
+frame is checked equal to the exact reader's first. (The map form holds only texts.) Then
+the same for ``--small`` outputs per file (default 2,000; under 4 MiB) in the same process,
+with a new process's first read of each file beside them.
 
 Interleaved rounds, best and median of ``--repeat``; the load average is printed with each
 part (the machine is shared).
@@ -284,11 +286,13 @@ def _python_read(form: str, field: str, path: Path) -> Callable[[], object]:
     return parquet
 
 
-def read_part(args: argparse.Namespace, folder: Path) -> None:
-    print(f"\nReading saved outputs with nested fields: {args.outputs:,} outputs each, {_load()}")
-    print(f"{'field, form':28} {'MB':>6} {'read_outputs s':>15} {'python s':>9} {'ratio':>7}")
+def read_part(args: argparse.Namespace, folder: Path, outputs: int) -> None:
+    print(f"\nReading saved outputs with nested fields: {outputs:,} outputs each, {_load()}")
+    fresh = outputs < args.outputs  # small files: also a new process's first read
+    head = f"{'field, form':28} {'MB':>6} {'read_outputs s':>15} {'python s':>9} {'ratio':>7}"
+    print(head + (f" {'fresh process s':>16} {'ratio':>7}" if fresh else ""))
     for field in ("contexts", "trajectory", "turns"):
-        files = write_forms(field, nested_entries(field, args.outputs, args.seed), folder)
+        files = write_forms(field, nested_entries(field, outputs, args.seed), folder)
         for form, path in files.items():
             fast = ef.read_outputs(path)
             saved = _outputs._COMPILED_FROM, _outputs._WARM_FROM
@@ -310,10 +314,29 @@ def read_part(args: argparse.Namespace, folder: Path) -> None:
                 python()
                 theirs.append(time.perf_counter() - t0)
             size = path.stat().st_size / 1e6
+            extra = ""
+            if fresh:
+                first = min(_first_read(path) for _ in range(args.repeat))
+                extra = f" {first:>16.3f} {first / min(theirs):>6.2f}x"
             print(
                 f"{field + ', ' + form:28} {size:>6.1f} {min(ours):>15.3f} {min(theirs):>9.3f} "
-                f"{min(ours) / min(theirs):>6.2f}x"
+                f"{min(ours) / min(theirs):>6.2f}x{extra}"
             )
+
+
+def _first_read(path: Path) -> float:
+    """Seconds of ``read_outputs(path)`` as the first read of a new process (evalframe
+    imported before the clock starts): what a short script pays."""
+    import subprocess
+
+    code = (
+        "import sys, time, evalframe as ef\n"
+        "t = time.perf_counter(); ef.read_outputs(sys.argv[1]); print(time.perf_counter() - t)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+    )
+    return float(done.stdout.split()[-1])
 
 
 def _exact(path: Path) -> pl.DataFrame:
@@ -332,6 +355,12 @@ def main() -> None:
     parser.add_argument("--part", choices=["metrics", "read", "both"], default="both")
     parser.add_argument("--episodes", type=int, default=50_000)
     parser.add_argument("--outputs", type=int, default=50_000)
+    parser.add_argument(
+        "--small",
+        type=int,
+        default=2_000,
+        help="then as many outputs per file (under 4 MiB), read by the same process; 0: none",
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -340,7 +369,9 @@ def main() -> None:
         if args.part in ("metrics", "both"):
             metrics_part(args, Path(tmp))
         if args.part in ("read", "both"):
-            read_part(args, Path(tmp))
+            read_part(args, Path(tmp), args.outputs)
+            if args.small:
+                read_part(args, Path(tmp), args.small)
 
 
 if __name__ == "__main__":
