@@ -87,18 +87,25 @@ def _kind(value: object) -> str:
     return type(value).__name__
 
 
+_COUNT_MAX: Final = 2**63 - 1  # the Int64 columns that hold counts
+
+
 def _count(value: object, field: str, at: str) -> int | None:
-    """A non-negative integer (an int, or a string of digits), or None when absent."""
+    """A non-negative integer (an int, or a string of digits) below 2^63, or None when absent."""
     if value is None:
         return None
+    count: int | None = None
     if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    if isinstance(value, float) and value.is_integer() and value >= 0:
-        return int(value)
+        count = int(value.strip())
+    elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        count = value
+    elif isinstance(value, float) and value.is_integer() and value >= 0:
+        count = int(value)
+    if count is not None and count <= _COUNT_MAX:
+        return count
     raise DatasetError(
-        f"{at} field '{field}' must be a non-negative integer; got {_kind(value)} {value!r:.40}."
+        f"{at} field '{field}' must be a non-negative integer below 2^63; "
+        f"got {_kind(value)} {value!r:.40}."
     )
 
 
