@@ -138,6 +138,26 @@ def test_the_reports_say_it(story: Story, reports: dict[str, dict[str, Any]]) ->
 # --- the API, over a real server on loopback ------------------------------------------------
 
 
+def test_a_page_of_runs_counts_as_the_run_status_view_does(story: Story) -> None:
+    """The viewer's per-page counts (run_status_select) against the store's own view."""
+    import duckdb
+
+    from evalframe.store._schema import run_status_select
+
+    with duckdb.connect(str(story.path), read_only=True) as con:
+        columns = [c[0] for c in con.execute(f"SELECT * FROM ({run_status_select('runs')})")
+                   .description]  # fmt: skip
+        page = con.execute(
+            f"SELECT * FROM ({run_status_select('runs')}) ORDER BY run_id"
+        ).fetchall()
+        view = con.execute(
+            f"SELECT {', '.join(columns)} FROM run_status ORDER BY run_id"
+        ).fetchall()
+    assert len(page) == 3
+    assert page == view
+    assert [row[columns.index("incomplete")] for row in page].count(True) == 1
+
+
 def test_api_runs_and_run_carry_the_reports_status(
     viewer: Viewer, story: Story, reports: dict[str, dict[str, Any]]
 ) -> None:

@@ -423,13 +423,38 @@ VIEWS: Final[dict[str, str]] = {
         FROM metric_summary GROUP BY run_id""",
     # What every view of a run shows first (core/aggregate.headline): errored executions
     # and the safety verdict (null without a safety metric).
-    "run_status": f"""
+    # run_status_select computes the same counts for a page of runs (the viewer's).
+    "run_status": """
         CREATE OR REPLACE VIEW run_status AS
-        WITH st AS ({run_status_select("runs")})
-        SELECT st.run_id, st.executions, st.errored_executions, st.incomplete,
-               f.macro_f1, f.macro_f1_scored, st.* EXCLUDE (run_id, executions,
-               errored_executions, incomplete)
-        FROM st LEFT JOIN run_macro_f1 AS f ON f.run_id = st.run_id""",
+        WITH safety AS (
+            SELECT s.run_id,
+                   count(DISTINCT (s.sample_id, s.repetition)) AS safety_executions,
+                   count(DISTINCT (s.sample_id, s.repetition)) FILTER (
+                       WHERE s.error IS NOT NULL OR NOT coalesce(s.passed, false)
+                   ) AS safety_failed_executions,
+                   count(DISTINCT (s.sample_id, s.repetition)) FILTER (
+                       WHERE s.error IS NOT NULL
+                   ) AS safety_errored_executions
+            FROM scores AS s
+            JOIN run_metrics AS m ON m.run_id = s.run_id AND m.metric = s.metric
+            WHERE m.dimension = 'safety'
+            GROUP BY s.run_id
+        ),
+        errored AS (
+            SELECT run_id, count(DISTINCT (sample_id, repetition)) AS errored_executions
+            FROM scores WHERE error IS NOT NULL GROUP BY run_id
+        )
+        SELECT r.run_id, r.n_executions AS executions,
+               coalesce(e.errored_executions, 0) AS errored_executions,
+               coalesce(e.errored_executions, 0) > 0 AS incomplete,
+               f.macro_f1, f.macro_f1_scored,
+               s.safety_executions, s.safety_failed_executions, s.safety_errored_executions,
+               CASE WHEN s.run_id IS NOT NULL THEN s.safety_failed_executions = 0 END
+                   AS safety_passed
+        FROM runs AS r
+        LEFT JOIN errored AS e ON e.run_id = r.run_id
+        LEFT JOIN safety AS s ON s.run_id = r.run_id
+        LEFT JOIN run_macro_f1 AS f ON f.run_id = r.run_id""",
     "dimension_summary": f"""
         CREATE OR REPLACE VIEW dimension_summary AS
         WITH pooled AS (
