@@ -333,15 +333,13 @@ def _histogram_view() -> str:
             ON c.run_id = m.run_id AND c.metric = m.metric AND c.bucket = g.bucket"""
 
 
-def run_status_select(runs: str) -> str:
-    """The ``run_status`` view's counts (without its macro-F1) for the runs of the relation
-    named ``runs`` (a table, view or CTE with a ``run_id`` column): a SELECT of ``run_id``,
-    ``executions``, ``errored_executions``, ``incomplete`` and the ``safety_*`` columns.
-
-    Reading the scores of those runs only, a page of runs costs its own scores: 42 ms for
-    50 runs of a 3,600,000-score store, where the view filtered afterwards took 387 ms.
-    """
-    mine = f"s.run_id IN (SELECT run_id FROM {runs})"
+def _run_status(runs: str | None, *, macro_f1: bool) -> str:
+    """The run_status counts for every run (``runs`` None) or the runs of relation ``runs``;
+    with ``macro_f1``, the run_macro_f1 columns after ``incomplete``, as the view has them."""
+    mine = "" if runs is None else f" AND s.run_id IN (SELECT run_id FROM {runs})"
+    f1_columns = "f.macro_f1, f.macro_f1_scored," if macro_f1 else ""
+    f1_join = "LEFT JOIN run_macro_f1 AS f ON f.run_id = r.run_id" if macro_f1 else ""
+    page = "" if runs is None else f"WHERE r.run_id IN (SELECT run_id FROM {runs})"
     return f"""
         WITH safety AS (
             SELECT s.run_id,
@@ -354,23 +352,36 @@ def run_status_select(runs: str) -> str:
                    ) AS safety_errored_executions
             FROM scores AS s
             JOIN run_metrics AS m ON m.run_id = s.run_id AND m.metric = s.metric
-            WHERE m.dimension = 'safety' AND {mine}
+            WHERE m.dimension = 'safety'{mine}
             GROUP BY s.run_id
         ),
         errored AS (
             SELECT s.run_id, count(DISTINCT (s.sample_id, s.repetition)) AS errored_executions
-            FROM scores AS s WHERE s.error IS NOT NULL AND {mine} GROUP BY s.run_id
+            FROM scores AS s WHERE s.error IS NOT NULL{mine} GROUP BY s.run_id
         )
         SELECT r.run_id, r.n_executions AS executions,
                coalesce(e.errored_executions, 0) AS errored_executions,
                coalesce(e.errored_executions, 0) > 0 AS incomplete,
+               {f1_columns}
                s.safety_executions, s.safety_failed_executions, s.safety_errored_executions,
                CASE WHEN s.run_id IS NOT NULL THEN s.safety_failed_executions = 0 END
                    AS safety_passed
         FROM runs AS r
         LEFT JOIN errored AS e ON e.run_id = r.run_id
         LEFT JOIN safety AS s ON s.run_id = r.run_id
-        WHERE r.run_id IN (SELECT run_id FROM {runs})"""
+        {f1_join}
+        {page}"""
+
+
+def run_status_select(runs: str) -> str:
+    """The ``run_status`` view's counts (without its macro-F1) for the runs of the relation
+    named ``runs`` (a table, view or CTE with a ``run_id`` column): a SELECT of ``run_id``,
+    ``executions``, ``errored_executions``, ``incomplete`` and the ``safety_*`` columns.
+
+    Reading the scores of those runs only, a page of runs costs its own scores: 42 ms for
+    50 runs of a 3,600,000-score store, where the view filtered afterwards took 387 ms.
+    """
+    return _run_status(runs, macro_f1=False)
 
 
 # As core/aggregate.py: a row passes when scored and at its threshold, so an errored row did
@@ -423,38 +434,7 @@ VIEWS: Final[dict[str, str]] = {
         FROM metric_summary GROUP BY run_id""",
     # What every view of a run shows first (core/aggregate.headline): errored executions
     # and the safety verdict (null without a safety metric).
-    # run_status_select computes the same counts for a page of runs (the viewer's).
-    "run_status": """
-        CREATE OR REPLACE VIEW run_status AS
-        WITH safety AS (
-            SELECT s.run_id,
-                   count(DISTINCT (s.sample_id, s.repetition)) AS safety_executions,
-                   count(DISTINCT (s.sample_id, s.repetition)) FILTER (
-                       WHERE s.error IS NOT NULL OR NOT coalesce(s.passed, false)
-                   ) AS safety_failed_executions,
-                   count(DISTINCT (s.sample_id, s.repetition)) FILTER (
-                       WHERE s.error IS NOT NULL
-                   ) AS safety_errored_executions
-            FROM scores AS s
-            JOIN run_metrics AS m ON m.run_id = s.run_id AND m.metric = s.metric
-            WHERE m.dimension = 'safety'
-            GROUP BY s.run_id
-        ),
-        errored AS (
-            SELECT run_id, count(DISTINCT (sample_id, repetition)) AS errored_executions
-            FROM scores WHERE error IS NOT NULL GROUP BY run_id
-        )
-        SELECT r.run_id, r.n_executions AS executions,
-               coalesce(e.errored_executions, 0) AS errored_executions,
-               coalesce(e.errored_executions, 0) > 0 AS incomplete,
-               f.macro_f1, f.macro_f1_scored,
-               s.safety_executions, s.safety_failed_executions, s.safety_errored_executions,
-               CASE WHEN s.run_id IS NOT NULL THEN s.safety_failed_executions = 0 END
-                   AS safety_passed
-        FROM runs AS r
-        LEFT JOIN errored AS e ON e.run_id = r.run_id
-        LEFT JOIN safety AS s ON s.run_id = r.run_id
-        LEFT JOIN run_macro_f1 AS f ON f.run_id = r.run_id""",
+    "run_status": "CREATE OR REPLACE VIEW run_status AS" + _run_status(None, macro_f1=True),
     "dimension_summary": f"""
         CREATE OR REPLACE VIEW dimension_summary AS
         WITH pooled AS (
