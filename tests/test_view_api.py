@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,8 +76,10 @@ def test_runs_filters_and_paging(api: httpx.Client, vs: ViewStore) -> None:
     assert [r["run_id"] for r in labelled["runs"]] == [vs.runs[2]]
     assert api.get("/runs", params={"label": "team"}).json()["total"] == 3
     assert api.get("/runs", params={"label": f"{PROBES[3]}={PROBES[4]}"}).json()["total"] == 1
-    today = time.strftime("%Y-%m-%d", time.gmtime())
-    assert api.get("/runs", params={"since": today, "until": today}).json()["total"] == 4
+    # The days the runs were saved on (a run saved at 23:59 UTC and a clock read at 00:00
+    # are a day apart): since the first, until the last, every run is in.
+    days = sorted({str(r["created_at"])[:10] for r in everything["runs"]})
+    assert api.get("/runs", params={"since": days[0], "until": days[-1]}).json()["total"] == 4
     assert api.get("/runs", params={"until": "2000-01-01"}).json()["total"] == 0
     assert "integer" in _error(api.get("/runs", params={"limit": "x"}), 400)
     assert "from 1 to 500" in _error(api.get("/runs", params={"limit": 0}), 400)
