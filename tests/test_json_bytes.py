@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalframe.core._json_bytes import compact_value, exact_double, exact_integer, skip_value
+from evalframe.core._json._numbers import exact_double, exact_integer
+from evalframe.core._json._values import compact_value, skip_value
 
 
 def _bytes(text: str) -> np.ndarray:  # type: ignore[type-arg]

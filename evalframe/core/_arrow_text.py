@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from evalframe.core._json_bytes import copy_bytes
+from evalframe.core._json._text import copy_bytes
 from evalframe.core._njit import njit, worth_compiling
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ the same. It vouches for a text that is an object whose ``trajectory`` (if any) 
 * ``tool_arguments`` as a list whose entries are objects with a ``name`` (or ``tool``) and
   ``arguments`` (or ``args``) map, or anything else (an unusable entry, skipped and counted);
   ``goal`` as such an object or a tool name. Arguments are re-encoded as Python's compact
-  encoder writes them (``core/_json_bytes.compact_value``); integers past 18 digits, which the
+  encoder writes them (``core/_json/_values.compact_value``); integers past 18 digits, which the
   path lookups turn into floats, make the text inexact.
 
 Examples:
@@ -33,18 +33,10 @@ from typing import Any, Final
 import numpy as np
 import polars as pl
 
-from evalframe.core._json_bytes import (
-    compact_value,
-    exact_integer,
-    json_string,
-    member_key,
-    next_member,
-    number_end,
-    skip_value,
-    skip_ws,
-    surely_not_blank,
-    word_at,
-)
+from evalframe.core._json._numbers import exact_integer, number_end
+from evalframe.core._json._strings import json_string
+from evalframe.core._json._text import skip_ws, surely_not_blank, word_at
+from evalframe.core._json._values import compact_value, member_key, next_member, skip_value
 from evalframe.core._njit import kernel_int, njit
 
 __all__ = ["LIST_FIELDS", "decode_expectations"]

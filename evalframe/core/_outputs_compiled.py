@@ -35,14 +35,10 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._arrow_text import spans, string_array
-from evalframe.core._json_bytes import (
-    exact_double,
-    exact_integer,
-    json_string,
-    member_key,
-    next_member,
-    skip_ws,
-)
+from evalframe.core._json._numbers import exact_double, exact_integer
+from evalframe.core._json._strings import json_string
+from evalframe.core._json._text import FALSE, NULL, TRUE, skip_ws, word_at
+from evalframe.core._json._values import member_key, next_member
 from evalframe.core._njit import njit
 from evalframe.core._outputs_nested import Builder, end_row, nested_columns, nested_value, start_row
 
@@ -165,23 +161,12 @@ def outputs_map(data: bytes) -> pl.DataFrame | None:
 _ID, _SAMPLE_ID, _TEXT = 0, 1, 2
 _NESTED = ("contexts", "trajectory", "turns")
 _FIRST_NUMBER = 3 + len(_NESTED)
-_TRUE, _FALSE, _NULL = (np.frombuffer(w, np.uint8) for w in (b"true", b"false", b"null"))
 
 
 def _names(numbers: list[str]) -> tuple[Any, Any]:
     words = ["id", C.SAMPLE_ID, C.ACTUAL_OUTPUT, *_NESTED, *numbers]
     data = np.frombuffer("".join(words).encode(), np.uint8)
     return data, np.cumsum([0, *(len(w) for w in words)]).astype(np.int64)
-
-
-@njit(inline="always")
-def _word(data: Any, p: int, end: int, word: Any) -> int:
-    if p + word.size > end:
-        return -1
-    for k in range(word.size):
-        if data[p + k] != word[k]:
-            return -1
-    return p + int(word.size)
 
 
 @njit
@@ -288,7 +273,7 @@ def _scan_entries(
                     return -1, id_off, text_off, ints, floats, valid, seen
                 got[which] = True
             c = data[p]
-            null = _word(data, p, end, _NULL) if c == 0x6E else -1  # 'n'
+            null = word_at(data, p, end, NULL) if c == 0x6E else -1  # 'n'
             if which >= _FIRST_NUMBER:
                 col = which - _FIRST_NUMBER
                 seen[col] = True
@@ -318,7 +303,7 @@ def _scan_entries(
             elif c == _QUOTE:
                 p = json_string(data, p, end, scratch, 0)[0]
             else:  # a scalar member the reader ignores
-                t, f = _word(data, p, end, _TRUE), _word(data, p, end, _FALSE)
+                t, f = word_at(data, p, end, TRUE), word_at(data, p, end, FALSE)
                 p = t if t >= 0 else f if f >= 0 else exact_double(data, p, end)[0]
             if p < 0:
                 return -1, id_off, text_off, ints, floats, valid, seen

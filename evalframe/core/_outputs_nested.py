@@ -44,20 +44,10 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.core._arrow_text import list_array, numbers_array, spans, string_array, strings_array
-from evalframe.core._json_bytes import (
-    compact_value,
-    copy_bytes,
-    exact_double,
-    exact_integer,
-    json_string,
-    member_key,
-    next_member,
-    number_end,
-    skip_value,
-    skip_ws,
-    surely_not_blank,
-    word_at,
-)
+from evalframe.core._json._numbers import exact_double, exact_integer, number_end
+from evalframe.core._json._strings import json_string
+from evalframe.core._json._text import copy_bytes, skip_ws, surely_not_blank, word_at
+from evalframe.core._json._values import compact_value, member_key, next_member, skip_value
 from evalframe.core._njit import kernel_int, njit
 
 __all__ = [

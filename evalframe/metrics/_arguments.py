@@ -30,14 +30,10 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.core._arrow_text import text_buffers
-from evalframe.core._json_bytes import (
-    exact_double,
-    hex4,
-    number_end,
-    skip_string,
-    skip_value,
-    skip_ws,
-)
+from evalframe.core._json._numbers import exact_double, number_end
+from evalframe.core._json._strings import hex4, skip_string
+from evalframe.core._json._text import skip_ws
+from evalframe.core._json._values import skip_value
 from evalframe.core._njit import compiling, njit, worth_compiling
 
 __all__ = ["loose_equal", "loose_subset", "loose_subsets"]

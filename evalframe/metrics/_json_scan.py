@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from evalframe.core._json_bytes import hex4, put_utf8, short_escape
+from evalframe.core._json._strings import hex4, put_utf8, short_escape
 from evalframe.core._njit import compiling, njit, worth_compiling
 from evalframe.metrics._text import utf8_buffers
 

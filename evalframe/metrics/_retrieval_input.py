@@ -22,15 +22,10 @@ import polars as pl
 
 from evalframe.core._arrow_text import string_array
 from evalframe.core._errors import MetricError
-from evalframe.core._json_bytes import (
-    JSON_WS,
-    PLAIN,
-    exact_double,
-    json_string,
-    member_key,
-    next_member,
-    skip_ws,
-)
+from evalframe.core._json._numbers import exact_double
+from evalframe.core._json._strings import PLAIN, json_string
+from evalframe.core._json._text import JSON_WS, skip_ws
+from evalframe.core._json._values import member_key, next_member
 from evalframe.core._njit import compiling, njit, worth_compiling
 from evalframe.metrics._ranking import dedupe_lists, flat, may_repeat
 from evalframe.metrics._text import utf8_buffers

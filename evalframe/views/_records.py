@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from evalframe.core._json._strings import write_string
 from evalframe.core._njit import njit
 from evalframe.metrics._lcs import _threads_for
 from evalframe.metrics._text import utf8_buffers
@@ -39,15 +40,6 @@ from evalframe.metrics._text import utf8_buffers
 __all__ = ["Template", "records"]
 
 _TEXT, _NUMBER, _INTEGER, _BOOLEAN, _STRING = 0, 1, 2, 3, 4
-# How ``json.dumps(..., ensure_ascii=False)`` writes each byte of a string: as it is, as a
-# two-character escape (its second character here), or as ``\u00XX`` (control characters).
-_SHORT = {0x22: ord('"'), 0x5C: ord("\\"), 0x08: ord("b"), 0x0C: ord("f"), 0x0A: ord("n")}
-_SHORT |= {0x0D: ord("r"), 0x09: ord("t")}
-_ESCAPED = np.array(
-    [_SHORT.get(c, 1 if c < 0x20 else 0) for c in range(256)],
-    dtype=np.uint8,
-)
-_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
 _Columns = tuple[
     npt.NDArray[np.int64],  # kinds: each field's kind
@@ -158,40 +150,6 @@ def _micros(n: int, out: npt.NDArray[np.uint8], pos: int, write: bool) -> int:
 
 
 @njit(inline="always")
-def _json_string(
-    src: npt.NDArray[np.uint8], a: int, b: int, out: npt.NDArray[np.uint8], pos: int, write: bool
-) -> int:
-    """``src[a:b]`` (UTF-8) as a JSON string literal, quotes included."""
-    if write:
-        out[pos] = 34
-    pos += 1
-    for k in range(a, b):
-        c = src[k]
-        e = _ESCAPED[c]
-        if e == 0:
-            if write:
-                out[pos] = c
-            pos += 1
-        elif e > 1:
-            if write:
-                out[pos] = 92
-                out[pos + 1] = e
-            pos += 2
-        else:
-            if write:
-                out[pos] = 92
-                out[pos + 1] = 117  # u
-                out[pos + 2] = 48
-                out[pos + 3] = 48
-                out[pos + 4] = _HEX[c >> 4]
-                out[pos + 5] = _HEX[c & 15]
-            pos += 6
-    if write:
-        out[pos] = 34
-    return pos + 1
-
-
-@njit(inline="always")
 def _row(r: int, columns: _Columns, out: npt.NDArray[np.uint8], pos: int, write: bool) -> int:
     """Size or write row ``r``: each field's literal, then its value; then the end literal.
 
@@ -209,7 +167,7 @@ def _row(r: int, columns: _Columns, out: npt.NDArray[np.uint8], pos: int, write:
             pos = _word(_NULL, out, pos, write)
         elif kind == _STRING:
             ta, tb = int(text_start[r, c]), int(text_end[r, c])
-            pos = _json_string(text_buf, ta, tb, out, pos, write)
+            pos = write_string(text_buf, ta, tb, out, pos, write)
         elif kind == _TEXT or (kind == _NUMBER and spelled[r, c] >= 0):
             t = c if kind == _TEXT else spelled[r, c]
             ta, tb = int(text_start[r, t]), int(text_end[r, t])

@@ -1,0 +1,258 @@
+"""JSON numbers read and re-spelled by compiled kernels.
+
+:func:`exact_double` and :func:`exact_integer` convert what they can vouch for exactly (and
+decline the rest, for a correctly rounded reader to take); :func:`number_end` follows the
+grammar at any length; :func:`compact_number` writes a number as Python's JSON encoder
+writes the value it parses to.
+
+Examples:
+    >>> import numpy as np
+    >>> data = np.frombuffer(b"-12.5e1", np.uint8)
+    >>> exact_double(data, 0, data.size)
+    (7, -125.0)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from evalframe.core._json._text import copy_bytes
+from evalframe.core._njit import kernel_int, njit
+
+__all__ = ["compact_number", "exact_double", "exact_integer", "number_end"]
+
+_ONE = kernel_int(1)
+
+# Exact doubles 10^0 .. 10^22: a mantissa below 2^53 times or over one of them is one IEEE
+# operation on exact operands, so it rounds as a correct decimal reader does (Clinger).
+_POW10 = np.array([10.0**e for e in range(23)])
+_EXACT_MANTISSA = 2**53
+
+
+@njit(inline="always")
+def _digits(data: Any, p: int, end: int) -> int:
+    while p < end and 0x30 <= data[p] <= 0x39:
+        p += 1
+    return p
+
+
+@njit
+def exact_double(data: Any, p: int, end: int) -> tuple[int, float]:
+    """The JSON number at ``p``: the position after it and its value as Python's reader
+    gives it, or position -1 where it is no JSON number or the exact fast path (at most 18
+    significant digits, a mantissa under 2^53 and a power of ten up to 10^22) cannot vouch
+    for the value."""
+    neg = p < end and data[p] == 0x2D
+    p += neg
+    if p >= end or not 0x30 <= data[p] <= 0x39:
+        return -1, 0.0
+    if data[p] == 0x30 and p + 1 < end and 0x30 <= data[p + 1] <= 0x39:
+        return -1, 0.0  # a leading zero
+    m, digits, e10 = 0, 0, 0
+    fraction = False
+    while p < end:
+        c = data[p]
+        if c == 0x2E and not fraction:
+            if p + 1 >= end or not 0x30 <= data[p + 1] <= 0x39:
+                return -1, 0.0
+            fraction = True
+        elif 0x30 <= c <= 0x39:
+            if m > 0 or c != 0x30:
+                digits += 1
+                if digits > 18:
+                    return -1, 0.0
+            m = m * 10 + (c - 0x30)
+            e10 -= fraction
+        else:
+            break
+        p += 1
+    if p < end and (data[p] == 0x65 or data[p] == 0x45):
+        p += 1
+        sign = 1
+        if p < end and (data[p] == 0x2D or data[p] == 0x2B):
+            sign = -1 if data[p] == 0x2D else 1
+            p += 1
+        start = p
+        x = 0
+        while p < end and 0x30 <= data[p] <= 0x39:
+            x = min(x * 10 + (data[p] - 0x30), 10_000)
+            p += 1
+        if p == start:
+            return -1, 0.0
+        e10 += sign * x
+    if m == 0:
+        value = 0.0
+    elif m > _EXACT_MANTISSA or e10 < -22 or e10 > 22:
+        return -1, 0.0
+    elif e10 >= 0:
+        value = m * _POW10[e10]
+    else:
+        value = m / _POW10[-e10]
+    return p, -value if neg else value
+
+
+@njit
+def exact_integer(data: Any, p: int, end: int) -> tuple[int, int]:
+    """The JSON integer at ``p`` (no fraction, no exponent, at most 18 digits): the position
+    after it and its value, or position -1 for anything else."""
+    neg = p < end and data[p] == 0x2D
+    p += neg
+    start = p
+    stop = _digits(data, p, end)
+    if stop == start or stop - start > 18 or (data[start] == 0x30 and stop - start > 1):
+        return -1, 0
+    if stop < end and (data[stop] == 0x2E or data[stop] == 0x65 or data[stop] == 0x45):
+        return -1, 0
+    value = 0
+    for k in range(start, stop):
+        value = value * 10 + (data[k] - 0x30)
+    return stop, -value if neg else value
+
+
+@njit
+def number_end(data: Any, p: int, end: int) -> int:
+    """The position after the JSON number at ``p`` (any length, exact grammar), or -1."""
+    p += p < end and data[p] == 0x2D
+    if p >= end or not 0x30 <= data[p] <= 0x39:
+        return -1
+    if data[p] == 0x30:
+        p += 1
+    else:
+        p = _digits(data, p, end)
+    if p < end and data[p] == 0x2E:
+        start = p + 1
+        p = _digits(data, start, end)
+        if p == start:
+            return -1
+    if p < end and (data[p] == 0x65 or data[p] == 0x45):
+        p += 1
+        if p < end and (data[p] == 0x2B or data[p] == 0x2D):
+            p += 1
+        start = p
+        p = _digits(data, p, end)
+        if p == start:
+            return -1
+    return p
+
+
+@njit
+def _put_digits(out: Any, o: int, m: int, n: int) -> int:
+    """Write the ``n`` decimal digits of ``m`` (leading zeros included) at ``out[o]``."""
+    for k in range(n - 1, -1, -1):
+        out[o + k] = 0x30 + m % 10
+        m //= 10
+    return o + n
+
+
+@njit
+def _float_repr(data: Any, p: int, q: int, out: Any, o: int) -> int:
+    """Write at ``out[o:]`` what Python's ``repr`` gives for the float JSON number
+    ``data[p:q]``; the end of it, or -1 where that cannot be told here (more than 15
+    significant digits, or magnitudes near the ends of the double range).
+
+    A number of at most 15 significant digits is the shortest spelling of its double (no
+    two such numbers share a double), so its repr has the same digits; only the layout is
+    Python's: positional for exponents from -4 to 15, else ``d.ddde+XX``."""
+    neg = data[p] == 0x2D
+    m, nd, trailing, decpt = 0, 0, 0, 0
+    point, started = False, False
+    k = p + neg
+    while k < q and data[k] != 0x65 and data[k] != 0x45:
+        c = data[k]
+        if c == 0x2E:
+            point = True
+        elif not started and c == 0x30:
+            decpt -= point
+        else:
+            started = True
+            decpt += not point
+            if nd == 17:
+                return -1
+            m = m * 10 + (c - 0x30)
+            nd += 1
+            trailing = trailing + 1 if c == 0x30 else 0
+        k += 1
+    if k < q:
+        k += 1
+        sign = 1
+        if data[k] == 0x2D or data[k] == 0x2B:
+            sign = -1 if data[k] == 0x2D else 1
+            k += 1
+        x = 0
+        while k < q:
+            x = min(x * 10 + (data[k] - 0x30), 10_000)
+            k += 1
+        decpt += sign * x
+    if neg:
+        out[o] = 0x2D
+        o += 1
+    if not started:
+        out[o] = 0x30
+        out[o + 1] = 0x2E
+        out[o + 2] = 0x30
+        return o + 3
+    for _ in range(trailing):
+        m //= 10
+    nd -= trailing
+    if nd > 15 or decpt > 300 or decpt < -300:
+        return -1
+    if -4 < decpt <= 16:
+        if decpt <= 0:
+            out[o] = 0x30
+            out[o + 1] = 0x2E
+            o += 2
+            for _ in range(-decpt):
+                out[o] = 0x30
+                o += 1
+            return _put_digits(out, o, m, nd)
+        if decpt >= nd:
+            o = _put_digits(out, o, m, nd)
+            for _ in range(decpt - nd):
+                out[o] = 0x30
+                o += 1
+            out[o] = 0x2E
+            out[o + 1] = 0x30
+            return o + 2
+        head = m // 10 ** (nd - decpt)
+        o = _put_digits(out, o, head, decpt)
+        out[o] = 0x2E
+        return _put_digits(out, o + 1, m - head * 10 ** (nd - decpt), nd - decpt)
+    top = m // 10 ** (nd - 1)
+    o = _put_digits(out, o, top, _ONE)
+    if nd > 1:
+        out[o] = 0x2E
+        o = _put_digits(out, o + 1, m - top * 10 ** (nd - 1), nd - 1)
+    e = decpt - 1
+    out[o] = 0x65
+    out[o + 1] = 0x2D if e < 0 else 0x2B
+    e = abs(e)
+    return _put_digits(out, o + 2, e, 3 if e >= 100 else 2)
+
+
+@njit
+def compact_number(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, int]:
+    """The JSON number at ``p`` as Python's JSON encoder writes the value it parses to, or
+    (-1, -1) where that cannot be told here."""
+    q = number_end(data, p, end)
+    if q < 0:
+        return -1, -1
+    integer = True
+    for k in range(p, q):
+        if data[k] == 0x2E or data[k] == 0x65 or data[k] == 0x45:
+            integer = False
+    if integer:
+        if q - p > 4000:  # Python refuses integers of more than 4300 digits
+            return -1, -1
+        if q - p == 2 and data[p] == 0x2D and data[p + 1] == 0x30:
+            out[o] = 0x30  # -0 is the integer 0
+            return q, o + 1
+        return q, copy_bytes(data, p, q, out, o)
+    stop = _float_repr(data, p, q, out, o)
+    if stop - o != q - p:
+        return -1, -1
+    for k in range(q - p):
+        if out[o + k] != data[p + k]:
+            return -1, -1
+    return q, stop

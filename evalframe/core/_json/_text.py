@@ -1,0 +1,77 @@
+"""Bytes of JSON text: whitespace, literal words, copies, and blank strings.
+
+The smallest pieces the compiled JSON readers and writers share (``core/_json/``).
+
+Examples:
+    >>> import numpy as np
+    >>> data = np.frombuffer(b"  null", np.uint8)
+    >>> word_at(data, skip_ws(data, 0, data.size), data.size, NULL) == data.size
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from evalframe.core._njit import njit
+
+__all__ = [
+    "FALSE",
+    "JSON_WS",
+    "NULL",
+    "TRUE",
+    "copy_bytes",
+    "skip_ws",
+    "surely_not_blank",
+    "word_at",
+]
+
+JSON_WS = np.zeros(256, np.bool_)
+JSON_WS[[9, 10, 13, 32]] = True
+TRUE, FALSE, NULL = (np.frombuffer(w, np.uint8) for w in (b"true", b"false", b"null"))
+
+
+@njit
+def skip_ws(data: Any, p: int, end: int) -> int:
+    """The position of the first byte at or after ``p`` that is not JSON whitespace."""
+    while p < end and JSON_WS[data[p]]:
+        p += 1
+    return p
+
+
+@njit
+def copy_bytes(data: Any, lo: int, hi: int, out: Any, o: int) -> int:
+    """Copy ``data[lo:hi]`` to ``out[o:]``; the end of the copy. (A loop: a slice assignment
+    costs Numba seconds to compile.)"""
+    for k in range(hi - lo):
+        out[o + k] = data[lo + k]
+    return o + hi - lo
+
+
+@njit(inline="always")
+def word_at(data: Any, p: int, end: int, word: Any) -> int:
+    """The position after ``word`` (bytes) when it is spelled at ``p``, else -1."""
+    if p + word.size > end:
+        return -1
+    for k in range(word.size):
+        if data[p + k] != word[k]:
+            return -1
+    return p + int(word.size)
+
+
+@njit
+def surely_not_blank(text: Any, lo: int, hi: int) -> bool:
+    """Whether the UTF-8 text ``text[lo:hi]`` holds a character Python's ``str.strip()``
+    keeps: a byte that is ASCII and not whitespace, or that leads a character no Unicode
+    space starts with (spaces begin with 0xC2, 0xE1, 0xE2 or 0xE3). False also for texts
+    it cannot tell, such as one of only no-break spaces."""
+    for k in range(lo, hi):
+        b = text[k]
+        if b < 0x80:
+            if not (b == 0x20 or 0x09 <= b <= 0x0D or 0x1C <= b <= 0x1F):
+                return True
+        elif b >= 0xC0 and b not in (0xC2, 0xE1, 0xE2, 0xE3):
+            return True
+    return False

@@ -1,0 +1,234 @@
+"""JSON values and object members walked by compiled kernels: keys, separators, whole
+values skipped or re-encoded as Python's compact encoder writes them.
+
+Examples:
+    >>> import numpy as np
+    >>> data = np.frombuffer(b'{"a": [1, "x"]} tail', np.uint8)
+    >>> skip_value(data, 0, data.size, np.empty(8, np.int64))
+    15
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalframe.core._json._numbers import compact_number, number_end
+from evalframe.core._json._strings import encode_string, json_string, skip_string
+from evalframe.core._json._text import FALSE, NULL, TRUE, copy_bytes, skip_ws, word_at
+from evalframe.core._njit import kernel_int, njit
+
+__all__ = ["compact_value", "member_key", "next_member", "skip_value"]
+
+_QUOTE, _COLON, _COMMA = 34, 58, 44
+_ZERO = kernel_int(0)
+
+
+@njit
+def member_key(data: Any, p: int, end: int, scratch: Any) -> tuple[int, int]:
+    """Read ``"key" :`` at ``p`` into ``scratch``: the value's position and the key's length,
+    or (-1, -1)."""
+    if p >= end or data[p] != _QUOTE:
+        return -1, -1
+    p, k = json_string(data, p, end, scratch, _ZERO)
+    if p < 0:
+        return -1, -1
+    p = skip_ws(data, p, end)
+    if p >= end or data[p] != _COLON:
+        return -1, -1
+    p = skip_ws(data, p + 1, end)
+    return (p, k) if p < end else (-1, -1)
+
+
+@njit
+def next_member(data: Any, p: int, end: int, close: int) -> tuple[int, bool]:
+    """After a member: (position of the next one, False) after a comma, (position after the
+    ``close`` bracket, True) at the end, or (-1, True)."""
+    p = skip_ws(data, p, end)
+    if p < end and data[p] == _COMMA:
+        return skip_ws(data, p + 1, end), False
+    if p < end and data[p] == close:
+        return p + 1, True
+    return -1, True
+
+
+@njit
+def _skip_key(data: Any, p: int, end: int) -> int:
+    """After ``"key" :`` at ``p``: the value's position (before any space), or -1."""
+    if p >= end or data[p] != _QUOTE:
+        return -1
+    p = skip_ws(data, skip_string(data, p, end), end)
+    if p < 0 or p >= end or data[p] != _COLON:
+        return -1
+    return p + 1
+
+
+@njit
+def skip_value(data: Any, p: int, end: int, stack: Any) -> int:
+    """The position after the JSON value at ``p``, lists and objects nested at most
+    ``stack.size`` deep (``stack`` is scratch space), or -1 for anything Python's reader
+    refuses and for what compiled readers leave to it: ``NaN`` and ``Infinity``, lone
+    surrogates, deeper nesting."""
+    depth = 0
+    while True:
+        p = skip_ws(data, p, end)
+        if p >= end:
+            return -1
+        c = data[p]
+        if c in (0x7B, 0x5B):  # '{' or '['; its closing bracket is two bytes on
+            p = skip_ws(data, p + 1, end)
+            if p < end and data[p] == c + 2:
+                p += 1
+            else:
+                if depth == stack.size:
+                    return -1
+                stack[depth] = c
+                depth += 1
+                if c == 0x7B:
+                    p = _skip_key(data, p, end)
+                    if p < 0:
+                        return -1
+                continue
+        elif c == _QUOTE:
+            p = skip_string(data, p, end)
+        elif c == 0x74:
+            p = word_at(data, p, end, TRUE)
+        elif c == 0x66:
+            p = word_at(data, p, end, FALSE)
+        elif c == 0x6E:
+            p = word_at(data, p, end, NULL)
+        else:
+            p = number_end(data, p, end)
+        if p < 0:
+            return -1
+        while True:  # after a value: the next one in its container, or the container's end
+            if depth == 0:
+                return p
+            p = skip_ws(data, p, end)
+            if p >= end:
+                return -1
+            c = data[p]
+            kind = stack[depth - 1]
+            if c == _COMMA:
+                p += 1
+                if kind == 0x7B:
+                    p = _skip_key(data, skip_ws(data, p, end), end)
+                    if p < 0:
+                        return -1
+                break
+            if c != kind + 2:
+                return -1
+            p += 1
+            depth -= 1
+
+
+@njit
+def _compact_key(
+    data: Any, p: int, end: int, out: Any, o: int, keys: Any, n: int, first: int
+) -> tuple[int, int, int]:
+    """Re-encode ``"key":`` at ``p``; -1 for a key its object (keys ``first`` to ``n`` of
+    ``keys``) already has. Returns the value's position, the output's end and the keys."""
+    if p >= end or data[p] != _QUOTE or 2 * n + 2 > keys.size:
+        return -1, -1, n
+    start = o
+    p, o = encode_string(data, p, end, out, o)
+    if p < 0:
+        return -1, -1, n
+    for k in range(first, n):
+        lo, hi = keys[2 * k], keys[2 * k + 1]
+        if hi - lo == o - start:
+            same = True
+            for j in range(hi - lo):
+                if out[lo + j] != out[start + j]:
+                    same = False
+                    break
+            if same:  # a repeated key: Python keeps the last value at the first place
+                return -1, -1, n
+    keys[2 * n] = start
+    keys[2 * n + 1] = o
+    p = skip_ws(data, p, end)
+    if p >= end or data[p] != _COLON:
+        return -1, -1, n
+    out[o] = _COLON
+    return p + 1, o + 1, n + 1
+
+
+@njit
+def compact_value(
+    data: Any, p: int, end: int, out: Any, o: int, stack: Any, keys: Any
+) -> tuple[int, int]:
+    """Re-encode the JSON value at ``p`` into ``out[o:]`` as Python's
+    ``json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))`` writes it.
+
+    Returns the position after the value and the end of the written bytes, or (-1, -1)
+    where it cannot vouch for that: what :func:`skip_value` declines, an object repeating a
+    key, a float whose repr it cannot tell. ``stack`` (int64, two per level of nesting) and
+    ``keys`` (int64, two per key of the objects open at once) are scratch space. Never
+    longer than the JSON it reads.
+    """
+    depth, n = _ZERO, _ZERO
+    limit = stack.size // 2
+    while True:
+        p = skip_ws(data, p, end)
+        if p >= end:
+            return -1, -1
+        c = data[p]
+        if c in (0x7B, 0x5B):
+            out[o] = c
+            o += 1
+            p = skip_ws(data, p + 1, end)
+            if p < end and data[p] == c + 2:
+                out[o] = c + 2
+                o += 1
+                p += 1
+            else:
+                if depth == limit:
+                    return -1, -1
+                stack[2 * depth] = c
+                stack[2 * depth + 1] = n
+                depth += 1
+                if c == 0x7B:
+                    p, o, n = _compact_key(data, p, end, out, o, keys, n, n)
+                    if p < 0:
+                        return -1, -1
+                continue
+        elif c == _QUOTE:
+            p, o = encode_string(data, p, end, out, o)
+        elif c in (0x74, 0x66, 0x6E):
+            word = TRUE if c == 0x74 else FALSE if c == 0x66 else NULL
+            q = word_at(data, p, end, word)
+            if q < 0:
+                return -1, -1
+            o = copy_bytes(data, p, q, out, o)
+            p = q
+        else:
+            p, o = compact_number(data, p, end, out, o)
+        if p < 0:
+            return -1, -1
+        while True:
+            if depth == 0:
+                return p, o
+            p = skip_ws(data, p, end)
+            if p >= end:
+                return -1, -1
+            c = data[p]
+            kind = stack[2 * depth - 2]
+            if c == _COMMA:
+                out[o] = _COMMA
+                o += 1
+                if kind == 0x7B:
+                    first = stack[2 * depth - 1]
+                    p, o, n = _compact_key(
+                        data, skip_ws(data, p + 1, end), end, out, o, keys, n, first
+                    )
+                    if p < 0:
+                        return -1, -1
+                else:
+                    p += 1
+                break
+            if c != kind + 2:
+                return -1, -1
+            out[o] = c
+            o += 1
+            p += 1
+            depth -= 1
+            n = stack[2 * depth + 1]
