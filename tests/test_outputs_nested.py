@@ -5,7 +5,11 @@ stay the same."""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import enum
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -423,28 +427,145 @@ def column_both_ways(field: str, values: list[Any]) -> list[tuple[Any, dict[int,
     return results
 
 
+class _Colour(enum.Enum):
+    RED = 1
+
+
+class _Level(enum.IntEnum):
+    HIGH = 2
+
+
+class _Named(enum.StrEnum):
+    SEARCH = "search"
+
+
+class _Text(str):
+    pass
+
+
+class _Map(dict):  # type: ignore[type-arg]
+    pass
+
+
+@dataclasses.dataclass
+class _Point:
+    x: int = 1
+
+
+def _deep(levels: int) -> object:
+    value: object = "bottom"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def _circular() -> object:
+    loop: list[object] = []
+    loop.append(loop)
+    return loop
+
+
+# What a system may return that orjson writes and Python's encoder refuses or writes
+# otherwise (or the other way round): NaN and infinities, integers past 64 bits, keys that
+# are not strings, bytes, sets, enums, subclasses, dates, UUIDs, dataclasses, NumPy scalars,
+# nesting past the limits of the pass (64), orjson (255) and marshal, lone surrogates.
+hostile = st.sampled_from(
+    [float("nan"), float("inf"), -float("inf"), 2**63, 2**64 - 1, 2**64, -(2**63) - 1, 10**30,
+     -0.0, 1e16, 5e-324, b"bytes", bytearray(b"x"), {1, 2}, frozenset(), 1j, _Colour.RED,
+     _Level.HIGH, _Named.SEARCH, _Text("t"), _Map(a=1), uuid.UUID(int=1),
+     datetime.date(2026, 1, 1), _Point(), np.float64(1.5), np.float64("nan"), np.int64(3),
+     (1, "a"), "a\ud800", "\x00\x1f\u2028\"\\\x7f", {1: "one"}, {None: 1}, {(1, 2): 3},
+     {"k": float("nan")}]
+) | st.builds(_deep, st.sampled_from([70, 260, 3000])) | st.builds(_circular)  # fmt: skip
+anything = st.recursive(
+    json_values | hostile,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(texts | st.sampled_from([1, 2.5, True, None]), inner, max_size=3)
+    ),
+    max_leaves=5,
+)
+
+
+@st.composite
+def hostile_calls(draw: st.DrawFn) -> object:
+    """A tool call with a hostile value in one of its fields, or in its arguments."""
+    call: dict[object, object] = {"name": draw(names | hostile)}
+    field = draw(
+        st.sampled_from(["arguments", "args", "result", "error", "latency_ms", "tokens", "note"])
+    )
+    value = draw(anything)
+    call[field] = {"q": value} if field in ("arguments", "args") and draw(st.booleans()) else value
+    return call
+
+
+hostile_trajectories = st.fixed_dictionaries(
+    {"tool_calls": st.lists(hostile_calls() | tool_calls(), max_size=3).map(tuple) | anything},
+    optional={
+        "steps": counts | hostile,
+        "finish_reason": texts | hostile,
+        "approvals": st.lists(texts | hostile, max_size=2),
+        "pending_approvals": counts | hostile,
+        "meta": anything,
+        1: anything,
+    },
+)
 python_values = (
     trajectories
+    | hostile_trajectories
     | st.none()
     | st.just({"tool_calls": [{"name": "a", "latency_ms": float("nan")}]})
     | st.just({"tool_calls": [{"name": "a\ud800"}]})  # a lone surrogate
     | st.just({"tool_calls": [{"name": "a", "arguments": {"when": object()}}]})
     | st.just({"tool_calls": ({"name": "t", "arguments": {1: "one"}},), "approvals": ("x",)})
 )
+hostile_turns = st.lists(
+    st.fixed_dictionaries(
+        {"role": names | hostile},
+        optional={
+            "content": texts | hostile,
+            "tool_calls": st.lists(hostile_calls(), max_size=2),
+            "latency_ms": latencies | hostile,
+            "tokens": counts | hostile,
+            "meta": anything,
+        },
+    ),
+    min_size=1,
+    max_size=2,
+).map(tuple)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(st.lists(python_values, min_size=1, max_size=6))
 def test_a_trajectory_column_from_python_values_reads_as_row_by_row(values: list[Any]) -> None:
     exact, compiled = column_both_ways("trajectory", values)
     assert compiled == exact
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(turns_values | st.none(), min_size=1, max_size=6))
+@settings(max_examples=300, deadline=None)
+@given(st.lists(turns_values | hostile_turns | st.none(), min_size=1, max_size=6))
 def test_a_turns_column_from_python_values_reads_as_row_by_row(values: list[Any]) -> None:
     exact, compiled = column_both_ways("turns", values)
     assert compiled == exact
+
+
+def test_values_orjson_would_write_differently_are_left_to_the_exact_parser() -> None:
+    from evalframe.core import _turns
+
+    good = {"tool_calls": [{"name": "a", "arguments": {"x": 1.5}, "latency_ms": 2.0}]}
+    assert _turns._json_array([good, None, (good,)]) is not None
+    for bad in (float("nan"), -float("inf"), _Colour.RED, uuid.UUID(int=1), _Text("t"),
+                np.float64(1.5), {1: 2}, 2**64, b"x", _deep(300)):  # fmt: skip
+        value = {"tool_calls": [{"name": "a", "arguments": {"x": bad}}]}
+        assert _turns._json_array([good, value]) is None, bad
+    # A NaN among many values: the one row goes to the exact parser, the others to the pass
+    values = [good] * 1500 + [{"tool_calls": [{"name": "a", "result": float("nan")}]}]
+    column, errors = _turns.agent_column("trajectory", values, lambda i: f"row {i}")
+    assert list(errors) == [1500]
+    assert "holds NaN or an infinity" in str(errors[1500])
+    assert column is not None
+    assert column.to_list()[:1500] == [parse_trajectory(good, "x")] * 1500
 
 
 def test_one_value_the_pass_declines_leaves_the_others_to_it() -> None:

@@ -56,9 +56,11 @@ __all__ = [
     "TURNS_FIELD",
     "Builder",
     "end_row",
+    "nested_array",
     "nested_cells",
     "nested_columns",
     "nested_value",
+    "read_array",
     "read_cells",
     "start_row",
 ]
@@ -748,6 +750,70 @@ def nested_cells(field: int, data: Any, offsets: Any, valid: Any, b: Any, failed
             bad += 1
         end_row(b, row)
     return bad
+
+
+@njit
+def nested_array(field: int, data: Any, b: Any, failed: Any, stack: Any) -> int:
+    """Read field ``field`` (trajectory or turns) of every row from a JSON array of the
+    rows' values (``null`` for none), as :func:`nested_cells` reads a column of their texts;
+    a row it cannot vouch for is marked in ``failed`` and skipped. Returns how many, or -1
+    when the array itself cannot be read (``stack``: scratch space for skipping a value, one
+    item a level of nesting)."""
+    t = b[1]
+    end = data.size
+    saved = np.empty(8, np.int64)
+    bad = 0
+    p = skip_ws(data, 0, end)
+    if p >= end or data[p] != _LIST:
+        return -1
+    p += 1
+    if failed.size == 0:
+        p = skip_ws(data, p, end)
+        if p >= end or data[p] != _LIST_END:
+            return -1
+        p += 1
+    for row in range(failed.size):
+        p = skip_ws(data, p, end)
+        if p >= end:
+            return -1
+        for k in range(8):
+            saved[k] = t[_C, k]
+        start_row(b, row)
+        if data[p] == 0x6E:
+            q = word_at(data, p, end, _NULL)
+        else:
+            q = nested_value(field, data, p, end, b, row)
+        failed[row] = q < 0
+        if q < 0:  # undo what the row wrote
+            for k in range(8):
+                t[_C, k] = saved[k]
+            start_row(b, row)
+            bad += 1
+            q = skip_value(data, p, end, stack)
+            if q < 0:
+                return -1
+        end_row(b, row)
+        q = skip_ws(data, q, end)
+        last = row == failed.size - 1
+        if q >= end or data[q] != (_LIST_END if last else 0x2C):
+            return -1
+        p = q + 1
+    return bad if skip_ws(data, p, end) == end else -1
+
+
+def read_array(field: int, text: bytes, rows: int) -> tuple[dict[str, pl.Series], Any]:
+    """The columns of field ``field`` read from ``text``, a JSON array of ``rows`` values
+    (see :func:`nested_array`), and the rows left to the exact parser (all of them when the
+    array cannot be read, or a number read from its text is not finite)."""
+    data = np.frombuffer(text, np.uint8)
+    builder = Builder.sized(data, rows, text)
+    failed = np.zeros(rows, np.bool_)
+    if nested_array(field, data, builder.arrays, failed, np.empty(1024, np.int64)) < 0:
+        return {}, np.ones(rows, np.bool_)
+    columns = nested_columns(builder, data, rows)
+    if columns is None:
+        return {}, np.ones(rows, np.bool_)
+    return columns, failed
 
 
 def read_cells(
