@@ -12,7 +12,8 @@ Run: ``.venv/bin/python benchmarks/bench_memory.py [report|embedder|onnx] [--row
   after loading the model; ``--rows`` twice as many shows whether memory grows with the rows
   (``--short``: texts of four words, so that many rows take minutes, not hours;
   ``--random``: random unit vectors in the model's place, so memory per row shows in
-  seconds).
+  seconds; ``--distinct K``: the rows repeat K pairs of texts, so the rows grow and the
+  distinct texts do not).
 * ``onnx``: the same model in a plain onnxruntime loop (batches of 32 tokenised texts of
   similar length, mean pooling, no evalframe): the model's own rate on this machine, the
   ceiling for ``embedder``.
@@ -97,6 +98,10 @@ refs, cands = text_pairs(rows, seed=13)
 if sys.argv[3] == "short":  # a few word pieces a text: the model's time out of the way
     refs = [f"{i} " + " ".join(t.split()[:3]) for i, t in enumerate(refs)]
     cands = [f"{i} " + " ".join(t.split()[:3]) for i, t in enumerate(cands)]
+distinct = int(sys.argv[5])
+if distinct:  # the rows repeat the first texts: the distinct texts held fixed
+    refs = [refs[i % distinct] for i in range(rows)]
+    cands = [cands[i % distinct] for i in range(rows)]
 records = [{"id": f"s{i}", "input": {"q": "x"}, "expected_output": refs[i]} for i in range(rows)]
 ds = ef.Dataset.from_records(records, name="embed")
 outputs = {f"s{i}": cands[i] for i in range(rows)}
@@ -130,10 +135,10 @@ print(f"{rows} {texts} {wall:.2f} {base:.2f} {peak:.2f}")
 """
 
 
-def embedder(rows: int, short: bool, random: bool) -> None:
+def embedder(rows: int, short: bool, random: bool, distinct: int) -> None:
     out = subprocess.run(
         [sys.executable, "-c", EMBED, str(rows), str(Path(__file__).parent),
-         "short" if short else "full", "random" if random else "model"],
+         "short" if short else "full", "random" if random else "model", str(distinct)],
         capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip
     n, texts = int(out[0]), int(out[1])
@@ -189,12 +194,18 @@ def main() -> None:
     parser.add_argument(
         "--random", action="store_true", help="embedder: random vectors in the model's place"
     )
+    parser.add_argument(
+        "--distinct",
+        type=int,
+        default=0,
+        help="embedder: rows repeat this many pairs of texts (memory per row, texts fixed)",
+    )
     args = parser.parse_args()
     print(machine(), f"load {os.getloadavg()[0]:.1f}")
     if args.what == "report":
         report(args.rows or 1_000_000)
     elif args.what == "embedder":
-        embedder(args.rows or 200_000, args.short, args.random)
+        embedder(args.rows or 200_000, args.short, args.random, args.distinct)
     else:
         onnx(args.rows or 200_000)
     print(f"load average after: {os.getloadavg()[0]:.1f}")

@@ -378,3 +378,41 @@ def test_string_views_by_numpy_are_the_kernel(rows: list[str | None], lead: int)
     small, large = both(lambda: pl.Series(string_array(offsets, body)))
     assert_same_frames(small.to_frame(), large.to_frame())
     assert small.to_list() == [b.decode("utf-8", "surrogatepass") for b in encoded]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.none() | st.integers(0, 99), st.none() | st.integers(0, 99)),
+             min_size=1, max_size=10),
+    st.sampled_from([1, 7, 8, 13, 24]), st.integers(0, 2**32 - 1),
+)  # fmt: skip
+def test_cosine_through_a_vector_table_is_the_gathered_cosine(
+    rows: list[tuple[int | None, int | None]], d: int, seed: int
+) -> None:
+    """The runner's form (each row's index into one table of distinct vectors) gives the
+    cosine of the gathered vector columns bit for bit, on both paths."""
+    from evalframe.metrics.semantic import _cosine_batch, cosine_rows, vector_table
+
+    rng = np.random.default_rng(seed)
+    distinct = 2 * len(rows)  # the most a table of len(rows) rows holds
+    matrix = rng.standard_normal((distinct, d)) * 10.0 ** rng.integers(-3, 4, (distinct, d))
+    matrix = matrix.astype(np.float32)
+    matrix[rng.integers(0, distinct)] = 0.0  # a zero vector
+    e_idx = [None if i is None else i % distinct for i, _ in rows]
+    a_idx = [None if j is None else j % distinct for _, j in rows]
+
+    def gathered(idx: list[int | None]) -> pl.Series:
+        return pl.Series([None if i is None else matrix[i].tolist() for i in idx],
+                         dtype=pl.List(pl.Float32))  # fmt: skip
+
+    indexed = pl.DataFrame(
+        {
+            "e": pl.Series(e_idx, dtype=pl.Int32),
+            "a": pl.Series(a_idx, dtype=pl.Int32),
+            "t": vector_table(matrix, len(rows)),
+        }
+    )
+    small, large = both(lambda: _cosine_batch(indexed))
+    assert_same_frames(small, large)
+    expected = cosine_rows(gathered(e_idx), gathered(a_idx))
+    assert_same_frames(large, expected)

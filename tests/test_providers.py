@@ -17,6 +17,7 @@ from openai_stub import StubOpenAI
 
 import evalframe as ef
 from evalframe.providers import (
+    Embedded,
     HashingEmbedder,
     Ledger,
     OnnxEmbedder,
@@ -712,3 +713,55 @@ def test_bad_prices_exit_2_naming_the_option(
     bad = _judged_run(openai_stub, "--price", price)
     assert bad.exit_code == 2
     assert message in bad.stderr
+
+
+# --- the vectors as one matrix, a chunk at a time ------------------------------------------------
+
+
+class _Sized:
+    """An embedder giving ``[len(text), 1, ...]`` of ``dim(text)`` values; records each call."""
+
+    id, model, cacheable = "sized-v1", "sized", True
+
+    def __init__(self) -> None:
+        self.asked: list[list[str]] = []
+
+    def embed(self, texts: Any, ledger: Ledger) -> Embedded:
+        self.asked.append(list(texts))
+        ledger.progressed(len(texts))
+        vectors = [np.array([len(t)] + [1] * (4 if t == "wide" else 2), np.float32) for t in texts]
+        return Embedded(
+            [None if t == "lost" else v for t, v in zip(texts, vectors, strict=True)],
+            ["Embeddings: lost." if t == "lost" else None for t in texts],
+        )
+
+
+def test_the_matrix_is_asked_a_chunk_at_a_time_and_holds_each_text_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Texts are looked up, asked and copied ``EMBED_CHUNK`` at a time; a vector of another
+    size than the first chunk's, or none, is its text's error and a zero row."""
+    import evalframe.providers._providers as P
+
+    monkeypatch.setattr(P, "EMBED_CHUNK", 2)
+    client = _Sized()
+    cache = str(tmp_path / "cache.duckdb")
+    texts = ["a", "bb", "ccc", "wide", "lost", "ffffff", "g"]
+    Providers(client, cache=cache).embed_texts(["ccc"])  # one text already cached
+    client.asked.clear()
+    matrix, errors = Providers(client, cache=cache).embed_matrix(texts)
+    assert client.asked == [["a", "bb"], ["wide"], ["lost", "ffffff"], ["g"]]
+    assert matrix.dtype == np.float32
+    assert matrix.shape == (7, 3)
+    assert matrix[:, 0].tolist() == [1, 2, 3, 0, 0, 6, 1]
+    assert errors == [
+        None, None, None,
+        "Embedding for 'wide' has 5 dimensions; the others have 3.",
+        "Embeddings: lost.", None, None,
+    ]  # fmt: skip
+    # The same as one call's vectors, stacked.
+    whole = Providers(client, cache=False).embed_texts(texts)
+    for i, v in enumerate(whole.vectors):
+        if errors[i] is None:
+            assert v is not None
+            assert np.array_equal(matrix[i], v)

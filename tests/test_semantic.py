@@ -211,3 +211,76 @@ def test_bertscore_on_the_embedded_model_is_contextual_and_offline() -> None:
     assert cosine[1] > 0.8 > 0.3 > cosine[2]  # noqa: PLR0133 - the two bounds read as a band
     details = json.loads(scores["details"][0])
     assert details["embedder"] == "onnx:all-MiniLM-L6-v2-int8@8199be6f (contextual)"
+
+
+# --- one vector per distinct text: the runner's form -------------------------------------------
+
+
+def test_the_runner_holds_one_vector_per_distinct_text_and_an_index_per_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ef.score fills an Int32 index per row into one table of the distinct texts' vectors
+    (no per-row vectors); the scores are those of the documented gathered columns, which
+    ``evalframe.enrich.fill`` still returns."""
+    from evalframe import enrich
+    from evalframe.enrich import fill
+    from evalframe.metrics.semantic import EMBEDDING_TABLE, table_matrix
+
+    f = frame(
+        ["Paris is the capital", "Paris is the capital", "4", "Berlin", "same"],
+        ["the capital is Paris", "Berlin", "4", None, "same"],
+        ["string", "string", "int", "string", "string"],
+    )
+    metrics = [ef.metrics.cosine_embedding(), ef.metrics.answer_correctness(similarity_weight=0.5)]
+    providers = Providers(embeddings="hashing", cache=False)
+    seen: list[pl.DataFrame] = []
+    real = enrich._score_frame
+
+    def spy(filled: pl.DataFrame, *args: Any, **kwargs: Any) -> pl.DataFrame:
+        seen.append(filled)
+        return real(filled, *args, **kwargs)
+
+    monkeypatch.setattr(enrich, "_score_frame", spy)
+    scores = ef.score(f, metrics[:1], providers=providers)
+    runner = seen[0]
+    assert runner.schema[EMBEDDING.expected] == pl.Int32
+    assert runner.schema[EMBEDDING.actual] == pl.Int32
+    # Four distinct servable texts ("4" is not a string expected output, row 3 has no output).
+    table = table_matrix(runner.get_column(EMBEDDING_TABLE))
+    assert table.shape == (4, 512)
+    # Expected outputs first, then the actual outputs not seen yet, in order.
+    assert runner.get_column(EMBEDDING.expected).to_list() == [0, 0, None, None, 1]
+    assert runner.get_column(EMBEDDING.actual).to_list() == [2, 3, None, None, 1]
+
+    gathered, _ = fill(f, metrics[:1], providers)
+    assert gathered.schema[EMBEDDING.expected] == pl.Array(pl.Float32, 512)
+    assert EMBEDDING_TABLE not in gathered.columns
+    direct = ef.score(gathered, metrics[:1], context=_NoNetwork())
+    assert scores.equals(direct, null_equal=True)
+    assert scores["score"].to_list()[4] == 1.0
+    assert scores["error"][2].endswith("expected_output must be a string for cosine-embedding "
+                                       "metric; got int.")  # fmt: skip
+
+
+def test_a_part_of_the_runner_s_columns_reads_only_its_rows_vectors() -> None:
+    """``part_of`` cuts the vector table to a part's rows (as a cluster scores parts): each
+    part scores as the whole frame did."""
+    from evalframe.core._score import score as score_frame
+    from evalframe.enrich import fill, part_of
+    from evalframe.metrics.semantic import EMBEDDING_TABLE, table_matrix
+
+    texts = [f"text {i % 5} and {i % 3}" for i in range(12)]
+    f = frame(texts, [*reversed(texts[:11]), None])
+    metrics = [ef.metrics.cosine_embedding()]
+    filled, _ = fill(f, metrics, Providers(embeddings="hashing", cache=False), gather=False)
+    added = filled.select([c for c in filled.columns if c not in f.columns])
+    whole = score_frame(filled, metrics)
+    parts = []
+    for start, height in ((0, 5), (5, 1), (6, 6)):
+        part = part_of(added, start, height)
+        used = table_matrix(part.get_column(EMBEDDING_TABLE))
+        indices = pl.concat([part[EMBEDDING.expected], part[EMBEDDING.actual]]).drop_nulls()
+        assert sorted(set(indices.to_list())) == list(range(len(used)))
+        parts.append(score_frame(pl.concat([f.slice(start, height), part], how="horizontal"),
+                                 metrics))  # fmt: skip
+    assert pl.concat(parts).equals(whole, null_equal=True)

@@ -24,7 +24,7 @@ from evalframe.core import schema as C
 from evalframe.core._dataset import Dataset
 from evalframe.core._outputs import align_outputs, check_coverage
 from evalframe.engine._outputs import as_outputs
-from evalframe.enrich import fill
+from evalframe.enrich import fill, part_of
 from evalframe.metrics._spec import Metric
 from evalframe.providers import Providers
 
@@ -125,11 +125,11 @@ def filled_parts(
     to its task, a rescore writes them beside its part.
     """
     whole = pl.concat(frames, how="diagonal_relaxed").drop(cluster.POSITION, strict=False)
-    filled, unavailable = fill(whole, list(metrics), providers)
+    filled, unavailable = fill(whole, list(metrics), providers, gather=False)
     added = filled.select([c for c in filled.columns if c not in whole.columns])
     parts, start = [], 0
     for frame in frames:
-        parts.append(added.slice(start, frame.height))
+        parts.append(part_of(added, start, frame.height))
         start += frame.height
     return parts, unavailable
 

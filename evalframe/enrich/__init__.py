@@ -12,12 +12,12 @@ import polars as pl
 
 from evalframe.core._run_options import Limits, no_limits_with
 from evalframe.core._score import score as _score_frame
-from evalframe.enrich._enrich import check_providers, fill
+from evalframe.enrich._enrich import check_providers, fill, part_of
 from evalframe.metrics._registry import MetricFactory, resolve
 from evalframe.metrics._spec import Metric
 from evalframe.providers import EmbeddingClient, JudgeClient, Providers
 
-__all__ = ["check_providers", "fill", "providers_for", "score"]
+__all__ = ["check_providers", "fill", "part_of", "providers_for", "score"]
 
 
 def providers_for(
@@ -84,5 +84,7 @@ def score(
     resolved = resolve(metrics)
     if any(m.needs() for m in resolved):
         check_providers(resolved, providers, frame.columns)  # a missing judge: one error, no work
-    frame, unavailable = fill(frame, resolved, providers)
+    # Text embeddings as one vector per distinct text and an index per row: the frame is
+    # scored here and dropped, so the documented per-row vector columns are never needed.
+    frame, unavailable = fill(frame, resolved, providers, gather=False)
     return _score_frame(frame, resolved, run_id=run_id, unavailable=unavailable)

@@ -16,7 +16,6 @@ the metric reports as that row's error; every other row is kept.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,22 +34,23 @@ from evalframe.metrics.deterministic import WebhookNeed
 from evalframe.metrics.judge import JudgeKind, JudgeReplies, judge_columns, prompts
 from evalframe.metrics.semantic import (
     EMBEDDING,
+    EMBEDDING_TABLE,
     EmbeddingColumns,
     ListEmbeddings,
     TextEmbeddings,
     TokenEmbeddings,
     TokenMode,
+    table_matrix,
+    vector_table,
 )
 from evalframe.providers import (
-    Embedded,
     EmbeddingClient,
     JudgeClient,
     Providers,
     TokenEmbeddingClient,
 )
-from evalframe.providers._openai import quote
 
-__all__ = ["check_providers", "fill"]
+__all__ = ["check_providers", "fill", "part_of"]
 
 
 def check_providers(
@@ -162,30 +162,6 @@ def _positions(values: pl.Series, distinct: pl.Series) -> pl.Series:
     )
 
 
-def _stack(
-    result: Embedded, texts: Sequence[str]
-) -> tuple[npt.NDArray[np.float32], list[str | None]]:
-    """The vectors as one ``(n, d)`` matrix (zero rows where missing) and per-text errors.
-
-    ``d`` is the most common size; a vector of another size becomes that text's error.
-    """
-    sizes = Counter(v.shape[-1] for v in result.vectors if v is not None)
-    d = sizes.most_common(1)[0][0] if sizes else 0
-    errors = list(result.errors)
-    matrix = np.zeros((len(result.vectors), d), dtype=np.float32)
-    for i, v in enumerate(result.vectors):  # one per distinct text
-        if v is None:
-            errors[i] = errors[i] or "Embeddings: no vector was returned."
-        elif v.shape[-1] != d:
-            errors[i] = (
-                f"Embedding for {quote(texts[i])} has {v.shape[-1]} dimensions; "
-                f"the others have {d}."
-            )
-        else:
-            matrix[i] = v
-    return matrix, errors
-
-
 def _vector_column(
     name: str, matrix: npt.NDArray[np.float32], idx: pl.Series, ok: pl.Series
 ) -> pl.Series:
@@ -208,7 +184,13 @@ def _row_errors(idx: pl.Series, errors: list[str | None]) -> pl.Series:
 
 @dataclass(frozen=True, slots=True)
 class _TextFiller:
-    """Fills ``TextEmbeddings``: both outputs' vectors, one per unique text."""
+    """Fills ``TextEmbeddings``: both outputs' vectors, one per unique text.
+
+    ``gather``: each row's vectors in the two ``Array(Float32, d)`` columns; else each row's
+    index into ``EMBEDDING_TABLE`` (the scoring runner's form: 4 bytes a row).
+    """
+
+    gather: bool = True
 
     @property
     def column(self) -> str:
@@ -223,18 +205,53 @@ class _TextFiller:
         )
         distinct = pl.concat([texts["e"], texts["a"]]).drop_nulls().unique(maintain_order=True)
         unique = distinct.to_list()
-        matrix, errors = _stack(providers.embed_texts(unique), unique)
+        matrix, errors = providers.embed_matrix(unique)
         e_idx, a_idx = _positions(texts["e"], distinct), _positions(texts["a"], distinct)
         row_error = _coalesce(_row_errors(e_idx, errors), _row_errors(a_idx, errors))
         good = e_idx.is_not_null() & a_idx.is_not_null() & row_error.is_null()
-        return pl.DataFrame(
-            [
+        if self.gather:
+            vectors = [
                 _vector_column(EMBEDDING.expected, matrix, e_idx, good),
                 _vector_column(EMBEDDING.actual, matrix, a_idx, good),
+            ]
+        else:
+            vectors = [
+                _index_column(EMBEDDING.expected, e_idx, good),
+                _index_column(EMBEDDING.actual, a_idx, good),
+                vector_table(matrix, frame.height),
+            ]
+        return pl.DataFrame(
+            [
+                *vectors,
                 row_error.alias(EMBEDDING.error),
                 pl.Series(EMBEDDING.embedder, [providers.embeddings.id] * frame.height, pl.String),
             ]
         )
+
+
+def _index_column(name: str, idx: pl.Series, ok: pl.Series) -> pl.Series:
+    """Each row's index into the vector table (null where ``ok`` is not), as Int32."""
+    return pl.select(pl.when(ok).then(idx.cast(pl.Int32)).alias(name)).to_series()
+
+
+def part_of(added: pl.DataFrame, start: int, height: int) -> pl.DataFrame:
+    """Rows ``start`` to ``start + height`` of ``fill``'s new columns, for a part of the frame
+    scored on its own: a vector table is cut to the vectors those rows read, and their
+    indices renumbered into it."""
+    part = added.slice(start, height)
+    if EMBEDDING_TABLE not in added.columns:
+        return part
+    matrix = table_matrix(added.get_column(EMBEDDING_TABLE))
+    sides = [EMBEDDING.expected, EMBEDDING.actual]
+    idx = [part.get_column(c).cast(pl.Int64) for c in sides]
+    used = np.unique(np.concatenate([i.drop_nulls().to_numpy() for i in idx]))
+    renumbered = [
+        pl.Series(c, np.searchsorted(used, i.fill_null(0).to_numpy()), pl.Int32).zip_with(
+            i.is_not_null(), pl.Series([None], dtype=pl.Int32)
+        )
+        for c, i in zip(sides, idx, strict=True)
+    ]
+    return part.with_columns(*renumbered, vector_table(matrix[used], height))
 
 
 def _list_column(
@@ -371,7 +388,7 @@ class _TokenFiller:
             maintain_order=True
         )
         unique = distinct.to_list()
-        matrix, errors = _stack(providers.embed_texts(unique), unique)
+        matrix, errors = providers.embed_matrix(unique)
         token_error = pl.Series("err", errors, dtype=pl.String)
         failed_rows = (
             pl.concat(
@@ -456,7 +473,7 @@ class _ListFiller:
         texts = items.get_column("text")
         distinct = pl.concat([anchor, texts]).drop_nulls().unique(maintain_order=True)
         unique = distinct.to_list()
-        matrix, errors = _stack(providers.embed_texts(unique), unique)
+        matrix, errors = providers.embed_matrix(unique)
         a_idx, i_idx = _positions(anchor, distinct), _positions(texts, distinct)
         # A row's error: its anchor's, else its first item's; a null item spoils the row.
         per_item = items.select(
@@ -529,10 +546,10 @@ class _StagedFiller:
 _Filler = _TextFiller | _TokenFiller | _JudgeFiller | _StagedFiller | _ListFiller | _WebhookFiller
 
 
-def _filler(need: Need) -> _Filler:
+def _filler(need: Need, gather: bool) -> _Filler:
     match need:
         case TextEmbeddings():
-            return _TextFiller()
+            return _TextFiller(gather)
         case TokenEmbeddings():
             return _TokenFiller(need)
         case JudgeReplies():
@@ -554,12 +571,17 @@ def fill(
     frame: pl.DataFrame,
     metrics: Sequence[Metric],
     context: Providers | EmbeddingClient | JudgeClient | None,
+    *,
+    gather: bool = True,
 ) -> tuple[pl.DataFrame, dict[str, str]]:
     """Add the provider-filled columns the metrics need, each filled once.
 
     A column already in the frame is kept as it is (vectors computed earlier are reused),
     and providers are only built (from ``context``, else the environment) when a column
-    must be filled.
+    must be filled. ``gather=False`` fills the text embeddings in the scoring runner's
+    form: one vector per distinct text in ``EMBEDDING_TABLE`` and each row's index into it
+    in ``expected_output__embedding`` and ``actual_output__embedding``, instead of each
+    row's two vectors (3 KB a row at 384 dimensions); the semantic metrics read both.
 
     Returns:
         The frame with the new columns and, per metric id, the error that kept one of its
@@ -576,7 +598,7 @@ def fill(
                 if column not in frame.columns:
                     try:
                         providers = providers or Providers.coerce(context)
-                        frame = frame.with_columns(_filler(need).apply(frame, providers))
+                        frame = frame.with_columns(_filler(need, gather).apply(frame, providers))
                     except Exception as exc:  # reported per row, the run goes on
                         done[column] = f"{type(exc).__name__}: {exc}"
             problem = done[column]

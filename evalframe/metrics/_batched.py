@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 
 import polars as pl
@@ -15,12 +16,16 @@ def batched(
     kernel: Callable[[pl.DataFrame], pl.DataFrame],
     inputs: Mapping[str, pl.Expr],
     output: Mapping[str, pl.DataType | type[pl.DataType]],
+    *,
+    optional: Mapping[str, str] | None = None,
 ) -> pl.Expr:
     """Run ``kernel`` once per batch over whole columns and return its result as a struct.
 
-    ``kernel`` receives a frame with one column per ``inputs`` entry and must return a frame
-    of the same height with exactly the ``output`` columns. Fields are read with
-    ``.struct.field(name)``.
+    ``kernel`` receives a frame with one column per ``inputs`` entry (and per ``optional``
+    entry, a column's name, whose column is in the frame) and must return a frame of the
+    same height with exactly the ``output`` columns. Fields are read with
+    ``.struct.field(name)``. With ``optional`` the kernel gets the whole columns at once,
+    never a slice of rows (their rows may refer to each other).
 
     Examples:
         >>> import polars as pl
@@ -37,8 +42,10 @@ def batched(
             result.select(list(output)).cast(pl.Schema(schema.to_schema())).to_struct(packed.name)
         )
 
-    packed = pl.struct(*(expr.alias(name) for name, expr in inputs.items()))
-    return packed.map_batches(run, return_dtype=schema, is_elementwise=True)
+    exprs = [expr.alias(name) for name, expr in inputs.items()]
+    # A column matched by a pattern is left out where it is missing, instead of failing.
+    exprs += [pl.col(f"^{re.escape(c)}$").alias(name) for name, c in (optional or {}).items()]
+    return pl.struct(*exprs).map_batches(run, return_dtype=schema, is_elementwise=optional is None)
 
 
 def sample_error(template: str, *values: pl.Expr) -> pl.Expr:

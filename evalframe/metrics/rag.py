@@ -41,7 +41,7 @@ from evalframe.metrics._rag_verdicts import (
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Derived, Range, Scored
 from evalframe.metrics.judge import _question_expr
-from evalframe.metrics.semantic import EMBEDDING, ListEmbeddings, TextEmbeddings, _cosine_batch
+from evalframe.metrics.semantic import EMBEDDING, ListEmbeddings, TextEmbeddings, cosine_kernel
 
 if TYPE_CHECKING:
     from evalframe.metrics._spec import Need
@@ -871,11 +871,7 @@ def answer_correctness(
     score: pl.Expr = f1
     if similarity_weight > 0:
         emb = pl.col("answer-correctness__cosine")
-        prepare["answer-correctness__cosine"] = batched(
-            _cosine_batch,
-            {"e": pl.col(EMBEDDING.expected), "a": pl.col(EMBEDDING.actual)},
-            {"cosine": pl.Float64, "expected_dim": pl.Int64, "actual_dim": pl.Int64},
-        )
+        prepare["answer-correctness__cosine"] = cosine_kernel()
         similarity = emb.struct.field("cosine").clip(0.0, 1.0)
         score = (1.0 - similarity_weight) * f1 + similarity_weight * similarity
         error = pl.coalesce(error, pl.col(EMBEDDING.error))

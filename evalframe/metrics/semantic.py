@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EMBEDDING",
+    "EMBEDDING_TABLE",
     "EmbeddingColumns",
     "ListEmbeddings",
     "TextEmbeddings",
@@ -44,9 +45,12 @@ __all__ = [
     "TokenMode",
     "bertscore_like",
     "cosine_embedding",
+    "cosine_kernel",
     "cosine_rows",
     "greedy_match",
+    "table_matrix",
     "token_columns",
+    "vector_table",
 ]
 
 TokenMode = Literal["auto", "contextual", "static"]
@@ -168,13 +172,17 @@ def _ragged(s: pl.Series) -> tuple[F32, I64, npt.NDArray[np.bool_]]:
 
 
 @njit
-def _cosine_kernel(e: Any, e_off: Any, a: Any, a_off: Any, out: Any) -> None:  # pragma: no cover
+def _cosine_kernel(
+    e: Any, e_start: Any, e_len: Any, a: Any, a_start: Any, a_len: Any, out: Any
+) -> None:  # pragma: no cover
     # One fused pass per row (dot product and both norms, in ``_LANES`` lanes), so each
-    # vector is read once: this runs at the memory bandwidth. NaN marks an unscorable row,
-    # -2 a size mismatch.
+    # vector is read once: this runs at the memory bandwidth. Row i's vectors are
+    # ``e[e_start[i]:][:e_len[i]]`` and ``a[a_start[i]:][:a_len[i]]``: consecutive slices of
+    # per-row columns, or rows of one table of distinct vectors read through indices. NaN
+    # marks an unscorable row, -2 a size mismatch.
     for i in range(len(out)):
-        s, n = e_off[i], e_off[i + 1] - e_off[i]
-        t, m = a_off[i], a_off[i + 1] - a_off[i]
+        s, n = e_start[i], e_len[i]
+        t, m = a_start[i], a_len[i]
         if n == 0 or m == 0:
             out[i] = np.nan
             continue
@@ -228,23 +236,42 @@ def _cosine_kernel(e: Any, e_off: Any, a: Any, a_off: Any, out: Any) -> None:  #
             out[i] = 0.0
 
 
-def _cosine_numpy(e: F32, e_off: I64, a: F32, a_off: I64, out: F64) -> None:
+def _cosine_numpy(
+    e: F32, e_start: I64, e_len: I64, a: F32, a_start: I64, a_len: I64, out: F64
+) -> None:
     """``_cosine_kernel`` for a few rows, with NumPy: the same sums, so the same results."""
-    sizes = np.diff(e_off)
-    same = (sizes == np.diff(a_off)) & (sizes > 0)
-    out[:] = np.where(same, 0.0, np.where((sizes == 0) | (np.diff(a_off) == 0), np.nan, -2.0))
-    for d in np.unique(sizes[same]).tolist():  # one pass per vector size (one, as a rule)
-        matching = np.flatnonzero(same & (sizes == d))
+    same = (e_len == a_len) & (e_len > 0)
+    out[:] = np.where(same, 0.0, np.where((e_len == 0) | (a_len == 0), np.nan, -2.0))
+    for d in np.unique(e_len[same]).tolist():  # one pass per vector size (one, as a rule)
+        matching = np.flatnonzero(same & (e_len == d))
         # A slice of rows at a time: the gathered vectors and their products are temporary
         # copies, so their memory stays that of one slice whatever the number of rows.
         for start in range(0, len(matching), _NUMPY_SLICE):
             rows = matching[start : start + _NUMPY_SLICE]
-            x = e[e_off[rows][:, None] + np.arange(d)]
-            y = a[a_off[rows][:, None] + np.arange(d)]
+            x = e[e_start[rows][:, None] + np.arange(d)]
+            y = a[a_start[rows][:, None] + np.arange(d)]
             dot, ee, aa = _lane_sums(x, y), _lane_sums(x, x), _lane_sums(y, y)
             with np.errstate(divide="ignore", invalid="ignore"):
                 value = dot / np.sqrt(ee.astype(np.float64) * aa.astype(np.float64))
             out[rows] = np.where((ee > 0) & (aa > 0), value, 0.0)
+
+
+def _cosine(e: F32, e_start: I64, e_len: I64, a: F32, a_start: I64, a_len: I64) -> pl.DataFrame:
+    """The cosine of every row's two vectors (see ``_cosine_kernel``), as ``cosine_rows``
+    returns it."""
+    out = np.empty(len(e_start), dtype=np.float64)
+    if worth_compiling(len(out), _NUMPY_UP_TO):
+        compiling("the cosine similarity kernel", _cosine_kernel)
+        _cosine_kernel(e, e_start, e_len, a, a_start, a_len, out)
+    else:
+        _cosine_numpy(e, e_start, e_len, a, a_start, a_len, out)
+    return pl.DataFrame(
+        {
+            "cosine": pl.Series(np.where(out == -2.0, np.nan, out)).fill_nan(None),
+            "expected_dim": pl.Series(e_len).cast(pl.Int64),
+            "actual_dim": pl.Series(a_len).cast(pl.Int64),
+        }
+    )
 
 
 def cosine_rows(expected: pl.Series, actual: pl.Series) -> pl.DataFrame:
@@ -263,24 +290,93 @@ def cosine_rows(expected: pl.Series, actual: pl.Series) -> pl.DataFrame:
     """
     e, e_off, _ = _ragged(expected)
     a, a_off, _ = _ragged(actual)
-    out = np.empty(expected.len(), dtype=np.float64)
-    if worth_compiling(expected.len(), _NUMPY_UP_TO):
-        compiling("the cosine similarity kernel", _cosine_kernel)
-        _cosine_kernel(e, e_off, a, a_off, out)
-    else:
-        _cosine_numpy(e, e_off, a, a_off, out)
-    e_dim, a_dim = np.diff(e_off), np.diff(a_off)
-    return pl.DataFrame(
-        {
-            "cosine": pl.Series(np.where(out == -2.0, np.nan, out)).fill_nan(None),
-            "expected_dim": pl.Series(e_dim).cast(pl.Int64),
-            "actual_dim": pl.Series(a_dim).cast(pl.Int64),
-        }
-    )
+    return _cosine(e, e_off[:-1], np.diff(e_off), a, a_off[:-1], np.diff(a_off))
+
+
+# --- one vector per distinct text ----------------------------------------------------------------
+
+# How the scoring runner (``ef.score``, ``evaluate``, rescoring) holds the text embeddings it
+# fills: each distinct text's vector once, in this column, and in ``EMBEDDING.expected`` and
+# ``EMBEDDING.actual`` each row's Int32 index into it (null: no vector) instead of the row's
+# vectors, so memory grows with the distinct texts, 4 bytes a row beside them, where the
+# gathered ``Array(Float32, d)`` columns took 2 x d x 4 bytes a row (3 KB at d = 384).
+# Row j of the column (``List(Array(Float32, d))``, as many rows as the frame) holds the
+# vectors of distinct texts 2j and 2j + 1: two texts a row always suffice, and its values,
+# read in order, are the table. ``evalframe.enrich.fill`` gathers the documented columns
+# unless asked for this form.
+EMBEDDING_TABLE = f"{C.ACTUAL_OUTPUT}__embedding__table"
+_PER_ROW = 2
+
+
+def vector_table(matrix: F32, height: int) -> pl.Series:
+    """``matrix`` (one row per distinct text) as the ``EMBEDDING_TABLE`` column of a frame
+    of ``height`` rows (``height * 2`` vectors at most).
+
+    Examples:
+        >>> import numpy as np
+        >>> t = vector_table(np.arange(6, dtype=np.float32).reshape(3, 2), 2)
+        >>> t.to_list()
+        [[[0.0, 1.0], [2.0, 3.0]], [[4.0, 5.0]]]
+        >>> table_matrix(t).tolist()
+        [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
+    """
+    import pyarrow as pa
+
+    rows, d = matrix.shape
+    if rows > _PER_ROW * height:
+        raise MetricError(f"{rows} vectors do not fit a table of {height} rows.")
+    flat = np.ascontiguousarray(matrix, dtype=np.float32).reshape(-1)
+    values = pa.FixedSizeListArray.from_arrays(pa.array(flat), max(d, 1) if rows == 0 else d)
+    offsets = np.minimum(np.arange(height + 1, dtype=np.int64) * _PER_ROW, rows)
+    return pl.Series(EMBEDDING_TABLE, pa.LargeListArray.from_arrays(pa.array(offsets), values))
+
+
+def table_matrix(table: pl.Series) -> F32:
+    """The ``(distinct texts, d)`` float32 matrix an ``EMBEDDING_TABLE`` column holds (no
+    copy when it is one chunk)."""
+    inner = table.dtype.inner if isinstance(table.dtype, pl.List) else None
+    if not isinstance(inner, pl.Array):
+        raise MetricError(f"Column {table.name!r} must hold lists of vectors; got {table.dtype}.")
+    d = int(inner.size)
+    listed = table.to_arrow()
+    vectors = listed.flatten()  # the values the rows hold, in order
+    floats = vectors.flatten().to_numpy(zero_copy_only=False)
+    return np.asarray(floats, dtype=np.float32).reshape(-1, d)
 
 
 def _cosine_batch(f: pl.DataFrame) -> pl.DataFrame:
-    return cosine_rows(f.get_column("e"), f.get_column("a"))
+    e, a = f.get_column("e"), f.get_column("a")
+    if "t" not in f.columns or not (e.dtype.is_integer() and a.dtype.is_integer()):
+        return cosine_rows(e, a)
+    matrix = table_matrix(f.get_column("t"))
+    d = matrix.shape[1]
+    flat = matrix.reshape(-1)
+
+    def side(idx: pl.Series) -> tuple[I64, I64]:
+        rows = idx.cast(pl.Int64).fill_null(-1).to_numpy()
+        if rows.size and int(rows.max()) >= len(matrix):
+            raise MetricError(
+                f"Column {idx.name!r} indexes vector {int(rows.max())} of a table of {len(matrix)}."
+            )
+        return rows * d, np.where(rows >= 0, d, 0).astype(np.int64)
+
+    (e_start, e_len), (a_start, a_len) = side(e), side(a)
+    return _cosine(flat, e_start, e_len, flat, a_start, a_len)
+
+
+def cosine_kernel() -> pl.Expr:
+    """The ``cosine``, ``expected_dim`` and ``actual_dim`` of each row's text embeddings
+    (``EMBEDDING``), as a struct: from the vector columns, or through the runner's indices
+    into ``EMBEDDING_TABLE``.
+
+    Reads whole columns at once (not elementwise: the indices refer to the whole table).
+    """
+    return batched(
+        _cosine_batch,
+        {"e": pl.col(EMBEDDING.expected), "a": pl.col(EMBEDDING.actual)},
+        {"cosine": pl.Float64, "expected_dim": pl.Int64, "actual_dim": pl.Int64},
+        optional={"t": EMBEDDING_TABLE},
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,13 +486,7 @@ def cosine_embedding() -> Scored:
             clamped_score=clamped,
             embedder=pl.col(cols.embedder),
         ),
-        prepare={
-            "cosine-embedding__kernel": batched(
-                _cosine_batch,
-                {"e": pl.col(cols.expected), "a": pl.col(cols.actual)},
-                {"cosine": pl.Float64, "expected_dim": pl.Int64, "actual_dim": pl.Int64},
-            )
-        },
+        prepare={"cosine-embedding__kernel": cosine_kernel()},
     )
 
 

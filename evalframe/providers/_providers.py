@@ -6,10 +6,13 @@ import dataclasses
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from evalframe.core import schema as C
@@ -46,6 +49,10 @@ if TYPE_CHECKING:
 __all__ = ["BUDGET_ERROR_PREFIX", "Providers"]
 
 BUDGET_ERROR_PREFIX = "Budget exhausted:"
+
+# Texts ``embed_matrix`` asks for, and copies into its matrix, at a time: the embedder's
+# per-text arrays are then held for one chunk (25 MB at 384 values a vector), not for all.
+EMBED_CHUNK = 16_384
 
 _NO_WEBHOOK = (
     "The metric(s) {metrics} POST rows to the webhook endpoint {name!r}, and none is "
@@ -459,6 +466,55 @@ class Providers:
             what="embedding texts",
         )
 
+    def embed_matrix(
+        self, texts: Sequence[str]
+    ) -> tuple[npt.NDArray[np.float32], list[str | None]]:
+        """One vector per text (pass unique texts) as the rows of one float32 matrix (zero
+        rows where there is none), and per text the reason there is none.
+
+        Texts are looked up, asked and copied into the matrix ``EMBED_CHUNK`` at a time, so
+        the run holds the matrix and one chunk's vectors, not every text's vector twice.
+        The matrix's size ``d`` is the most common among the first vectors returned; a
+        vector of another size is its text's error.
+        """
+        from evalframe.providers._openai import quote
+
+        client = self.embeddings
+        n, namespace = len(texts), f"embedding|{client.id}"
+        errors: list[str | None] = [None] * n
+        matrix: npt.NDArray[np.float32] | None = None
+        whole = self._tracking("embedding texts", n, "texts") if n > EMBED_CHUNK else None
+        with whole or nullcontext():
+            for start in range(0, n, EMBED_CHUNK):
+                part = list(texts[start : start + EMBED_CHUNK])
+                got = self._cached_vectors(
+                    namespace,
+                    part,
+                    lambda idx, part=part: client.embed([part[i] for i in idx], self.ledger),
+                    cacheable=client.cacheable,
+                    what=None if whole else "embedding texts",
+                )
+                vectors = got.vectors
+                if matrix is None:
+                    sizes = Counter(v.shape[-1] for v in vectors if v is not None)
+                    if sizes:
+                        d = sizes.most_common(1)[0][0]
+                        matrix = np.zeros((n, d), dtype=np.float32)
+                for j, v in enumerate(vectors):
+                    i = start + j
+                    vectors[j] = None  # copied once: the text's array goes as the matrix fills
+                    errors[i] = got.errors[j]
+                    if v is None:
+                        errors[i] = errors[i] or "Embeddings: no vector was returned."
+                    elif matrix is not None and v.shape[-1] != matrix.shape[1]:
+                        errors[i] = (
+                            f"Embedding for {quote(texts[i])} has {v.shape[-1]} dimensions; "
+                            f"the others have {matrix.shape[1]}."
+                        )
+                    elif matrix is not None:  # (always: this chunk has a vector)
+                        matrix[i] = v
+        return (matrix if matrix is not None else np.zeros((n, 0), np.float32)), errors
+
     def embed_tokens(self, texts: Sequence[str], tokens: Sequence[Sequence[str]]) -> Embedded:
         """Contextual token vectors per text (pass unique texts); see ``TokenEmbeddingClient``."""
         client = self.embeddings
@@ -476,8 +532,16 @@ class Providers:
         )
 
     def _cached_vectors(
-        self, namespace: str, payloads: list[Any], compute: Any, *, cacheable: bool, what: str
+        self,
+        namespace: str,
+        payloads: list[Any],
+        compute: Any,
+        *,
+        cacheable: bool,
+        what: str | None,
     ) -> Embedded:
+        """``what``: the progress display's name, or ``None`` inside one already shown
+        (cached payloads then count as done)."""
         self._guard()
         n = len(payloads)
         cache = self.cache if cacheable else None
@@ -486,8 +550,11 @@ class Providers:
         )
         errors: list[str | None] = [None] * n
         missing = [i for i, v in enumerate(vectors) if v is None]
+        if what is None:
+            self.ledger.progressed(n - len(missing))
         if missing:
-            with self._tracking(what, len(missing), "texts"):
+            shown = self._tracking(what, len(missing), "texts") if what is not None else None
+            with shown or nullcontext():
                 result: Embedded = self._guarded(compute, missing)
             for j, i in enumerate(missing):
                 vectors[i], errors[i] = result.vectors[j], result.errors[j]
