@@ -5,7 +5,8 @@ metrics themselves are pure NumPy kernels over whole columns and rescoring a sto
 needs no model:
 
 * ``expected_output__embedding`` / ``actual_output__embedding``: one vector per row, from
-  one embedding per unique text across the whole batch;
+  one embedding per unique text across the whole batch (as the scoring runner fills them:
+  each row's index into ``EMBEDDING_TABLE``, the unique texts' vectors);
 * ``expected_output__token_embeddings`` / ``actual_output__token_embeddings``: one vector per
   token of the shared tokeniser (rouge-l's), contextual on the embedded model, else one
   embedding per unique token across the whole batch.
