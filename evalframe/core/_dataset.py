@@ -24,8 +24,10 @@ does: ``yes``, ``no``, ``on`` and ``off`` stay strings, and a repeated key is an
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, cast
@@ -55,11 +57,13 @@ from evalframe.core._formats import (
     Document,
     Source,
     columnar_source,
+    jsonl_source,
     load_json,
     read_parquet_source,
     records_from_columns,
 )
 from evalframe.core._gc import gc_paused
+from evalframe.core._njit import worth_compiling
 from evalframe.core._parquet_source import is_parquet_source
 from evalframe.core._trajectory import check_expectation_texts, check_expectations
 
@@ -70,6 +74,11 @@ SCHEMA_VERSION: Final = "eval-harness.dataset.v1"
 
 _DATASET_ATTRIBUTES: Final = ("name", "metrics", "repetitions", "path", "schema_version")
 _EXPECTED_TYPES: Final = ("string", "int", "float", "bool", "null", "list", "map")
+# A JSONL file from this size on is read by a compiled pass first (core/_dataset_lines.py);
+# below it the exact reader is fast enough and numba stays unloaded, unless this process has
+# the pass loaded already (a larger file was read), from _WARM_FROM.
+_COMPILED_FROM: Final = 4 << 20
+_WARM_FROM: Final = 64 << 10
 
 
 class Dataset(pl.DataFrame):
@@ -301,10 +310,45 @@ def read_dataset(path: str | os.PathLike[str], *, name: str | None = None) -> Da
             ".yaml, .yml, .json, .jsonl, .csv or .parquet."
         )
     with gc_paused():
+        compiled = _compiled_jsonl(file, where, name) if suffix == ".jsonl" else None
+        if compiled is not None:
+            return compiled
         found = reader(file, where, name)
         if isinstance(found, Document):
             return _from_document(found.value, found.source, name, file)
         return Dataset._build(found.samples, found.source, found.name, (), None, file)
+
+
+def _compiled_jsonl(file: Path, where: str, name: str | None) -> Dataset | None:
+    """A large JSONL file read by the compiled pass, or None: the exact reader reads it (a
+    small file, any error, anything the pass leaves to it whole)."""
+    try:
+        size = file.stat().st_size
+    except OSError:
+        return None
+    loaded = sys.modules.get("evalframe.core._dataset_lines")
+    warm = size >= _WARM_FROM and loaded is not None and loaded.lines_loaded()
+    name = name or file.stem
+    if not (warm or worth_compiling(size, _COMPILED_FROM - 1)) or not name.strip():
+        return None
+    try:
+        data = file.read_bytes()
+    except OSError:
+        return None
+    from evalframe.core import _dataset_lines as lines  # imports numpy, and numba to compile
+
+    if not warm:
+        lines.announce()
+    source = jsonl_source(where)
+    frame = lines.dataset_lines(
+        data.removeprefix(codecs.BOM_UTF8), lambda records: _samples_frame(records, source), where
+    )
+    if frame is None:
+        return None
+    check_expectation_texts(
+        frame.get_column("sample_id"), frame.get_column("metadata"), source.error
+    )
+    return Dataset._wrap(frame, name=name, metrics=[], repetitions=None, path=file)
 
 
 # --- per-sample validation ------------------------------------------------------------------

@@ -31,6 +31,7 @@ from evalframe.core import schema as C
 from evalframe.core._canon import JSONValue, php_canonical_json
 
 __all__ = [
+    "MAYBE_NOT_CANONICAL",
     "EncodedMap",
     "dataset_columns",
     "finite_json",
@@ -101,7 +102,7 @@ _TYPE_NAMES: Final = {
 }
 # Where the sorted C encoding and PHP's canonical JSON may differ (see the module docstring);
 # a false alarm only costs the slow path for that row.
-_MAYBE_NOT_CANONICAL: Final = (
+MAYBE_NOT_CANONICAL: Final = (
     r"\{\}"
     r'|[{,]"(?:[ +\-.0-9]|\\)'
     r"|[:,\[]-?[0-9]+[.eE]"
@@ -143,7 +144,7 @@ def dataset_columns(
     bad = first_surrogate(ids, hashed, metadata_text)
     if bad is not None:
         raise surrogate_error(bad)
-    suspect = pl.Series(hashed, dtype=pl.String).str.contains(_MAYBE_NOT_CANONICAL)
+    suspect = pl.Series(hashed, dtype=pl.String).str.contains(MAYBE_NOT_CANONICAL)
     for index in suspect.arg_true().to_list():
         hashed[index] = (
             f'{{"input":{php_canonical_json(inputs[index])},'

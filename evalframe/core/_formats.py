@@ -51,7 +51,9 @@ __all__ = [
     "columnar_source",
     "decode_utf8",
     "depth_error",
+    "jsonl_source",
     "load_json",
+    "long_digit_run",
     "read_bytes",
     "read_parquet_source",
     "read_text",
@@ -134,8 +136,13 @@ def _read_json(file: Path, where: str, name: str | None) -> Document | Records:
     )
 
 
+def jsonl_source(where: str) -> Source:
+    """Where a JSONL file's samples come from, and its format rules."""
+    return Source(where, "JSONL", ("sample_id", "id"), tags_field=True)
+
+
 def _read_jsonl(file: Path, where: str, name: str | None) -> Records:
-    source = Source(where, "JSONL", ("sample_id", "id"), tags_field=True)
+    source = jsonl_source(where)
     text = read_text(file, where, "Dataset JSONL")
     if not text.strip():
         raise source.error("Dataset JSONL file is empty.")
@@ -143,7 +150,7 @@ def _read_jsonl(file: Path, where: str, name: str | None) -> Records:
 
 
 def _jsonl_values(text: str, source: Source) -> Iterator[object]:
-    fast = not _long_digit_run(text)
+    fast = not long_digit_run(text.encode("utf-8", "surrogatepass"))
     # Split on "\n" only: str.splitlines() would also split at U+2028 inside JSON strings.
     for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
@@ -368,10 +375,11 @@ _NOT_READ: Final = object()
 _DIGITS_AS_ZERO: Final = bytes.maketrans(b"123456789", b"000000000")
 
 
-def _long_digit_run(text: str) -> bool:
-    """Whether ``text`` holds 19 digits in a row (a bytes translation and search: a regular
-    expression takes 50 times as long over a large file)."""
-    return b"0" * 19 in text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO)
+def long_digit_run(data: bytes) -> bool:
+    """Whether ``data`` holds 19 digits in a row, where orjson would read an integer past 64
+    bits as a float (a bytes translation and search: a regular expression takes 50 times as
+    long over a large file)."""
+    return b"0" * 19 in data.translate(_DIGITS_AS_ZERO)
 
 
 _COUNTED_BELOW: Final = 1 << 16
