@@ -42,16 +42,9 @@ from evalframe.core._canon import php_canonical_json
 from evalframe.core._dataset_columns import MAYBE_NOT_CANONICAL
 from evalframe.core._errors import DatasetError
 from evalframe.core._formats import load_json, long_digit_run
-from evalframe.core._json_bytes import (
-    compact_value,
-    copy_bytes,
-    encode_string,
-    json_string,
-    skip_string,
-    skip_value,
-    surely_not_blank,
-    word_at,
-)
+from evalframe.core._json._strings import encode_string, json_string, skip_string
+from evalframe.core._json._text import NULL, copy_bytes, surely_not_blank, word_at
+from evalframe.core._json._values import compact_value, skip_value
 from evalframe.core._njit import compiling, kernel_int, njit
 
 __all__ = ["announce", "dataset_lines", "lines_loaded"]
@@ -71,7 +64,6 @@ _ANY_KEY = np.frombuffer(b'"expected_any":', np.uint8)
 _HASH_HEAD = np.frombuffer(b'{"input":', np.uint8)
 _HASH_MIDDLE = np.frombuffer(b',"expected":', np.uint8)
 _EMPTY_MAP = np.frombuffer(b"{}", np.uint8)
-_NULL = np.frombuffer(b"null", np.uint8)
 # expected_type by the code the pass gives a row; -1: the line is left to the exact code
 _TYPES: Final = ("string", "int", "float", "bool", "null", "list")
 _STRING, _INT, _FLOAT, _BOOL, _NONE, _LIST = (kernel_int(k) for k in range(6))
@@ -244,7 +236,7 @@ def _sample(
                 return -1
             seen |= 1 << which
         c = data[p]
-        null = word_at(data, p, stop, _NULL) if c == 0x6E else -1
+        null = word_at(data, p, stop, NULL) if c == 0x6E else -1
         if which in (_ID, _SAMPLE_ID):
             if null >= 0:
                 p = null  # as if absent
