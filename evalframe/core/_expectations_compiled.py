@@ -36,7 +36,14 @@ import polars as pl
 from evalframe.core._json._numbers import exact_integer, number_end
 from evalframe.core._json._strings import json_string
 from evalframe.core._json._text import skip_ws, surely_not_blank, word_at
-from evalframe.core._json._values import compact_value, member_key, next_member, skip_value
+from evalframe.core._json._values import (
+    compact_value,
+    member_key,
+    name_index,
+    name_table,
+    next_member,
+    skip_value,
+)
 from evalframe.core._njit import kernel_int, njit
 
 __all__ = ["LIST_FIELDS", "decode_expectations"]
@@ -47,8 +54,7 @@ _WORDS = (
     "name", "tool", "arguments", "args",  # an argument spec's (9-12)
     "trajectory",  # the metadata's (13)
 )  # fmt: skip
-_NAMES = np.frombuffer("".join(_WORDS).encode(), np.uint8)
-_NAME_OFF = np.cumsum([0, *(len(w) for w in _WORDS)]).astype(np.int64)
+_NAMES, _NAME_OFF = name_table(_WORDS)
 _int = kernel_int  # constants kernels pass on: NumPy integers, not literals
 _BLOCK_KEYS, _SPEC_KEYS, _META_KEYS, _END_KEYS = _int(0), _int(9), _int(13), _int(14)
 _MAX_STEPS, _OPTIMAL, _TOOL_ARGUMENTS, _GOAL = 5, 6, 7, 8
@@ -68,22 +74,6 @@ _C_OUT = _int(9)
 _TABLE_ROWS = 43
 _NULL = np.frombuffer(b"null", np.uint8)
 _QUOTE, _OPEN, _CLOSE, _LIST, _LIST_END = 34, 123, 125, 91, 93
-
-
-@njit
-def _key(key: Any, k: int, lo: int, hi: int) -> int:
-    """The index in ``_WORDS[lo:hi]`` of the name ``key[:k]`` spells, or -1."""
-    for i in range(lo, hi):
-        a, b = _NAME_OFF[i], _NAME_OFF[i + 1]
-        if b - a == k:
-            same = True
-            for j in range(k):
-                if key[j] != _NAMES[a + j]:
-                    same = False
-                    break
-            if same:
-                return i
-    return -1
 
 
 @njit
@@ -181,7 +171,7 @@ def _spec(
         p, n = member_key(data, p, end, scratch)
         if p < 0:
             return -1, False
-        which = _key(scratch, n, _SPEC_KEYS, _META_KEYS)
+        which = name_index(scratch, n, _NAMES, _NAME_OFF, _SPEC_KEYS, _META_KEYS)
         if which >= 0:
             if seen & (1 << (which - _SPEC_KEYS)):
                 return -1, False
@@ -295,7 +285,7 @@ def _block(data: Any, p: int, end: int, t: Any, out: Any, b: Any, d: int) -> int
         p, n = member_key(data, p, end, scratch)
         if p < 0:
             return -1
-        which = _key(scratch, n, _BLOCK_KEYS, _SPEC_KEYS)
+        which = name_index(scratch, n, _NAMES, _NAME_OFF, _BLOCK_KEYS, _SPEC_KEYS)
         if which < 0:
             p = skip_value(data, p, end, b[0][:64])
         else:
@@ -350,7 +340,7 @@ def _text(data: Any, p: int, end: int, t: Any, out: Any, b: Any, d: int) -> bool
         p, n = member_key(data, p, end, scratch)
         if p < 0:
             return False
-        if _key(scratch, n, _META_KEYS, _END_KEYS) >= 0:
+        if name_index(scratch, n, _NAMES, _NAME_OFF, _META_KEYS, _END_KEYS) >= 0:
             if seen:
                 return False
             seen = True

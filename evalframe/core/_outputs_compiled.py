@@ -38,7 +38,7 @@ from evalframe.core._arrow_text import spans, string_array
 from evalframe.core._json._numbers import exact_double, exact_integer
 from evalframe.core._json._strings import json_string
 from evalframe.core._json._text import FALSE, NULL, TRUE, skip_ws, word_at
-from evalframe.core._json._values import member_key, next_member
+from evalframe.core._json._values import member_key, name_index, name_table, next_member
 from evalframe.core._njit import njit
 from evalframe.core._outputs_nested import Builder, end_row, nested_columns, nested_value, start_row
 
@@ -164,25 +164,7 @@ _FIRST_NUMBER = 3 + len(_NESTED)
 
 
 def _names(numbers: list[str]) -> tuple[Any, Any]:
-    words = ["id", C.SAMPLE_ID, C.ACTUAL_OUTPUT, *_NESTED, *numbers]
-    data = np.frombuffer("".join(words).encode(), np.uint8)
-    return data, np.cumsum([0, *(len(w) for w in words)]).astype(np.int64)
-
-
-@njit
-def _which(scratch: Any, k: int, names: Any, offsets: Any) -> int:
-    """The index of the name ``scratch[:k]`` spells, or -1."""
-    for i in range(offsets.size - 1):
-        lo, hi = offsets[i], offsets[i + 1]
-        if hi - lo == k:
-            same = True
-            for j in range(k):
-                if scratch[j] != names[lo + j]:
-                    same = False
-                    break
-            if same:
-                return i
-    return -1
+    return name_table(["id", C.SAMPLE_ID, C.ACTUAL_OUTPUT, *_NESTED, *numbers])
 
 
 @njit(inline="always")
@@ -267,7 +249,7 @@ def _scan_entries(
             p = _ws(data, p + 1, end, listed)
             if p >= end:
                 return -1, id_off, text_off, ints, floats, valid, seen
-            which = _which(scratch, k, names, offsets)
+            which = name_index(scratch, k, names, offsets, 0, offsets.size - 1)
             if which >= 0:
                 if got[which]:  # a repeated member: Python keeps the last, left to it
                     return -1, id_off, text_off, ints, floats, valid, seen

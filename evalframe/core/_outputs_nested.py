@@ -46,8 +46,15 @@ import polars as pl
 from evalframe.core._arrow_text import list_array, numbers_array, spans, string_array, strings_array
 from evalframe.core._json._numbers import exact_double, exact_integer, number_end
 from evalframe.core._json._strings import json_string
-from evalframe.core._json._text import copy_bytes, skip_ws, surely_not_blank, word_at
-from evalframe.core._json._values import compact_value, member_key, next_member, skip_value
+from evalframe.core._json._text import ascii_space, copy_bytes, skip_ws, surely_not_blank, word_at
+from evalframe.core._json._values import (
+    compact_value,
+    member_key,
+    name_index,
+    name_table,
+    next_member,
+    skip_value,
+)
 from evalframe.core._njit import kernel_int, njit
 
 __all__ = [
@@ -102,8 +109,7 @@ _WORDS = (
     "text", "id",
     "role", "content", "tool_calls", "latency_ms", "tokens",
 )  # fmt: skip
-_NAMES = np.frombuffer("".join(_WORDS).encode(), np.uint8)
-_NAME_OFF = np.cumsum([0, *(len(w) for w in _WORDS)]).astype(np.int64)
+_NAMES, _NAME_OFF = name_table(_WORDS)
 _TRAJECTORY_KEYS, _CALL_KEYS, _ITEM_KEYS, _TURN_KEYS, _NO_KEYS = (
     _int(k) for k in (0, 5, 13, 15, len(_WORDS))
 )
@@ -148,22 +154,6 @@ class Builder:
                 readonly,  # the same bytes, read-only: the array type compact_value reads
             )
         )
-
-
-@njit
-def _lookup(key: Any, k: int, lo: int, hi: int) -> int:
-    """The index in ``_WORDS[lo:hi]`` of the name ``key[:k]`` spells, or -1."""
-    for i in range(lo, hi):
-        a, b = _NAME_OFF[i], _NAME_OFF[i + 1]
-        if b - a == k:
-            same = True
-            for j in range(k):
-                if key[j] != _NAMES[a + j]:
-                    same = False
-                    break
-            if same:
-                return i
-    return -1
 
 
 @njit
@@ -247,18 +237,12 @@ def _latency(data: Any, p: int, end: int, b: Any, col: int, i: int) -> int:
     return q
 
 
-@njit(inline="always")
-def _space(c: int) -> bool:
-    """ASCII whitespace as ``str.strip()`` sees it."""
-    return c == 0x20 or 0x09 <= c <= 0x0D or 0x1C <= c <= 0x1F
-
-
 @njit
 def _digits_text(out: Any, lo: int, hi: int) -> int:
     """The value of a text of ASCII digits (at most 18) with ASCII space around, or -1."""
-    while lo < hi and _space(out[lo]):
+    while lo < hi and ascii_space(out[lo]):
         lo += 1
-    while hi > lo and _space(out[hi - 1]):
+    while hi > lo and ascii_space(out[hi - 1]):
         hi -= 1
     if hi == lo or hi - lo > 18:
         return -1
@@ -354,7 +338,7 @@ def _call(data: Any, p: int, end: int, b: Any, c: int) -> int:
         p, n = member_key(data, p, end, scratch)
         if p < 0:
             return -1
-        which = _lookup(scratch, n, _CALL_KEYS, _ITEM_KEYS)
+        which = name_index(scratch, n, _NAMES, _NAME_OFF, _CALL_KEYS, _ITEM_KEYS)
         if which >= 0:
             bit = 1 << (which - _CALL_KEYS)
             if seen & bit:  # repeated: Python keeps the last, left to it
@@ -503,7 +487,7 @@ def _trajectory(data: Any, p: int, end: int, b: Any, row: int) -> int:
         p, n = member_key(data, p, end, scratch)
         if p < 0:
             return -1
-        which = _lookup(scratch, n, _TRAJECTORY_KEYS, _CALL_KEYS)
+        which = name_index(scratch, n, _NAMES, _NAME_OFF, _TRAJECTORY_KEYS, _CALL_KEYS)
         if which >= 0:
             if seen & (1 << which):
                 return -1
@@ -552,7 +536,7 @@ def _context_item(data: Any, p: int, end: int, b: Any, k: int) -> int:
         p, n = member_key(data, p, end, scratch)
         if p < 0:
             return -1
-        which = _lookup(scratch, n, _ITEM_KEYS, _TURN_KEYS)
+        which = name_index(scratch, n, _NAMES, _NAME_OFF, _ITEM_KEYS, _TURN_KEYS)
         if which >= 0:
             if seen & (1 << (which - _ITEM_KEYS)):
                 return -1
@@ -624,7 +608,7 @@ def _turn(data: Any, p: int, end: int, b: Any, k: int) -> int:
         p, n = member_key(data, p, end, scratch)
         if p < 0:
             return -1
-        which = _lookup(scratch, n, _TURN_KEYS, _NO_KEYS)
+        which = name_index(scratch, n, _NAMES, _NAME_OFF, _TURN_KEYS, _NO_KEYS)
         if which >= 0:
             if seen & (1 << (which - _TURN_KEYS)):
                 return -1

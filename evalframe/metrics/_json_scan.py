@@ -18,6 +18,7 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.core._json._strings import hex4, put_utf8, short_escape
+from evalframe.core._json._text import skip_ws
 from evalframe.core._njit import compiling, njit, worth_compiling
 from evalframe.metrics._text import utf8_buffers
 
@@ -43,15 +44,6 @@ _INTERPRETED_UP_TO = 1 << 16
 
 _E_EMPTY, _E_CHAR, _E_END, _E_ESCAPE, _E_CONTROL, _E_NUMBER, _E_EXTRA = range(1, 8)
 _K_NULL, _K_FALSE, _K_TRUE, _K_NUMBER, _K_STRING, _K_OBJECT, _K_ARRAY = range(7)
-
-
-@njit(inline="always")
-def _ws(buf: Any, pos: int, end: int) -> int:
-    while pos < end and (
-        buf[pos] == 0x20 or buf[pos] == 0x09 or buf[pos] == 0x0A or buf[pos] == 0x0D
-    ):
-        pos += 1
-    return pos
 
 
 @njit
@@ -243,7 +235,7 @@ def _scan(
             continue
         s = off[i]
         e = off[i + 1]
-        pos = _ws(buf, s, e)
+        pos = skip_ws(buf, s, e)
         if pos >= e:
             err[i] = _E_EMPTY
             err_at[i] = pos - s
@@ -267,7 +259,7 @@ def _scan(
                     is_obj = c == 0x7B
                     if depth == 0:
                         root[i] = _K_OBJECT if is_obj else _K_ARRAY
-                    pos = _ws(buf, pos + 1, e)
+                    pos = skip_ws(buf, pos + 1, e)
                     if pos < e and buf[pos] == (0x7D if is_obj else 0x5D):
                         pos += 1
                         kind = _K_OBJECT if is_obj else _K_ARRAY
@@ -355,7 +347,7 @@ def _scan(
                 count += 1
                 state = 2
             elif state == 1:
-                pos = _ws(buf, pos, e)
+                pos = skip_ws(buf, pos, e)
                 if pos >= e:
                     code = _E_END
                     break
@@ -380,17 +372,17 @@ def _scan(
                 path[plen] = 0x27
                 path[plen + 1] = 0x5D
                 plen += 2
-                pos = _ws(buf, pos, e)
+                pos = skip_ws(buf, pos, e)
                 if pos >= e:
                     code = _E_END
                     break
                 if buf[pos] != 0x3A:
                     code = _E_CHAR
                     break
-                pos = _ws(buf, pos + 1, e)
+                pos = skip_ws(buf, pos + 1, e)
                 state = 0
             else:
-                pos = _ws(buf, pos, e)
+                pos = skip_ws(buf, pos, e)
                 if depth == 0:
                     if pos < e:
                         code = _E_EXTRA
@@ -401,7 +393,7 @@ def _scan(
                 c = buf[pos]
                 top = depth - 1
                 if c == 0x2C:
-                    pos = _ws(buf, pos + 1, e)
+                    pos = skip_ws(buf, pos + 1, e)
                     plen = st_path[top]
                     if st_kind[top] == 0:
                         state = 1

@@ -48,6 +48,7 @@ import numpy.typing as npt
 import orjson
 import polars as pl
 
+from evalframe.core._json._text import JSON_WS
 from evalframe.core._njit import njit
 from evalframe.metrics._lcs import _threads_for
 from evalframe.metrics._text import utf8_buffers
@@ -59,11 +60,6 @@ MAX_DEPTH = 64
 """Deeper documents are written by orjson, not by the compiled pass."""
 
 _FLAGGED = -1
-
-
-@njit(inline="always")
-def _is_space(c: int) -> bool:
-    return c in (32, 10, 13, 9)
 
 
 @njit(inline="always")
@@ -165,12 +161,12 @@ def _render(
     i = start
     while i < end:
         c = buf[i]
-        if _is_space(c):
+        if JSON_WS[c]:
             i += 1
             continue
         if c in (123, 91):  # { [
             j = i + 1
-            while j < end and _is_space(buf[j]):
+            while j < end and JSON_WS[buf[j]]:
                 j += 1
             close = 125 if c == 123 else 93
             if j < end and buf[j] == close:

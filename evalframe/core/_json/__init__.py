@@ -13,5 +13,7 @@ the retrieval and argument scanners in ``metrics/``, the strict scanner
 - :mod:`~evalframe.core._json._values`: object members, whole values skipped or re-encoded.
 
 Every function is a kernel (``core/_njit.py``): compiled on first use and cached on disk, or
-run as its own Python source on small inputs.
+run as its own Python source on small inputs. tests/test_json_primitives.py checks them, and
+the readers and writers built on them, against ``json`` and ``orjson`` over generated
+documents.
 """

@@ -30,6 +30,7 @@ __all__ = [
     "put_utf8",
     "short_escape",
     "skip_string",
+    "unicode_escape",
     "write_string",
 ]
 
@@ -108,6 +109,25 @@ def short_escape(e: int) -> int:
     return -1
 
 
+@njit(inline="always")
+def unicode_escape(data: Any, p: int, end: int) -> tuple[int, int]:
+    """The ``\\uXXXX`` escape whose digits start at ``p``, a surrogate pair read whole: the
+    position after it and its code point, or (-1, -1) for bad digits and a lone surrogate."""
+    cp = hex4(data, p, end)
+    if cp < 0 or 0xDC00 <= cp <= 0xDFFF:
+        return -1, -1
+    p += 4
+    if 0xD800 <= cp <= 0xDBFF:
+        if p + 1 >= end or data[p] != _BACKSLASH or data[p + 1] != 117:
+            return -1, -1
+        low = hex4(data, p + 2, end)
+        if not 0xDC00 <= low <= 0xDFFF:
+            return -1, -1
+        p += 6
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
+    return p, cp
+
+
 @njit
 def json_string(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, int]:
     """Decode the JSON string opening at ``p`` into ``out[o:]``.
@@ -138,18 +158,9 @@ def json_string(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, int
             continue
         if e != 117:
             return -1, -1
-        cp = hex4(data, p, end)
-        if cp < 0 or 0xDC00 <= cp <= 0xDFFF:
+        p, cp = unicode_escape(data, p, end)
+        if p < 0:
             return -1, -1
-        p += 4
-        if 0xD800 <= cp <= 0xDBFF:
-            if p + 1 >= end or data[p] != _BACKSLASH or data[p + 1] != 117:
-                return -1, -1
-            low = hex4(data, p + 2, end)
-            if not 0xDC00 <= low <= 0xDFFF:
-                return -1, -1
-            p += 6
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
         o = put_utf8(out, o, cp)
     return -1, -1
 
@@ -174,50 +185,28 @@ def skip_string(data: Any, p: int, end: int) -> int:
             continue
         if e != 117:
             return -1
-        cp = hex4(data, p, end)
-        if cp < 0 or 0xDC00 <= cp <= 0xDFFF:
+        p = unicode_escape(data, p, end)[0]
+        if p < 0:
             return -1
-        p += 4
-        if 0xD800 <= cp <= 0xDBFF:
-            if p + 1 >= end or data[p] != _BACKSLASH or data[p + 1] != 117:
-                return -1
-            if not 0xDC00 <= hex4(data, p + 2, end) <= 0xDFFF:
-                return -1
-            p += 6
     return -1
 
 
 @njit(inline="always")
 def _put_escaped(out: Any, o: int, b: int) -> int:
     """Write the ASCII character ``b`` as Python's JSON encoder writes it in a string."""
-    if b in (_QUOTE, _BACKSLASH):
-        out[o] = _BACKSLASH
-        out[o + 1] = b
-        return o + 2
-    if b >= 0x20:
+    e = _ESCAPED[b]
+    if e == 0:
         out[o] = b
         return o + 1
     out[o] = _BACKSLASH
-    short = 0
-    if b == 0x08:
-        short = 0x62
-    elif b == 0x0C:
-        short = 0x66
-    elif b == 0x0A:
-        short = 0x6E
-    elif b == 0x0D:
-        short = 0x72
-    elif b == 0x09:
-        short = 0x74
-    if short:
-        out[o + 1] = short
+    if e > 1:
+        out[o + 1] = e
         return o + 2
     out[o + 1] = 0x75  # \u00XX, lower-case hex digits
     out[o + 2] = 0x30
     out[o + 3] = 0x30
-    out[o + 4] = 0x30 + (b >> 4)
-    low = b & 0xF
-    out[o + 5] = 0x30 + low if low < 10 else 0x61 + low - 10
+    out[o + 4] = _HEX[b >> 4]
+    out[o + 5] = _HEX[b & 0xF]
     return o + 6
 
 
@@ -252,18 +241,9 @@ def encode_string(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, i
             continue
         if e != 117:
             return -1, -1
-        cp = hex4(data, p, end)
-        if cp < 0 or 0xDC00 <= cp <= 0xDFFF:
+        p, cp = unicode_escape(data, p, end)
+        if p < 0:
             return -1, -1
-        p += 4
-        if 0xD800 <= cp <= 0xDBFF:
-            if p + 1 >= end or data[p] != _BACKSLASH or data[p + 1] != 117:
-                return -1, -1
-            low = hex4(data, p + 2, end)
-            if not 0xDC00 <= low <= 0xDFFF:
-                return -1, -1
-            p += 6
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
         o = _put_escaped(out, o, cp) if cp < 0x80 else put_utf8(out, o, cp)
     return -1, -1
 

@@ -22,6 +22,7 @@ __all__ = [
     "JSON_WS",
     "NULL",
     "TRUE",
+    "ascii_space",
     "copy_bytes",
     "skip_ws",
     "surely_not_blank",
@@ -61,6 +62,12 @@ def word_at(data: Any, p: int, end: int, word: Any) -> int:
     return p + int(word.size)
 
 
+@njit(inline="always")
+def ascii_space(c: int) -> bool:
+    """ASCII whitespace as ``str.strip()`` sees it."""
+    return c == 0x20 or 0x09 <= c <= 0x0D or 0x1C <= c <= 0x1F
+
+
 @njit
 def surely_not_blank(text: Any, lo: int, hi: int) -> bool:
     """Whether the UTF-8 text ``text[lo:hi]`` holds a character Python's ``str.strip()``
@@ -70,7 +77,7 @@ def surely_not_blank(text: Any, lo: int, hi: int) -> bool:
     for k in range(lo, hi):
         b = text[k]
         if b < 0x80:
-            if not (b == 0x20 or 0x09 <= b <= 0x0D or 0x1C <= b <= 0x1F):
+            if not ascii_space(b):
                 return True
         elif b >= 0xC0 and b not in (0xC2, 0xE1, 0xE2, 0xE3):
             return True

@@ -10,14 +10,25 @@ Examples:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from evalframe.core._json._numbers import compact_number, number_end
 from evalframe.core._json._strings import encode_string, json_string, skip_string
 from evalframe.core._json._text import FALSE, NULL, TRUE, copy_bytes, skip_ws, word_at
 from evalframe.core._njit import kernel_int, njit
 
-__all__ = ["compact_value", "member_key", "next_member", "skip_value"]
+__all__ = [
+    "compact_value",
+    "member_key",
+    "name_index",
+    "name_table",
+    "next_member",
+    "skip_value",
+]
 
 _QUOTE, _COLON, _COMMA = 34, 58, 44
 _ZERO = kernel_int(0)
@@ -37,6 +48,30 @@ def member_key(data: Any, p: int, end: int, scratch: Any) -> tuple[int, int]:
         return -1, -1
     p = skip_ws(data, p + 1, end)
     return (p, k) if p < end else (-1, -1)
+
+
+def name_table(words: Sequence[str]) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """The member names a reader knows, for :func:`name_index`: their UTF-8 bytes end to end
+    and ``len(words) + 1`` offsets."""
+    names = np.frombuffer("".join(words).encode(), np.uint8)
+    return names, np.cumsum([0, *(len(w.encode()) for w in words)]).astype(np.int64)
+
+
+@njit
+def name_index(key: Any, k: int, names: Any, offsets: Any, lo: int, hi: int) -> int:
+    """The index among names ``lo`` to ``hi`` of a :func:`name_table` of the name ``key[:k]``
+    spells, or -1."""
+    for i in range(lo, hi):
+        a, b = offsets[i], offsets[i + 1]
+        if b - a == k:
+            same = True
+            for j in range(k):
+                if key[j] != names[a + j]:
+                    same = False
+                    break
+            if same:
+                return i
+    return -1
 
 
 @njit
