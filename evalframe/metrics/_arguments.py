@@ -36,7 +36,7 @@ from evalframe.core._json._text import skip_ws
 from evalframe.core._json._values import skip_value
 from evalframe.core._njit import compiling, njit, worth_compiling
 
-__all__ = ["loose_equal", "loose_subset", "loose_subsets"]
+__all__ = ["judge_pairs", "loose_equal", "loose_subset", "loose_subsets"]
 
 _UNKNOWN, _NO, _YES = -1, 0, 1
 _STR, _NUM, _TRUE, _FALSE, _NULL, _MAP, _LIST = range(7)
@@ -331,13 +331,18 @@ def loose_subsets(expected: pl.Series, actual: pl.Series) -> npt.NDArray[np.bool
     unknown = np.flatnonzero(verdicts == _UNKNOWN)
     if unknown.size:
         index = pl.Series(unknown)
-        pairs = pl.DataFrame({"e": expected.gather(index), "a": actual.gather(index)})
-        distinct = pairs.unique()
-        judged = [
-            loose_subset(json.loads(e or "{}"), json.loads(a) if a else {})
-            for e, a in distinct.iter_rows()
-        ]
-        table = distinct.with_columns(ok=pl.Series(judged, dtype=pl.Boolean))
-        ok = pairs.join(table, on=["e", "a"], how="left", maintain_order="left", nulls_equal=True)
-        verdicts[unknown] = ok.get_column("ok").to_numpy()
+        verdicts[unknown] = judge_pairs(expected.gather(index), actual.gather(index))
     return verdicts.astype(np.bool_)
+
+
+def judge_pairs(expected: pl.Series, actual: pl.Series) -> npt.NDArray[np.bool_]:
+    """``loose_subsets`` by Python's ``loose_subset``, once per distinct pair of texts."""
+    pairs = pl.DataFrame({"e": expected, "a": actual})
+    distinct = pairs.unique()
+    judged = [
+        loose_subset(json.loads(e or "{}"), json.loads(a) if a else {})
+        for e, a in distinct.iter_rows()
+    ]
+    table = distinct.with_columns(ok=pl.Series(judged, dtype=pl.Boolean))
+    ok = pairs.join(table, on=["e", "a"], how="left", maintain_order="left", nulls_equal=True)
+    return ok.get_column("ok").to_numpy()

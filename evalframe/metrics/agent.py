@@ -25,8 +25,17 @@ from evalframe.metrics._expectations import Expectations
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Scored
 from evalframe.metrics._text import IdArray, OffsetArray
+from evalframe.metrics._trajectory_pass import (
+    Details,
+    FlatPass,
+    Lists,
+    distinct,
+    json_values,
+    top,
+)
 from evalframe.metrics.trajectory import (
     called_names,
+    common_fast,
     is_subsequence,
     lists_of,
     multiset_common,
@@ -35,6 +44,7 @@ from evalframe.metrics.trajectory import (
     per_row,
     scoring_pass,
     spec_pairs,
+    subsequence_fast,
     trajectory_metric,
 )
 
@@ -273,10 +283,7 @@ def tool_correctness(*, mode: ToolCorrectnessMode = "set") -> Scored:
             positional, ordered = _order_counts(safe, names)
             matched = positional if mode == "exact" else ordered
         t = pl.DataFrame({"e": n_e, "c": n_c, "m": matched})
-        out_of = {
-            "multiset": pl.col("e") + pl.col("c") - pl.col("m"),
-            "exact": pl.max_horizontal("e", "c"),
-        }.get(mode, pl.col("e"))
+        out_of = _out_of(mode)
         counted = t.select(
             matched="m",
             out_of=out_of,
@@ -315,8 +322,81 @@ def tool_correctness(*, mode: ToolCorrectnessMode = "set") -> Scored:
             "note": pl.String(),
         }
         fields = ("unexpected", "not_called", "matched", "out_of", "called", "note")
+
+    def fast(flat: FlatPass, expect: Expectations) -> tuple[pl.DataFrame, Details]:
+        expected, names = flat.expected_sequence(), flat.calls
+        unexpected = _difference_fast(names, expected, top(flat))
+        not_called = _difference_fast(expected, names, top(flat))
+        e = distinct(expected, top(flat)).lengths
+        c = distinct(names, top(flat)).lengths
+        missed = not_called.lengths
+        none = ~expected.valid
+        written = Details(flat.height).names("unexpected", unexpected)
+        written.names("not_called", Lists(not_called.ids, not_called.off, expected.valid))
+        note = "No metadata.trajectory.expected_tools or tools: nothing to check, scored 1.0."
+        if mode == "set":
+            t = pl.DataFrame({"common": e - missed, "union": c + missed, "none": none})
+            score = t.select(
+                score=pl.when(pl.col("none") | (pl.col("union") == 0))
+                .then(1.0)
+                .otherwise((pl.col("common") / pl.col("union")).round(6))
+            )
+            return score, written.note("note", none, note)
+        safe = expected.or_empty()
+        if mode in ("multiset", "subset"):
+            matched = common_fast(safe, names)
+        else:
+            positional, ordered = _order_fast(safe, names)
+            matched = positional if mode == "exact" else ordered
+        t = pl.DataFrame({"e": safe.lengths, "c": names.lengths, "m": matched, "none": none})
+        counted = t.select(
+            out_of=_out_of(mode),
+            score=pl.when(pl.col("none"))
+            .then(1.0)
+            .when(pl.col("e") == 0)
+            .then((pl.col("c") == 0).cast(pl.Float64))
+            .otherwise((pl.col("m") / _out_of(mode)).round(6)),
+        )
+        written.integer("matched", matched)
+        written.integer("out_of", counted.get_column("out_of").to_numpy())
+        written.names("called", names).note("note", none, note)
+        return counted.select("score"), written
+
     key = "" if mode == "set" else f"({mode})"
-    return trajectory_metric("tool-correctness", kernel, output, _plain(*fields), key=key)
+    return trajectory_metric(
+        "tool-correctness",
+        kernel,
+        output,
+        _plain(*fields),
+        key=key,
+        fast=fast,
+        reads=("expected_tools", "tools", "order"),
+    )
+
+
+def _out_of(mode: str) -> pl.Expr:
+    """tool-correctness's denominator outside ``set`` mode (columns ``e``, ``c``, ``m``)."""
+    return {
+        "multiset": pl.col("e") + pl.col("c") - pl.col("m"),
+        "exact": pl.max_horizontal("e", "c"),
+    }.get(mode, pl.col("e"))
+
+
+def _difference_fast(a: Lists, b: Lists, top: int) -> Lists:
+    """``_set_difference`` over the flat layout: ``a``'s distinct names not in ``b``."""
+    n = a.valid.shape[0]
+    out = np.zeros(a.ids.shape[0], np.int64)
+    out_off = np.zeros(n + 1, np.int64)
+    _difference(a.ids, a.off, b.ids, b.off, np.full(top, -1, np.int64), out, out_off)
+    return Lists(a.ids[out[: out_off[-1]]], out_off, np.ones(n, np.bool_))
+
+
+def _order_fast(expected: Lists, names: Lists) -> tuple[npt.NDArray[np.int64], ...]:
+    """``_order_kernel``'s two counts per row over the flat layout."""
+    n = expected.valid.shape[0]
+    positional, ordered = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    _order_kernel(expected.ids, expected.off, names.ids, names.off, positional, ordered)
+    return positional, ordered
 
 
 @metric(
@@ -383,19 +463,37 @@ def argument_correctness(*, judge: bool = False) -> Scored:
             .otherwise((pl.col("met") / pl.col("total")).round(6)),
             met="met",
             total="total",
-            note=pl.when(pl.col("total") == 0).then(
-                pl.lit(
-                    "No call to a tool listed in metadata.trajectory.tool_arguments: scored 1.0."
-                )
-            ),
+            note=pl.when(pl.col("total") == 0).then(pl.lit(_NO_SPECIFIED_CALL)),
         )
+
+    def fast(flat: FlatPass, expect: Expectations) -> tuple[pl.DataFrame, Details]:
+        _, c, ok = flat.spec_verdicts()
+        graded = np.zeros(flat.call_names.shape[0], np.bool_)
+        graded[c] = True
+        right = np.zeros(flat.call_names.shape[0], np.bool_)
+        right[c[ok]] = True
+        rows = np.repeat(np.arange(flat.height, dtype=np.int64), np.diff(flat.call_off))
+        total = np.bincount(rows[graded], minlength=flat.height).astype(np.int64)
+        met = np.bincount(rows[right], minlength=flat.height).astype(np.int64)
+        score = pl.DataFrame({"met": met, "total": total}).select(
+            score=pl.when(pl.col("total") == 0)
+            .then(1.0)
+            .otherwise((pl.col("met") / pl.col("total")).round(6))
+        )
+        written = Details(flat.height).integer("met", met).integer("total", total)
+        return score, written.note("note", total == 0, _NO_SPECIFIED_CALL)
 
     return trajectory_metric(
         "argument-correctness",
         kernel,
         {"met": pl.Int64, "total": pl.Int64, "note": pl.String},
         _plain("met", "total", "note"),
+        fast=fast,
+        reads=("tool_arguments",),
     )
+
+
+_NO_SPECIFIED_CALL = "No call to a tool listed in metadata.trajectory.tool_arguments: scored 1.0."
 
 
 @metric(
@@ -455,6 +553,21 @@ def step_efficiency(*, judge: bool = False) -> Scored:
             has_optimal=pl.col("optimal").is_not_null(),
         )
 
+    def fast(flat: FlatPass, expect: Expectations) -> tuple[pl.DataFrame, Details]:
+        given = expect.get_column("optimal_steps")
+        expected = flat.expected_sequence()
+        length = pl.Series(expected.lengths).set(pl.Series(~expected.valid), None)
+        optimal = pl.select(pl.coalesce(given, length)).to_series()
+        out = pl.DataFrame({"steps": flat.steps, "optimal": optimal}).select(
+            score=pl.when(pl.col("steps") == 0)
+            .then(1.0)
+            .otherwise((pl.col("optimal") / pl.col("steps")).clip(upper_bound=1.0).round(6)),
+            has_optimal=pl.col("optimal").is_not_null(),
+        )
+        written = Details(flat.height).integer("steps", flat.steps)
+        written.integer("optimal_steps", optimal.fill_null(0).to_numpy(), optimal.is_not_null())
+        return out, written
+
     return trajectory_metric(
         "step-efficiency",
         kernel,
@@ -465,6 +578,8 @@ def step_efficiency(*, judge: bool = False) -> Scored:
             "has no optimal step count for step-efficiency metric: set "
             "metadata.trajectory.optimal_steps or expected_tools.",
         ),
+        fast=fast,
+        reads=("optimal_steps", "expected_tools", "tools", "order"),
     )
 
 
@@ -507,6 +622,30 @@ def tool_error_rate() -> Scored:
             note=pl.when(pl.col("calls") == 0).then(pl.lit("No tool calls: scored 1.0.")),
         )
 
+    def fast(flat: FlatPass, expect: Expectations) -> tuple[pl.DataFrame, Details]:
+        calls = flat.calls.lengths
+        rows = np.repeat(np.arange(flat.height, dtype=np.int64), calls)
+        failed = np.bincount(rows[flat.call_failed], minlength=flat.height).astype(np.int64)
+        failing = distinct(flat.calls.or_empty(), top(flat), flat.call_failed)
+        t = pl.DataFrame({"calls": calls, "failed": failed})
+        rate = pl.col("failed") / pl.col("calls")
+        score = t.select(
+            score=pl.when(pl.col("calls") == 0).then(1.0).otherwise((1.0 - rate).round(6))
+        )
+        # The rate's text as Polars writes the float, once per distinct (failed, calls).
+        some = calls > 0
+        pair = failed * (int(calls.max(initial=0)) + 1) + calls
+        distinct_pairs, choice = np.unique(pair[some], return_inverse=True)
+        at = np.full(flat.height, -1, np.int64)
+        at[some] = choice
+        first = np.zeros(distinct_pairs.shape[0], np.int64)
+        first[choice] = np.flatnonzero(some)
+        texts = json_values(t[first].select(a=rate.round(6)))
+        written = Details(flat.height).integer("calls", calls).integer("failed", failed)
+        written.text("error_rate", at, texts.to_list())
+        written.names("failing_tools", failing)
+        return score, written.note("note", calls == 0, "No tool calls: scored 1.0.")
+
     return trajectory_metric(
         "tool-error-rate",
         kernel,
@@ -518,6 +657,7 @@ def tool_error_rate() -> Scored:
             "note": pl.String,
         },
         _plain("calls", "failed", "error_rate", "failing_tools", "note"),
+        fast=fast,
     )
 
 
@@ -570,12 +710,21 @@ def goal_accuracy() -> Scored:
             }
         )
 
+    def fast(flat: FlatPass, expect: Expectations) -> tuple[pl.DataFrame, Details]:
+        s, _, ok = flat.goal_verdicts()
+        reached = np.zeros(flat.height, np.bool_)
+        reached[np.flatnonzero(flat.goal_valid)[s[ok]]] = True
+        out = pl.DataFrame({"score": reached.astype(np.float64), "has_goal": flat.goal_valid})
+        return out, Details(flat.height).name("goal_tool", flat.goal_names)
+
     return trajectory_metric(
         "goal-accuracy",
         kernel,
         {"goal_tool": pl.String, "has_goal": pl.Boolean},
         _plain("goal_tool"),
         required=("has_goal", "has no metadata.trajectory.goal for goal-accuracy metric."),
+        fast=fast,
+        reads=("goal",),
     )
 
 
@@ -625,14 +774,7 @@ def trajectory_match(
                 ((pl.col("m") == pl.col("e")) & (pl.col("m") == pl.col("c"))).cast(pl.Float64)
             ).to_series()
         else:
-            p = (
-                pl.when(pl.col("c") == 0)
-                .then(pl.when(pl.col("e") == 0).then(1.0).otherwise(0.0))
-                .otherwise(pl.col("m") / pl.col("c"))
-            )
-            r = pl.when(pl.col("e") == 0).then(1.0).otherwise(pl.col("m") / pl.col("e"))
-            f = pl.when(p + r == 0).then(0.0).otherwise(2 * p * r / (p + r))
-            score = t.select({"precision": p, "recall": r, "f1": f}[mode].round(6)).to_series()
+            score = t.select(_partial_match(mode)).to_series()
         return pl.DataFrame(
             {
                 "score": score,
@@ -642,6 +784,26 @@ def trajectory_match(
                 "has_expected": expected.is_not_null(),
             }
         )
+
+    def fast(flat: FlatPass, expect: Expectations) -> tuple[pl.DataFrame, Details]:
+        expected, names = flat.expected_sequence(), flat.calls
+        safe = expected.or_empty()
+        common = common_fast(safe, names)
+        n_e, n_c = safe.lengths, names.lengths
+        if mode == "exact":
+            positional, _ = _order_fast(safe, names)
+            score = pl.Series((n_e == n_c) & (positional == n_e)).cast(pl.Float64)
+        elif mode == "in-order":
+            score = pl.Series(subsequence_fast(safe, names)).cast(pl.Float64)
+        elif mode == "any-order":
+            score = pl.Series((common == n_e) & (common == n_c)).cast(pl.Float64)
+        else:
+            t = pl.DataFrame({"e": n_e, "c": n_c, "m": common})
+            score = t.select(_partial_match(mode)).to_series()
+        written = Details(flat.height).names("expected", expected).names("called", names)
+        written.integer("common", common)
+        out = pl.DataFrame({"score": score, "has_expected": expected.valid})
+        return out, written
 
     return trajectory_metric(
         "trajectory-match",
@@ -653,7 +815,22 @@ def trajectory_match(
             "has_expected",
             "has no metadata.trajectory.expected_tools for trajectory-match metric.",
         ),
+        fast=fast,
+        reads=("expected_tools", "tools", "order"),
     )
+
+
+def _partial_match(mode: str) -> pl.Expr:
+    """trajectory-match's ``precision``, ``recall`` or ``f1`` from the counts ``e``
+    (expected), ``c`` (called) and ``m`` (common)."""
+    p = (
+        pl.when(pl.col("c") == 0)
+        .then(pl.when(pl.col("e") == 0).then(1.0).otherwise(0.0))
+        .otherwise(pl.col("m") / pl.col("c"))
+    )
+    r = pl.when(pl.col("e") == 0).then(1.0).otherwise(pl.col("m") / pl.col("e"))
+    f = pl.when(p + r == 0).then(0.0).otherwise(2 * p * r / (p + r))
+    return {"precision": p, "recall": r, "f1": f}[mode].round(6)
 
 
 # --- judge-backed (the shared judge engine; prompts in metrics/_dialogue_judged.py) -------

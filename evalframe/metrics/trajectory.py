@@ -33,6 +33,16 @@ from evalframe.metrics._expectations import Expectations
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Derived, Range, Scored
 from evalframe.metrics._text import INTERPRETED_UP_TO, IdArray, Numbering, OffsetArray, intern
+from evalframe.metrics._trajectory_pass import (
+    Details,
+    FlatPass,
+    Lists,
+    details_text,
+    flat_pass,
+    names_of,
+    present,
+    top,
+)
 
 __all__ = [
     "approval_gated",
@@ -260,7 +270,7 @@ class Called:
 def called_names(frame: pl.DataFrame) -> pl.Series:
     """Per row: the names of the calls made, in order (``traj`` is the trajectory column);
     computed once per scoring pass."""
-    return _shared_pass(frame)[2].names
+    return _shared_pass(frame).called.names
 
 
 def numbered(
@@ -269,7 +279,10 @@ def numbered(
     """``intern(expected, names)``; the names of a pass's calls (``called_names``) are
     numbered once for all its metrics, when large enough to take the compiled interner."""
     with _LOCK:
-        called = next((c for *_, c in _LAST if c.names is names), None)
+        called = next(
+            (s.called for *_, s in _LAST if "called" in s._parts and s.called.names is names),
+            None,
+        )
     if called is None or not worth_compiling(_flat_length(names), INTERPRETED_UP_TO):
         e, c = intern(expected, names)
         return e, c
@@ -402,7 +415,7 @@ def matched_specs(specs: pl.Series, calls: pl.DataFrame) -> pl.DataFrame:
 
 _LOCK = threading.Lock()
 _KEPT: Final = 8
-_LAST: list[tuple[int | None, pl.DataFrame, Expectations, pl.DataFrame, Called]] = []
+_LAST: list[tuple[int | None, pl.DataFrame, _Shared]] = []
 _PASS_COLUMN: Final = "trajectory__pass"
 _PASSES = itertools.count(1)
 
@@ -422,13 +435,42 @@ def scoring_pass(**_: object) -> list[Derived]:
     return [SCORING_PASS]
 
 
+class _Shared:
+    """What the metrics of one pass share over a batch, each part made when first asked for:
+    the decoded expectations, the exploded calls, the called names, the flat layout."""
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self._traj = frame.get_column("traj")
+        self.expect = Expectations(frame.get_column("meta"), frame.get_column("id"))
+        self._lock = threading.RLock()
+        self._parts: dict[str, Any] = {}
+
+    def _part(self, name: str, make: Callable[[], Any]) -> Any:
+        with self._lock:
+            if name not in self._parts:
+                self._parts[name] = make()
+            return self._parts[name]
+
+    @property
+    def calls(self) -> pl.DataFrame:
+        return self._part("calls", lambda: calls_frame(self._traj))  # type: ignore[no-any-return]
+
+    @property
+    def called(self) -> Called:
+        return self._part("called", lambda: Called(self._traj))  # type: ignore[no-any-return]
+
+    @property
+    def flat(self) -> FlatPass | None:
+        return self._part("flat", lambda: flat_pass(self._traj, self.expect))  # type: ignore[no-any-return]
+
+
 def _shared(frame: pl.DataFrame) -> tuple[Expectations, pl.DataFrame]:
     """The decoded expectations and exploded calls of ``frame`` (``_shared_pass``)."""
-    expect, calls, _ = _shared_pass(frame)
-    return expect, calls
+    shared = _shared_pass(frame)
+    return shared.expect, shared.calls
 
 
-def _shared_pass(frame: pl.DataFrame) -> tuple[Expectations, pl.DataFrame, Called]:
+def _shared_pass(frame: pl.DataFrame) -> _Shared:
     """The decoded expectations and exploded calls of ``frame``, shared by the metrics of a run.
 
     Every trajectory metric of a scoring pass reads the same frame, so the metadata is decoded
@@ -439,19 +481,17 @@ def _shared_pass(frame: pl.DataFrame) -> tuple[Expectations, pl.DataFrame, Calle
     token = frame.get_column("pass")[0] if frame.height else None
     ids = frame.get_column("id")
     with _LOCK:
-        for seen_token, seen, expect, calls, called in _LAST:
+        for seen_token, seen, shared in _LAST:
             if seen.height != frame.height:
                 continue
             same_pass = token is not None and seen_token == token
             if (same_pass and seen.get_column("id").equals(ids)) or (
                 token is None and seen.equals(frame)
             ):
-                return expect, calls, called
-        expect = Expectations(frame.get_column("meta"), ids)
-        calls = calls_frame(frame.get_column("traj"))
-        called = Called(frame.get_column("traj"))
-        _LAST[:] = [(token, frame, expect, calls, called), *_LAST[: _KEPT - 1]]
-        return expect, calls, called
+                return shared
+        shared = _Shared(frame)
+        _LAST[:] = [(token, frame, shared), *_LAST[: _KEPT - 1]]
+        return shared
 
 
 class _View:
@@ -477,6 +517,9 @@ class _View:
 
 
 Kernel = Callable[[pl.DataFrame, Expectations, pl.DataFrame], pl.DataFrame]
+Fast = Callable[[FlatPass, Expectations], tuple[pl.DataFrame, Details]]
+"""A metric's pass over the flat layout: ``score`` (and the ``required`` flag, if any) per
+row, and its details."""
 
 
 def trajectory_metric(
@@ -487,6 +530,8 @@ def trajectory_metric(
     *,
     key: str = "",
     required: tuple[str, str] | None = None,
+    fast: Fast | None = None,
+    reads: tuple[str, ...] = (),
 ) -> Scored:
     """A metric from ``kernel(frame, expectations, calls) -> frame with score and output``.
 
@@ -494,25 +539,83 @@ def trajectory_metric(
     the kernel's score is read. ``key`` tells apart the kernel columns of one metric with
     different parameters. ``required`` is (a Boolean output field, the message after
     ``Sample '<id>' ``) for rows the kernel marks as lacking a needed expectation.
+
+    With ``fast`` (the same metric over the flat layout, reading the expectation fields
+    ``reads`` in that order), a batch the layout covers takes it, any other ``kernel``; both
+    give the details as JSON text.
     """
     column = f"{name}{key}__trajectory"
+    score, error, details_expr = _exprs(name, column, details, required)
+    inputs = {
+        "traj": trajectory_expr(),
+        "meta": pl.col(C.METADATA),
+        "id": pl.col(C.SAMPLE_ID),
+        "pass": pl.col(_PASS_COLUMN).struct.field("token"),
+    }
 
     def run(frame: pl.DataFrame) -> pl.DataFrame:
-        shared, calls = _shared(frame)
-        expect = _View(shared)
-        result = kernel(frame, expect, calls)  # type: ignore[arg-type]  # a view reads alike
+        shared = _shared_pass(frame)
+        expect = _View(shared.expect)
+        result = kernel(frame, expect, shared.calls)  # type: ignore[arg-type]  # a view reads alike
         return result.with_columns(problem=expect.problem)
 
+    if fast is None:
+        packed = batched(run, inputs, {"score": pl.Float64, "problem": pl.String, **output})
+        return Scored(score=score, error=error, details=details_expr, prepare={column: packed})
+
+    def run_either(frame: pl.DataFrame) -> pl.DataFrame:
+        shared = _shared_pass(frame)
+        flat = shared.flat
+        if flat is None:
+            table = pl.DataFrame(
+                {
+                    C.SAMPLE_ID: frame.get_column("id"),
+                    TRAJECTORY_COLUMN: frame.get_column("traj"),
+                    column: run(frame).to_struct(column),
+                }
+            )
+            return table.select(
+                score=score, problem=error, details=details_expr.struct.json_encode()
+            )
+        assert fast is not None
+        out, written = fast(flat, shared.expect)
+        problem = _problems(name, frame, flat, shared.expect.problem_for(list(reads)))
+        if required is not None:
+            lacking = ~out.get_column(required[0]) & problem.is_null()
+            if lacking.any():
+                message = pl.concat_str(
+                    pl.lit("Sample '"), pl.col("id"), pl.lit(f"' {required[1]}")
+                )
+                text = frame.filter(lacking).select(message).to_series()
+                problem = problem.scatter(np.flatnonzero(lacking.to_numpy()), text)
+        ok = problem.is_null()
+        return pl.DataFrame(
+            {
+                "score": pl.select(pl.when(ok).then(out.get_column("score"))).to_series(),
+                "problem": problem,
+                "details": details_text(written, flat),
+            }
+        )
+
     packed = batched(
-        run,
-        {
-            "traj": trajectory_expr(),
-            "meta": pl.col(C.METADATA),
-            "id": pl.col(C.SAMPLE_ID),
-            "pass": pl.col(_PASS_COLUMN).struct.field("token"),
-        },
-        {"score": pl.Float64, "problem": pl.String, **output},
+        run_either, inputs, {"score": pl.Float64, "problem": pl.String, "details": pl.String}
     )
+    out = pl.col(column)
+    return Scored(
+        score=out.struct.field("score"),
+        error=out.struct.field("problem"),
+        details=out.struct.field("details"),
+        prepare={column: packed},
+    )
+
+
+def _exprs(
+    name: str,
+    column: str,
+    details: Callable[[pl.Expr], pl.Expr],
+    required: tuple[str, str] | None,
+) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """The score, error and details expressions over a kernel's struct column ``column``."""
     kernel_out = pl.col(column)
     missing = trajectory_expr().is_null()
     problem = kernel_out.struct.field("problem")
@@ -522,12 +625,67 @@ def trajectory_metric(
         error = error.when(~kernel_out.struct.field(flag)).then(
             pl.concat_str(pl.lit("Sample '"), pl.col(C.SAMPLE_ID), pl.lit(f"' {message}"))
         )
-    return Scored(
-        score=pl.when(error.is_null()).then(kernel_out.struct.field("score")),
-        error=error,
-        details=pl.when(error.is_null()).then(details(kernel_out)),
-        prepare={column: packed},
-    )
+    score = pl.when(error.is_null()).then(kernel_out.struct.field("score"))
+    return score, error, pl.when(error.is_null()).then(details(kernel_out))
+
+
+def _problems(name: str, frame: pl.DataFrame, flat: FlatPass, found: pl.Series) -> pl.Series:
+    """Each row's error before its score is read: no trajectory, else a malformed field."""
+    if not flat.missing.any():
+        return found.alias("problem")
+    rows = np.flatnonzero(flat.missing)
+    ids = frame.filter(pl.Series(flat.missing)).select(pl.col("id").alias(C.SAMPLE_ID))
+    return found.scatter(rows, ids.select(missing_message(name)).to_series()).alias("problem")
+
+
+# --- the seven over the flat layout (``metrics/_trajectory_pass.py``) -------------------------
+
+
+def fraction_fast(
+    flat: FlatPass,
+    met: Any,
+    total: Any,
+    label: str,
+    missing: Lists,
+    key: str,
+    *,
+    skipped: Any = None,
+) -> tuple[pl.DataFrame, Details]:
+    """``_with_fraction``'s score and details (``met``, ``total``, the ``missing`` list as
+    ``label``, ``skipped`` if given, ``note``) over the flat layout."""
+    counts = pl.DataFrame({"met": met, "total": total})
+    score = counts.select(partial(pl.col("met"), pl.col("total")).alias("score"))
+    written = Details(flat.height).integer("met", met).integer("total", total)
+    written.names(label, missing)
+    if skipped is not None:
+        written.integer("skipped", skipped)
+    written.note("note", np.asarray(total) == 0, EMPTY_NOTE.format(key))
+    return score, written
+
+
+def present_fast(
+    flat: FlatPass, expected: Lists, called: Lists, label: str, key: str, *, found: bool = False
+) -> tuple[pl.DataFrame, Details]:
+    """``count_present`` scored as a fraction: the expected entries present among ``called``
+    (or, ``found``, absent), listing the others."""
+    safe = expected.or_empty()
+    met, listed = present(safe, called, top(flat), keep=found)
+    total = safe.lengths
+    return fraction_fast(flat, total - met if found else met, total, label, listed, key)
+
+
+def subsequence_fast(expected: Lists, called: Lists) -> npt.NDArray[np.bool_]:
+    """Per row: whether ``expected`` (a null list: empty) is a subsequence of ``called``."""
+    out = np.zeros(expected.valid.shape[0], np.bool_)
+    _subsequence_kernel(expected.ids, expected.off, called.ids, called.off, out)
+    return out
+
+
+def common_fast(expected: Lists, called: Lists) -> npt.NDArray[np.int64]:
+    """Per row: the size of the multiset intersection of the two lists."""
+    out = np.zeros(expected.valid.shape[0], np.int64)
+    _common_kernel(expected.ids, expected.off, called.ids, called.off, out)
+    return out
 
 
 def partial(met: pl.Expr, total: pl.Expr) -> pl.Expr:
@@ -597,8 +755,16 @@ def tool_called() -> Scored:
         counts = count_present(expect.get_column("tools"), called_names(frame))
         return _with_fraction(counts, "tools")
 
+    def fast(flat: FlatPass, expect: Expectations) -> tuple[pl.DataFrame, Details]:
+        return present_fast(flat, flat.lists["tools"], flat.calls, "not_called", "tools")
+
     return trajectory_metric(
-        "tool-called", kernel, _fraction_output(), _fraction_details("tools", "not_called")
+        "tool-called",
+        kernel,
+        _fraction_output(),
+        _fraction_details("tools", "not_called"),
+        fast=fast,
+        reads=("tools",),
     )
 
 
@@ -636,8 +802,17 @@ def tool_not_called() -> Scored:
         )
         return _with_fraction(avoided, "forbidden_tools")
 
+    def fast(flat: FlatPass, expect: Expectations) -> tuple[pl.DataFrame, Details]:
+        forbidden = flat.lists["forbidden_tools"]
+        return present_fast(flat, forbidden, flat.calls, "called", "forbidden_tools", found=True)
+
     return trajectory_metric(
-        "tool-not-called", kernel, _fraction_output(), _fraction_details("", "called")
+        "tool-not-called",
+        kernel,
+        _fraction_output(),
+        _fraction_details("", "called"),
+        fast=fast,
+        reads=("forbidden_tools",),
     )
 
 
@@ -689,8 +864,26 @@ def tool_called_with() -> Scored:
             k.struct.field("note").alias("note"),
         )
 
+    def fast(flat: FlatPass, expect: Expectations) -> tuple[pl.DataFrame, Details]:
+        s, _, ok = flat.spec_verdicts()
+        met = np.zeros(flat.spec_names.shape[0], np.bool_)
+        met[s[ok]] = True
+        rows = np.repeat(np.arange(flat.height, dtype=np.int64), np.diff(flat.spec_off))
+        total = np.bincount(rows, minlength=flat.height).astype(np.int64)
+        matched = np.bincount(rows[met], minlength=flat.height).astype(np.int64)
+        unmatched = names_of(flat, rows[~met], flat.spec_names[~met])
+        skipped = expect.get_column("skipped_arguments").fill_null(0).to_numpy()
+        return fraction_fast(
+            flat, matched, total, "unmatched", unmatched, "tool_arguments", skipped=skipped
+        )
+
     return trajectory_metric(
-        "tool-called-with", kernel, {**_fraction_output(), "skipped": pl.Int64()}, details
+        "tool-called-with",
+        kernel,
+        {**_fraction_output(), "skipped": pl.Int64()},
+        details,
+        fast=fast,
+        reads=("tool_arguments",),
     )
 
 
@@ -738,6 +931,17 @@ def tool_call_order() -> Scored:
             }
         )
 
+    def fast(flat: FlatPass, expect: Expectations) -> tuple[pl.DataFrame, Details]:
+        order = flat.lists["order"]
+        ok = subsequence_fast(order.or_empty(), flat.calls)
+        written = (
+            Details(flat.height)
+            .names("expected", order)
+            .names("called", flat.calls)
+            .note("note", order.lengths == 0, EMPTY_NOTE.format("order"))
+        )
+        return pl.DataFrame({"score": ok.astype(np.float64)}), written
+
     return trajectory_metric(
         "tool-call-order",
         kernel,
@@ -747,6 +951,8 @@ def tool_call_order() -> Scored:
             k.struct.field("called").alias("called"),
             k.struct.field("note").alias("note"),
         ),
+        fast=fast,
+        reads=("order",),
     )
 
 
@@ -774,8 +980,10 @@ def steps_below(*, max_steps: Annotated[int, Range(ge=0)] | None = None) -> Scor
     """
     fallback = max_steps
 
-    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
-        steps = frame.get_column("traj").struct.field("steps")
+    no_limit = "No step limit (metadata.trajectory.max_steps or max_steps=): scored 1.0."
+    below = "A step limit below 1 is no limit: scored 1.0."
+
+    def counted(steps: pl.Series, expect: Expectations) -> pl.DataFrame:
         limit = expect.get_column("max_steps")
         if fallback is not None:
             limit = limit.fill_null(fallback)
@@ -787,15 +995,30 @@ def steps_below(*, max_steps: Annotated[int, Range(ge=0)] | None = None) -> Scor
             max_steps=pl.col("limit"),
             over_by=(pl.col("steps") - pl.col("limit")).clip(lower_bound=0),
             note=pl.when(pl.col("limit").is_null())
-            .then(
-                pl.lit("No step limit (metadata.trajectory.max_steps or max_steps=): scored 1.0.")
-            )
+            .then(0)
             .when(pl.col("limit") < 1)
-            .then(pl.lit("A step limit below 1 is no limit: scored 1.0.")),
+            .then(1)
+            .otherwise(-1),
         )
+
+    def kernel(frame: pl.DataFrame, expect: Expectations, calls: pl.DataFrame) -> pl.DataFrame:
+        out = counted(frame.get_column("traj").struct.field("steps"), expect)
+        notes = pl.Series([no_limit, below, None], dtype=pl.String)
+        return out.with_columns(note=notes.gather(out.get_column("note").replace(-1, 2)))
+
+    def fast(flat: FlatPass, expect: Expectations) -> tuple[pl.DataFrame, Details]:
+        out = counted(pl.Series(flat.steps), expect)
+        valid = out.get_column("max_steps").is_not_null().to_numpy()
+        written = Details(flat.height).integer("steps", flat.steps)
+        written.integer("max_steps", out.get_column("max_steps").fill_null(0).to_numpy(), valid)
+        written.integer("over_by", out.get_column("over_by").fill_null(0).to_numpy(), valid)
+        written.note("note", out.get_column("note").to_numpy(), no_limit, below)
+        return out.select("score"), written
 
     return trajectory_metric(
         "steps-below",
+        fast=fast,
+        reads=("max_steps",),
         key=f"({max_steps})",
         kernel=kernel,
         output={"steps": pl.Int64, "max_steps": pl.Int64, "over_by": pl.Int64, "note": pl.String},
@@ -836,11 +1059,17 @@ def no_pending_approvals() -> Scored:
             {"score": (pending == 0).cast(pl.Float64), "pending_approvals": pending}
         )
 
+    def fast(flat: FlatPass, expect: Expectations) -> tuple[pl.DataFrame, Details]:
+        pending = np.asarray(flat.pending, np.int64)
+        written = Details(flat.height).integer("pending_approvals", pending)
+        return pl.DataFrame({"score": (pending == 0).astype(np.float64)}), written
+
     return trajectory_metric(
         "no-pending-approvals",
         kernel,
         {"pending_approvals": pl.Int64},
         lambda k: pl.struct(k.struct.field("pending_approvals").alias("pending_approvals")),
+        fast=fast,
     )
 
 
@@ -871,6 +1100,15 @@ def approval_gated() -> Scored:
         counts = count_present(expect.get_column("requires_approval"), approvals)
         return _with_fraction(counts, "requires_approval")
 
+    def fast(flat: FlatPass, expect: Expectations) -> tuple[pl.DataFrame, Details]:
+        required = flat.lists["requires_approval"]
+        return present_fast(flat, required, flat.approvals, "not_approved", "requires_approval")
+
     return trajectory_metric(
-        "approval-gated", kernel, _fraction_output(), _fraction_details("", "not_approved")
+        "approval-gated",
+        kernel,
+        _fraction_output(),
+        _fraction_details("", "not_approved"),
+        fast=fast,
+        reads=("requires_approval",),
     )

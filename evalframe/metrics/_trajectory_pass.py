@@ -1,0 +1,555 @@
+"""The trajectory and agent metrics of one scoring pass over flat buffers, details as JSON text.
+
+A large batch's trajectories (tool calls, approvals, steps) and decoded expectations are laid
+out once per scoring pass as flat arrays (:class:`FlatPass`): every name they hold, called or
+expected, numbered in one id space, the arguments as the bytes of their JSON texts. Each
+metric then runs one compiled pass over those arrays for its counts and lists, and
+:func:`details_text` writes its details as the JSON text Polars' ``struct.json_encode`` gives
+the same struct (strings escaped by Polars itself, once per distinct name), so no metric
+builds a struct column or explodes the calls. The scores are computed from the counts by the
+same Polars expressions as before, so they are the same floats.
+
+Batches this layout does not cover (a few rows, where compiling does not pay; a hand-built
+trajectory column with nulls where a parsed one never has them) take each metric's
+column-by-column path, whose results the property tests hold these to.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Sequence
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from evalframe.core._arrow_text import string_array, text_buffers
+from evalframe.core._expectations_compiled import LIST_FIELDS
+from evalframe.core._njit import compiling, njit, worth_compiling
+from evalframe.metrics._arguments import _subset, judge_pairs
+from evalframe.metrics._expectations import Expectations
+from evalframe.metrics._text import IdArray, OffsetArray, _Interner
+
+__all__ = ["Details", "FlatPass", "details_text", "flat_pass"]
+
+ROWS_FROM: Final = 10_000
+"""Batches of more rows take the flat layout and its compiled passes."""
+
+_I64_MIN: Final = -(2**63)
+
+
+def _fields_json(texts: pl.Series) -> pl.Series:
+    """Each string as Polars' JSON encoder writes it (quoted and escaped)."""
+    return json_values(pl.DataFrame({"a": texts}))
+
+
+def json_values(frame: pl.DataFrame) -> pl.Series:
+    """The values of ``frame``'s one column ``a`` as Polars' JSON encoder writes them."""
+    encoded = frame.select(pl.struct("a").struct.json_encode()).to_series()
+    return encoded.str.strip_prefix('{"a":').str.strip_suffix("}")
+
+
+class Lists:
+    """Lists of numbered names: row ``r`` is ``ids[off[r]:off[r + 1]]``, null where not
+    ``valid``."""
+
+    __slots__ = ("ids", "off", "valid")
+
+    def __init__(self, ids: IdArray, off: OffsetArray, valid: npt.NDArray[np.bool_]) -> None:
+        self.ids, self.off, self.valid = ids, off, valid
+
+    @property
+    def lengths(self) -> npt.NDArray[np.int64]:
+        return np.diff(self.off)
+
+    def coalesce(self, *others: Lists) -> Lists:
+        """Per row, the first of ``self, *others`` that is not null (null if none is)."""
+        sources = (self, *others)
+        choice = np.full(self.valid.shape[0], -1, np.int64)
+        for k in range(len(sources) - 1, -1, -1):  # one step per source, not per row
+            choice[sources[k].valid] = k
+        lengths = np.zeros(choice.shape[0], np.int64)
+        starts = np.zeros(choice.shape[0], np.int64)
+        base = 0
+        for k, s in enumerate(sources):
+            pick = choice == k
+            lengths[pick] = s.lengths[pick]
+            starts[pick] = s.off[:-1][pick] + base
+            base += s.ids.shape[0]
+        off = np.zeros(choice.shape[0] + 1, np.int64)
+        np.cumsum(lengths, out=off[1:])
+        every = np.concatenate([s.ids for s in sources])
+        at = np.repeat(starts - off[:-1], lengths) + np.arange(off[-1], dtype=np.int64)
+        return Lists(every[at].astype(np.int32), off, choice >= 0)
+
+    def or_empty(self) -> Lists:
+        """The same lists, a null one read as empty."""
+        return Lists(self.ids, self.off, np.ones(self.valid.shape[0], np.bool_))
+
+
+class Texts:
+    """JSON texts as bytes: item ``i`` is ``data[off[i]:off[i + 1]]`` (none where not
+    ``valid``), and the Series they came from."""
+
+    __slots__ = ("data", "off", "series", "valid")
+
+    def __init__(self, series: pl.Series) -> None:
+        self.series = series
+        self.data, self.off, self.valid = text_buffers(series)
+
+
+class FlatPass:
+    """The calls, trajectories and expectations of one batch as flat arrays (see the module).
+
+    Built by :func:`flat_pass` only for batches it covers; every field is read from the
+    trajectory column and from ``Expectations``, so a metric sees the values its
+    column-by-column path sees.
+    """
+
+    def __init__(self, traj: pl.Series, expect: Expectations) -> None:
+        n = traj.len()
+        self.height = n
+        self.missing = traj.is_null().to_numpy()
+        calls = traj.struct.field("tool_calls")
+        lengths = calls.list.len().fill_null(0).to_numpy().astype(np.int64)
+        self.call_off = np.zeros(n + 1, np.int64)
+        np.cumsum(lengths, out=self.call_off[1:])
+        flat = calls.explode(empty_as_null=False, keep_nulls=False).struct.unnest()
+        self.call_failed = flat.get_column("error").is_not_null().to_numpy()
+        self.call_args = Texts(flat.get_column("arguments"))
+        self.steps = traj.struct.field("steps").fill_null(0).to_numpy().astype(np.int64)
+        self.pending = traj.struct.field("pending_approvals").fill_null(0).to_numpy()
+        approvals = traj.struct.field("approvals")
+        specs = expect.get_column("tool_arguments")
+        spec_flat = specs.explode(empty_as_null=False, keep_nulls=False).struct.unnest()
+        self.spec_off = np.zeros(n + 1, np.int64)
+        np.cumsum(specs.list.len().fill_null(0).to_numpy(), out=self.spec_off[1:])
+        self.spec_valid = specs.is_not_null().to_numpy()
+        self.spec_args = Texts(spec_flat.get_column("arguments"))
+        goal = expect.get_column("goal")
+        self.goal_valid = goal.is_not_null().to_numpy()
+        self.goal_args = Texts(goal.struct.field("arguments"))
+        # Every name, numbered once: the calls', the approvals', the expected lists', the
+        # argument specs' and the goals'.
+        lists = {f: expect.get_column(f) for f in LIST_FIELDS}
+        parts: list[tuple[pl.Series, OffsetArray | None]] = [
+            (flat.get_column("name"), None),
+            (_flat(approvals), _offsets(approvals)),
+            *((_flat(s), _offsets(s)) for s in lists.values()),
+            (spec_flat.get_column("name"), None),
+            (goal.struct.field("name").fill_null(""), None),
+        ]
+        every = pl.concat([p.cast(pl.String) for p, _ in parts], rechunk=True)
+        data, tok_off, _ = text_buffers(every)
+        ids = _Interner().intern_flat(data, tok_off)
+        where = np.zeros(int(ids.max(initial=-1)) + 1, np.int64)
+        where[ids] = np.arange(ids.shape[0])  # some occurrence of each name
+        self.names_json = _fields_json(every.gather(where))
+        cuts = np.cumsum([0, *(p.len() for p, _ in parts)])
+        pieces = [ids[a:b] for a, b in itertools.pairwise(cuts)]
+        self.call_names = pieces[0]
+        self.approvals = Lists(pieces[1], _offsets(approvals), approvals.is_not_null().to_numpy())
+        self.lists = {
+            f: Lists(pieces[2 + k], _offsets(s), s.is_not_null().to_numpy())
+            for k, (f, s) in enumerate(lists.items())
+        }
+        self.spec_names = pieces[2 + len(LIST_FIELDS)]
+        self.goal_names = np.where(self.goal_valid, pieces[3 + len(LIST_FIELDS)], -1)
+        self.calls = Lists(self.call_names, self.call_off, ~self.missing)
+        self._verdicts: dict[str, tuple[Any, ...]] = {}
+        self._lock = threading.Lock()
+
+    def expected_sequence(self) -> Lists:
+        """``expected_tools``, else ``tools``, else ``order``; null where none is given."""
+        lists = self.lists
+        return lists["expected_tools"].coalesce(lists["tools"], lists["order"])
+
+    def spec_verdicts(
+        self,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        """Each (spec, call) pair of a row whose names are equal, and whether the call's
+        arguments contain the spec's (``loose_subset``); kept for the pass's other metrics."""
+        return self._pairs("specs")
+
+    def goal_verdicts(
+        self,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        """The same for each row's goal and its calls that did not fail."""
+        return self._pairs("goal")
+
+    def _pairs(
+        self, which: str
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        with self._lock:
+            if which not in self._verdicts:
+                if which == "specs":
+                    rows = np.repeat(np.arange(self.height, dtype=np.int64), np.diff(self.spec_off))
+                    names, texts = self.spec_names, self.spec_args
+                    usable = np.ones(self.call_names.shape[0], np.bool_)
+                else:
+                    rows = np.flatnonzero(self.goal_valid).astype(np.int64)
+                    names, texts = self.goal_names[rows], self.goal_args
+                    usable = ~self.call_failed
+                self._verdicts[which] = _verdicts(
+                    rows, names.astype(np.int64), texts, rows if which == "goal" else None, self,
+                    usable,
+                )  # fmt: skip
+            return self._verdicts[which]
+
+
+def _flat(lists: pl.Series) -> pl.Series:
+    return lists.explode(empty_as_null=False, keep_nulls=False)
+
+
+def _offsets(lists: pl.Series) -> OffsetArray:
+    off = np.zeros(lists.len() + 1, np.int64)
+    np.cumsum(lists.list.len().fill_null(0).to_numpy(), out=off[1:])
+    return off
+
+
+@njit
+def _name_pairs(
+    s_row: Any, s_name: Any, c_off: Any, c_name: Any, c_ok: Any, out_s: Any, out_c: Any
+) -> int:
+    """The (spec, call) pairs of one row and one name (calls not ``c_ok`` left out), written
+    to ``out_s``/``out_c`` as far as they have room; their number."""
+    n = 0
+    for k in range(s_row.shape[0]):
+        r = s_row[k]
+        for j in range(c_off[r], c_off[r + 1]):
+            if c_name[j] == s_name[k] and c_ok[j]:
+                if n < out_s.shape[0]:
+                    out_s[n] = k
+                    out_c[n] = j
+                n += 1
+    return n
+
+
+@njit
+def _pair_subsets(
+    e: Any, e_off: Any, e_valid: Any, e_at: Any, a: Any, a_off: Any, a_valid: Any,
+    out_s: Any, out_c: Any, out: Any,
+) -> None:  # fmt: skip
+    """``loose_subset`` of each pair's texts (spec ``e_at[s]``, call ``c``): yes, no, or
+    unknown (-1, for Python to judge)."""
+    stack = np.empty(64, np.int64)
+    for i in range(out.shape[0]):
+        s, c = e_at[out_s[i]], out_c[i]
+        e_lo, e_hi = e_off[s], e_off[s + 1]
+        a_lo, a_hi = a_off[c], a_off[c + 1]
+        if not e_valid[s]:
+            e_hi = e_lo
+        if not a_valid[c]:
+            a_hi = a_lo
+        out[i] = _subset(e, e_lo, e_hi, a, a_lo, a_hi, stack)
+
+
+def _verdicts(
+    s_row: npt.NDArray[np.int64],
+    s_name: npt.NDArray[np.int64],
+    texts: Texts,
+    text_at: npt.NDArray[np.int64] | None,
+    flat: FlatPass,
+    usable: npt.NDArray[np.bool_],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    at = np.arange(s_row.shape[0], dtype=np.int64) if text_at is None else text_at
+    empty = np.zeros(0, np.int64)
+    n = _name_pairs(s_row, s_name, flat.call_off, flat.call_names, usable, empty, empty)
+    out_s, out_c = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    _name_pairs(s_row, s_name, flat.call_off, flat.call_names, usable, out_s, out_c)
+    compiling("the tool arguments matcher", _pair_subsets)
+    verdicts = np.zeros(n, np.int8)
+    args = flat.call_args
+    _pair_subsets(
+        texts.data, texts.off, texts.valid, at, args.data, args.off, args.valid,
+        out_s, out_c, verdicts,
+    )  # fmt: skip
+    unknown = np.flatnonzero(verdicts < 0)
+    if unknown.size:
+        expected = texts.series.gather(pl.Series(at[out_s[unknown]]))
+        actual = args.series.gather(pl.Series(out_c[unknown]))
+        verdicts[unknown] = judge_pairs(expected, actual)
+    return out_s, out_c, verdicts.astype(np.bool_)
+
+
+def flat_pass(traj: pl.Series, expect: Expectations) -> FlatPass | None:
+    """The flat layout of a batch, or None where it does not cover the batch: a small one,
+    or a hand-built trajectory column with nulls where a parsed one has none."""
+    if not worth_compiling(traj.len(), ROWS_FROM):
+        return None
+    present = traj.filter(traj.is_not_null())
+    calls = present.struct.field("tool_calls")
+    if (
+        calls.null_count()
+        or present.struct.field("steps").null_count()
+        or present.struct.field("approvals").null_count()
+    ):
+        return None
+    flat = calls.explode(empty_as_null=False, keep_nulls=False)
+    if flat.null_count() or flat.struct.field("name").null_count():
+        return None
+    if _flat(present.struct.field("approvals")).null_count():
+        return None
+    if (present.struct.field("steps") == _I64_MIN).any():
+        return None
+    return FlatPass(traj, expect)
+
+
+# --- details as JSON text ---------------------------------------------------------------------
+
+_INT, _LIST, _RAW, _NAME = 0, 1, 2, 3
+
+
+class Details:
+    """The fields of one metric's details, in order, written by :func:`details_text`.
+
+    ``integer`` (null where not ``valid``), ``names`` (numbered lists, strings from the
+    pass's names), ``text`` (one of a few fixed texts per row, or null: ``choice`` indexes
+    ``texts``, -1 for null) and ``name`` (one numbered name per row, -1 for null).
+    """
+
+    def __init__(self, height: int) -> None:
+        self.height = height
+        self.keys: list[str] = []
+        self.kinds: list[int] = []
+        self.slots: list[int] = []
+        self.ints: list[npt.NDArray[np.int64]] = []
+        self.ints_ok: list[npt.NDArray[np.bool_]] = []
+        self.lists: list[Lists] = []
+        self.texts: list[str] = []
+
+    def integer(self, key: str, values: Any, valid: Any = None) -> Details:
+        values = np.asarray(values, np.int64)
+        ok = np.ones(self.height, np.bool_) if valid is None else np.asarray(valid, np.bool_)
+        if (values[ok] == _I64_MIN).any():
+            raise OverflowError(key)  # the one integer written as it is not; never parsed
+        return self._add(key, _INT, len(self.ints), self.ints, values, self.ints_ok, ok)
+
+    def names(self, key: str, lists: Lists) -> Details:
+        return self._add(key, _LIST, len(self.lists), self.lists, lists)
+
+    def name(self, key: str, ids: Any) -> Details:
+        values = np.asarray(ids, np.int64)
+        return self._add(key, _NAME, len(self.ints), self.ints, values, self.ints_ok, values >= 0)
+
+    def text(self, key: str, choice: Any, texts: Sequence[str]) -> Details:
+        """One of ``texts`` (JSON values, written as they are) per row, by ``choice``."""
+        base = len(self.texts)
+        self.texts.extend(texts)
+        values = np.asarray(choice, np.int64)
+        values = np.where(values >= 0, values + base, -1)
+        return self._add(key, _RAW, len(self.ints), self.ints, values, self.ints_ok, values >= 0)
+
+    def note(self, key: str, when: Any, *texts: str) -> Details:
+        """A string (``texts[0]``) where ``when``, else null; with several texts, ``when``
+        is each row's index into them (-1 for null)."""
+        choice = np.asarray(when)
+        if choice.dtype == np.bool_:
+            choice = np.where(choice, 0, -1)
+        encoded = _fields_json(pl.Series(list(texts), dtype=pl.String)).to_list()
+        return self.text(key, choice, encoded)
+
+    def _add(self, key: str, kind: int, slot: int, into: list[Any], *values: Any) -> Details:
+        self.keys.append(key)
+        self.kinds.append(kind)
+        self.slots.append(slot)
+        if kind == _LIST:
+            into.append(values[0])
+        else:
+            self.ints.append(values[0])
+            self.ints_ok.append(values[2])
+        return self
+
+
+def _bytes_of(series: pl.Series) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    data, off, _ = text_buffers(series)
+    return np.ascontiguousarray(data[off[0] : off[-1]]), off - off[0]
+
+
+def details_text(details: Details, flat: FlatPass) -> pl.Series:
+    """The details of every row as one JSON text each (``struct.json_encode``'s)."""
+    n = details.height
+    heads = [("{" if k == 0 else ",") + f'"{key}":' for k, key in enumerate(details.keys)]
+    head_data, head_off = _bytes_of(pl.Series(heads, dtype=pl.String))  # plain keys
+    raw_data, raw_off = _bytes_of(pl.Series(details.texts or [""], dtype=pl.String))
+    dict_data, dict_off = _bytes_of(flat.names_json)
+    ints = np.stack(details.ints) if details.ints else np.zeros((1, n), np.int64)
+    ints_ok = np.stack(details.ints_ok) if details.ints_ok else np.zeros((1, n), np.bool_)
+    lists = details.lists or [Lists(np.zeros(0, np.int32), np.zeros(n + 1, np.int64), ints_ok[0])]
+    l_ids = np.concatenate([x.ids for x in lists]).astype(np.int32)
+    bases = np.cumsum([0, *(x.ids.shape[0] for x in lists)])[:-1]
+    l_off = np.stack([x.off + b for x, b in zip(lists, bases, strict=True)])
+    l_ok = np.stack([x.valid for x in lists])
+    kinds = np.array(details.kinds, np.int64)
+    slots = np.array(details.slots, np.int64)
+    out_off = np.zeros(n + 1, np.int64)
+    # Room for the longest text each field can take, so one pass writes them all.
+    name_len = np.diff(dict_off)
+    room = n * (int(head_off[-1]) + 1)
+    for f, kind in enumerate(details.kinds):
+        if kind == _LIST:
+            x = lists[details.slots[f]]
+            room += int(name_len[x.ids].sum()) + x.ids.shape[0] + 6 * n
+        elif kind == _NAME:
+            room += n * (int(name_len.max(initial=0)) + 4)
+        elif kind == _RAW:
+            room += n * (int(np.diff(raw_off).max(initial=0)) + 4)
+        else:
+            room += 20 * n
+    out = np.empty(room, np.uint8)
+    _write(
+        head_data, head_off, kinds, slots, ints, ints_ok, l_ids, l_off, l_ok,
+        dict_data, dict_off, raw_data, raw_off, out, out_off,
+    )  # fmt: skip
+    return pl.Series("details", string_array(out_off, out))
+
+
+@njit
+def _put(out: Any, at: int, data: Any, lo: int, hi: int) -> int:
+    for k in range(hi - lo):
+        out[at + k] = data[lo + k]
+    return at + hi - lo
+
+
+@njit
+def _put_int(out: Any, at: int, value: int, digits: Any) -> int:
+    if value < 0:
+        out[at] = 45  # '-'
+        at += 1
+        value = -value
+    n = 0
+    while True:
+        digits[n] = 48 + value % 10
+        n += 1
+        value //= 10
+        if value == 0:
+            break
+    for k in range(n):
+        out[at + k] = digits[n - 1 - k]
+    return at + n
+
+
+@njit
+def _write(
+    head: Any, head_off: Any, kinds: Any, slots: Any, ints: Any, ints_ok: Any, l_ids: Any,
+    l_off: Any, l_ok: Any, names: Any, names_off: Any, raw: Any, raw_off: Any, out: Any,
+    out_off: Any,
+) -> None:  # fmt: skip
+    """Each row's details, one after the other into ``out``, with their ``out_off``."""
+    null = np.array([110, 117, 108, 108], np.uint8)
+    digits = np.empty(24, np.uint8)
+    at = 0
+    for r in range(out_off.shape[0] - 1):
+        for f in range(kinds.shape[0]):
+            at = _put(out, at, head, head_off[f], head_off[f + 1])
+            kind, s = kinds[f], slots[f]
+            if kind == _LIST:
+                if not l_ok[s, r]:
+                    at = _put(out, at, null, 0, 4)
+                    continue
+                out[at] = 91  # '['
+                at += 1
+                for i in range(l_off[s, r], l_off[s, r + 1]):
+                    if i > l_off[s, r]:
+                        out[at] = 44  # ','
+                        at += 1
+                    t = l_ids[i]
+                    at = _put(out, at, names, names_off[t], names_off[t + 1])
+                out[at] = 93  # ']'
+                at += 1
+            elif not ints_ok[s, r]:
+                at = _put(out, at, null, 0, 4)
+            elif kind == _INT:
+                at = _put_int(out, at, ints[s, r], digits)
+            elif kind == _NAME:
+                t = ints[s, r]
+                at = _put(out, at, names, names_off[t], names_off[t + 1])
+            else:
+                t = ints[s, r]
+                at = _put(out, at, raw, raw_off[t], raw_off[t + 1])
+        out[at] = 125  # '}'
+        at += 1
+        out_off[r + 1] = at
+
+
+# --- per-row passes over numbered names ------------------------------------------------------
+
+
+@njit
+def _present(
+    e_ids: Any, e_off: Any, c_ids: Any, c_off: Any, seen: Any, keep: bool, met: Any,
+    out: Any, out_off: Any,
+) -> None:  # fmt: skip
+    """Per row: how many expected entries are among the calls (``met``), and the entries
+    that are not (``keep`` False) or that are (True), in order, into ``out``/``out_off``."""
+    k = 0
+    for r in range(met.shape[0]):
+        for j in range(c_off[r], c_off[r + 1]):
+            seen[c_ids[j]] = True
+        m = 0
+        for i in range(e_off[r], e_off[r + 1]):
+            hit = seen[e_ids[i]]
+            m += hit
+            if hit == keep:
+                out[k] = e_ids[i]
+                k += 1
+        for j in range(c_off[r], c_off[r + 1]):
+            seen[c_ids[j]] = False
+        met[r] = m
+        out_off[r + 1] = k
+
+
+def present(expected: Lists, called: Lists, top: int, *, keep: bool) -> tuple[Any, Lists]:
+    """``_present``: per row the entries met, and the list of those missed (or found)."""
+    n = expected.off.shape[0] - 1
+    met = np.zeros(n, np.int64)
+    out = np.zeros(expected.ids.shape[0], np.int32)
+    out_off = np.zeros(n + 1, np.int64)
+    _present(
+        expected.ids, expected.off, called.ids, called.off, np.zeros(top, np.bool_), keep, met,
+        out, out_off,
+    )  # fmt: skip
+    return met, Lists(out[: out_off[-1]], out_off, np.ones(n, np.bool_))
+
+
+@njit
+def _distinct_in_order(
+    ids: Any, off: Any, keep: Any, seen: Any, out: Any, out_off: Any, count: Any
+) -> None:
+    """Per row: its distinct ids (those ``keep`` marks) in order of first appearance."""
+    k = 0
+    for r in range(off.shape[0] - 1):
+        start = k
+        for j in range(off[r], off[r + 1]):
+            if keep[j] and not seen[ids[j]]:
+                seen[ids[j]] = True
+                out[k] = ids[j]
+                k += 1
+        for m in range(start, k):
+            seen[out[m]] = False
+        count[r] = k - start
+        out_off[r + 1] = k
+
+
+def distinct(lists: Lists, top: int, keep: npt.NDArray[np.bool_] | None = None) -> Lists:
+    """Each row's distinct names (``keep``: which items count), in order of first appearance."""
+    n = lists.off.shape[0] - 1
+    out = np.zeros(lists.ids.shape[0], np.int32)
+    out_off = np.zeros(n + 1, np.int64)
+    count = np.zeros(n, np.int64)
+    mask = np.ones(lists.ids.shape[0], np.bool_) if keep is None else keep
+    _distinct_in_order(lists.ids, lists.off, mask, np.zeros(top, np.bool_), out, out_off, count)
+    return Lists(out[: out_off[-1]], out_off, lists.valid)
+
+
+def names_of(flat: FlatPass, rows: npt.NDArray[np.int64], ids: npt.NDArray[Any]) -> Lists:
+    """``ids`` (each in ``rows``, in order) as one list per row."""
+    off = np.searchsorted(rows, np.arange(flat.height + 1), side="left").astype(np.int64)
+    return Lists(np.asarray(ids, np.int32), off, np.ones(flat.height, np.bool_))
+
+
+def top(flat: FlatPass) -> int:
+    """One more than the largest name id of the pass."""
+    return int(flat.names_json.len())
