@@ -34,7 +34,7 @@ from evalframe.core._errors import (
 from evalframe.core._lazy import load_attribute
 from evalframe.core._outputs import read_outputs
 from evalframe.core._run import Run
-from evalframe.core._run_options import Checkpoint, Concurrency, Limits
+from evalframe.core._run_options import Checkpoint, Concurrency, Endpoint, Limits
 
 if TYPE_CHECKING:  # these load on first use (see __getattr__), not at import
     from evalframe import online
@@ -66,6 +66,7 @@ __all__ = [
     "Concurrency",
     "Dataset",
     "DatasetError",
+    "Endpoint",
     "Estimate",
     "EvalframeError",
     "ExportError",

@@ -111,7 +111,7 @@ def test_public_names_are_pinned() -> None:
     assert ef.__all__ == [
         "BudgetExhaustedError", "Calibration", "Checkpoint", "ClusterError", "Comparison",
         "ComparisonError", "Concurrency", "Dataset",
-        "DatasetError", "Estimate", "EvalframeError", "ExportError", "GateResult",
+        "DatasetError", "Endpoint", "Estimate", "EvalframeError", "ExportError", "GateResult",
         "HashingEmbedder", "Limits",
         "MetricError", "OnnxEmbedder", "OpenAIEmbeddings", "OpenAIJudge", "ProviderError",
         "Providers", "Report", "Run", "Store", "StoreBusyError", "StoreError", "Webhook",

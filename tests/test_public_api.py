@@ -34,8 +34,9 @@ def test_import_loads_no_model_runtime_or_http_client() -> None:
 
 
 def test_the_option_groups_are_typed_frozen_values_with_their_shortcuts_documented() -> None:
-    """``ef.Concurrency``, ``ef.Checkpoint`` and ``ef.Limits``: each a frozen dataclass whose
-    docstring names its shortcut keywords, taken by the functions that share it."""
+    """``ef.Concurrency``, ``ef.Checkpoint``, ``ef.Limits`` and ``ef.Endpoint``: each a frozen
+    dataclass whose docstring names its shortcut keywords, taken by the functions that share
+    it."""
     import dataclasses
     import inspect
 
@@ -48,6 +49,7 @@ def test_the_option_groups_are_typed_frozen_values_with_their_shortcuts_document
             ("limits", ef.evaluate), ("limits", run_set), ("limits", ef.Store.rescore),
             ("limits", ef.Store.score_outputs), ("limits", ef.Providers.from_env),
         ],
+        ef.Endpoint: [("embeddings", ef.Providers.from_env), ("judge", ef.Providers.from_env)],
     }  # fmt: skip
     for group, users in takes.items():
         assert dataclasses.is_dataclass(group)

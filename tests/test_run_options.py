@@ -43,6 +43,7 @@ def test_each_group_is_frozen_and_checks_its_fields_by_name() -> None:
         (ef.Limits, "deadline", "deadline"),
         (ef.Limits, "timeout", "timeout"),
         (ef.Limits, "retries", "retries"),
+        (ef.Endpoint, "concurrency", "concurrency"),
     ]:
         describe = LIMITS[limit].describe()
         for bad in (10**30, -1, float("nan"), True):
@@ -156,6 +157,85 @@ def test_limits_and_their_shortcuts_build_the_same_providers() -> None:
     judge = ef.Providers.from_env(limits=ef.Limits(timeout=3), environ=env, cache=False).judge
     assert judge is not None
     assert judge.policy.retries == 0  # type: ignore[attr-defined]
+
+
+def test_endpoints_and_their_shortcuts_build_the_same_providers() -> None:
+    """Each role's ``ef.Endpoint`` and its four shortcuts give the same clients, over real
+    HTTP to a loopback server that checks the key."""
+    with StubOpenAI(api_key="sk-endpoint-key") as stub:
+        groups = ef.Providers.from_env(
+            embeddings=ef.Endpoint(stub.url, model="emb", api_key="sk-endpoint-key",
+                                   concurrency=3),
+            judge=ef.Endpoint(stub.url, model="jdg", api_key="sk-endpoint-key", concurrency=5),
+            environ={}, cache=False,
+        )  # fmt: skip
+        keywords = ef.Providers.from_env(
+            embeddings_base_url=stub.url, embeddings_model="emb",
+            embeddings_api_key="sk-endpoint-key", embeddings_concurrency=3,
+            judge_base_url=stub.url, judge_model="jdg", judge_api_key="sk-endpoint-key",
+            judge_concurrency=5, environ={}, cache=False,
+        )  # fmt: skip
+        for found in (groups, keywords):
+            embedder: Any = found.configured_embeddings
+            judge: Any = found.judge
+            assert (embedder.model, embedder.concurrency) == ("emb", 3)
+            assert (judge.model, judge.concurrency) == ("jdg", 5)
+            assert repr(embedder) == repr(keywords.configured_embeddings)
+            assert repr(judge) == repr(keywords.judge)
+            assert found.embed_texts(["a", "b"]).errors == [None, None]  # the stub took the key
+        assert all(r.headers["authorization"] == "Bearer sk-endpoint-key" for r in stub.requests)
+    # a field left None falls back to the role's variables, as the shortcut left out does
+    env = {"EVALFRAME_JUDGE_MODEL": "from-env", "EVALFRAME_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}
+    judge = ef.Providers.from_env(judge=ef.Endpoint(concurrency=2), environ=env, cache=False).judge
+    assert (judge.model, judge.concurrency) == ("from-env", 2)  # type: ignore[union-attr]
+    local = ef.Providers.from_env(embeddings=ef.Endpoint(model="hashing"), environ={}, cache=False)
+    assert repr(local.configured_embeddings) == "HashingEmbedder(dim=512)"
+
+
+def test_an_endpoint_beside_its_shortcut_is_refused_naming_both() -> None:
+    for role, shortcut, value in [("embeddings", "embeddings_model", "m"),
+                                  ("judge", "judge_base_url", "http://127.0.0.1:9/v1"),
+                                  ("judge", "judge_concurrency", 2)]:  # fmt: skip
+        with pytest.raises(ValueError, match=rf"^Pass {shortcut}= or {role}=ef.Endpoint"):
+            ef.Providers.from_env(**{role: ef.Endpoint(), shortcut: value}, environ={})
+    # the other role's shortcuts go with a group: they set the other endpoint
+    found = ef.Providers.from_env(
+        judge=ef.Endpoint(model="j"), embeddings_model="hashing", environ={}, cache=False
+    )
+    assert repr(found.configured_embeddings) == "HashingEmbedder(dim=512)"
+    with pytest.raises(TypeError, match=r"^Endpoint.model must be a string; got int"):
+        ef.Endpoint(model=3)  # type: ignore[arg-type]
+
+
+def test_an_endpoint_never_shows_its_key() -> None:
+    key = "sk-live-do-not-show-4242"
+    endpoint = ef.Endpoint("http://127.0.0.1:9/v1", model="m", api_key=key)
+    found = ef.Providers.from_env(embeddings=endpoint, judge=endpoint, environ={}, cache=False)
+    shown = [
+        repr(endpoint),
+        str(endpoint),
+        f"{endpoint}",
+        repr(found),
+        repr(found.judge),
+        repr(found.configured_embeddings),
+        repr(dataclasses.replace(endpoint, model="n")),
+    ]
+    for call in (
+        lambda: ef.Providers.from_env(judge=endpoint, judge_api_key=key, environ={}),
+        lambda: ef.Providers.from_env(judge=key, environ={}),  # a key where the group goes
+        lambda: ef.Providers.from_env(judge=ef.Endpoint(api_key=key + " x"), environ={}),
+        lambda: ef.Endpoint(api_key=key, concurrency=0),
+        lambda: ef.Endpoint(api_key=[key]),
+    ):
+        with pytest.raises((ValueError, TypeError, ef.ProviderError)) as raised:
+            call()  # type: ignore[no-untyped-call]
+        shown.append(str(raised.value))
+    assert "judge must be ef.Endpoint(...); got str." in shown
+    assert any("judge=ef.Endpoint(api_key=...)" in text for text in shown)
+    assert endpoint.api_key is not None
+    assert endpoint.api_key.reveal() == key  # type: ignore[union-attr]
+    for text in shown:
+        assert "do-not-show" not in text, text
 
 
 def _judge_dataset(n: int) -> ef.Dataset:

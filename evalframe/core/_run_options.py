@@ -4,11 +4,12 @@ and the command line share: what belongs together travels together.
 - ``Concurrency``: how fast a run calls the system under test (calls in flight, rate limit).
 - ``Checkpoint``: how a run with a system under test checkpoints, and which run it resumes.
 - ``Limits``: what bounds the providers' calls (budget, deadline, timeout, retries).
+- ``Endpoint``: where one provider role (embeddings, judge) sends its requests.
 
-The single keywords (``concurrency=8``, ``rate_limit=``, ``checkpoint_every=``, ``resume=``,
-``budget_usd=``, ...) stay as shortcuts for one field each; a group and a shortcut of the same
-group in one call is an error, so no value silently wins over another. Each field has the
-range of the option of that name (``core._limits.LIMITS``).
+The single keywords (``concurrency=8``, ``rate_limit=``, ``checkpoint_every=``,
+``resume=``, ``budget_usd=``, ``judge_model=``, ...) stay as shortcuts for one field each; a
+group and a shortcut of the same group in one call is an error, so no value silently wins
+over another. Each field has the range of the option of that name (``core._limits.LIMITS``).
 
 Examples:
     >>> Concurrency(16, rate_limit=600)
@@ -27,11 +28,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
+from evalframe.core._errors import type_name
 from evalframe.core._limits import LIMITS, checked
+from evalframe.core._secret import Secret
 
 __all__ = [
     "Checkpoint",
     "Concurrency",
+    "Endpoint",
     "Limits",
     "concurrency_of",
     "grouped",
@@ -151,7 +155,54 @@ class Limits:
         _check(self)
 
 
-G = TypeVar("G", Concurrency, Checkpoint, Limits)
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where one provider role, the embeddings or the judge, sends its requests: the
+    OpenAI-compatible server's ``base_url``, the ``model`` it serves, the ``api_key`` sent as
+    a bearer token and the ``concurrency`` (requests in flight at once). A field left
+    ``None`` falls back to the role's environment variables, as the shortcut would.
+
+    ``Providers.from_env(embeddings=..., judge=...)`` takes one per role; its shortcuts
+    ``embeddings_base_url=``, ``embeddings_model=``, ``embeddings_api_key=`` and
+    ``embeddings_concurrency=`` (likewise ``judge_base_url=``, ``judge_model=``,
+    ``judge_api_key=`` and ``judge_concurrency=``) set one field each. The key is held as a
+    ``Secret``: no repr and no message shows it.
+
+    Examples:
+        >>> import evalframe as ef
+        >>> local = ef.Endpoint("http://localhost:8000/v1", model="qwen2.5", api_key="sk-1")
+        >>> local
+        Endpoint(base_url='http://localhost:8000/v1', model='qwen2.5', api_key=Secret('***'), concurrency=None)
+        >>> found = ef.Providers.from_env(judge=local, environ={}, cache=False)
+        >>> found.judge
+        OpenAIJudge(model='qwen2.5', url='http://localhost:8000/v1/chat/completions', api_key=set)
+    """  # noqa: E501 - the doctest output is one line
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | Secret | None = None
+    concurrency: int | None = None
+
+    _SHORTCUTS: ClassVar[dict[str, str]] = {
+        f"{role}_{field}": field
+        for role in ("embeddings", "judge")
+        for field in ("base_url", "model", "api_key", "concurrency")
+    }
+    _LIMITS: ClassVar[dict[str, str]] = {"concurrency": "concurrency"}
+
+    def __post_init__(self) -> None:
+        for name in ("base_url", "model"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"Endpoint.{name} must be a string; got {type_name(value)}.")
+        key = self.api_key
+        if key is not None and not isinstance(key, str | Secret):
+            raise TypeError(f"Endpoint.api_key must be a string; got {type_name(key)}.")
+        object.__setattr__(self, "api_key", Secret.of(key))
+        _check(self)
+
+
+G = TypeVar("G", Concurrency, Checkpoint, Limits, Endpoint)
 
 
 def grouped(kind: type[G], group: G | None, argument: str, **shortcuts: Any) -> G:
@@ -175,7 +226,9 @@ def grouped(kind: type[G], group: G | None, argument: str, **shortcuts: Any) -> 
                 checked(value, keyword)  # the message names the keyword the caller wrote
         return kind(**{kind._SHORTCUTS[k]: v for k, v in given.items()})
     if not isinstance(group, kind):
-        raise TypeError(f"{argument} must be ef.{kind.__name__}(...); got {group!r}.")
+        # (a string passed for an endpoint may be its key: only its type is named)
+        shown = type_name(group) if kind is Endpoint else repr(group)
+        raise TypeError(f"{argument} must be ef.{kind.__name__}(...); got {shown}.")
     if given:
         both = ", ".join(f"{k}=" for k in given)
         raise ValueError(

@@ -16,6 +16,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
 from evalframe.core._limits import checked, parsed
+from evalframe.core._secret import Secret
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -65,55 +66,6 @@ ENV: Final = {
     "webhook_token": "EVALFRAME_WEBHOOK_TOKEN",
 }
 """The environment variables evalframe reads, by role."""
-
-
-class Secret:
-    """An API key that never shows itself: ``repr``, ``str`` and f-strings print ``***``.
-
-    Only the request code calls :meth:`reveal`, to build the ``Authorization`` header.
-
-    Examples:
-        >>> key = Secret("sk-live-123")
-        >>> key, str(key), f"{key}"
-        (Secret('***'), '***', '***')
-        >>> key.reveal()
-        'sk-live-123'
-    """
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    def __str__(self) -> str:
-        return "***"
-
-    def __format__(self, spec: str) -> str:
-        return "***"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(("Secret", self._value))
-
-    def __reduce__(self) -> Any:
-        raise TypeError("An API key is not picklable; pass it again where it is needed.")
-
-    @staticmethod
-    def of(value: str | Secret | None) -> Secret | None:
-        """A secret from a plain or secret value; ``None`` for a missing or blank key."""
-        if isinstance(value, Secret):
-            return value if value.reveal().strip() else None
-        if value is None or not str(value).strip():
-            return None
-        return Secret(str(value).strip())
 
 
 def _forms(value: str) -> list[str]:

@@ -19,7 +19,7 @@ from evalframe.core import schema as C
 from evalframe.core._errors import ProviderError
 from evalframe.core._progress import track
 from evalframe.core._rate import RateLimit
-from evalframe.core._run_options import Limits, grouped
+from evalframe.core._run_options import Endpoint, Limits, grouped
 from evalframe.providers._base import (
     Embedded,
     EmbeddingClient,
@@ -205,6 +205,8 @@ class Providers:
     def from_env(
         cls,
         *,
+        embeddings: Endpoint | None = None,
+        judge: Endpoint | None = None,
         embeddings_base_url: str | None = None,
         embeddings_model: str | None = None,
         embeddings_api_key: str | Secret | None = None,
@@ -236,6 +238,9 @@ class Providers:
         ``OPENAI_API_KEY``; with none of them there is no judge.
 
         Args:
+            embeddings, judge: each role's endpoint (an ``ef.Endpoint``: base URL, model,
+                API key, concurrency), its fields overriding the role's variables; the
+                shortcuts below set one field each and are not given with their role's group.
             embeddings_base_url, embeddings_model, embeddings_api_key: override
                 ``EVALFRAME_EMBEDDINGS_*``.
             judge_base_url, judge_model, judge_api_key: override ``EVALFRAME_JUDGE_*``.
@@ -272,12 +277,36 @@ class Providers:
             budget_usd, deadline = limits.budget_usd, limits.deadline
             timeout, retries = limits.timeout, limits.retries
 
+        key_source = {
+            "embeddings": "the embeddings_api_key argument",
+            "judge": "the judge_api_key argument",
+        }
+        if embeddings is not None:
+            e = grouped(
+                Endpoint, embeddings, "embeddings",
+                embeddings_base_url=embeddings_base_url, embeddings_model=embeddings_model,
+                embeddings_api_key=embeddings_api_key,
+                embeddings_concurrency=embeddings_concurrency,
+            )  # fmt: skip
+            embeddings_base_url, embeddings_model = e.base_url, e.model
+            embeddings_api_key, embeddings_concurrency = e.api_key, e.concurrency
+            key_source["embeddings"] = "embeddings=ef.Endpoint(api_key=...)"
+        if judge is not None:
+            j = grouped(
+                Endpoint, judge, "judge",
+                judge_base_url=judge_base_url, judge_model=judge_model,
+                judge_api_key=judge_api_key, judge_concurrency=judge_concurrency,
+            )  # fmt: skip
+            judge_base_url, judge_model = j.base_url, j.model
+            judge_api_key, judge_concurrency = j.api_key, j.concurrency
+            key_source["judge"] = "judge=ef.Endpoint(api_key=...)"
+
         def env(role: str) -> str | None:
             return env_value(environ, role)
 
         def key(argument: str | Secret | None, *roles: str) -> Secret | None:
             if argument is not None:
-                return check_key(argument, f"the {roles[0]} argument")
+                return check_key(argument, key_source[roles[0].removesuffix("_api_key")])
             for role in roles:
                 if env(role):
                     return check_key(env(role), ENV[role])
@@ -299,13 +328,13 @@ class Providers:
             ("judge_concurrency", judge_concurrency),
         )}  # fmt: skip
 
-        embeddings: EmbeddingClient | str | None = None
+        embedder: EmbeddingClient | str | None = None
         e_url = embeddings_base_url or env("embeddings_base_url")
         e_model = embeddings_model or env("embeddings_model")
         if not e_url and e_model in {"onnx", "embedded", "hashing"}:
-            embeddings = e_model
+            embedder = e_model
         elif e_url or e_model or env("base_url"):
-            embeddings = OpenAIEmbeddings(
+            embedder = OpenAIEmbeddings(
                 e_model or DEFAULT_EMBEDDINGS_MODEL,
                 base_url=e_url or env("base_url") or DEFAULT_BASE_URL,
                 api_key=key(embeddings_api_key, "embeddings_api_key", "api_key"),
@@ -313,12 +342,12 @@ class Providers:
                 retries=retries,
                 concurrency=in_flight["embeddings_concurrency"] or DEFAULT_CONCURRENCY,
             )
-        judge = None
+        judge_client = None
         j_url = judge_base_url or env("judge_base_url") or env("base_url")
         j_key = key(judge_api_key, "judge_api_key", "api_key")
         j_model = judge_model or env("judge_model")
         if j_url or j_key or j_model:
-            judge = OpenAIJudge(
+            judge_client = OpenAIJudge(
                 j_model or DEFAULT_JUDGE_MODEL,
                 base_url=j_url or DEFAULT_BASE_URL,
                 api_key=j_key,
@@ -331,8 +360,8 @@ class Providers:
                 os.environ if environ is None else environ, timeout, retries
             )
         return cls(
-            embeddings,
-            judge,
+            embedder,
+            judge_client,
             cache=cache,
             budget_usd=budget_usd,
             prices=prices,
