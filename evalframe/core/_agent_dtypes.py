@@ -5,11 +5,20 @@ it) and ``turns`` (``core/_turns.py``), shared by the exact parsers and the comp
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 import polars as pl
 
-__all__ = ["TOOL_CALL", "TRAJECTORY", "TRAJECTORY_COLUMN", "TURN", "TURNS", "TURNS_COLUMN"]
+__all__ = [
+    "TOOL_CALL",
+    "TRAJECTORY",
+    "TRAJECTORY_COLUMN",
+    "TURN",
+    "TURNS",
+    "TURNS_COLUMN",
+    "typed_series",
+]
 
 TRAJECTORY_COLUMN: Final = "trajectory"
 
@@ -49,3 +58,15 @@ TURN: Final = pl.Struct(
 )
 TURNS: Final = pl.List(TURN)
 """The dtype of the ``turns`` column."""
+
+
+def typed_series(name: str, rows: Sequence[object], dtype: pl.DataType) -> pl.Series:
+    """Column ``name`` of ``dtype`` from parsed rows (Python values of that shape, None for
+    null), built as the rows of a frame: ``pl.Series(name, rows, dtype=dtype)`` converts
+    lists of structs value by value in Python, three times slower for 2,000 conversations.
+
+    Examples:
+        >>> typed_series("approvals", [["a"], None], pl.List(pl.String())).to_list()
+        [['a'], None]
+    """
+    return pl.from_dicts([{name: row} for row in rows], schema={name: dtype}).to_series()

@@ -62,6 +62,7 @@ __all__ = [
     "TRAJECTORY_FIELD",
     "TURNS_FIELD",
     "Builder",
+    "cells_loaded",
     "end_row",
     "nested_array",
     "nested_cells",
@@ -798,6 +799,15 @@ def read_array(field: int, text: bytes, rows: int) -> tuple[dict[str, pl.Series]
     if columns is None:
         return {}, np.ones(rows, np.bool_)
     return columns, failed
+
+
+def cells_loaded() -> bool:
+    """Whether this process has already run the cells pass compiled, so a further call
+    compiles and loads nothing (for types it has seen)."""
+    return all(
+        kernel.dispatcher is not None and bool(kernel.dispatcher.signatures)
+        for kernel in (nested_cells, spans)  # the pass, and the copying of what it found
+    )
 
 
 def read_cells(

@@ -34,7 +34,11 @@ if TYPE_CHECKING:
 __all__ = ["outputs_columns"]
 
 _BLANK: Final = r"^[\s\x1c-\x1f]*$"  # ids str.strip() may empty: the exact reader names them
-_COMPILED_FROM: Final = 1_000  # rows from which JSON text columns take the compiled pass
+# Rows from which JSON text columns take the compiled pass once this process has it loaded,
+# and from which they take it in any case: loading numba and the pass's cached code costs a
+# new process 1-2 s, what the exact reader takes for about 5,000-10,000 trajectories or turns.
+_COMPILED_FROM: Final = 1_000
+_COLD_FROM: Final = 10_000
 
 
 def _column(table: pa.Table, name: str) -> pl.Series | None:
@@ -103,8 +107,10 @@ def _nested(field: str, column: pl.Series | None) -> list[pl.Series] | None:
 
     if column is None or column.dtype == pl.Null:
         return []
-    if not worth_compiling(column.len(), _COMPILED_FROM):
-        return None  # a few rows: the exact reader, compiling nothing
+    if not worth_compiling(column.len(), _COMPILED_FROM) or not (
+        worth_compiling(column.len(), _COLD_FROM) or nested.cells_loaded()
+    ):
+        return None  # a few rows: the exact reader, compiling and loading nothing
     given = column.null_count() < column.len()
     if column.dtype == TRAJECTORY and field == "trajectory":
         latency = column.struct.field("tool_calls").explode().struct.field("latency_ms")

@@ -34,7 +34,7 @@ from typing import Any, Final
 
 import polars as pl
 
-from evalframe.core._agent_dtypes import TOOL_CALL, TRAJECTORY, TRAJECTORY_COLUMN
+from evalframe.core._agent_dtypes import TOOL_CALL, TRAJECTORY, TRAJECTORY_COLUMN, typed_series
 from evalframe.core._errors import DatasetError
 from evalframe.core._njit import worth_compiling
 
@@ -242,7 +242,7 @@ def parse_trajectory(value: object, at: str, field: str = "trajectory") -> dict[
 
 def trajectory_series(rows: list[dict[str, Any] | None]) -> pl.Series:
     """The ``trajectory`` column from parsed rows (None for no trajectory)."""
-    return pl.Series(TRAJECTORY_COLUMN, rows, dtype=TRAJECTORY)
+    return typed_series(TRAJECTORY_COLUMN, rows, TRAJECTORY)
 
 
 # --- the recorder ---------------------------------------------------------------------------

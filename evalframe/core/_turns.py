@@ -21,7 +21,7 @@ from typing import Any, Final, cast
 
 import polars as pl
 
-from evalframe.core._agent_dtypes import TURN, TURNS, TURNS_COLUMN
+from evalframe.core._agent_dtypes import TURN, TURNS, TURNS_COLUMN, typed_series
 from evalframe.core._dataset_columns import lone_surrogate_in
 from evalframe.core._errors import DatasetError
 from evalframe.core._trajectory import (
@@ -87,7 +87,7 @@ def parse_turns(value: object, at: str, field: str = "turns") -> list[dict[str, 
 
 def turns_series(rows: list[list[dict[str, Any]] | None]) -> pl.Series:
     """The ``turns`` column from parsed rows (None for a single-turn output)."""
-    return pl.Series(TURNS_COLUMN, rows, dtype=TURNS)
+    return typed_series(TURNS_COLUMN, rows, TURNS)
 
 
 def agent_fields(entry: dict[str, Any], at: str) -> dict[str, Any]:
@@ -233,11 +233,11 @@ def agent_column(
         rows: list[Any] = [None] * len(values)
         for i in given:
             rows[i] = exact(i)
-        return pl.Series(field, rows, dtype=dtype), errors
+        return typed_series(field, rows, dtype), errors
     column, left = _compiled_column(field, values)
     if not left:
         return column, errors
-    return _placed(column, left, pl.Series(field, [exact(i) for i in left], dtype=dtype)), errors
+    return _placed(column, left, typed_series(field, [exact(i) for i in left], dtype)), errors
 
 
 def _placed(column: pl.Series, rows: list[int], values: pl.Series) -> pl.Series:
