@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import evalframe as ef
+from evalframe.core import _njit
 from evalframe.core._trajectory import parse_trajectory, trajectory_series
 from evalframe.metrics._arguments import loose_subset
 
@@ -340,15 +341,18 @@ def oracle(metric: str, sid: str, expect: dict[str, Any], traj: dict[str, Any] |
 
 @contextmanager
 def kernels(mode: str) -> Iterator[None]:
-    before = os.environ.get("EVALFRAME_KERNELS")
+    """Every kernel compiled (and passes split in two halves from 2 rows) or interpreted."""
+    before = os.environ.get("EVALFRAME_KERNELS"), _njit.HALVES_FROM
     os.environ["EVALFRAME_KERNELS"] = mode
+    _njit.HALVES_FROM = 2 if mode == "compiled" else before[1]
     try:
         yield
     finally:
-        if before is None:
+        _njit.HALVES_FROM = before[1]
+        if before[0] is None:
             del os.environ["EVALFRAME_KERNELS"]
         else:
-            os.environ["EVALFRAME_KERNELS"] = before
+            os.environ["EVALFRAME_KERNELS"] = before[0]
 
 
 def scores(episodes: list[tuple[dict[str, Any], dict[str, Any] | None]], mode: str) -> pl.DataFrame:

@@ -44,7 +44,7 @@ from evalframe.core._json._values import (
     next_member,
     skip_value,
 )
-from evalframe.core._njit import kernel_int, njit
+from evalframe.core._njit import in_halves, kernel_int, njit
 
 __all__ = ["LIST_FIELDS", "decode_expectations"]
 
@@ -395,7 +395,8 @@ def decode_expectations(texts: pl.Series) -> pl.DataFrame:
         for seen, decoded in _LAST:
             if seen.len() == texts.len() and seen.equals(texts):
                 return decoded
-    decoded = _decode_texts(texts)
+    halves = in_halves(lambda a, b: _decode_texts(texts.slice(a, b - a)), texts.len())
+    decoded = pl.concat(halves) if len(halves) > 1 else halves[0]
     kept = [(texts, decoded)] if (texts.str.len_bytes().sum() or 0) <= _KEPT_BYTES else []
     with _LOCK:
         _LAST[:] = kept

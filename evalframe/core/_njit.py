@@ -37,10 +37,19 @@ import os
 import threading
 import types
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
-__all__ = ["Kernel", "compiling", "kernel_int", "njit", "numba_object", "worth_compiling"]
+__all__ = [
+    "Kernel",
+    "compiling",
+    "in_halves",
+    "kernel_int",
+    "njit",
+    "numba_object",
+    "worth_compiling",
+]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -204,3 +213,19 @@ def kernel_int(value: int) -> int:
     import numpy as np
 
     return np.int64(value)  # type: ignore[return-value]  # an int to every kernel and caller
+
+
+def in_halves(part: Callable[[int, int], _R], n: int) -> list[_R]:
+    """``[part(0, n)]`` for rows ``0..n``, or for many rows ``[part(0, h), part(h, n)]``
+    computed on two threads (compiled kernels release the GIL), when there are two cores."""
+    if n < HALVES_FROM or (os.cpu_count() or 1) < 2:
+        return [part(0, n)]
+    half = n // 2
+    with ThreadPoolExecutor(1) as pool:
+        second = pool.submit(part, half, n)
+        first = part(0, half)
+        return [first, second.result()]
+
+
+HALVES_FROM = 20_000
+"""Rows from which :func:`in_halves` runs two threads."""

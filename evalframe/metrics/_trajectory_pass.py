@@ -27,7 +27,7 @@ import polars as pl
 
 from evalframe.core._arrow_text import string_array, text_buffers
 from evalframe.core._expectations_compiled import LIST_FIELDS
-from evalframe.core._njit import compiling, njit, worth_compiling
+from evalframe.core._njit import compiling, in_halves, njit, worth_compiling
 from evalframe.metrics._arguments import _subset, judge_pairs
 from evalframe.metrics._expectations import Expectations
 from evalframe.metrics._text import IdArray, OffsetArray, _Interner
@@ -112,16 +112,27 @@ class FlatPass:
         n = traj.len()
         self.height = n
         self.missing = traj.is_null().to_numpy()
+        absent = int(self.missing.sum())
         calls = traj.struct.field("tool_calls")
+        steps = traj.struct.field("steps")
+        approvals = traj.struct.field("approvals")
+        if any(s.null_count() > absent for s in (calls, steps, approvals)):
+            raise _NotCoveredError
         lengths = calls.list.len().fill_null(0).to_numpy().astype(np.int64)
         self.call_off = np.zeros(n + 1, np.int64)
         np.cumsum(lengths, out=self.call_off[1:])
-        flat = calls.explode(empty_as_null=False, keep_nulls=False).struct.unnest()
+        exploded = calls.explode(empty_as_null=False, keep_nulls=False)
+        if exploded.null_count():
+            raise _NotCoveredError
+        flat = exploded.struct.unnest()
+        if flat.get_column("name").null_count() or _flat(approvals).null_count():
+            raise _NotCoveredError
         self.call_failed = flat.get_column("error").is_not_null().to_numpy()
         self.call_args = Texts(flat.get_column("arguments"))
-        self.steps = traj.struct.field("steps").fill_null(0).to_numpy().astype(np.int64)
+        self.steps = steps.fill_null(0).to_numpy().astype(np.int64)
+        if (self.steps == _I64_MIN).any():
+            raise _NotCoveredError
         self.pending = traj.struct.field("pending_approvals").fill_null(0).to_numpy()
-        approvals = traj.struct.field("approvals")
         specs = expect.get_column("tool_arguments")
         spec_flat = specs.explode(empty_as_null=False, keep_nulls=False).struct.unnest()
         self.spec_off = np.zeros(n + 1, np.int64)
@@ -147,6 +158,7 @@ class FlatPass:
         where = np.zeros(int(ids.max(initial=-1)) + 1, np.int64)
         where[ids] = np.arange(ids.shape[0])  # some occurrence of each name
         self.names_json = _fields_json(every.gather(where))
+        self.names_bytes = _bytes_of(self.names_json)
         cuts = np.cumsum([0, *(p.len() for p, _ in parts)])
         pieces = [ids[a:b] for a, b in itertools.pairwise(cuts)]
         self.call_names = pieces[0]
@@ -274,27 +286,19 @@ def _verdicts(
     return out_s, out_c, verdicts.astype(np.bool_)
 
 
+class _NotCoveredError(Exception):
+    """A batch the flat layout does not cover."""
+
+
 def flat_pass(traj: pl.Series, expect: Expectations) -> FlatPass | None:
     """The flat layout of a batch, or None where it does not cover the batch: a small one,
     or a hand-built trajectory column with nulls where a parsed one has none."""
     if not worth_compiling(traj.len(), ROWS_FROM):
         return None
-    present = traj.filter(traj.is_not_null())
-    calls = present.struct.field("tool_calls")
-    if (
-        calls.null_count()
-        or present.struct.field("steps").null_count()
-        or present.struct.field("approvals").null_count()
-    ):
+    try:
+        return FlatPass(traj, expect)
+    except _NotCoveredError:
         return None
-    flat = calls.explode(empty_as_null=False, keep_nulls=False)
-    if flat.null_count() or flat.struct.field("name").null_count():
-        return None
-    if _flat(present.struct.field("approvals")).null_count():
-        return None
-    if (present.struct.field("steps") == _I64_MIN).any():
-        return None
-    return FlatPass(traj, expect)
 
 
 # --- details as JSON text ---------------------------------------------------------------------
@@ -374,7 +378,7 @@ def details_text(details: Details, flat: FlatPass) -> pl.Series:
     heads = [("{" if k == 0 else ",") + f'"{key}":' for k, key in enumerate(details.keys)]
     head_data, head_off = _bytes_of(pl.Series(heads, dtype=pl.String))  # plain keys
     raw_data, raw_off = _bytes_of(pl.Series(details.texts or [""], dtype=pl.String))
-    dict_data, dict_off = _bytes_of(flat.names_json)
+    dict_data, dict_off = flat.names_bytes
     ints = np.stack(details.ints) if details.ints else np.zeros((1, n), np.int64)
     ints_ok = np.stack(details.ints_ok) if details.ints_ok else np.zeros((1, n), np.bool_)
     lists = details.lists or [Lists(np.zeros(0, np.int32), np.zeros(n + 1, np.int64), ints_ok[0])]
@@ -384,26 +388,33 @@ def details_text(details: Details, flat: FlatPass) -> pl.Series:
     l_ok = np.stack([x.valid for x in lists])
     kinds = np.array(details.kinds, np.int64)
     slots = np.array(details.slots, np.int64)
-    out_off = np.zeros(n + 1, np.int64)
-    # Room for the longest text each field can take, so one pass writes them all.
     name_len = np.diff(dict_off)
-    room = n * (int(head_off[-1]) + 1)
-    for f, kind in enumerate(details.kinds):
-        if kind == _LIST:
-            x = lists[details.slots[f]]
-            room += int(name_len[x.ids].sum()) + x.ids.shape[0] + 6 * n
-        elif kind == _NAME:
-            room += n * (int(name_len.max(initial=0)) + 4)
-        elif kind == _RAW:
-            room += n * (int(np.diff(raw_off).max(initial=0)) + 4)
-        else:
-            room += 20 * n
-    out = np.empty(room, np.uint8)
-    _write(
+    raw_len = int(np.diff(raw_off).max(initial=0))
+    args = (
         head_data, head_off, kinds, slots, ints, ints_ok, l_ids, l_off, l_ok,
-        dict_data, dict_off, raw_data, raw_off, out, out_off,
+        dict_data, dict_off, raw_data, raw_off,
     )  # fmt: skip
-    return pl.Series("details", string_array(out_off, out))
+
+    def part(r0: int, r1: int) -> Any:
+        # Room for the longest text each field can take, so one pass writes them all.
+        rows = r1 - r0
+        room = rows * (int(head_off[-1]) + 1)
+        for f, kind in enumerate(details.kinds):
+            if kind == _LIST:
+                x = lists[details.slots[f]]
+                ids = x.ids[x.off[r0] : x.off[r1]]
+                room += int(name_len[ids].sum()) + ids.shape[0] + 6 * rows
+            elif kind == _NAME:
+                room += rows * (int(name_len.max(initial=0)) + 4)
+            else:
+                room += rows * ((raw_len if kind == _RAW else 20) + 4)
+        out, out_off = np.empty(room, np.uint8), np.zeros(rows + 1, np.int64)
+        _write(*args, r0, out, out_off)
+        return string_array(out_off, out)
+
+    import pyarrow as pa
+
+    return pl.Series("details", pa.chunked_array(in_halves(part, n)))
 
 
 @njit
@@ -434,14 +445,16 @@ def _put_int(out: Any, at: int, value: int, digits: Any) -> int:
 @njit
 def _write(
     head: Any, head_off: Any, kinds: Any, slots: Any, ints: Any, ints_ok: Any, l_ids: Any,
-    l_off: Any, l_ok: Any, names: Any, names_off: Any, raw: Any, raw_off: Any, out: Any,
-    out_off: Any,
+    l_off: Any, l_ok: Any, names: Any, names_off: Any, raw: Any, raw_off: Any, r0: int,
+    out: Any, out_off: Any,
 ) -> None:  # fmt: skip
-    """Each row's details, one after the other into ``out``, with their ``out_off``."""
+    """The details of rows ``r0`` on, one after the other into ``out``, with their
+    ``out_off``."""
     null = np.array([110, 117, 108, 108], np.uint8)
     digits = np.empty(24, np.uint8)
     at = 0
-    for r in range(out_off.shape[0] - 1):
+    for k in range(out_off.shape[0] - 1):
+        r = r0 + k
         for f in range(kinds.shape[0]):
             at = _put(out, at, head, head_off[f], head_off[f + 1])
             kind, s = kinds[f], slots[f]
@@ -471,7 +484,7 @@ def _write(
                 at = _put(out, at, raw, raw_off[t], raw_off[t + 1])
         out[at] = 125  # '}'
         at += 1
-        out_off[r + 1] = at
+        out_off[k + 1] = at
 
 
 # --- per-row passes over numbered names ------------------------------------------------------
