@@ -30,7 +30,15 @@ from evalframe.core._json._strings import (
     unicode_escape,
     write_string,
 )
-from evalframe.core._json._text import JSON_WS, ascii_space, skip_ws, surely_not_blank, word_at
+from evalframe.core._json._text import (
+    JSON_WS,
+    ascii_space,
+    skip_space,
+    skip_ws,
+    surely_not_blank,
+    valid_utf8,
+    word_at,
+)
 from evalframe.core._json._values import (
     compact_value,
     member_key,
@@ -352,6 +360,26 @@ def test_json_whitespace_is_what_json_and_orjson_skip() -> None:
         assert bool(JSON_WS[b]) == skipped == _orjson(text)[0], b
         data = np.frombuffer(bytes([b]) * 3 + b"1", np.uint8)
         assert skip_ws(data, 0, data.size) == (3 if skipped else 0)
+        assert skip_space(data, 0, data.size, True) == (3 if skipped else 0)
+        # within a JSONL line the newline ends the line, as splitting the file's lines does
+        in_line = skipped and b"\n" not in bytes([b])
+        assert skip_space(data, 0, data.size, False) == (3 if in_line else 0)
+
+
+@given(
+    st.binary(max_size=12)
+    | st.text(max_size=6).map(str.encode)
+    | st.lists(st.sampled_from([b"\xed\xa0\x80", b"\xc0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82",
+                                b"\xf0\x9f\x98\x80", b"a"]), max_size=4).map(b"".join)
+)  # fmt: skip
+def test_utf8_is_judged_as_python_decodes_it(data: bytes) -> None:
+    try:
+        data.decode()
+        decodes = True
+    except UnicodeDecodeError:
+        decodes = False
+    assert valid_utf8(data) == decodes
+    assert valid_utf8(np.frombuffer(data, np.uint8)) == decodes
 
 
 @given(st.text(st.sampled_from(" \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u2028\u3000ax_")))

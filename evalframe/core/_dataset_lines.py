@@ -43,8 +43,15 @@ from evalframe.core._dataset_columns import MAYBE_NOT_CANONICAL
 from evalframe.core._errors import DatasetError
 from evalframe.core._formats import load_json, long_digit_run
 from evalframe.core._json._strings import encode_string, json_string, skip_string
-from evalframe.core._json._text import NULL, copy_bytes, surely_not_blank, word_at
-from evalframe.core._json._values import compact_value, skip_value
+from evalframe.core._json._text import (
+    NULL,
+    copy_bytes,
+    skip_space,
+    surely_not_blank,
+    valid_utf8,
+    word_at,
+)
+from evalframe.core._json._values import compact_value, name_index, name_table, skip_value
 from evalframe.core._njit import compiling, kernel_int, njit
 
 __all__ = ["announce", "dataset_lines", "lines_loaded"]
@@ -55,8 +62,7 @@ _WORDS = (
     "tags", "reference_contexts", "expected_any",
 )  # fmt: skip
 _ID, _SAMPLE_ID, _INPUT, _EXPECTED, _METADATA, _NULL_ONLY = (kernel_int(k) for k in range(6))
-_NAMES = np.frombuffer("".join(_WORDS).encode(), np.uint8)
-_NAME_OFF = np.cumsum([0, *(len(w) for w in _WORDS)]).astype(np.int64)
+_NAMES, _NAME_OFF = name_table(_WORDS)
 # Metadata members the exact code reads (tags, answers): a line whose metadata may name one
 # is left to it (a false alarm only costs that line the exact path).
 _TAGS_KEY = np.frombuffer(b'"tags":', np.uint8)
@@ -74,30 +80,6 @@ _MAX_KEYS = 256  # members of an input object the pass sorts; more are declined
 # Columns of the row table: where each row's text ends in the id, input, expected output,
 # metadata and row-hash buffers.
 _COLUMNS = 5
-
-
-@njit
-def _member(key: Any, k: int) -> int:
-    """The index in ``_WORDS`` of the name ``key[:k]`` spells, or -1."""
-    for i in range(_NAME_OFF.size - 1):
-        a, b = _NAME_OFF[i], _NAME_OFF[i + 1]
-        if b - a == k:
-            same = True
-            for j in range(k):
-                if key[j] != _NAMES[a + j]:
-                    same = False
-                    break
-            if same:
-                return i
-    return -1
-
-
-@njit(inline="always")
-def _ws(data: Any, p: int, end: int) -> int:
-    """JSON whitespace within a line (no newline)."""
-    while p < end and (data[p] == 0x20 or data[p] == 0x09 or data[p] == 0x0D):
-        p += 1
-    return p
 
 
 @njit
@@ -217,20 +199,20 @@ def _sample(
     seen = 0
     id_end, input_end, expected_end, metadata_end = -1, -1, -1, -1
     kind, expected_at = -1, -1
-    p = _ws(data, p + 1, stop)
+    p = skip_space(data, p + 1, stop, False)
     while True:
         if p >= stop or data[p] != _QUOTE:
             return -1
         p, k = json_string(data, p, stop, scratch, 0)
         if p < 0:
             return -1
-        p = _ws(data, p, stop)
+        p = skip_space(data, p, stop, False)
         if p >= stop or data[p] != _COLON:
             return -1
-        p = _ws(data, p + 1, stop)
+        p = skip_space(data, p + 1, stop, False)
         if p >= stop:
             return -1
-        which = _member(scratch, k)
+        which = name_index(scratch, k, _NAMES, _NAME_OFF, 0, _NAME_OFF.size - 1)
         if which >= 0:
             if seen & (1 << which):  # a repeated member: Python keeps the last
                 return -1
@@ -274,14 +256,14 @@ def _sample(
             p = skip_value(data, p, stop, levels)
         if p < 0:
             return -1
-        p = _ws(data, p, stop)
+        p = skip_space(data, p, stop, False)
         if p < stop and data[p] == _COMMA:
-            p = _ws(data, p + 1, stop)
+            p = skip_space(data, p + 1, stop, False)
         elif p < stop and data[p] == _CLOSE:
             break
         else:
             return -1
-    if _ws(data, p + 1, stop) != stop or id_end < 0 or input_end < 0 or kind < 0:
+    if skip_space(data, p + 1, stop, False) != stop or id_end < 0 or input_end < 0 or kind < 0:
         return -1
     if not surely_not_blank(ids, at[0], id_end):
         return -1
@@ -322,7 +304,7 @@ def _scan(data: Any, out: Any, table: Any, kinds: Any, lines: Any, work: Any) ->
         stop = p
         while stop < end and data[stop] != _NEWLINE:
             stop += 1
-        q = _ws(data, p, stop)
+        q = skip_space(data, p, stop, False)
         if q < stop:
             for c in range(_COLUMNS):
                 at[c] = table[c, n]
@@ -364,7 +346,7 @@ def dataset_lines(data: bytes, samples_frame: _Frame, where: str) -> pl.DataFram
             it (raising ``DatasetError`` as it does).
         where: the file, as the user named it.
     """
-    if not (data.isascii() or _utf8(data)):
+    if not (data.isascii() or valid_utf8(data)):
         return None
     raw = np.frombuffer(data, np.uint8)
     slots = data.count(b"\n") + 1
@@ -406,14 +388,6 @@ def dataset_lines(data: bytes, samples_frame: _Frame, where: str) -> pl.DataFram
     if frame.is_empty() or frame.get_column(C.SAMPLE_ID).is_duplicated().any():
         return None  # the exact reader says there is no sample, or names the repeated id
     return frame
-
-
-def _utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _row_hashes(offsets: Any, text: Any, kinds: Any, data: bytes, lines: Any) -> list[str]:

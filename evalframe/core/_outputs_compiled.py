@@ -37,7 +37,15 @@ from evalframe.core import schema as C
 from evalframe.core._arrow_text import spans, string_array
 from evalframe.core._json._numbers import exact_double, exact_integer
 from evalframe.core._json._strings import json_string
-from evalframe.core._json._text import FALSE, NULL, TRUE, skip_ws, word_at
+from evalframe.core._json._text import (
+    FALSE,
+    NULL,
+    TRUE,
+    skip_space,
+    skip_ws,
+    valid_utf8,
+    word_at,
+)
 from evalframe.core._json._values import member_key, name_index, name_table, next_member
 from evalframe.core._njit import njit
 from evalframe.core._outputs_nested import Builder, end_row, nested_columns, nested_value, start_row
@@ -111,22 +119,6 @@ def _scan(data: Any, ids: Any, texts: Any) -> tuple[int, Any, Any]:
     return n, id_off, text_off
 
 
-def _utf8(raw: Any) -> bool:
-    """Whether the file's bytes are valid UTF-8 (one vectorised check; the exact reader names
-    the first bad byte). Text decoded from valid bytes is valid: escapes decode to whole
-    characters, and a lone surrogate is declined."""
-    import pyarrow as pa
-
-    whole = pa.LargeStringArray.from_buffers(
-        1, pa.py_buffer(np.array([0, raw.size], np.int64)), pa.py_buffer(raw)
-    )
-    try:
-        whole.validate(full=True)
-    except pa.ArrowInvalid:
-        return False
-    return True
-
-
 def outputs_map(data: bytes) -> pl.DataFrame | None:
     """The saved outputs of a map-form file's bytes (no BOM), or None: see the module.
 
@@ -140,7 +132,7 @@ def outputs_map(data: bytes) -> pl.DataFrame | None:
     n, id_off, text_off = _scan(raw, ids, texts)
     if n < 0:
         return None
-    if not _utf8(raw):
+    if not valid_utf8(raw):
         return None
     frame = pl.DataFrame(
         [
@@ -165,16 +157,6 @@ _FIRST_NUMBER = 3 + len(_NESTED)
 
 def _names(numbers: list[str]) -> tuple[Any, Any]:
     return name_table(["id", C.SAMPLE_ID, C.ACTUAL_OUTPUT, *_NESTED, *numbers])
-
-
-@njit(inline="always")
-def _ws(data: Any, p: int, end: int, newline: bool) -> int:
-    """JSON whitespace; within a JSONL line (``newline`` False), less the newline."""
-    while p < end and (
-        data[p] == 0x20 or data[p] == 0x09 or data[p] == 0x0D or (newline and data[p] == 0x0A)
-    ):
-        p += 1
-    return p
 
 
 @njit
@@ -222,7 +204,7 @@ def _scan_entries(
             return -1, id_off, text_off, ints, floats, valid, seen
     while p < end:
         if not listed:
-            p = _ws(data, p, end, False)
+            p = skip_space(data, p, end, False)
             if p < end and data[p] == 0x0A:
                 p += 1
                 continue
@@ -234,7 +216,7 @@ def _scan_entries(
             start_row(nested, n)
         got[:] = False
         id_stop, sid_stop, text_stop = -1, -1, -1
-        p = _ws(data, p + 1, end, listed)
+        p = skip_space(data, p + 1, end, listed)
         done = p < end and data[p] == _CLOSE
         p += done
         while not done:
@@ -243,10 +225,10 @@ def _scan_entries(
             p, k = json_string(data, p, end, scratch, 0)
             if p < 0:
                 return -1, id_off, text_off, ints, floats, valid, seen
-            p = _ws(data, p, end, listed)
+            p = skip_space(data, p, end, listed)
             if p >= end or data[p] != _COLON:
                 return -1, id_off, text_off, ints, floats, valid, seen
-            p = _ws(data, p + 1, end, listed)
+            p = skip_space(data, p + 1, end, listed)
             if p >= end:
                 return -1, id_off, text_off, ints, floats, valid, seen
             which = name_index(scratch, k, names, offsets, 0, offsets.size - 1)
@@ -289,9 +271,9 @@ def _scan_entries(
                 p = t if t >= 0 else f if f >= 0 else exact_double(data, p, end)[0]
             if p < 0:
                 return -1, id_off, text_off, ints, floats, valid, seen
-            p = _ws(data, p, end, listed)
+            p = skip_space(data, p, end, listed)
             if p < end and data[p] == 0x2C:
-                p = _ws(data, p + 1, end, listed)
+                p = skip_space(data, p + 1, end, listed)
             elif p < end and data[p] == _CLOSE:
                 p += 1
                 done = True
@@ -307,7 +289,7 @@ def _scan_entries(
         n += 1
         id_off[n] = id_stop
         text_off[n] = text_stop
-        p = _ws(data, p, end, listed)
+        p = skip_space(data, p, end, listed)
         if not listed:
             if p < end and data[p] != 0x0A:
                 return -1, id_off, text_off, ints, floats, valid, seen
@@ -368,7 +350,7 @@ def _entries(data: bytes, numbers: pl.Schema, *, listed: bool) -> pl.DataFrame |
     )
     if n <= 0:  # declined, or no entry (an error, or an empty list, the exact reader takes)
         return None
-    if not _utf8(raw):
+    if not valid_utf8(raw):
         return None
     found = nested_columns(nested, raw, n) if has_nested else {}
     if found is None:

@@ -22,7 +22,7 @@ import polars as pl
 
 from evalframe.core._arrow_text import string_array
 from evalframe.core._errors import MetricError
-from evalframe.core._json._numbers import exact_double
+from evalframe.core._json._numbers import digits_end, exact_double
 from evalframe.core._json._strings import PLAIN, json_string
 from evalframe.core._json._text import JSON_WS, skip_ws
 from evalframe.core._json._values import member_key, next_member
@@ -214,13 +214,6 @@ _OPEN_ARRAY, _CLOSE_ARRAY, _OPEN_OBJECT, _CLOSE_OBJECT = 91, 93, 123, 125
 
 
 @njit
-def _digits(data: Any, p: int, end: int) -> int:
-    while p < end and 48 <= data[p] <= 57:
-        p += 1
-    return p
-
-
-@njit
 def _equals(buf: Any, lo: int, hi: int, word: Any) -> bool:
     if hi - lo != word.size:
         return False
@@ -241,9 +234,9 @@ def _scalar(data: Any, p: int, end: int) -> int:
     q = p + 1 if c == 45 else p
     if q >= end or not 48 <= data[q] <= 57:
         return -1
-    q = q + 1 if data[q] == 48 else _digits(data, q, end)
+    q = q + 1 if data[q] == 48 else digits_end(data, q, end)
     if q < end and data[q] == 46:
-        r = _digits(data, q + 1, end)
+        r = digits_end(data, q + 1, end)
         if r == q + 1:
             return -1
         q = r
@@ -251,7 +244,7 @@ def _scalar(data: Any, p: int, end: int) -> int:
         q += 1
         if q < end and data[q] in (43, 45):
             q += 1
-        r = _digits(data, q, end)
+        r = digits_end(data, q, end)
         if r == q:
             return -1
         q = r

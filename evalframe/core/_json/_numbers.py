@@ -21,7 +21,7 @@ import numpy as np
 from evalframe.core._json._text import copy_bytes
 from evalframe.core._njit import kernel_int, njit
 
-__all__ = ["compact_number", "exact_double", "exact_integer", "number_end"]
+__all__ = ["compact_number", "digits_end", "exact_double", "exact_integer", "number_end"]
 
 _ONE = kernel_int(1)
 
@@ -32,7 +32,8 @@ _EXACT_MANTISSA = 2**53
 
 
 @njit(inline="always")
-def _digits(data: Any, p: int, end: int) -> int:
+def digits_end(data: Any, p: int, end: int) -> int:
+    """The position after the ASCII digits from ``p``."""
     while p < end and 0x30 <= data[p] <= 0x39:
         p += 1
     return p
@@ -100,7 +101,7 @@ def exact_integer(data: Any, p: int, end: int) -> tuple[int, int]:
     neg = p < end and data[p] == 0x2D
     p += neg
     start = p
-    stop = _digits(data, p, end)
+    stop = digits_end(data, p, end)
     if stop == start or stop - start > 18 or (data[start] == 0x30 and stop - start > 1):
         return -1, 0
     if stop < end and (data[stop] == 0x2E or data[stop] == 0x65 or data[stop] == 0x45):
@@ -120,10 +121,10 @@ def number_end(data: Any, p: int, end: int) -> int:
     if data[p] == 0x30:
         p += 1
     else:
-        p = _digits(data, p, end)
+        p = digits_end(data, p, end)
     if p < end and data[p] == 0x2E:
         start = p + 1
-        p = _digits(data, start, end)
+        p = digits_end(data, start, end)
         if p == start:
             return -1
     if p < end and (data[p] == 0x65 or data[p] == 0x45):
@@ -131,7 +132,7 @@ def number_end(data: Any, p: int, end: int) -> int:
         if p < end and (data[p] == 0x2B or data[p] == 0x2D):
             p += 1
         start = p
-        p = _digits(data, p, end)
+        p = digits_end(data, p, end)
         if p == start:
             return -1
     return p

@@ -24,8 +24,10 @@ __all__ = [
     "TRUE",
     "ascii_space",
     "copy_bytes",
+    "skip_space",
     "skip_ws",
     "surely_not_blank",
+    "valid_utf8",
     "word_at",
 ]
 
@@ -38,6 +40,16 @@ TRUE, FALSE, NULL = (np.frombuffer(w, np.uint8) for w in (b"true", b"false", b"n
 def skip_ws(data: Any, p: int, end: int) -> int:
     """The position of the first byte at or after ``p`` that is not JSON whitespace."""
     while p < end and JSON_WS[data[p]]:
+        p += 1
+    return p
+
+
+@njit(inline="always")
+def skip_space(data: Any, p: int, end: int, newline: bool) -> int:
+    """JSON whitespace from ``p``; within a JSONL line (``newline`` False), less the newline."""
+    while p < end and (
+        data[p] == 0x20 or data[p] == 0x09 or data[p] == 0x0D or (newline and data[p] == 0x0A)
+    ):
         p += 1
     return p
 
@@ -82,3 +94,21 @@ def surely_not_blank(text: Any, lo: int, hi: int) -> bool:
         elif b >= 0xC0 and b not in (0xC2, 0xE1, 0xE2, 0xE3):
             return True
     return False
+
+
+def valid_utf8(data: Any) -> bool:
+    """Whether ``data`` (bytes, or a uint8 array) is valid UTF-8, as ``bytes.decode`` judges
+    it, checked by Arrow without building a string (the exact readers name the first bad
+    byte). Text a kernel decodes from valid bytes is valid: escapes decode to whole
+    characters, and a lone surrogate is declined."""
+    import pyarrow as pa
+
+    raw = np.frombuffer(data, np.uint8)
+    whole = pa.LargeStringArray.from_buffers(
+        1, pa.py_buffer(np.array([0, raw.size], np.int64)), pa.py_buffer(raw)
+    )
+    try:
+        whole.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
