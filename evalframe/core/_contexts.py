@@ -28,6 +28,7 @@ from typing import Any, Final
 import polars as pl
 
 from evalframe.core import schema as C
+from evalframe.core._errors import type_name
 
 __all__ = [
     "CONTEXTS",
@@ -52,18 +53,6 @@ Parsed = tuple[list[str], list[str | None]]
 
 class _BadContexts(ValueError):  # noqa: N818 - never escapes: callers raise DatasetError
     """A contexts value of the wrong shape; the caller adds the file, sample and field."""
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, Mapping):
-        return "map"
-    if isinstance(value, list | tuple):
-        return "list"
-    return type(value).__name__
 
 
 def parse_contexts(value: object, *, from_text: bool = False) -> Parsed | None:
@@ -93,7 +82,7 @@ def parse_contexts(value: object, *, from_text: bool = False) -> Parsed | None:
             raise _BadContexts(f"is not a JSON list: {exc}") from exc
     if not isinstance(value, list | tuple):
         raise _BadContexts(
-            f"must be a list of strings or of {{id, text}} objects; got {_kind(value)}"
+            f"must be a list of strings or of {{id, text}} objects; got {type_name(value)}"
         )
     texts: list[str] = []
     ids: list[str | None] = []
@@ -105,11 +94,13 @@ def parse_contexts(value: object, *, from_text: bool = False) -> Parsed | None:
         if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
             raise _BadContexts(
                 f"item {i} must be a string or an object with a string 'text'; "
-                f"got {_kind(item if not isinstance(item, Mapping) else item.get('text'))}"
+                f"got {type_name(item if not isinstance(item, Mapping) else item.get('text'))}"
             )
         given = item.get("id")
         if given is not None and (isinstance(given, bool) or not isinstance(given, str | int)):
-            raise _BadContexts(f"item {i} 'id' must be a string or an integer; got {_kind(given)}")
+            raise _BadContexts(
+                f"item {i} 'id' must be a string or an integer; got {type_name(given)}"
+            )
         texts.append(item["text"])
         ids.append(None if given is None else str(given))
     return texts, ids

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from evalframe.core._errors import DocumentError
+from evalframe.core._errors import DocumentError, type_name
 
 __all__ = [
     "EXPECTED",
@@ -300,18 +300,16 @@ def _read_passages(path: Path) -> tuple[Passage, ...]:
             raise _bad(
                 path,
                 at,
-                f"field {field!r} must be a string (the passage's text); got {_type_name(text)}.",
+                f"field {field!r} must be a string (the passage's text); got {type_name(text)}.",
             )
         pid = row.get("id")
         if pid is not None and not (isinstance(pid, str | int) and not isinstance(pid, bool)):
             raise _bad(
-                path, at, f"field 'id' must be a string or an integer; got {_type_name(pid)}."
+                path, at, f"field 'id' must be a string or an integer; got {type_name(pid)}."
             )
         source = _field(row, SOURCE_FIELDS)
         if source is not None and not isinstance(source, str):
-            raise _bad(
-                path, at, f"the passage's source must be a string; got {_type_name(source)}."
-            )
+            raise _bad(path, at, f"the passage's source must be a string; got {type_name(source)}.")
         for value, name in ((text, "text"), (source, "source"), (pid, "id")):
             if isinstance(value, str) and not _utf8(value):
                 raise _bad(
@@ -351,10 +349,6 @@ def _field(row: dict[str, Any], names: Sequence[str]) -> Any:
     return None
 
 
-def _type_name(value: object) -> str:
-    return "nothing" if value is None else type(value).__name__
-
-
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     text = _read_text(path)
     for number, line in enumerate(text.splitlines(), start=1):  # one per passage
@@ -370,7 +364,7 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             raise _bad(
                 path,
                 f"line {number}",
-                f"is a JSON {_type_name(row)}; expected an object with a 'text' field.",
+                f"is a JSON {type_name(row)}; expected an object with a 'text' field.",
             )
         yield number, row
 

@@ -28,6 +28,7 @@ sample's row of the scores frame.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
@@ -240,10 +241,11 @@ class ExportError(EvalframeError):
 
 
 def type_name(value: object) -> str:
-    """A value's type as error messages name it: ``null``, ``map`` for a mapping read from a
-    file, else the Python type's name (``list``, ``str``, ``int``, ...)."""
+    """A value's type as error messages name it: ``null``, ``map`` for any mapping (one
+    read from a file is a dict), else the Python type's name (``list``, ``str``, ``int``,
+    ...)."""
     if value is None:
         return "null"
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return "map"
     return type(value).__name__

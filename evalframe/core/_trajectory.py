@@ -35,7 +35,7 @@ from typing import Any, Final
 import polars as pl
 
 from evalframe.core._agent_dtypes import TOOL_CALL, TRAJECTORY, TRAJECTORY_COLUMN, typed_series
-from evalframe.core._errors import DatasetError
+from evalframe.core._errors import DatasetError, type_name
 from evalframe.core._njit import worth_compiling
 
 __all__ = [
@@ -77,16 +77,6 @@ def _compact(value: object, field: str = "", at: str = "A trajectory") -> str:
         ) from exc
 
 
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, dict):
-        return "map"
-    if isinstance(value, list | tuple):
-        return "list"
-    return type(value).__name__
-
-
 _COUNT_MAX: Final = 2**63 - 1  # the Int64 columns that hold counts
 
 
@@ -105,7 +95,7 @@ def _count(value: object, field: str, at: str) -> int | None:
         return count
     raise DatasetError(
         f"{at} field '{field}' must be a non-negative integer below 2^63; "
-        f"got {_kind(value)} {value!r:.40}."
+        f"got {type_name(value)} {value!r:.40}."
     )
 
 
@@ -116,7 +106,7 @@ def _number(value: object, field: str, at: str) -> float | None:
     if number is not None and math.isfinite(number) and number >= 0:
         return float(number)
     raise DatasetError(
-        f"{at} field '{field}' must be a finite number >= 0; got {_kind(value)} {value!r:.40}."
+        f"{at} field '{field}' must be a finite number >= 0; got {type_name(value)} {value!r:.40}."
     )
 
 
@@ -143,7 +133,7 @@ def parse_tool_call(value: object, field: str, at: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise DatasetError(
             f"{at} field '{field}' must be a tool name or an object with a name; "
-            f"got {_kind(value)}."
+            f"got {type_name(value)}."
         )
     name = _first(value, _NAME_KEYS)
     if not isinstance(name, str) or not name.strip():
@@ -157,7 +147,7 @@ def parse_tool_call(value: object, field: str, at: str) -> dict[str, Any]:
     if arguments is not None and not isinstance(arguments, dict):
         raise DatasetError(
             f"{at} field '{field}.arguments' must be an object of named arguments; "
-            f"got {_kind(arguments)}."
+            f"got {type_name(arguments)}."
         )
     return {
         "name": name,
@@ -174,7 +164,7 @@ def parse_tool_calls(value: object, field: str, at: str) -> list[dict[str, Any]]
     if value is None:
         return []
     if not isinstance(value, list | tuple):
-        raise DatasetError(f"{at} field '{field}' must be a list; got {_kind(value)}.")
+        raise DatasetError(f"{at} field '{field}' must be a list; got {type_name(value)}.")
     return [parse_tool_call(item, f"{field}[{i}]", at) for i, item in enumerate(value)]
 
 
@@ -215,7 +205,7 @@ def parse_trajectory(value: object, at: str, field: str = "trajectory") -> dict[
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise DatasetError(f"{at} field '{field}' must be an object; got {_kind(value)}.")
+        raise DatasetError(f"{at} field '{field}' must be an object; got {type_name(value)}.")
     calls = parse_tool_calls(value.get("tool_calls"), f"{field}.tool_calls", at)
     steps = _count(value.get("steps"), f"{field}.steps", at)
     finish = value.get("finish_reason")
@@ -347,7 +337,7 @@ def _names(value: object, field: str, at: str, *, single: bool = False) -> list[
         value = [value]
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         wanted = "a tool name or a list of tool names" if single else "a list of strings"
-        raise DatasetError(f"{at} field '{field}' must be {wanted}; got {_kind(value)}.")
+        raise DatasetError(f"{at} field '{field}' must be {wanted}; got {type_name(value)}.")
     return list(value)
 
 
@@ -384,7 +374,7 @@ def parse_expectations(metadata: Mapping[str, Any], at: str) -> dict[str, Any]:
     if block is not None:
         if not isinstance(block, dict):
             raise DatasetError(
-                f"{at} field 'metadata.trajectory' must be a map; got {_kind(block)}."
+                f"{at} field 'metadata.trajectory' must be a map; got {type_name(block)}."
             )
         f = "metadata.trajectory."
         row["tools"] = _names(block.get("tools"), f + "tools", at, single=True)
@@ -402,7 +392,7 @@ def parse_expectations(metadata: Mapping[str, Any], at: str) -> dict[str, Any]:
             if not isinstance(specs, list | tuple):
                 raise DatasetError(
                     f"{at} field '{f}tool_arguments' must be a list of "
-                    f"{{tool, arguments}} entries; got {_kind(specs)}."
+                    f"{{tool, arguments}} entries; got {type_name(specs)}."
                 )
             usable = [
                 argument_spec(entry, f"{f}tool_arguments[{i}]", at) for i, entry in enumerate(specs)
@@ -416,7 +406,7 @@ def parse_expectations(metadata: Mapping[str, Any], at: str) -> dict[str, Any]:
             if not isinstance(limit, int) or isinstance(limit, bool):
                 raise DatasetError(
                     f"{at} field '{f}max_steps' must be an integer or a string of digits; "
-                    f"got {_kind(limit)} {limit!r:.40}."
+                    f"got {type_name(limit)} {limit!r:.40}."
                 )
             row["max_steps"] = limit
         row["optimal_steps"] = _count(block.get("optimal_steps"), f + "optimal_steps", at)

@@ -23,10 +23,9 @@ import polars as pl
 
 from evalframe.core._agent_dtypes import TURN, TURNS, TURNS_COLUMN, typed_series
 from evalframe.core._dataset_columns import lone_surrogate_in
-from evalframe.core._errors import DatasetError
+from evalframe.core._errors import DatasetError, type_name
 from evalframe.core._trajectory import (
     _count,
-    _kind,
     _number,
     json_field,
     parse_tool_calls,
@@ -59,7 +58,7 @@ def parse_turns(value: object, at: str, field: str = "turns") -> list[dict[str, 
     if value is None:
         return None
     if not isinstance(value, list | tuple):
-        raise DatasetError(f"{at} field '{field}' must be a list of turns; got {_kind(value)}.")
+        raise DatasetError(f"{at} field '{field}' must be a list of turns; got {type_name(value)}.")
     turns = []
     for index, turn in enumerate(value):
         here = f"{field}[{index}]"
@@ -71,7 +70,7 @@ def parse_turns(value: object, at: str, field: str = "turns") -> list[dict[str, 
         content = turn.get("content")
         if content is not None and not isinstance(content, str):
             raise DatasetError(
-                f"{at} field '{here}.content' must be a string; got {_kind(content)}."
+                f"{at} field '{here}.content' must be a string; got {type_name(content)}."
             )
         turns.append(
             {
