@@ -28,7 +28,6 @@ Examples:
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 from collections.abc import Callable
 from typing import Any, Final
@@ -53,6 +52,7 @@ from evalframe.core._json._text import (
 )
 from evalframe.core._json._values import compact_value, name_index, name_table, skip_value
 from evalframe.core._njit import compiling, kernel_int, njit
+from evalframe.core._sha256 import digests_kernel, sha256_hex
 
 __all__ = ["announce", "dataset_lines", "lines_loaded"]
 
@@ -323,7 +323,7 @@ def _scan(data: Any, out: Any, table: Any, kinds: Any, lines: Any, work: Any) ->
 
 def announce() -> None:
     """Say once on stderr that the pass compiles now, unless numba has it cached."""
-    compiling("the JSONL dataset reader", _scan)
+    compiling("the JSONL dataset reader", _scan, digests_kernel)
 
 
 def lines_loaded() -> bool:
@@ -373,7 +373,7 @@ def dataset_lines(data: bytes, samples_frame: _Frame, where: str) -> pl.DataFram
             pl.Series(C.EXPECTED_TYPE, np.array(_TYPES)[np.maximum(kinds, 0)], pl.String),
             pl.Series(C.METADATA, string_array(table[3], out[3])),
             pl.Series(C.TAGS, [[]], pl.List(pl.String)).new_from_index(0, n),
-            pl.Series(C.ROW_HASH, _row_hashes(table[4], out[4], kinds, data, lines)),
+            _row_hashes(table[4], out[4], kinds, data, lines),
         ]
     )
     left = np.flatnonzero(kinds < 0)
@@ -390,22 +390,25 @@ def dataset_lines(data: bytes, samples_frame: _Frame, where: str) -> pl.DataFram
     return frame
 
 
-def _row_hashes(offsets: Any, text: Any, kinds: Any, data: bytes, lines: Any) -> list[str]:
+def _row_hashes(offsets: Any, text: Any, kinds: Any, data: bytes, lines: Any) -> pl.Series:
     """The row hash of each sample the pass read, from the text it wrote for it; where that
     text may not be the canonical JSON eval-harness hashes (``MAYBE_NOT_CANONICAL``), from
     the canonical JSON of the line's values."""
+    hashes = pl.Series(C.ROW_HASH, sha256_hex(offsets, text))
     hashed = pl.Series(string_array(offsets, text))
-    sha256, body = hashlib.sha256, text.data
-    hashes = [sha256(body[a:b]).hexdigest() for a, b in itertools.pairwise(offsets.tolist())]
     suspect = hashed.str.contains(MAYBE_NOT_CANONICAL) & pl.Series(kinds >= 0)
-    for i in suspect.arg_true().to_list():
+    rows = suspect.arg_true().to_list()
+    if not rows:
+        return hashes
+    canonical = []
+    for i in rows:
         record = json.loads(data[lines[0, i] : lines[1, i]])
-        canonical = (
+        value = (
             f'{{"input":{php_canonical_json(record["input"])},'
             f'"expected":{php_canonical_json(record["expected_output"])}}}'
         )
-        hashes[i] = sha256(canonical.encode("utf-8")).hexdigest()
-    return hashes
+        canonical.append(hashlib.sha256(value.encode("utf-8")).hexdigest())
+    return hashes.scatter(rows, canonical)
 
 
 def _exact_lines(
