@@ -190,8 +190,9 @@ def _scan_entries(
     columns = integer.size
     id_off = np.empty(room + 1, np.int64)
     text_off = np.empty(room + 1, np.int64)
-    ints = np.zeros((columns, room), np.int64)
-    floats = np.zeros((columns, room), np.float64)
+    # read only where valid: not zeroed (zeroing 2 x 85 MB took a 54 MB file's pass 0.1 s)
+    ints = np.empty((columns, room), np.int64)
+    floats = np.empty((columns, room), np.float64)
     valid = np.zeros((columns, room), np.bool_)
     seen = np.zeros(columns, np.bool_)
     got = np.zeros(offsets.size - 1, np.bool_)
