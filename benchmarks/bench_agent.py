@@ -204,10 +204,11 @@ def naive(expect: dict[str, Any], trajectory: dict[str, Any]) -> dict[str, float
     }
 
 
-def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    t0 = time.perf_counter()
+def _timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """Wall and CPU seconds (all of the process's threads) of ``fn()``, and its result."""
+    t0, c0 = time.perf_counter(), time.process_time()
     result = fn()
-    return time.perf_counter() - t0, result
+    return time.perf_counter() - t0, time.process_time() - c0, result
 
 
 def main() -> None:
@@ -239,11 +240,13 @@ def main() -> None:
         "parsing": parsing_loop,
     }
     rounds: dict[str, list[float]] = {name: [] for name in contenders}
+    cpu: dict[str, list[float]] = {name: [] for name in contenders}
     results: dict[str, Any] = {}
     for _ in range(ARGS.repeat):
         for name, fn in contenders.items():
-            seconds, results[name] = _timed(fn)
+            seconds, cpu_seconds, results[name] = _timed(fn)
             rounds[name].append(seconds)
+            cpu[name].append(cpu_seconds)
     assert results["build"].equals(results["before"]), "the two builds differ"
     scores, reference = results["score"], results["loop"]
     assert scores.get_column("error").null_count() == scores.height, "unexpected metric errors"
@@ -283,6 +286,14 @@ def main() -> None:
     print(
         "ratio against the parsing loop: "
         f"{(ARGS.episodes / seconds) / (len(subset) / parsing_seconds):.1f}x"
+    )
+    # CPU seconds (every thread's) per episode: the steadier measure when other jobs share
+    # the cores, and the work done whatever the number of threads.
+    ours, loop, parsing = (min(cpu[k]) for k in ("score", "loop", "parsing"))
+    print(
+        f"CPU: evalframe {ours:.2f} s, loop {loop:.2f} s, parsing loop {parsing:.2f} s; "
+        f"per episode {(loop / len(subset)) / (ours / ARGS.episodes):.1f}x the loop, "
+        f"{(parsing / len(subset)) / (ours / ARGS.episodes):.1f}x the parsing loop"
     )
     print(f"scores agree on all {len(subset) * len(METRICS):,} (episode, metric) pairs checked")
     if ARGS.store:

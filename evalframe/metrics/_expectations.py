@@ -112,9 +112,12 @@ class Expectations:
             texts = self._frame.get_column("metadata")
             distinct = texts.drop_nulls().unique(maintain_order=True)
             decoded = decode_expectations(distinct).with_columns(metadata=distinct)
-            rows = self._frame.select("metadata").join(
-                decoded, on="metadata", how="left", maintain_order="left"
-            )
+            if distinct.len() == texts.len():  # every text distinct: already in row order
+                rows = decoded.select("metadata", pl.exclude("metadata"))
+            else:
+                rows = self._frame.select("metadata").join(
+                    decoded, on="metadata", how="left", maintain_order="left"
+                )
             self._compiled = rows.with_columns(pl.col("exact").fill_null(True))  # no metadata
         exact = self._compiled.get_column("exact")
         field = "skipped" if name == "skipped_arguments" else name
