@@ -381,6 +381,25 @@ def test_string_views_by_numpy_are_the_kernel(rows: list[str | None], lead: int)
 
 
 @settings(max_examples=100, deadline=None)
+@given(st.lists(maybe_texts, max_size=40), st.integers(0, 3))
+def test_string_views_into_a_kernel_s_output_are_its_copies(
+    rows: list[str | None], lead: int
+) -> None:
+    from evalframe.core._arrow_text import strings_array
+
+    encoded = [b"" if row is None else row.encode("utf-8", "surrogatepass") for row in rows]
+    data = np.frombuffer(b"\xff" * lead + b"".join(encoded) + b"\xfe", np.uint8)
+    lo = np.cumsum([lead, *map(len, encoded)])[:-1].astype(np.int64)[::-1].copy()
+    length = np.array([-1 if r is None else len(e) for r, e in zip(rows, encoded, strict=True)])
+    length = length.astype(np.int64)[::-1].copy()  # out of order, as a kernel's fields lie
+    copied = pl.Series(strings_array(lo, length, data))
+    small, large = both(lambda: pl.Series(strings_array(lo, length, data, copy=False)))
+    pairs = zip(rows, encoded, strict=True)
+    want = [None if r is None else e.decode("utf-8", "surrogatepass") for r, e in pairs]
+    assert small.to_list() == large.to_list() == copied.to_list() == want[::-1]
+
+
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.tuples(st.none() | st.integers(0, 99), st.none() | st.integers(0, 99)),
              min_size=1, max_size=10),

@@ -53,29 +53,30 @@ def _put_int32(views: Any, at: int, value: int) -> None:
 
 
 @njit
-def _views(offsets: Any, data: Any) -> Any:
-    n = offsets.size - 1
+def _views(lo: Any, length: Any, data: Any) -> Any:
+    """The views of the strings ``data[lo[i]:lo[i] + length[i]]`` (``length`` -1: empty)."""
+    n = lo.size
     views = np.zeros(16 * n, np.uint8)
     for i in range(n):
-        lo, hi = offsets[i], offsets[i + 1]
+        k = max(length[i], 0)
         at = 16 * i
-        _put_int32(views, at, hi - lo)
-        if hi - lo <= _INLINE:
-            for k in range(hi - lo):
-                views[at + 4 + k] = data[lo + k]
+        _put_int32(views, at, k)
+        if k <= _INLINE:
+            for j in range(k):
+                views[at + 4 + j] = data[lo[i] + j]
         else:
-            for k in range(4):
-                views[at + 4 + k] = data[lo + k]
-            _put_int32(views, at + 12, lo)  # buffer 0, at bytes 8-11, is already zero
+            for j in range(4):
+                views[at + 4 + j] = data[lo[i] + j]
+            _put_int32(views, at + 12, lo[i])  # buffer 0, at bytes 8-11, is already zero
     return views
 
 
-def _views_numpy(offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8]) -> Any:
+def _views_numpy(lo: npt.NDArray[np.int64], length: Any, data: npt.NDArray[np.uint8]) -> Any:
     """What :func:`_views` writes, by NumPy over all strings at once (a small input compiles
     nothing, and runs at NumPy's speed rather than as interpreted kernel code)."""
-    n = offsets.size - 1
-    lo = offsets[:-1]
-    length = np.diff(offsets)
+    n = lo.size
+    length = np.maximum(length, 0)
+    lo = np.where(length > 0, lo, 0)  # a null's place is not set
     views = np.zeros((n, 16), np.uint8)
     views[:, :4] = length.astype("<i4").view(np.uint8).reshape(n, 4)
     if data.size:
@@ -89,6 +90,19 @@ def _views_numpy(offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8]) ->
     return views.reshape(-1)
 
 
+def _view_array(lo: Any, length: Any, data: npt.NDArray[np.uint8]) -> pa.Array:
+    """A ``string_view`` array of the strings at ``lo`` (``length`` long) in ``data``."""
+    import pyarrow as pa
+
+    if worth_compiling(lo.size, _INTERPRETED_UP_TO):
+        views = _views(lo, length, data)
+    else:
+        views = _views_numpy(lo, length, data)
+    return pa.Array.from_buffers(
+        pa.string_view(), lo.size, [None, pa.py_buffer(views), pa.py_buffer(data)]
+    )
+
+
 def string_array(offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8]) -> pa.Array:
     """The strings ``data[offsets[i]:offsets[i + 1]]`` (valid UTF-8) as an Arrow array:
     ``string_view`` (which Polars imports without a copy) while the bytes fit a view's offset,
@@ -96,14 +110,9 @@ def string_array(offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8]) ->
     import pyarrow as pa
 
     n, size = offsets.size - 1, int(offsets[-1])
-    body = pa.py_buffer(data[:size])
     if size > _MAX_OFFSET:
-        return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), body)
-    if worth_compiling(n, _INTERPRETED_UP_TO):
-        views = _views(offsets, data)
-    else:
-        views = _views_numpy(offsets, data)
-    return pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(views), body])
+        return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data[:size]))
+    return _view_array(offsets[:-1], np.diff(offsets), data[:size])
 
 
 # The buffer of a column without any bytes: one zero byte, so a kernel may read ``buf[0]``, and
@@ -145,12 +154,17 @@ def spans(lo: Any, ln: Any, data: Any) -> tuple[Any, Any]:
     return offsets, body
 
 
-def strings_array(lo: Any, length: Any, data: Any) -> Any:
-    """The strings ``data[lo[i]:lo[i] + length[i]]`` (``length`` -1: null) as an Arrow array."""
+def strings_array(lo: Any, length: Any, data: Any, *, copy: bool = True) -> Any:
+    """The strings ``data[lo[i]:lo[i] + length[i]]`` (``length`` -1: null) as an Arrow array:
+    copied one after the other, or (``copy`` false) as views into ``data`` itself, which the
+    array then keeps alive whole."""
     import pyarrow as pa
 
-    offsets, body = spans(lo, length, data)
-    array = string_array(offsets, body)
+    if copy or data.size > _MAX_OFFSET:
+        offsets, body = spans(lo, length, data)
+        array = string_array(offsets, body)
+    else:
+        array = _view_array(lo, length, data)
     nulls = length < 0
     if not nulls.any():
         return array

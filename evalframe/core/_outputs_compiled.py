@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 
 from evalframe.core import schema as C
-from evalframe.core._arrow_text import spans, string_array
+from evalframe.core._arrow_text import string_array
 from evalframe.core._json._numbers import exact_double, exact_integer
 from evalframe.core._json._strings import json_string
 from evalframe.core._json._text import (
@@ -312,10 +312,8 @@ def _scan_entries(
 def entries_loaded() -> bool:
     """Whether this process has already run the entries pass compiled, so a further call
     compiles and loads nothing (for types it has seen)."""
-    return all(
-        kernel.dispatcher is not None and bool(kernel.dispatcher.signatures)
-        for kernel in (_scan_entries, spans)  # the pass, and the copying of what it found
-    )
+    kernel = _scan_entries.dispatcher  # the strings it found are views into its output
+    return kernel is not None and bool(kernel.signatures)
 
 
 def outputs_lines(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:

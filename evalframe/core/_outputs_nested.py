@@ -804,10 +804,8 @@ def read_array(field: int, text: bytes, rows: int) -> tuple[dict[str, pl.Series]
 def cells_loaded() -> bool:
     """Whether this process has already run the cells pass compiled, so a further call
     compiles and loads nothing (for types it has seen)."""
-    return all(
-        kernel.dispatcher is not None and bool(kernel.dispatcher.signatures)
-        for kernel in (nested_cells, spans)  # the pass, and the copying of what it found
-    )
+    kernel = nested_cells.dispatcher  # the strings it found are views into its output
+    return kernel is not None and bool(kernel.signatures)
 
 
 def read_cells(
@@ -830,7 +828,7 @@ def read_cells(
 
 
 def _strings(b: tuple[Any, ...], col: int, n: int) -> Any:
-    return strings_array(b[1][_S + col, :n], b[1][_LEN + col, :n], b[0])
+    return strings_array(b[1][_S + col, :n], b[1][_LEN + col, :n], b[0], copy=False)
 
 
 def _calls_array(b: tuple[Any, ...], c: int, n: int) -> Any:
