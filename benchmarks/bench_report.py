@@ -3,7 +3,8 @@
 Run: ``.venv/bin/python benchmarks/bench_report.py [--samples N] [--rounds R]``
 
 A dataset of N samples (default 100,000) of English-like text is scored with exact-match,
-contains and rouge-l; then its report JSON is built and written to a file four ways:
+contains and rouge-l; then its report JSON is built and written to a file four ways (and
+``run.report().to_json()``'s text built alone):
 
 * ``run --format json --out``: ``evalframe.views._report_json.report_json_parts`` (what the
   CLI writes): the samples and per-row aggregates laid out from the frames by compiled passes,
@@ -66,6 +67,9 @@ def main() -> None:
     def python(run: ef.Run) -> int:  # as from a notebook: the text, then a file
         return target.write_text(run.report().to_json(), encoding="utf-8")
 
+    def text(run: ef.Run) -> int:  # the text alone, as a notebook holds it
+        return len(run.report().to_json())
+
     def objects(run: ef.Run) -> int:  # every sample a Python object, written by orjson
         report = run.report()
         report.settle()
@@ -79,6 +83,7 @@ def main() -> None:
     reference = (json.dumps(run.report(), indent=2, ensure_ascii=False) + "\n").encode()
     assert report_json(run) == reference, "report_json differs from json.dumps"
     assert run.report().to_json_bytes() == reference, "Report.to_json differs from json.dumps"
+    assert run.report().to_json().encode() == reference, "Report.to_json differs from json.dumps"
     settled = run.report()
     settled.settle()
     assert settled.to_json_bytes() == reference, "the report's objects differ from json.dumps"
@@ -89,7 +94,10 @@ def main() -> None:
         start = time.perf_counter()
         run = ef.evaluate(ds, outputs=outputs, metrics=metrics)
         best["evaluate"] = min(best.get("evaluate", 1e9), time.perf_counter() - start)
-        writers = (("fast", fast), ("python", python), ("objects", objects), ("stdlib", stdlib))
+        writers = (
+            ("fast", fast), ("text", text), ("python", python), ("objects", objects),
+            ("stdlib", stdlib),
+        )  # fmt: skip
         for name, write in writers:
             fresh = ef.evaluate(ds, outputs=outputs, metrics=metrics)  # no cached aggregates
             target.unlink(missing_ok=True)  # a new file each time, as a fresh checkout writes
@@ -104,6 +112,7 @@ def main() -> None:
     print(f"| evaluate (score the run) | {evaluate:.2f} | 1.0x |")
     for name, label in (
         ("fast", "report JSON, `run --format json --out` (`report_json_parts`), built and written"),
+        ("text", "report JSON, `run.report().to_json()`, the `str` built (not written)"),
         ("python", "report JSON, `run.report().to_json()`, built and written"),
         ("objects", "report JSON, `run.report()` with every sample an object, orjson, written"),
         ("stdlib", "report JSON, `run.report()` + `json.dumps`, built and written"),

@@ -28,7 +28,7 @@ from evalframe.core._njit import compiling, worth_compiling
 from evalframe.core._progress import Advance, track
 from evalframe.views import _layout, _records
 from evalframe.views._format import python_floats
-from evalframe.views._layout import Entries, section
+from evalframe.views._layout import Entries, Layout, layout
 from evalframe.views._pending import Pending
 from evalframe.views._records import Template, records
 from evalframe.views._report import Report
@@ -109,7 +109,8 @@ def _bounds(positions: pl.Series, rows: int) -> npt.NDArray[np.int64]:
     return bounds
 
 
-Piece = bytes | npt.NDArray[np.uint8]
+Piece = bytes | npt.NDArray[np.uint8] | Layout
+"""A piece of the document: its bytes, or rows laid out and still to be written."""
 
 # Scored rows plus executions up to which the report is written from Python objects.
 _OBJECTS_UP_TO = 20_000
@@ -166,7 +167,7 @@ def _samples_text(run: Run, advance: Advance) -> Iterator[Piece]:
 
 def _samples_slice(
     rows: pl.DataFrame, scored: pl.DataFrame, bounds: npt.NDArray[np.int64]
-) -> Piece:
+) -> Layout:
     """The ``samples`` rows of these executions, with their scored rows in order."""
     scored = _spelled(scored, [C.SCORE])
     at10 = "\n" + _pad(10)
@@ -210,7 +211,7 @@ def _samples_slice(
         .text("", trajectory_suffixes(rows, 6))
         .end("," + at6 + '"scores": ')
     )
-    return section(records(head, rows.height), entries, _ROWS)
+    return layout(records(head, rows.height), entries, _ROWS)
 
 
 def _adversarial_texts(metadata: pl.Series) -> pl.Series:
@@ -236,7 +237,7 @@ def _aggregates_text(run: Run, advance: Advance) -> Iterator[Piece]:
         advance(b - a)
 
 
-def _aggregates_slice(run: Run, rows: pl.DataFrame, scores: pl.DataFrame) -> Piece:
+def _aggregates_slice(run: Run, rows: pl.DataFrame, scores: pl.DataFrame) -> Layout:
     """The ``sample_aggregates`` rows of these samples, from every score row of theirs."""
     rows = rows.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_pos"))
     per_metric = (
@@ -273,7 +274,27 @@ def _aggregates_slice(run: Run, rows: pl.DataFrame, scores: pl.DataFrame) -> Pie
         .number("," + at6 + '"score_stddev": ', rows.get_column("score_stddev"))
         .end("," + at6 + '"metrics": ')
     )
-    return section(records(head, rows.height), entries, _ROWS)
+    return layout(records(head, rows.height), entries, _ROWS)
+
+
+def _written(pieces: Iterator[Piece]) -> Iterator[Piece]:
+    """``pieces`` with their rows written, each slice in an array of its own."""
+    for piece in pieces:
+        yield piece.written() if isinstance(piece, Layout) else piece
+
+
+def _joined(pieces: list[Piece]) -> npt.NDArray[np.uint8]:
+    """The pieces in one buffer, each section's rows written in place (no copy of them)."""
+    sizes = [p.size if isinstance(p, Layout) else len(p) for p in pieces]
+    out = np.empty(sum(sizes), dtype=np.uint8)
+    at = 0
+    for piece, size in zip(pieces, sizes, strict=True):
+        if isinstance(piece, Layout):
+            piece.write_into(out[at : at + size])
+        else:
+            out[at : at + size] = np.frombuffer(piece, dtype=np.uint8)
+        at += size
+    return out
 
 
 def _ahead(pieces: Iterator[Piece], pool: ThreadPoolExecutor) -> Iterator[Piece]:
@@ -299,7 +320,8 @@ def report_json_parts(
     The per-row sections are laid out a slice of rows at a time, the next slice while the
     previous one is written, so a report larger than memory can be written; joining the
     pieces gives the same bytes as writing them. ``head``: a report of ``run`` to write
-    (``Report.to_json``), its pending sections laid out from the frames.
+    (``Report.to_json``), its pending sections laid out from the frames: then the whole
+    document comes as one piece, each section written in place.
     """
     if not worth_compiling(run.scores.height + run.frame.height, _OBJECTS_UP_TO):
         # A small run: its Python objects written by orjson (the same bytes) take a few
@@ -336,9 +358,10 @@ def report_json_parts(
         }
         # Polars and the layout kernels release the GIL: each section's first slice is laid
         # out, on a thread of its own, while the head is built and written.
+        whole = head is not None
         if head is None:
             streamed = list(sections)
-            started = _start(sections, streamed, first, second)
+            started = _start(sections, streamed, True, first, second)
             doc = dict(
                 assemble_report(
                     run, samples=False, aggregates=False, include_evidence=include_evidence
@@ -347,7 +370,7 @@ def report_json_parts(
         else:
             doc = dict(dict.items(head))
             streamed = [k for k, v in doc.items() if k in sections and isinstance(v, Pending)]
-            started = _start(sections, streamed, first, second)
+            started = _start(sections, streamed, False, first, second)
         # Markers stand in for the large sections while the rest is written and its floats
         # are respelled; the sections' numbers are spelled right already.
         for key in streamed:
@@ -355,21 +378,33 @@ def report_json_parts(
         text = orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
         text = python_floats(text)
         del doc
-        for key in streamed:  # in the document's order
-            before, text = text.split(sections[key][0])
-            yield memoryview(before)
-            for part in started[key]:
-                yield memoryview(part)  # type: ignore[arg-type] # numpy arrays are buffers
-        yield memoryview(text)
+
+        def document(rest: bytes) -> Iterator[Piece]:
+            for key in streamed:  # in the document's order
+                before, rest = rest.split(sections[key][0])
+                yield before
+                yield from started[key]
+            yield rest
+
+        # numpy arrays are buffers
+        if whole:
+            yield memoryview(_joined(list(document(text))))  # type: ignore[arg-type]
+        else:
+            yield from (memoryview(p) for p in document(text))  # type: ignore[arg-type]
 
 
 def _start(
     sections: dict[str, tuple[bytes, Callable[[], Iterator[Piece]]]],
     keys: list[str],
+    write: bool,
     *pools: ThreadPoolExecutor,
 ) -> dict[str, Iterator[Piece]]:
-    """Each of ``keys``' section pieces, computed ahead on a pool of its own."""
-    return {key: _ahead(sections[key][1](), pool) for key, pool in zip(keys, pools, strict=False)}
+    """Each of ``keys``' section pieces, computed ahead on a pool of its own (``write``:
+    the rows written, else only laid out)."""
+    return {
+        key: _ahead(_written(sections[key][1]()) if write else sections[key][1](), pool)
+        for key, pool in zip(keys, pools, strict=False)
+    }
 
 
 def report_json(run: Run, *, include_evidence: bool = False) -> bytes:
