@@ -3,15 +3,16 @@
 A large batch's trajectories (tool calls, approvals, steps) and decoded expectations are laid
 out once per scoring pass as flat arrays (:class:`FlatPass`): every name they hold, called or
 expected, numbered in one id space, the arguments as the bytes of their JSON texts. Each
-metric then runs one compiled pass over those arrays for its counts and lists, and
+metric then runs compiled passes over those arrays for its counts and lists, and
 :func:`details_text` writes its details as the JSON text Polars' ``struct.json_encode`` gives
-the same struct (strings escaped by Polars itself, once per distinct name), so no metric
-builds a struct column or explodes the calls. The scores are computed from the counts by the
-same Polars expressions as before, so they are the same floats.
+the same struct (strings escaped by Polars itself, once per distinct name; from 20,000 rows
+in two halves on two threads), so no metric builds a struct column. The scores are computed
+from the counts by the same Polars expressions as the column-by-column path, so they are the
+same floats.
 
 Batches this layout does not cover (a few rows, where compiling does not pay; a hand-built
 trajectory column with nulls where a parsed one never has them) take each metric's
-column-by-column path, whose results the property tests hold these to.
+column-by-column path; ``tests/test_trajectory_pass.py`` holds both to a per-episode oracle.
 """
 
 from __future__ import annotations
@@ -295,6 +296,7 @@ def flat_pass(traj: pl.Series, expect: Expectations) -> FlatPass | None:
     or a hand-built trajectory column with nulls where a parsed one has none."""
     if not worth_compiling(traj.len(), ROWS_FROM):
         return None
+    compiling("the trajectory metrics' passes", _write, _present, _distinct_in_order)
     try:
         return FlatPass(traj, expect)
     except _NotCoveredError:

@@ -2,8 +2,9 @@
 
 All deterministic, all over the ``trajectory`` column with the expectations under
 ``metadata.trajectory`` (``core/_trajectory.py``), and vectorized the same way as the
-eval-harness trajectory metrics (``metrics/trajectory.py``): tool calls exploded to one row
-per call, matched with joins and group-bys. A row with no trajectory is that row's error.
+eval-harness trajectory metrics (``metrics/trajectory.py``): a large batch by compiled passes
+over the flat layout shared by the metrics of a scoring pass, a small one over the exploded
+calls. A row with no trajectory is that row's error.
 
 Expectation keys: ``expected_tools`` (the expected tool sequence; ``tools`` when absent),
 ``tool_arguments`` (as eval-harness's ``tool-called-with``), ``optimal_steps`` and ``goal``

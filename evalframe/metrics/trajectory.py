@@ -6,9 +6,12 @@ approvals) and its expectations under ``metadata.trajectory``. Partial credit is
 (``note``). A row without a trajectory is that row's error ("Metric '<name>' needs a
 trajectory for sample '<id>' and none was recorded. ..."), never 0 or 1.
 
-Everything is computed over whole columns: tool calls are exploded into one row per call
-(``calls_frame``), their names numbered and matched to the expectations by compiled passes,
-never a Python loop per episode. ``tool-called-with`` compares arguments as JSON texts by a
+Everything is computed over whole columns, never a Python loop per episode. A large batch
+(``metrics/_trajectory_pass.py``) is laid out once per scoring pass as flat arrays, every
+called and expected name numbered in one id space, and each metric is one compiled pass over
+them writing its details as JSON text; a small one explodes the calls into one row per call
+(``calls_frame``) and matches them with Polars and small kernels, compiling nothing. Both
+give the same scores and details. ``tool-called-with`` compares arguments as JSON texts by a
 compiled pass (``metrics/_arguments.py``), in Python only for the pairs it cannot judge.
 """
 
