@@ -56,10 +56,24 @@ class Lists:
     """Lists of numbered names: row ``r`` is ``ids[off[r]:off[r + 1]]``, null where not
     ``valid``."""
 
-    __slots__ = ("ids", "off", "valid")
+    __slots__ = ("_json", "ids", "off", "valid")
 
     def __init__(self, ids: IdArray, off: OffsetArray, valid: npt.NDArray[np.bool_]) -> None:
         self.ids, self.off, self.valid = ids, off, valid
+        self._json: tuple[npt.NDArray[np.uint8], OffsetArray] | None = None
+
+    def json(self, names: tuple[Any, Any]) -> tuple[npt.NDArray[np.uint8], OffsetArray]:
+        """Each row as a JSON array of its names (``names``: their JSON texts and offsets),
+        ``null`` where not ``valid``: the bytes and their row offsets, made once (the calls'
+        list is in the details of several metrics)."""
+        if self._json is None:
+            data, data_off = names
+            n = self.valid.shape[0]
+            room = int(np.diff(data_off)[self.ids].sum()) + self.ids.shape[0] + 4 * n
+            out, out_off = np.empty(room, np.uint8), np.zeros(n + 1, np.int64)
+            _render(self.ids, self.off, self.valid, data, data_off, out, out_off)
+            self._json = out, out_off
+        return self._json
 
     @property
     def lengths(self) -> npt.NDArray[np.int64]:
@@ -172,12 +186,16 @@ class FlatPass:
         self.goal_names = np.where(self.goal_valid, pieces[3 + len(LIST_FIELDS)], -1)
         self.calls = Lists(self.call_names, self.call_off, ~self.missing)
         self._verdicts: dict[str, tuple[Any, ...]] = {}
+        self._sequence: Lists | None = None
         self._lock = threading.Lock()
 
     def expected_sequence(self) -> Lists:
         """``expected_tools``, else ``tools``, else ``order``; null where none is given."""
-        lists = self.lists
-        return lists["expected_tools"].coalesce(lists["tools"], lists["order"])
+        with self._lock:
+            if self._sequence is None:
+                lists = self.lists
+                self._sequence = lists["expected_tools"].coalesce(lists["tools"], lists["order"])
+            return self._sequence
 
     def spec_verdicts(
         self,
@@ -383,17 +401,19 @@ def details_text(details: Details, flat: FlatPass) -> pl.Series:
     dict_data, dict_off = flat.names_bytes
     ints = np.stack(details.ints) if details.ints else np.zeros((1, n), np.int64)
     ints_ok = np.stack(details.ints_ok) if details.ints_ok else np.zeros((1, n), np.bool_)
-    lists = details.lists or [Lists(np.zeros(0, np.int32), np.zeros(n + 1, np.int64), ints_ok[0])]
-    l_ids = np.concatenate([x.ids for x in lists]).astype(np.int32)
-    bases = np.cumsum([0, *(x.ids.shape[0] for x in lists)])[:-1]
-    l_off = np.stack([x.off + b for x, b in zip(lists, bases, strict=True)])
-    l_ok = np.stack([x.valid for x in lists])
+    if len(details.lists) > 3:
+        raise ValueError("at most three lists of names in one metric's details")
+    no_list = np.zeros(0, np.uint8), np.zeros(n + 1, np.int64)
+    rendered = [x.json(flat.names_bytes) for x in details.lists]
+    rendered += [no_list] * (3 - len(rendered))
+    l_off = np.stack([off for _, off in rendered])
     kinds = np.array(details.kinds, np.int64)
     slots = np.array(details.slots, np.int64)
     name_len = np.diff(dict_off)
     raw_len = int(np.diff(raw_off).max(initial=0))
+    (list0, _), (list1, _), (list2, _) = rendered
     args = (
-        head_data, head_off, kinds, slots, ints, ints_ok, l_ids, l_off, l_ok,
+        head_data, head_off, kinds, slots, ints, ints_ok, list0, list1, list2, l_off,
         dict_data, dict_off, raw_data, raw_off,
     )  # fmt: skip
 
@@ -403,9 +423,8 @@ def details_text(details: Details, flat: FlatPass) -> pl.Series:
         room = rows * (int(head_off[-1]) + 1)
         for f, kind in enumerate(details.kinds):
             if kind == _LIST:
-                x = lists[details.slots[f]]
-                ids = x.ids[x.off[r0] : x.off[r1]]
-                room += int(name_len[ids].sum()) + ids.shape[0] + 6 * rows
+                s = details.slots[f]
+                room += int(l_off[s, r1] - l_off[s, r0])
             elif kind == _NAME:
                 room += rows * (int(name_len.max(initial=0)) + 4)
             else:
@@ -445,13 +464,38 @@ def _put_int(out: Any, at: int, value: int, digits: Any) -> int:
 
 
 @njit
+def _render(
+    ids: Any, off: Any, valid: Any, names: Any, names_off: Any, out: Any, out_off: Any
+) -> None:
+    """Each row's names as a JSON array (``null`` where not ``valid``) into ``out``."""
+    at = 0
+    for r in range(off.shape[0] - 1):
+        if not valid[r]:
+            for c in (110, 117, 108, 108):  # null
+                out[at] = c
+                at += 1
+        else:
+            out[at] = 91  # '['
+            at += 1
+            for i in range(off[r], off[r + 1]):
+                if i > off[r]:
+                    out[at] = 44  # ','
+                    at += 1
+                t = ids[i]
+                at = _put(out, at, names, names_off[t], names_off[t + 1])
+            out[at] = 93  # ']'
+            at += 1
+        out_off[r + 1] = at
+
+
+@njit
 def _write(
-    head: Any, head_off: Any, kinds: Any, slots: Any, ints: Any, ints_ok: Any, l_ids: Any,
-    l_off: Any, l_ok: Any, names: Any, names_off: Any, raw: Any, raw_off: Any, r0: int,
-    out: Any, out_off: Any,
+    head: Any, head_off: Any, kinds: Any, slots: Any, ints: Any, ints_ok: Any, list0: Any,
+    list1: Any, list2: Any, l_off: Any, names: Any, names_off: Any, raw: Any, raw_off: Any,
+    r0: int, out: Any, out_off: Any,
 ) -> None:  # fmt: skip
     """The details of rows ``r0`` on, one after the other into ``out``, with their
-    ``out_off``."""
+    ``out_off``; the lists of names are the rows' JSON arrays ``list0``-``list2``."""
     null = np.array([110, 117, 108, 108], np.uint8)
     digits = np.empty(24, np.uint8)
     at = 0
@@ -461,19 +505,8 @@ def _write(
             at = _put(out, at, head, head_off[f], head_off[f + 1])
             kind, s = kinds[f], slots[f]
             if kind == _LIST:
-                if not l_ok[s, r]:
-                    at = _put(out, at, null, 0, 4)
-                    continue
-                out[at] = 91  # '['
-                at += 1
-                for i in range(l_off[s, r], l_off[s, r + 1]):
-                    if i > l_off[s, r]:
-                        out[at] = 44  # ','
-                        at += 1
-                    t = l_ids[i]
-                    at = _put(out, at, names, names_off[t], names_off[t + 1])
-                out[at] = 93  # ']'
-                at += 1
+                rows = list0 if s == 0 else list1 if s == 1 else list2
+                at = _put(out, at, rows, l_off[s, r], l_off[s, r + 1])
             elif not ints_ok[s, r]:
                 at = _put(out, at, null, 0, 4)
             elif kind == _INT:
