@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_outputs_compiled import assert_same_reading, ids, texts
 
@@ -659,3 +659,47 @@ def test_a_usual_parquet_file_is_read_a_column_at_a_time(tmp_path: Path) -> None
     exact, columns = read_parquet_both(path)
     assert isinstance(columns, pl.DataFrame)
     assert columns.equals(exact)  # type: ignore[arg-type]
+
+
+flat_values = st.one_of(
+    texts, st.integers(-(10**30), 10**30), st.booleans(), st.none(), floats,
+    st.sampled_from([[], {}, [1], {"a": 1}]),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["a", "b", "é"]) | texts, flat_values), max_size=5),
+    st.sampled_from(["orjson", "compact", "spaced", "-0", "01"]),
+)
+@example([("a", 1), ("b", "x"), ("a", True)], "compact")  # a repeated key
+@example([("a", 1), ("b", "x\ny")], "compact")  # an escape
+def test_a_flat_object_copied_as_it_is_is_what_the_re_encoding_writes(
+    members: list[tuple[str, object]], spelling: str
+) -> None:
+    """The copy of an object already written compactly is compact_value's output, and any
+    other object (repeated keys, escapes, floats, nesting, spaces) is left to it."""
+    import orjson
+
+    if spelling == "orjson":
+        try:
+            text = orjson.dumps(dict(members))
+        except TypeError:  # an integer past 64 bits
+            return
+    else:
+        body = ",".join(f"{json.dumps(k)}:{json.dumps(v)}" for k, v in members)
+        text = ("{" + body + "}").encode()
+        if spelling == "spaced":
+            text = text.replace(b":", b": ", 1)
+        elif spelling != "compact":
+            text = text.replace(b"}", b',"n":' + spelling.encode() + b"}")
+    data = text + b" "  # interpreted kernels read bytes (items are Python ints)
+    end = len(text)
+    out = np.zeros(2 * end + 16, np.uint8)
+    keys = np.zeros(64, np.int64)
+    p, stop = nested._flat_object.interpreted(data, 0, end, out, 0, keys)
+    want = np.zeros(2 * end + 16, np.uint8)
+    q, to = nested.compact_value.interpreted(data, 0, end, want, 0, np.zeros(128, np.int64), keys)
+    if p >= 0:
+        assert (p, bytes(out[:stop])) == (q, bytes(want[:to]))
+        assert json.loads(bytes(out[:stop])) == json.loads(text)
