@@ -54,7 +54,7 @@ from evalframe.metrics._lcs import _threads_for
 from evalframe.metrics._text import utf8_buffers
 from evalframe.views._format import python_floats
 
-__all__ = ["MAX_DEPTH", "Entries", "Layout", "Texts", "layout", "section"]
+__all__ = ["MAX_DEPTH", "Entries", "Texts", "section"]
 
 MAX_DEPTH = 64
 """Deeper documents are written by orjson, not by the compiled pass."""
@@ -419,39 +419,12 @@ def _documents(
     return buf, off, sizes, alt_buf, alt_off, alt_of
 
 
-@dataclass(frozen=True)
-class Layout:
-    """Rows sized by :func:`layout`, ``size`` bytes, written where ``write_into`` is told."""
-
-    args: tuple[object, ...]
-    starts: npt.NDArray[np.int64]
-
-    @property
-    def size(self) -> int:
-        return int(self.starts[-1])
-
-    def write_into(self, out: npt.NDArray[np.uint8]) -> None:
-        """Write the rows into ``out``, an array of ``size`` bytes (a view of a larger one)."""
-        _on_threads(_write_rows, len(self.starts) - 1, *self.args, self.starts, out)
-
-    def written(self) -> npt.NDArray[np.uint8]:
-        """The rows in an array of their own."""
-        out = np.empty(self.size, dtype=np.uint8)
-        self.write_into(out)
-        return out
-
-
 def section(heads: Texts, entries: Entries, literals: tuple[str, ...]) -> npt.NDArray[np.uint8]:
     """UTF-8 bytes of every row: its head, then its entries' object, then the row end.
 
     ``literals`` are the separator between rows (and between entries), the text of an empty
     object, the object's opening and closing, and the row end.
     """
-    return layout(heads, entries, literals).written()
-
-
-def layout(heads: Texts, entries: Entries, literals: tuple[str, ...]) -> Layout:
-    """:func:`section`'s rows sized, to be written into a buffer of the caller's."""
     head_buf, head_off = _texts(heads)
     pre_buf, pre_off = _texts(entries.prefixes)
     doc_buf, doc_off, doc_size, alt_buf, alt_off, alt_of = _documents(entries)
@@ -463,7 +436,10 @@ def layout(heads: Texts, entries: Entries, literals: tuple[str, ...]) -> Layout:
         head_buf, head_off, entries.bounds, pre_buf, pre_off, doc_buf, doc_off, doc_size,
         alt_buf, alt_off, alt_of, entries.indent, lit, lit_off,
     )  # fmt: skip
-    return Layout(args, _row_sizes(*args))
+    starts = _row_sizes(*args)
+    out = np.empty(int(starts[-1]), dtype=np.uint8)
+    _on_threads(_write_rows, len(starts) - 1, *args, starts, out)
+    return out
 
 
 def _on_threads(kernel: Callable[..., None], rows: int, *args: object) -> None:

@@ -67,10 +67,6 @@ class Report(PendingSections):
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """Pretty JSON with unescaped Unicode and slashes, ending in a newline."""
-        if indent == 2 and self._run is not None and self.pending():
-            # One buffer with every section written in place, decoded as it is.
-            parts = list(_seam.report_json_parts.call(self._run, head=self))
-            return str(parts[0], "utf-8") if len(parts) == 1 else b"".join(parts).decode()
         return self.to_json_bytes(indent=indent).decode("utf-8")
 
     def to_json_bytes(self, *, indent: int | None = 2) -> bytes:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "adversarial_of",
+    "adversarial_rows",
     "assemble_report",
     "build_report",
     "execution_rows",
@@ -297,12 +298,18 @@ def _samples(run: Run) -> list[dict[str, Any]]:
 
 def adversarial_of(metadata: pl.Series) -> list[dict[str, Any] | None]:
     """Each row's normalised adversarial block, or None; only adversarial rows are parsed."""
-    blocks = metadata.str.json_path_match("$.adversarial")
     out: list[dict[str, Any] | None] = [None] * metadata.len()
-    hits = blocks.is_not_null().arg_true().to_list()
-    for i, raw in zip(hits, blocks.gather(hits).to_list(), strict=True):
-        out[i] = _normalise_adversarial(raw)
+    for i, block in adversarial_rows(metadata):
+        out[i] = block
     return out
+
+
+def adversarial_rows(metadata: pl.Series) -> list[tuple[int, dict[str, Any]]]:
+    """The rows with a valid adversarial block, and each one's block normalised."""
+    blocks = metadata.str.json_path_match("$.adversarial")
+    hits = blocks.is_not_null().arg_true().to_list()
+    normalised = map(_normalise_adversarial, blocks.gather(hits).to_list())
+    return [(i, block) for i, block in zip(hits, normalised, strict=True) if block is not None]
 
 
 def round6(expr: pl.Expr) -> pl.Expr:

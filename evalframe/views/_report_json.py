@@ -28,12 +28,12 @@ from evalframe.core._njit import compiling, worth_compiling
 from evalframe.core._progress import Advance, track
 from evalframe.views import _layout, _records
 from evalframe.views._format import python_floats
-from evalframe.views._layout import Entries, Layout, layout
+from evalframe.views._layout import Entries, section
 from evalframe.views._pending import Pending
 from evalframe.views._records import Template, records
 from evalframe.views._report import Report
 from evalframe.views._report_build import (
-    adversarial_of,
+    adversarial_rows,
     assemble_report,
     execution_rows,
     round6,
@@ -109,8 +109,7 @@ def _bounds(positions: pl.Series, rows: int) -> npt.NDArray[np.int64]:
     return bounds
 
 
-Piece = bytes | npt.NDArray[np.uint8] | Layout
-"""A piece of the document: its bytes, or rows laid out and still to be written."""
+Piece = bytes | npt.NDArray[np.uint8]
 
 # Scored rows plus executions up to which the report is written from Python objects.
 _OBJECTS_UP_TO = 20_000
@@ -167,7 +166,7 @@ def _samples_text(run: Run, advance: Advance) -> Iterator[Piece]:
 
 def _samples_slice(
     rows: pl.DataFrame, scored: pl.DataFrame, bounds: npt.NDArray[np.int64]
-) -> Layout:
+) -> Piece:
     """The ``samples`` rows of these executions, with their scored rows in order."""
     scored = _spelled(scored, [C.SCORE])
     at10 = "\n" + _pad(10)
@@ -211,17 +210,22 @@ def _samples_slice(
         .text("", trajectory_suffixes(rows, 6))
         .end("," + at6 + '"scores": ')
     )
-    return layout(records(head, rows.height), entries, _ROWS)
+    return section(records(head, rows.height), entries, _ROWS)
 
 
 def _adversarial_texts(metadata: pl.Series) -> pl.Series:
     """Each row's normalised adversarial block as text at its depth, or ``null``."""
-    out = ["null"] * metadata.len()
-    for i, block in enumerate(adversarial_of(metadata)):
-        if block is not None:
-            dumped = orjson.dumps(block, option=orjson.OPT_INDENT_2).decode("utf-8")
-            out[i] = dumped.replace("\n", "\n" + _pad(6))
-    return pl.Series(out, dtype=pl.String)
+    out = pl.repeat("null", metadata.len(), dtype=pl.String, eager=True)
+    rows = adversarial_rows(metadata)  # only those rows: no loop over the others
+    if rows:
+        texts = [
+            orjson.dumps(block, option=orjson.OPT_INDENT_2)
+            .decode("utf-8")
+            .replace("\n", "\n" + _pad(6))
+            for _, block in rows
+        ]
+        out = out.scatter([i for i, _ in rows], texts)
+    return out
 
 
 _FLOATS = ["pass_rate", "pass_rate_low", "pass_rate_high", "score_mean", "score_stddev"]
@@ -237,7 +241,7 @@ def _aggregates_text(run: Run, advance: Advance) -> Iterator[Piece]:
         advance(b - a)
 
 
-def _aggregates_slice(run: Run, rows: pl.DataFrame, scores: pl.DataFrame) -> Layout:
+def _aggregates_slice(run: Run, rows: pl.DataFrame, scores: pl.DataFrame) -> Piece:
     """The ``sample_aggregates`` rows of these samples, from every score row of theirs."""
     rows = rows.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_pos"))
     per_metric = (
@@ -274,27 +278,7 @@ def _aggregates_slice(run: Run, rows: pl.DataFrame, scores: pl.DataFrame) -> Lay
         .number("," + at6 + '"score_stddev": ', rows.get_column("score_stddev"))
         .end("," + at6 + '"metrics": ')
     )
-    return layout(records(head, rows.height), entries, _ROWS)
-
-
-def _written(pieces: Iterator[Piece]) -> Iterator[Piece]:
-    """``pieces`` with their rows written, each slice in an array of its own."""
-    for piece in pieces:
-        yield piece.written() if isinstance(piece, Layout) else piece
-
-
-def _joined(pieces: list[Piece]) -> npt.NDArray[np.uint8]:
-    """The pieces in one buffer, each section's rows written in place (no copy of them)."""
-    sizes = [p.size if isinstance(p, Layout) else len(p) for p in pieces]
-    out = np.empty(sum(sizes), dtype=np.uint8)
-    at = 0
-    for piece, size in zip(pieces, sizes, strict=True):
-        if isinstance(piece, Layout):
-            piece.write_into(out[at : at + size])
-        else:
-            out[at : at + size] = np.frombuffer(piece, dtype=np.uint8)
-        at += size
-    return out
+    return section(records(head, rows.height), entries, _ROWS)
 
 
 def _ahead(pieces: Iterator[Piece], pool: ThreadPoolExecutor) -> Iterator[Piece]:
@@ -320,8 +304,7 @@ def report_json_parts(
     The per-row sections are laid out a slice of rows at a time, the next slice while the
     previous one is written, so a report larger than memory can be written; joining the
     pieces gives the same bytes as writing them. ``head``: a report of ``run`` to write
-    (``Report.to_json``), its pending sections laid out from the frames: then the whole
-    document comes as one piece, each section written in place.
+    (``Report.to_json``), its pending sections laid out from the frames.
     """
     if not worth_compiling(run.scores.height + run.frame.height, _OBJECTS_UP_TO):
         # A small run: its Python objects written by orjson (the same bytes) take a few
@@ -358,10 +341,9 @@ def report_json_parts(
         }
         # Polars and the layout kernels release the GIL: each section's first slice is laid
         # out, on a thread of its own, while the head is built and written.
-        whole = head is not None
         if head is None:
             streamed = list(sections)
-            started = _start(sections, streamed, True, first, second)
+            started = _start(sections, streamed, first, second)
             doc = dict(
                 assemble_report(
                     run, samples=False, aggregates=False, include_evidence=include_evidence
@@ -370,7 +352,7 @@ def report_json_parts(
         else:
             doc = dict(dict.items(head))
             streamed = [k for k, v in doc.items() if k in sections and isinstance(v, Pending)]
-            started = _start(sections, streamed, False, first, second)
+            started = _start(sections, streamed, first, second)
         # Markers stand in for the large sections while the rest is written and its floats
         # are respelled; the sections' numbers are spelled right already.
         for key in streamed:
@@ -378,33 +360,21 @@ def report_json_parts(
         text = orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
         text = python_floats(text)
         del doc
-
-        def document(rest: bytes) -> Iterator[Piece]:
-            for key in streamed:  # in the document's order
-                before, rest = rest.split(sections[key][0])
-                yield before
-                yield from started[key]
-            yield rest
-
-        # numpy arrays are buffers
-        if whole:
-            yield memoryview(_joined(list(document(text))))  # type: ignore[arg-type]
-        else:
-            yield from (memoryview(p) for p in document(text))  # type: ignore[arg-type]
+        for key in streamed:  # in the document's order
+            before, text = text.split(sections[key][0])
+            yield memoryview(before)
+            for part in started[key]:
+                yield memoryview(part)  # type: ignore[arg-type] # numpy arrays are buffers
+        yield memoryview(text)
 
 
 def _start(
     sections: dict[str, tuple[bytes, Callable[[], Iterator[Piece]]]],
     keys: list[str],
-    write: bool,
     *pools: ThreadPoolExecutor,
 ) -> dict[str, Iterator[Piece]]:
-    """Each of ``keys``' section pieces, computed ahead on a pool of its own (``write``:
-    the rows written, else only laid out)."""
-    return {
-        key: _ahead(_written(sections[key][1]()) if write else sections[key][1](), pool)
-        for key, pool in zip(keys, pools, strict=False)
-    }
+    """Each of ``keys``' section pieces, computed ahead on a pool of its own."""
+    return {key: _ahead(sections[key][1](), pool) for key, pool in zip(keys, pools, strict=False)}
 
 
 def report_json(run: Run, *, include_evidence: bool = False) -> bytes:
