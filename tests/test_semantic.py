@@ -284,3 +284,21 @@ def test_a_part_of_the_runner_s_columns_reads_only_its_rows_vectors() -> None:
         parts.append(score_frame(pl.concat([f.slice(start, height), part], how="horizontal"),
                                  metrics))  # fmt: skip
     assert pl.concat(parts).equals(whole, null_equal=True)
+
+
+def test_when_no_text_could_be_embedded_each_row_carries_the_provider_s_reason() -> None:
+    class Down:
+        id, model, cacheable = "down-v1", "down", False
+
+        def embed(self, texts: Any, ledger: Any) -> Any:
+            from evalframe.providers import Embedded
+
+            return Embedded([None] * len(texts), ["Embeddings: the service is down."] * len(texts))
+
+    f = frame(["a", "b", "c"], ["a", "x", None])
+    scores = ef.score(f, ["cosine-embedding"], providers=Providers(embeddings=Down(), cache=False))
+    assert scores["error"].to_list() == [
+        "Embeddings: the service is down.",
+        "Embeddings: the service is down.",
+        "Sample 's2' has no actual output.",
+    ]

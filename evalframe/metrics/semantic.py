@@ -323,11 +323,13 @@ def vector_table(matrix: F32, height: int) -> pl.Series:
     """
     import pyarrow as pa
 
+    if matrix.shape[1] == 0:  # no text has a vector (every row's index is null)
+        matrix = np.zeros((0, 1), dtype=np.float32)
     rows, d = matrix.shape
     if rows > _PER_ROW * height:
         raise MetricError(f"{rows} vectors do not fit a table of {height} rows.")
     flat = np.ascontiguousarray(matrix, dtype=np.float32).reshape(-1)
-    values = pa.FixedSizeListArray.from_arrays(pa.array(flat), max(d, 1) if rows == 0 else d)
+    values = pa.FixedSizeListArray.from_arrays(pa.array(flat), d)
     offsets = np.minimum(np.arange(height + 1, dtype=np.int64) * _PER_ROW, rows)
     return pl.Series(EMBEDDING_TABLE, pa.LargeListArray.from_arrays(pa.array(offsets), values))
 
