@@ -1,4 +1,4 @@
-"""Bytes of JSON text: whitespace, literal words, copies, and blank strings.
+"""Bytes of JSON text: whitespace, literal words, copies, blank strings, valid UTF-8.
 
 The smallest pieces the compiled JSON readers and writers share (``core/_json/``).
 
