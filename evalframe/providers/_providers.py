@@ -11,8 +11,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
 import polars as pl
 
 from evalframe.core import schema as C
@@ -44,6 +42,9 @@ from evalframe.providers._config import (
 from evalframe.providers._ledger import Ledger, Prices
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from evalframe.providers._webhook import Webhook
 
 __all__ = ["BUDGET_ERROR_PREFIX", "Providers"]
@@ -506,6 +507,8 @@ class Providers:
         The matrix's size ``d`` is the most common among the first vectors returned; a
         vector of another size is its text's error.
         """
+        import numpy as np
+
         from evalframe.providers._openai import quote
 
         client = self.embeddings
