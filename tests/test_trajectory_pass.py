@@ -388,3 +388,41 @@ def test_flat_pass_matches_the_per_episode_oracle(episodes: Any) -> None:
             assert row["details"] == text, (row["metric"], expect, traj)
     slow = scores(episodes, "interpreted")  # the column-by-column path
     assert fast.drop("run_id").equals(slow.drop("run_id"))
+
+
+def test_hand_built_columns_with_nulls_take_the_column_by_column_path() -> None:
+    """Nulls a parsed trajectory never holds (no call list, a call without a name, no steps,
+    a null approval) leave the flat layout out; the scores are the column-by-column path's."""
+    from evalframe.core._trajectory import TRAJECTORY
+    from evalframe.metrics._expectations import Expectations
+    from evalframe.metrics._trajectory_pass import flat_pass
+
+    call = {"name": "search", "arguments": '{"id":1}', "result": None, "error": None}
+    call |= {"latency_ms": None, "tokens": None}
+    regular = {"tool_calls": [call], "steps": 1, "finish_reason": None, "approvals": ["a"]}
+    regular["pending_approvals"] = 0
+    odd = [
+        {**regular, "tool_calls": None},
+        {**regular, "tool_calls": [{**call, "name": None}]},
+        {**regular, "steps": None},
+        {**regular, "approvals": ["a", None]},
+    ]
+    meta = json.dumps({"trajectory": {"tools": ["search"], "expected_tools": ["search"]}})
+    for row in odd:
+        rows = [regular, row, None]
+        traj = pl.Series("trajectory", rows, dtype=TRAJECTORY)
+        ids = pl.Series([f"s{i}" for i in range(len(rows))])
+        with kernels("compiled"):
+            expect = Expectations(pl.Series([meta] * len(rows)), ids)
+            assert flat_pass(traj, expect) is None
+            first = Expectations(pl.Series([meta]), ids.head(1))
+            assert flat_pass(traj.head(1), first) is not None  # the regular row alone
+        frame = pl.DataFrame(
+            {"sample_id": ids, "actual_output": "x", "metadata": meta, "trajectory": traj}
+        )
+        metrics = ef.metrics.resolve(METRICS)
+        with kernels("compiled"):
+            fast = ef.score(frame, metrics)
+        with kernels("interpreted"):
+            slow = ef.score(frame, metrics)
+        assert fast.equals(slow)
