@@ -321,3 +321,12 @@ def test_score_takes_providers_as_evaluate_does_and_context_still() -> None:
     assert named.get_column("score").null_count() == 0
     with pytest.raises(ValueError, match=r"^Pass providers= \(context= is its former name\)"):
         ef.score(frame, ["exact-match"], providers=hashing, context=hashing)
+
+
+def test_an_endpoint_never_shows_credentials_in_its_url() -> None:
+    url = "https://user:pw-do-not-show@host.test:8443/v1?api-key=do-not-show-either"
+    endpoint = ef.Endpoint(url, model="m")
+    assert endpoint.base_url == url  # kept as given: the requests need it
+    for text in (repr(endpoint), str(endpoint), f"{endpoint}"):
+        assert "do-not-show" not in text, text
+        assert "base_url='https://host.test:8443/v1'" in text

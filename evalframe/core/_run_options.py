@@ -30,7 +30,7 @@ from typing import Any, ClassVar, TypeVar
 
 from evalframe.core._errors import type_name
 from evalframe.core._limits import LIMITS, checked
-from evalframe.core._secret import Secret
+from evalframe.core._secret import Secret, display_url
 
 __all__ = [
     "Checkpoint",
@@ -189,6 +189,14 @@ class Endpoint:
         for field in ("base_url", "model", "api_key", "concurrency")
     }
     _LIMITS: ClassVar[dict[str, str]] = {"concurrency": "concurrency"}
+
+    def __repr__(self) -> str:
+        # A base URL may carry credentials (user info, an api-key query): shown without them.
+        url = None if self.base_url is None else display_url(self.base_url)
+        return (
+            f"Endpoint(base_url={url!r}, model={self.model!r}, api_key={self.api_key!r}, "
+            f"concurrency={self.concurrency!r})"
+        )
 
     def __post_init__(self) -> None:
         for name in ("base_url", "model"):

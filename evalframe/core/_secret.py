@@ -1,4 +1,5 @@
-"""API keys held so that they never show themselves (``Secret``).
+"""API keys held so that they never show themselves (``Secret``), and URLs shown without
+the credentials they may carry (``display_url``).
 
 In core so that option values (``ef.Endpoint``) hold a key as a ``Secret`` from the moment
 they are built; the providers' request code is the only reader of :meth:`Secret.reveal`.
@@ -7,8 +8,9 @@ they are built; the providers' request code is the only reader of :meth:`Secret.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["Secret"]
+__all__ = ["Secret", "display_url"]
 
 
 class Secret:
@@ -58,3 +60,16 @@ class Secret:
         if value is None or not str(value).strip():
             return None
         return Secret(str(value).strip())
+
+
+def display_url(url: str) -> str:
+    """``url`` without user info, query or fragment: safe to show, log and hash into ids.
+
+    Examples:
+        >>> display_url("https://user:pw@host.test:8443/v1?api-key=abc")
+        'https://host.test:8443/v1'
+    """
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))

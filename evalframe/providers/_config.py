@@ -13,10 +13,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
-from urllib.parse import urlsplit, urlunsplit
 
 from evalframe.core._limits import checked, parsed
-from evalframe.core._secret import Secret
+from evalframe.core._secret import Secret, display_url
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -246,19 +245,6 @@ def endpoint_url(base_url: str, path: str) -> str:
     if not path:
         return url
     return url if url.endswith("/" + path) else f"{url}/{path}"
-
-
-def display_url(url: str) -> str:
-    """``url`` without user info, query or fragment: safe to show, log and hash into ids.
-
-    Examples:
-        >>> display_url("https://user:pw@host.test:8443/v1?api-key=abc")
-        'https://host.test:8443/v1'
-    """
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
 def env_value(environ: Mapping[str, str] | None, role: str) -> str | None:
