@@ -241,11 +241,18 @@ def _offsets(lists: pl.Series) -> OffsetArray:
 
 
 @njit
-def _name_pairs(
-    s_row: Any, s_name: Any, c_off: Any, c_name: Any, c_ok: Any, out_s: Any, out_c: Any
+def name_pairs_kernel(
+    s_row: npt.NDArray[np.int64],
+    s_name: npt.NDArray[np.int64],
+    c_off: npt.NDArray[np.int64],
+    c_name: npt.NDArray[np.int32] | npt.NDArray[np.int64],
+    c_ok: npt.NDArray[np.bool_],
+    out_s: npt.NDArray[np.int64],
+    out_c: npt.NDArray[np.int64],
 ) -> int:
-    """The (spec, call) pairs of one row and one name (calls not ``c_ok`` left out), written
-    to ``out_s``/``out_c`` as far as they have room; their number."""
+    """Write each (spec, call) pair of one row and one name (calls not ``c_ok`` left out) to
+    ``out_s`` and ``out_c`` as far as they have room; the number of pairs. Shared by the
+    column-by-column path (Int64 names) and the flat layout (Int32 names)."""
     n = 0
     for k in range(s_row.shape[0]):
         r = s_row[k]
@@ -287,9 +294,9 @@ def _verdicts(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
     at = np.arange(s_row.shape[0], dtype=np.int64) if text_at is None else text_at
     empty = np.zeros(0, np.int64)
-    n = _name_pairs(s_row, s_name, flat.call_off, flat.call_names, usable, empty, empty)
+    n = name_pairs_kernel(s_row, s_name, flat.call_off, flat.call_names, usable, empty, empty)
     out_s, out_c = np.zeros(n, np.int64), np.zeros(n, np.int64)
-    _name_pairs(s_row, s_name, flat.call_off, flat.call_names, usable, out_s, out_c)
+    name_pairs_kernel(s_row, s_name, flat.call_off, flat.call_names, usable, out_s, out_c)
     compiling("the tool arguments matcher", _pair_subsets)
     verdicts = np.zeros(n, np.int8)
     args = flat.call_args

@@ -42,6 +42,7 @@ from evalframe.metrics._trajectory_pass import (
     Lists,
     details_text,
     flat_pass,
+    name_pairs_kernel,
     names_of,
     present,
     top,
@@ -187,30 +188,6 @@ def count_present(expected: pl.Series, names: pl.Series, *, found: bool = False)
     return counts.with_columns(missing=pl.when(pl.col("total") > 0).then(pl.col("missing")))
 
 
-@njit
-def _name_pairs(
-    s_row: npt.NDArray[np.int64],
-    s_name: npt.NDArray[np.int64],
-    c_off: npt.NDArray[np.int64],
-    c_name: npt.NDArray[np.int64],
-    c_ok: npt.NDArray[np.bool_],
-    out_s: npt.NDArray[np.int64],
-    out_c: npt.NDArray[np.int64],
-) -> int:
-    """Write each (spec, call) pair of one row and one name (calls not ``c_ok`` left out) to
-    ``out_s`` and ``out_c`` as far as they have room; the number of pairs."""
-    n = 0
-    for k in range(s_row.shape[0]):
-        r = s_row[k]
-        for j in range(c_off[r], c_off[r + 1]):
-            if c_name[j] == s_name[k] and c_ok[j]:
-                if n < out_s.shape[0]:
-                    out_s[n] = k
-                    out_c[n] = j
-                n += 1
-    return n
-
-
 _PAIRS_INTERPRETED_UP_TO: Final = 5_000
 
 
@@ -226,9 +203,9 @@ def name_pairs(
     c_row = calls.get_column("row").to_numpy()
     c_off = np.searchsorted(c_row, np.arange(height + 1), side="left").astype(np.int64)
     c_ok = np.ones(calls.height, np.bool_) if usable is None else usable.to_numpy()
-    kernel = _name_pairs
+    kernel = name_pairs_kernel
     if not worth_compiling(calls.height, _PAIRS_INTERPRETED_UP_TO):
-        kernel = _name_pairs.interpreted  # type: ignore[assignment]
+        kernel = name_pairs_kernel.interpreted  # type: ignore[assignment]
     empty = np.zeros(0, np.int64)
     n = kernel(s_row, s_name, c_off, c_name, c_ok, empty, empty)
     out_s, out_c = np.zeros(n, np.int64), np.zeros(n, np.int64)
