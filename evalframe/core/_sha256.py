@@ -2,7 +2,7 @@
 
 A dataset's row hash is the SHA-256 of a short text per row; ``hashlib`` costs about 2 us of
 Python per call, more than hashing 60 bytes takes. :func:`sha256_hex` hashes every string of
-an Arrow-style buffer (bytes and offsets) in one kernel (FIPS 180-4, the digests
+an Arrow-style buffer (bytes and offsets) in one kernel (the same digests
 ``hashlib.sha256(...).hexdigest()`` gives) and returns them as an Arrow string array.
 
 Examples:

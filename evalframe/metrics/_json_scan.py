@@ -1,7 +1,7 @@
 """The strict JSON scanner behind the structural metrics (:func:`json_leaves`).
 
-One compiled scanner reads the Arrow byte buffer of a whole column. It follows RFC 8259
-strictly: no ``NaN``/``Infinity``, no comments, no trailing commas, no single quotes, no control
+One compiled scanner reads the Arrow byte buffer of a whole column. It is
+strict: no ``NaN``/``Infinity``, no comments, no trailing commas, no single quotes, no control
 characters inside strings, exactly one value per text (surrounded by optional space, tab, CR or
 LF). Nesting depth is unlimited (the scanner keeps its own stack) and numbers of any size are
 kept exactly, as canonical decimal text, so ``1``, ``1.0`` and ``10e-1`` are equal and

@@ -1,7 +1,7 @@
 """Structural metrics: json-valid, json-schema, json-diff and structural-similarity.
 
 JSON is parsed by the strict compiled scanner of :mod:`evalframe.metrics._json_scan`
-(:func:`json_leaves`, RFC 8259, any depth, exact numbers), one column at a time.
+(:func:`json_leaves`, strict JSON, any depth, exact numbers), one column at a time.
 
 json-schema validates with the ``jsonschema`` package (draft 3 to 2020-12, chosen by the
 schema's ``$schema``), once per distinct (schema, output) pair.
@@ -58,7 +58,7 @@ def _valid_kernel(frame: pl.DataFrame) -> pl.DataFrame:
 
 @metric("json-valid", family="structural")
 def json_valid() -> Scored:
-    """1.0 when the output is one valid JSON text (RFC 8259), else 0.0.
+    """1.0 when the output is one valid JSON text, else 0.0.
 
     Strict: ``NaN``, ``Infinity``, comments, trailing commas, single quotes and raw control
     characters in strings are invalid; so is an empty output or anything after the value.
