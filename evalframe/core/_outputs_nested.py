@@ -46,7 +46,14 @@ import polars as pl
 from evalframe.core._arrow_text import list_array, numbers_array, spans, string_array, strings_array
 from evalframe.core._json._numbers import exact_double, exact_integer, number_end
 from evalframe.core._json._strings import PLAIN, json_string
-from evalframe.core._json._text import ascii_space, copy_bytes, skip_ws, surely_not_blank, word_at
+from evalframe.core._json._text import (
+    ascii_space,
+    copy_bytes,
+    same_bytes,
+    skip_ws,
+    surely_not_blank,
+    word_at,
+)
 from evalframe.core._json._values import (
     compact_value,
     member_key,
@@ -186,14 +193,8 @@ def _flat_object(data: Any, p: int, end: int, out: Any, o: int, keys: Any) -> tu
             return -1, -1
         for j in range(n):  # a repeated key: Python keeps the last value at the first place
             a, z = keys[2 * j], keys[2 * j + 1]
-            if z - a == p - lo:
-                same = True
-                for k in range(p - lo):
-                    if data[a + k] != data[lo + k]:
-                        same = False
-                        break
-                if same:
-                    return -1, -1
+            if z - a == p - lo and same_bytes(data, a, data, lo, p - lo):
+                return -1, -1
         keys[2 * n], keys[2 * n + 1] = lo, p
         n += 1
         p += 1

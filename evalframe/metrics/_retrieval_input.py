@@ -24,7 +24,7 @@ from evalframe.core._arrow_text import string_array
 from evalframe.core._errors import MetricError
 from evalframe.core._json._numbers import digits_end, exact_double
 from evalframe.core._json._strings import PLAIN, json_string
-from evalframe.core._json._text import JSON_WS, skip_ws
+from evalframe.core._json._text import JSON_WS, same_bytes, skip_ws
 from evalframe.core._json._values import member_key, next_member
 from evalframe.core._njit import compiling, njit, worth_compiling
 from evalframe.metrics._ranking import dedupe_lists, flat, may_repeat
@@ -215,12 +215,7 @@ _OPEN_ARRAY, _CLOSE_ARRAY, _OPEN_OBJECT, _CLOSE_OBJECT = 91, 93, 123, 125
 
 @njit
 def _equals(buf: Any, lo: int, hi: int, word: Any) -> bool:
-    if hi - lo != word.size:
-        return False
-    for i in range(word.size):  # noqa: SIM110 - Numba compiles no generator expressions
-        if buf[lo + i] != word[i]:
-            return False
-    return True
+    return hi - lo == word.size and same_bytes(buf, lo, word, 0, word.size)
 
 
 @njit

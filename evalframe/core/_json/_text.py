@@ -64,6 +64,15 @@ def copy_bytes(data: Any, lo: int, hi: int, out: Any, o: int) -> int:
 
 
 @njit(inline="always")
+def same_bytes(a: Any, a_lo: int, b: Any, b_lo: int, n: int) -> bool:
+    """Whether ``a[a_lo:a_lo + n]`` and ``b[b_lo:b_lo + n]`` hold the same bytes."""
+    for j in range(n):  # noqa: SIM110 - Numba compiles no generator expressions
+        if a[a_lo + j] != b[b_lo + j]:
+            return False
+    return True
+
+
+@njit(inline="always")
 def word_at(data: Any, p: int, end: int, word: Any) -> int:
     """The position after ``word`` (bytes) when it is spelled at ``p``, else -1."""
     if p + word.size > end:

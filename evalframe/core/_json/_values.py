@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from evalframe.core._json._numbers import compact_number, number_end
 from evalframe.core._json._strings import encode_string, json_string, skip_string
-from evalframe.core._json._text import FALSE, NULL, TRUE, copy_bytes, skip_ws, word_at
+from evalframe.core._json._text import FALSE, NULL, TRUE, copy_bytes, same_bytes, skip_ws, word_at
 from evalframe.core._njit import kernel_int, njit
 
 __all__ = [
@@ -63,14 +63,8 @@ def name_index(key: Any, k: int, names: Any, offsets: Any, lo: int, hi: int) -> 
     spells, or -1."""
     for i in range(lo, hi):
         a, b = offsets[i], offsets[i + 1]
-        if b - a == k:
-            same = True
-            for j in range(k):
-                if key[j] != names[a + j]:
-                    same = False
-                    break
-            if same:
-                return i
+        if b - a == k and same_bytes(key, 0, names, a, k):
+            return i
     return -1
 
 
@@ -170,14 +164,8 @@ def _compact_key(
         return -1, -1, n
     for k in range(first, n):
         lo, hi = keys[2 * k], keys[2 * k + 1]
-        if hi - lo == o - start:
-            same = True
-            for j in range(hi - lo):
-                if out[lo + j] != out[start + j]:
-                    same = False
-                    break
-            if same:  # a repeated key: Python keeps the last value at the first place
-                return -1, -1, n
+        if hi - lo == o - start and same_bytes(out, lo, out, start, hi - lo):
+            return -1, -1, n  # a repeated key: Python keeps the last value at the first place
     keys[2 * n] = start
     keys[2 * n + 1] = o
     p = skip_ws(data, p, end)
