@@ -31,6 +31,7 @@ from evalframe.core._expectations_compiled import LIST_FIELDS
 from evalframe.core._njit import compiling, in_halves, njit, worth_compiling
 from evalframe.metrics._arguments import _subset, judge_pairs
 from evalframe.metrics._expectations import Expectations
+from evalframe.metrics._ranking import offsets_of
 from evalframe.metrics._text import IdArray, OffsetArray, _Interner
 
 __all__ = ["Details", "FlatPass", "details_text", "flat_pass"]
@@ -150,8 +151,7 @@ class FlatPass:
         self.pending = traj.struct.field("pending_approvals").fill_null(0).to_numpy()
         specs = expect.get_column("tool_arguments")
         spec_flat = specs.explode(empty_as_null=False, keep_nulls=False).struct.unnest()
-        self.spec_off = np.zeros(n + 1, np.int64)
-        np.cumsum(specs.list.len().fill_null(0).to_numpy(), out=self.spec_off[1:])
+        self.spec_off = offsets_of(specs)
         self.spec_valid = specs.is_not_null().to_numpy()
         self.spec_args = Texts(spec_flat.get_column("arguments"))
         goal = expect.get_column("goal")
@@ -162,8 +162,8 @@ class FlatPass:
         lists = {f: expect.get_column(f) for f in LIST_FIELDS}
         parts: list[tuple[pl.Series, OffsetArray | None]] = [
             (flat.get_column("name"), None),
-            (_flat(approvals), _offsets(approvals)),
-            *((_flat(s), _offsets(s)) for s in lists.values()),
+            (_flat(approvals), offsets_of(approvals)),
+            *((_flat(s), offsets_of(s)) for s in lists.values()),
             (spec_flat.get_column("name"), None),
             (goal.struct.field("name").fill_null(""), None),
         ]
@@ -177,9 +177,9 @@ class FlatPass:
         cuts = np.cumsum([0, *(p.len() for p, _ in parts)])
         pieces = [ids[a:b] for a, b in itertools.pairwise(cuts)]
         self.call_names = pieces[0]
-        self.approvals = Lists(pieces[1], _offsets(approvals), approvals.is_not_null().to_numpy())
+        self.approvals = Lists(pieces[1], offsets_of(approvals), approvals.is_not_null().to_numpy())
         self.lists = {
-            f: Lists(pieces[2 + k], _offsets(s), s.is_not_null().to_numpy())
+            f: Lists(pieces[2 + k], offsets_of(s), s.is_not_null().to_numpy())
             for k, (f, s) in enumerate(lists.items())
         }
         self.spec_names = pieces[2 + len(LIST_FIELDS)]
@@ -232,12 +232,6 @@ class FlatPass:
 
 def _flat(lists: pl.Series) -> pl.Series:
     return lists.explode(empty_as_null=False, keep_nulls=False)
-
-
-def _offsets(lists: pl.Series) -> OffsetArray:
-    off = np.zeros(lists.len() + 1, np.int64)
-    np.cumsum(lists.list.len().fill_null(0).to_numpy(), out=off[1:])
-    return off
 
 
 @njit
