@@ -28,6 +28,7 @@ import polars as pl
 
 from evalframe.core._arrow_text import string_array, text_buffers
 from evalframe.core._expectations_compiled import LIST_FIELDS
+from evalframe.core._json._text import copy_bytes
 from evalframe.core._njit import compiling, in_halves, njit, worth_compiling
 from evalframe.metrics._arguments import _subset, judge_pairs
 from evalframe.metrics._expectations import Expectations
@@ -440,13 +441,6 @@ def details_text(details: Details, flat: FlatPass) -> pl.Series:
 
 
 @njit
-def _put(out: Any, at: int, data: Any, lo: int, hi: int) -> int:
-    for k in range(hi - lo):
-        out[at + k] = data[lo + k]
-    return at + hi - lo
-
-
-@njit
 def _put_int(out: Any, at: int, value: int, digits: Any) -> int:
     if value < 0:
         out[at] = 45  # '-'
@@ -483,7 +477,7 @@ def _render(
                     out[at] = 44  # ','
                     at += 1
                 t = ids[i]
-                at = _put(out, at, names, names_off[t], names_off[t + 1])
+                at = copy_bytes(names, names_off[t], names_off[t + 1], out, at)
             out[at] = 93  # ']'
             at += 1
         out_off[r + 1] = at
@@ -503,21 +497,21 @@ def _write(
     for k in range(out_off.shape[0] - 1):
         r = r0 + k
         for f in range(kinds.shape[0]):
-            at = _put(out, at, head, head_off[f], head_off[f + 1])
+            at = copy_bytes(head, head_off[f], head_off[f + 1], out, at)
             kind, s = kinds[f], slots[f]
             if kind == _LIST:
                 rows = list0 if s == 0 else list1 if s == 1 else list2
-                at = _put(out, at, rows, l_off[s, r], l_off[s, r + 1])
+                at = copy_bytes(rows, l_off[s, r], l_off[s, r + 1], out, at)
             elif not ints_ok[s, r]:
-                at = _put(out, at, null, 0, 4)
+                at = copy_bytes(null, 0, 4, out, at)
             elif kind == _INT:
                 at = _put_int(out, at, ints[s, r], digits)
             elif kind == _NAME:
                 t = ints[s, r]
-                at = _put(out, at, names, names_off[t], names_off[t + 1])
+                at = copy_bytes(names, names_off[t], names_off[t + 1], out, at)
             else:
                 t = ints[s, r]
-                at = _put(out, at, raw, raw_off[t], raw_off[t + 1])
+                at = copy_bytes(raw, raw_off[t], raw_off[t + 1], out, at)
         out[at] = 125  # '}'
         at += 1
         out_off[k + 1] = at
