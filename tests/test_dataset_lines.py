@@ -210,6 +210,8 @@ def test_any_file_reads_as_the_exact_reader_reads_it(
     assert_same(jsonl(data))
 
 
+# Tags PHP's trim empties or shortens, repeated once trimmed, and Unicode spaces it keeps.
+_tag_like = st.sampled_from(["a", " a", "a\x00", "\x0b", "", "\u00a0b", "\\t"])
 plain_samples = st.fixed_dictionaries(
     {
         # ids with a character that is surely not blank (the pass leaves the others' check
@@ -248,13 +250,20 @@ plain_samples = st.fixed_dictionaries(
 @given(
     records=st.lists(plain_samples, min_size=1, max_size=8, unique_by=lambda s: s["id"]),
     spelling=spellings,
+    tags=st.lists(st.none() | texts | st.lists(texts | _tag_like, max_size=3), max_size=8),
 )
 def test_plain_samples_are_read_by_the_pass_alone(
-    jsonl: Callable[[bytes], Path], records: list[dict[str, Any]], spelling: dict[str, Any]
+    jsonl: Callable[[bytes], Path],
+    records: list[dict[str, Any]],
+    spelling: dict[str, Any],
+    tags: list[object],
 ) -> None:
-    # Hostile strings, escapes, nested metadata, non-string expected values: all the pass's.
+    # Hostile strings, escapes, nested metadata, non-string expected values, metadata.tags
+    # (null, a string, a list of strings): all the pass's.
+    for record, value in zip(records, tags, strict=False):
+        record["metadata"]["tags"] = value
     text = "".join(json.dumps(r, **spelling) + "\n" for r in records)
-    if "tags" in text or "expected_any" in text:  # a key inside a string: a false alarm
+    if "expected_any" in text:  # a key inside a string: a false alarm
         return
     kind, dataset = assert_same(jsonl(text.encode()), only_pass=True)
     assert kind == "ok"
@@ -302,6 +311,26 @@ def test_a_file_of_plain_and_odd_lines_keeps_its_order(
     assert dataset.get_column("sample_id").to_list() == [
         f"{'po'[i % 3 == 0]}{i}" for i in range(30)
     ]
+
+
+@pytest.mark.parametrize(
+    ("tags", "message"),
+    [
+        ("[1]", "field 'metadata.tags[0]' must be a string (a tag); got int 1."),
+        ('{"a": "b"}', "field 'metadata.tags' must be a string or a list of strings"),
+        ("true", "field 'metadata.tags' must be a string or a list of strings"),
+    ],
+)
+def test_bad_metadata_tags_get_the_exact_readers_message(
+    jsonl: Callable[[bytes], Path], tags: str, message: str
+) -> None:
+    plain = '{"id": "p%d", "input": {"q": "x"}, "expected_output": "a", "metadata": {"tags": "t"}}'
+    bad = '{"id": "b", "input": {}, "expected_output": "x", "metadata": {"k": 1, "tags": %s}}'
+    text = "\n".join([plain % 1, bad % tags, plain % 2]) + "\n"
+    kind, found = assert_same(jsonl(text.encode()))
+    assert kind == "error"
+    assert "Sample 'b' (index 1)" in found
+    assert message in found
 
 
 def test_row_hashes_take_the_canonical_json_where_the_encoder_differs(

@@ -27,6 +27,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Iterable
 from functools import cmp_to_key
 from typing import Any, Final, TypeAlias
 
@@ -42,6 +43,7 @@ __all__ = [
     "php_trim",
     "row_hash",
     "to_json_value",
+    "trimmed_tags",
 ]
 
 JSONValue: TypeAlias = "str | int | float | bool | list[JSONValue] | dict[str, JSONValue] | None"
@@ -67,6 +69,16 @@ def php_trim(text: str) -> str:
         '\\xa0 tag'
     """
     return text.strip(_PHP_TRIM)
+
+
+def trimmed_tags(tags: Iterable[str]) -> list[str]:
+    """Tags as the report's cohorts read them: trimmed (PHP trim), non-empty, unique, in order.
+
+    Examples:
+        >>> trimmed_tags([" a", "b", "a", "\\n"])
+        ['a', 'b']
+    """
+    return list(dict.fromkeys(tag for tag in map(php_trim, tags) if tag))
 
 
 def to_json_value(value: object, path: str = "") -> JSONValue:

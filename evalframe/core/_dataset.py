@@ -40,9 +40,9 @@ from evalframe.core._canon import (
     UnsupportedValueError,
     compact,
     expected_type_of,
-    php_trim,
     row_hash,
     to_json_value,
+    trimmed_tags,
 )
 from evalframe.core._contexts import (
     REFERENCE_CONTEXTS,
@@ -524,7 +524,7 @@ def _plain_metadata_tags(metadata: object) -> list[str] | None:
     for tag in tags:
         if type(tag) is not str:
             return None
-    return list(dict.fromkeys(tag for tag in map(php_trim, tags) if tag))
+    return trimmed_tags(tags)
 
 
 def _sample(record: object, index: int, source: Source) -> _Sample:
@@ -678,8 +678,7 @@ def _normalise_tags(value: object, field: str, at: str, source: Source) -> list[
                 f"{at} field '{field}[{position}]' must be a string (a tag); got "
                 f"{type_name(item)} {item!r:.40}."
             )
-    trimmed = (php_trim(item) for item in value)
-    return list(dict.fromkeys(tag for tag in trimmed if tag))
+    return trimmed_tags(value)
 
 
 def _json_text(text: str, field: str, at: str, source: Source) -> object:

@@ -7,15 +7,16 @@ writes the dataset columns' text straight into Arrow buffers: the id and a strin
 output decoded, the input, a non-string expected value and the metadata re-encoded as
 Python's compact JSON encoder writes them, and the text each row hash is taken of.
 
-A line the pass cannot vouch for is left to the exact per-sample code, and its sample merged
-in file order: a line that is not one JSON object, a repeated member, an id given twice or
-not a string, a blank id, an input that is not an object or holds objects, an expected
-output that holds objects, metadata that is not an object or names ``tags`` or
-``expected_any``, a ``tags``, ``reference_contexts`` or ``expected_any`` member, a string
-Python would read differently (a lone surrogate, a control character), a number whose Python
-spelling it cannot tell, nesting past 64 levels. Any error then (a bad line, a repeated id,
-no sample at all), and invalid UTF-8, gives the file to the exact reader whole, so every
-value and every message is the exact reader's.
+The tags of ``metadata.tags`` are read once per distinct value after the pass. A line the
+pass cannot vouch for is left to the exact per-sample code, and its sample merged in file
+order: a line that is not one JSON object, a repeated member, an id given twice or not a
+string, a blank id, an input that is not an object or holds objects, an expected output that
+holds objects, metadata that is not an object or names ``expected_any``, a ``metadata.tags``
+that is not a string, a list of strings or null, a ``tags``, ``reference_contexts`` or
+``expected_any`` member, a string Python would read differently (a lone surrogate, a control
+character), a number whose Python spelling it cannot tell, nesting past 64 levels. Any error
+then (a bad line, a repeated id, no sample at all), and invalid UTF-8, gives the file to the
+exact reader whole, so every value and every message is the exact reader's.
 
 Examples:
     >>> frame = dataset_lines(
@@ -36,8 +37,8 @@ import numpy as np
 import polars as pl
 
 from evalframe.core import schema as C
-from evalframe.core._arrow_text import string_array
-from evalframe.core._canon import php_canonical_json
+from evalframe.core._arrow_text import string_array, strings_array
+from evalframe.core._canon import php_canonical_json, trimmed_tags
 from evalframe.core._dataset_columns import MAYBE_NOT_CANONICAL
 from evalframe.core._errors import DatasetError
 from evalframe.core._formats import load_json, long_digit_run
@@ -45,6 +46,7 @@ from evalframe.core._json._strings import encode_string, json_string, skip_strin
 from evalframe.core._json._text import (
     NULL,
     copy_bytes,
+    same_bytes,
     skip_space,
     surely_not_blank,
     valid_utf8,
@@ -63,10 +65,10 @@ _WORDS = (
 )  # fmt: skip
 _ID, _SAMPLE_ID, _INPUT, _EXPECTED, _METADATA, _NULL_ONLY = (kernel_int(k) for k in range(6))
 _NAMES, _NAME_OFF = name_table(_WORDS)
-# Metadata members the exact code reads (tags, answers): a line whose metadata may name one
-# is left to it (a false alarm only costs that line the exact path).
-_TAGS_KEY = np.frombuffer(b'"tags":', np.uint8)
+# A metadata member the exact code reads (answers): a line whose metadata may name it is
+# left to it (a false alarm only costs that line the exact path). Tags are read after the pass.
 _ANY_KEY = np.frombuffer(b'"expected_any":', np.uint8)
+_TAGS_KEY = np.frombuffer(b'"tags":', np.uint8)
 _HASH_HEAD = np.frombuffer(b'{"input":', np.uint8)
 _HASH_MIDDLE = np.frombuffer(b',"expected":', np.uint8)
 _EMPTY_MAP = np.frombuffer(b"{}", np.uint8)
@@ -83,17 +85,34 @@ _COLUMNS = 5
 
 
 @njit
-def _names_read_member(text: Any, lo: int, hi: int) -> bool:
-    """Whether the compact metadata ``text[lo:hi]`` may name ``tags`` or ``expected_any``
-    (anywhere: a false alarm only costs the line the exact path)."""
+def _names_answers(text: Any, lo: int, hi: int) -> bool:
+    """Whether the compact metadata ``text[lo:hi]`` may name ``expected_any`` (anywhere: a
+    false alarm only costs the line the exact path)."""
     for k in range(lo, hi):
-        if (
-            text[k] == _QUOTE
-            and text[k + 1] in (0x74, 0x65)  # 't', 'e'
-            and (word_at(text, k, hi, _TAGS_KEY) >= 0 or word_at(text, k, hi, _ANY_KEY) >= 0)
-        ):
+        if text[k] == _QUOTE and text[k + 1] == 0x65 and word_at(text, k, hi, _ANY_KEY) >= 0:
             return True
     return False
+
+
+@njit
+def _tag_values(text: Any, offsets: Any, rows: Any, lo: Any, length: Any, stack: Any) -> None:
+    """Where the value of each row's top-level ``tags`` member is in the compact metadata
+    ``text[offsets[row]:offsets[row + 1]]``: ``text[lo[i]:lo[i] + length[i]]``; ``length``
+    -1 where the metadata has no such member, -2 where it nests too deep to follow."""
+    for i in range(rows.size):
+        start, hi = offsets[rows[i]], offsets[rows[i] + 1]
+        lo[i], length[i] = 0, -1
+        q = start + 1
+        while text[q] != _CLOSE:
+            key = q
+            value = skip_string(text, q, hi) + 1  # past the key's colon
+            q = skip_value(text, value, hi, stack)
+            if q < 0:
+                length[i] = -2
+                break
+            if value - key == _TAGS_KEY.size and same_bytes(text, key, _TAGS_KEY, 0, value - key):
+                lo[i], length[i] = value, q - value
+            q += text[q] == _COMMA
 
 
 @njit
@@ -269,7 +288,7 @@ def _sample(
         return -1
     if metadata_end < 0:
         metadata_end = copy_bytes(_EMPTY_MAP, 0, 2, metadata, at[3])
-    elif _names_read_member(metadata, at[3], metadata_end):
+    elif _names_answers(metadata, at[3], metadata_end):
         return -1
     o = copy_bytes(_HASH_HEAD, 0, _HASH_HEAD.size, hashed, at[4])
     o = _canonical_input(inputs, at[1], input_end, hashed, o, spans, stack)
@@ -365,6 +384,7 @@ def dataset_lines(data: bytes, samples_frame: _Frame, where: str) -> pl.DataFram
     if n == 0:
         return None
     kinds, table, lines = kinds[:n], table[:, : n + 1], lines[:, :n]
+    tags = _tags(table[3], out[3], kinds, work[3])  # declines the lines with bad tags
     frame = pl.DataFrame(
         [
             pl.Series(C.SAMPLE_ID, string_array(table[0], out[0])),
@@ -372,7 +392,7 @@ def dataset_lines(data: bytes, samples_frame: _Frame, where: str) -> pl.DataFram
             pl.Series(C.EXPECTED_OUTPUT, string_array(table[2], out[2])),
             pl.Series(C.EXPECTED_TYPE, np.array(_TYPES)[np.maximum(kinds, 0)], pl.String),
             pl.Series(C.METADATA, string_array(table[3], out[3])),
-            pl.Series(C.TAGS, [[]], pl.List(pl.String)).new_from_index(0, n),
+            tags,
             _row_hashes(table[4], out[4], kinds, data, lines),
         ]
     )
@@ -388,6 +408,44 @@ def dataset_lines(data: bytes, samples_frame: _Frame, where: str) -> pl.DataFram
     if frame.is_empty() or frame.get_column(C.SAMPLE_ID).is_duplicated().any():
         return None  # the exact reader says there is no sample, or names the repeated id
     return frame
+
+
+def _tags(offsets: Any, text: Any, kinds: Any, stack: Any) -> pl.Series:
+    """The tags of each sample the pass read, from its metadata's ``tags`` member (each
+    distinct value parsed once); a line whose ``metadata.tags`` is not a string, a list of
+    strings or null is left to the exact code (its kind set to -1), which names the error."""
+    metadata = pl.Series(string_array(offsets, text))
+    named = metadata.str.contains('"tags":', literal=True).to_numpy()  # or a false alarm
+    rows = np.flatnonzero(named & (kinds >= 0))
+    lo, length = np.empty(rows.size, np.int64), np.empty(rows.size, np.int64)
+    if rows.size:
+        _tag_values(text, offsets, rows, lo, length, stack)
+    kinds[rows[length == -2]] = -1
+    values = pl.Series(strings_array(lo, np.maximum(length, -1), text, copy=False))
+    distinct = values.drop_nulls().unique().sort()
+    lists: list[list[str]] = [[]]  # the lists by code: 0 for no tags
+    bad = []
+    for value in distinct.to_list():
+        tags = _tag_list(json.loads(value))
+        lists.append([] if tags is None else tags)
+        if tags is None:
+            bad.append(value)
+    if bad:
+        kinds[rows[values.is_in(bad).to_numpy()]] = -1
+    codes = np.zeros(kinds.size, np.int64)
+    codes[rows] = values.rank("dense").fill_null(0).cast(pl.Int64).to_numpy()
+    return pl.Series(C.TAGS, lists, pl.List(pl.String)).gather(codes)
+
+
+def _tag_list(value: object) -> list[str] | None:
+    """The tags of a ``metadata.tags`` value, or None where the exact code reports an error."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
+        return None
+    return trimmed_tags(value)
 
 
 def _row_hashes(offsets: Any, text: Any, kinds: Any, data: bytes, lines: Any) -> pl.Series:
