@@ -32,7 +32,9 @@ from evalframe.core._json._strings import (
 )
 from evalframe.core._json._text import (
     JSON_WS,
+    WORD_SLACK,
     ascii_space,
+    copy_words,
     skip_space,
     skip_ws,
     surely_not_blank,
@@ -391,6 +393,18 @@ def test_blank_text_is_what_str_strip_empties(text: str) -> None:
         assert sure == (text.strip() != "")
     for c in range(128):
         assert ascii_space(c) == (chr(c).strip() == "")
+
+
+@given(st.binary(max_size=40), st.integers(0, 40), st.integers(0, 40), st.integers(0, 9))
+def test_word_copies_copy_the_bytes_and_nothing_before_them(
+    data: bytes, a: int, b: int, o: int
+) -> None:
+    lo, hi = sorted((min(a, len(data)), min(b, len(data))))
+    source = np.frombuffer(data + bytes(WORD_SLACK), np.uint8)
+    for copy in (copy_words, copy_words.interpreted):
+        out = np.full(o + hi - lo + WORD_SLACK, 7, np.uint8)
+        assert copy(source, lo, hi, out, o) == o + hi - lo
+        assert bytes(out[: o + hi - lo]) == bytes([7] * o) + data[lo:hi]
 
 
 @given(st.sampled_from(["true", "false", "null"]), st.text("truefalsn ", max_size=6))

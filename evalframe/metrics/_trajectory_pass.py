@@ -28,7 +28,7 @@ import polars as pl
 
 from evalframe.core._arrow_text import string_array, text_buffers
 from evalframe.core._expectations_compiled import LIST_FIELDS
-from evalframe.core._json._text import copy_bytes
+from evalframe.core._json._text import WORD_SLACK, copy_words
 from evalframe.core._njit import compiling, in_halves, njit, worth_compiling
 from evalframe.metrics._arguments import _subset, judge_pairs
 from evalframe.metrics._expectations import Expectations
@@ -58,24 +58,21 @@ class Lists:
     """Lists of numbered names: row ``r`` is ``ids[off[r]:off[r + 1]]``, null where not
     ``valid``."""
 
-    __slots__ = ("_json", "ids", "off", "valid")
+    __slots__ = ("_bytes", "ids", "off", "valid")
 
     def __init__(self, ids: IdArray, off: OffsetArray, valid: npt.NDArray[np.bool_]) -> None:
         self.ids, self.off, self.valid = ids, off, valid
-        self._json: tuple[npt.NDArray[np.uint8], OffsetArray] | None = None
+        self._bytes: OffsetArray | None = None
 
-    def json(self, names: tuple[Any, Any]) -> tuple[npt.NDArray[np.uint8], OffsetArray]:
-        """Each row as a JSON array of its names (``names``: their JSON texts and offsets),
-        ``null`` where not ``valid``: the bytes and their row offsets, made once (the calls'
-        list is in the details of several metrics)."""
-        if self._json is None:
-            data, data_off = names
-            n = self.valid.shape[0]
-            room = int(np.diff(data_off)[self.ids].sum()) + self.ids.shape[0] + 4 * n
-            out, out_off = np.empty(room, np.uint8), np.zeros(n + 1, np.int64)
-            _render(self.ids, self.off, self.valid, data, data_off, out, out_off)
-            self._json = out, out_off
-        return self._json
+    def name_bytes(self, name_len: npt.NDArray[np.int64]) -> OffsetArray:
+        """The running total of the items' name bytes (``name_len`` per id), one more than
+        there are items: the room rows ``a`` to ``b`` take is read off in one subtraction.
+        Made once (the calls' list is in the details of several metrics)."""
+        if self._bytes is None:
+            total = np.zeros(self.ids.shape[0] + 1, np.int64)
+            np.cumsum(name_len[self.ids], out=total[1:])
+            self._bytes = total
+        return self._bytes
 
     @property
     def lengths(self) -> npt.NDArray[np.int64]:
@@ -174,7 +171,7 @@ class FlatPass:
         where = np.zeros(int(ids.max(initial=-1)) + 1, np.int64)
         where[ids] = np.arange(ids.shape[0])  # some occurrence of each name
         self.names_json = _fields_json(every.gather(where))
-        self.names_bytes = _bytes_of(self.names_json)
+        self.names_bytes = _bytes_of(self.names_json)  # with WORD_SLACK bytes after
         cuts = np.cumsum([0, *(p.len() for p, _ in parts)])
         pieces = [ids[a:b] for a, b in itertools.pairwise(cuts)]
         self.call_names = pieces[0]
@@ -326,6 +323,7 @@ def flat_pass(traj: pl.Series, expect: Expectations) -> FlatPass | None:
 # --- details as JSON text ---------------------------------------------------------------------
 
 _INT, _LIST, _RAW, _NAME = 0, 1, 2, 3
+_LIST_SLOTS: Final = 3
 
 
 class Details:
@@ -390,8 +388,12 @@ class Details:
 
 
 def _bytes_of(series: pl.Series) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """The strings' bytes end to end, ``WORD_SLACK`` zero bytes after (for ``copy_words``),
+    and their offsets."""
     data, off, _ = text_buffers(series)
-    return np.ascontiguousarray(data[off[0] : off[-1]]), off - off[0]
+    padded = np.zeros(int(off[-1] - off[0]) + WORD_SLACK, np.uint8)
+    padded[: padded.size - WORD_SLACK] = data[off[0] : off[-1]]
+    return padded, off - off[0]
 
 
 def details_text(details: Details, flat: FlatPass) -> pl.Series:
@@ -403,19 +405,20 @@ def details_text(details: Details, flat: FlatPass) -> pl.Series:
     dict_data, dict_off = flat.names_bytes
     ints = np.stack(details.ints) if details.ints else np.zeros((1, n), np.int64)
     ints_ok = np.stack(details.ints_ok) if details.ints_ok else np.zeros((1, n), np.bool_)
-    if len(details.lists) > 3:
+    if len(details.lists) > _LIST_SLOTS:
         raise ValueError("at most three lists of names in one metric's details")
-    no_list = np.zeros(0, np.uint8), np.zeros(n + 1, np.int64)
-    rendered = [x.json(flat.names_bytes) for x in details.lists]
-    rendered += [no_list] * (3 - len(rendered))
-    l_off = np.stack([off for _, off in rendered])
+    no_list = Lists(np.zeros(0, np.int32), np.zeros(n + 1, np.int64), np.zeros(n, np.bool_))
+    lists = [*details.lists, *[no_list] * (_LIST_SLOTS - len(details.lists))]
+    name_len = np.diff(dict_off)
+    totals = [x.name_bytes(name_len) for x in lists]
+    l_ids = tuple(np.ascontiguousarray(x.ids, np.int32) for x in lists)
+    l_off = np.stack([x.off for x in lists])
+    l_valid = np.stack([x.valid for x in lists])
     kinds = np.array(details.kinds, np.int64)
     slots = np.array(details.slots, np.int64)
-    name_len = np.diff(dict_off)
     raw_len = int(np.diff(raw_off).max(initial=0))
-    (list0, _), (list1, _), (list2, _) = rendered
     args = (
-        head_data, head_off, kinds, slots, ints, ints_ok, list0, list1, list2, l_off,
+        head_data, head_off, kinds, slots, ints, ints_ok, l_ids, l_off, l_valid,
         dict_data, dict_off, raw_data, raw_off,
     )  # fmt: skip
 
@@ -426,12 +429,14 @@ def details_text(details: Details, flat: FlatPass) -> pl.Series:
         for f, kind in enumerate(details.kinds):
             if kind == _LIST:
                 s = details.slots[f]
-                room += int(l_off[s, r1] - l_off[s, r0])
+                a, b = int(l_off[s, r0]), int(l_off[s, r1])
+                room += int(totals[s][b] - totals[s][a]) + (b - a) + 4 * rows
             elif kind == _NAME:
                 room += rows * (int(name_len.max(initial=0)) + 4)
             else:
                 room += rows * ((raw_len if kind == _RAW else 20) + 4)
-        out, out_off = np.empty(room, np.uint8), np.zeros(rows + 1, np.int64)
+        out = np.empty(room + WORD_SLACK, np.uint8)
+        out_off = np.zeros(rows + 1, np.int64)
         _write(*args, r0, out, out_off)
         return string_array(out_off, out)
 
@@ -459,59 +464,49 @@ def _put_int(out: Any, at: int, value: int, digits: Any) -> int:
 
 
 @njit
-def _render(
-    ids: Any, off: Any, valid: Any, names: Any, names_off: Any, out: Any, out_off: Any
-) -> None:
-    """Each row's names as a JSON array (``null`` where not ``valid``) into ``out``."""
-    at = 0
-    for r in range(off.shape[0] - 1):
-        if not valid[r]:
-            for c in (110, 117, 108, 108):  # null
-                out[at] = c
-                at += 1
-        else:
-            out[at] = 91  # '['
-            at += 1
-            for i in range(off[r], off[r + 1]):
-                if i > off[r]:
-                    out[at] = 44  # ','
-                    at += 1
-                t = ids[i]
-                at = copy_bytes(names, names_off[t], names_off[t + 1], out, at)
-            out[at] = 93  # ']'
-            at += 1
-        out_off[r + 1] = at
-
-
-@njit
 def _write(
-    head: Any, head_off: Any, kinds: Any, slots: Any, ints: Any, ints_ok: Any, list0: Any,
-    list1: Any, list2: Any, l_off: Any, names: Any, names_off: Any, raw: Any, raw_off: Any,
-    r0: int, out: Any, out_off: Any,
+    head: Any, head_off: Any, kinds: Any, slots: Any, ints: Any, ints_ok: Any, l_ids: Any,
+    l_off: Any, l_valid: Any, names: Any, names_off: Any, raw: Any, raw_off: Any, r0: int,
+    out: Any, out_off: Any,
 ) -> None:  # fmt: skip
     """The details of rows ``r0`` on, one after the other into ``out``, with their
-    ``out_off``; the lists of names are the rows' JSON arrays ``list0``-``list2``."""
-    null = np.array([110, 117, 108, 108], np.uint8)
+    ``out_off``; list slot ``s`` of row ``r`` is ``l_ids[s][l_off[s, r]:l_off[s, r + 1]]``,
+    written as a JSON array of the names' texts (``null`` where not ``l_valid``)."""
+    null = np.zeros(4 + WORD_SLACK, np.uint8)
+    null[:4] = np.array([110, 117, 108, 108], np.uint8)
     digits = np.empty(24, np.uint8)
     at = 0
     for k in range(out_off.shape[0] - 1):
         r = r0 + k
         for f in range(kinds.shape[0]):
-            at = copy_bytes(head, head_off[f], head_off[f + 1], out, at)
+            at = copy_words(head, head_off[f], head_off[f + 1], out, at)
             kind, s = kinds[f], slots[f]
             if kind == _LIST:
-                rows = list0 if s == 0 else list1 if s == 1 else list2
-                at = copy_bytes(rows, l_off[s, r], l_off[s, r + 1], out, at)
+                if not l_valid[s, r]:
+                    at = copy_words(null, 0, 4, out, at)
+                    continue
+                ids = l_ids[s]
+                out[at] = 91  # '['
+                at += 1
+                lo, hi = l_off[s, r], l_off[s, r + 1]
+                for i in range(lo, hi):
+                    if i > lo:
+                        out[at] = 44  # ','
+                        at += 1
+                    t = ids[i]
+                    at = copy_words(names, names_off[t], names_off[t + 1], out, at)
+                out[at] = 93  # ']'
+                at += 1
             elif not ints_ok[s, r]:
-                at = copy_bytes(null, 0, 4, out, at)
+                at = copy_words(null, 0, 4, out, at)
             elif kind == _INT:
                 at = _put_int(out, at, ints[s, r], digits)
             elif kind == _NAME:
                 t = ints[s, r]
-                at = copy_bytes(names, names_off[t], names_off[t + 1], out, at)
+                at = copy_words(names, names_off[t], names_off[t + 1], out, at)
             else:
                 t = ints[s, r]
-                at = copy_bytes(raw, raw_off[t], raw_off[t + 1], out, at)
+                at = copy_words(raw, raw_off[t], raw_off[t + 1], out, at)
         out[at] = 125  # '}'
         at += 1
         out_off[k + 1] = at

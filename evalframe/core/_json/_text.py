@@ -15,15 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from evalframe.core._njit import njit
+from evalframe.core._njit import njit, numba_object
 
 __all__ = [
     "FALSE",
     "JSON_WS",
     "NULL",
     "TRUE",
+    "WORD_SLACK",
     "ascii_space",
     "copy_bytes",
+    "copy_words",
     "skip_space",
     "skip_ws",
     "surely_not_blank",
@@ -61,6 +63,35 @@ def copy_bytes(data: Any, lo: int, hi: int, out: Any, o: int) -> int:
     for k in range(hi - lo):
         out[o + k] = data[lo + k]
     return o + hi - lo
+
+
+def _load8(data: Any, at: int) -> int:
+    return int.from_bytes(bytes(data[at : at + 8]).ljust(8, b"\0"), "little")
+
+
+def _store8(out: Any, at: int, word: int) -> None:
+    for j in range(min(8, len(out) - at)):
+        out[at + j] = (word >> (8 * j)) & 0xFF
+
+
+_load = numba_object("evalframe.core._json._unaligned", "load8", _load8)
+_store = numba_object("evalframe.core._json._unaligned", "store8", _store8)
+WORD_SLACK = 8
+"""The bytes :func:`copy_words` may read past ``data[hi]`` and write past its copy's end."""
+
+
+@njit(inline="always")
+def copy_words(data: Any, lo: int, hi: int, out: Any, o: int) -> int:
+    """``copy_bytes`` eight bytes at a time (four times faster for the short names and keys
+    of details texts), for arrays with ``WORD_SLACK`` bytes after ``hi`` in ``data`` and
+    after ``o + hi - lo`` in ``out``: it reads and overwrites up to 7 bytes past the copy,
+    which the caller writes next or leaves unused."""
+    n = hi - lo
+    k = 0
+    while k < n:
+        _store(out, o + k, _load(data, lo + k))
+        k += 8
+    return o + n
 
 
 @njit(inline="always")
