@@ -296,13 +296,14 @@ def read_part(args: argparse.Namespace, folder: Path, outputs: int) -> None:
         files = write_forms(field, nested_entries(field, outputs, args.seed), folder)
         for form, path in files.items():
             fast = ef.read_outputs(path)
-            saved = _outputs._COMPILED_FROM, _outputs._WARM_FROM
+            saved = _outputs._COMPILED_FROM, _outputs._WARM_FROM, _outputs._QUICK_UP_TO
             _outputs._COMPILED_FROM = _outputs._WARM_FROM = 1 << 62  # the exact reader
+            _outputs._QUICK_UP_TO = -1
             try:
                 os.environ["EVALFRAME_KERNELS"] = "interpreted"
                 exact = _exact(path)
             finally:
-                _outputs._COMPILED_FROM, _outputs._WARM_FROM = saved
+                _outputs._COMPILED_FROM, _outputs._WARM_FROM, _outputs._QUICK_UP_TO = saved
                 os.environ.pop("EVALFRAME_KERNELS")
             assert fast.equals(exact), f"{field}, {form}: the readers differ"
             ours, theirs = [], []

@@ -243,6 +243,7 @@ def read_both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[object, obje
     for threshold in (10**12, 0):
         monkeypatch.setattr(_outputs, "_COMPILED_FROM", threshold)
         monkeypatch.setattr(_outputs, "_WARM_FROM", threshold)
+        monkeypatch.setattr(_outputs, "_QUICK_UP_TO", -1 if threshold else 10**12)
         try:
             results.append(read_outputs(path))
         except Exception as exc:

@@ -75,6 +75,10 @@ _COMPILED_FROM: Final = 4 << 20
 # process has its kernels loaded (a larger file was read): nothing compiles or loads, and
 # those fields cost the exact reader 3-6x what they cost the pass.
 _WARM_FROM: Final = 64 << 10
+# Files up to this size that no compiled pass read are parsed by orjson and checked a column
+# at a time (core/_outputs_quick.py) before the exact reader is asked; past it, orjson's
+# Python objects would take more memory than the exact reader's.
+_QUICK_UP_TO: Final = 1 << 30
 _NESTED_FIELDS: Final = (b'"contexts"', b'"trajectory"', b'"turns"')
 _INTEGER_TEXT: Final = re.compile(r"\s*[+-]?[0-9]+\s*")
 CONFIDENCE: Final = "confidence"
@@ -120,19 +124,8 @@ def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
     suffix = file.suffix.lower()
     if suffix == ".parquet":
         return _from_parquet(data, where)
-    large = len(data) >= _COMPILED_FROM
-    if suffix not in {".csv", ".yaml", ".yml"} and (
-        large or (len(data) >= _WARM_FROM and _warm(data))
-    ):
-        from evalframe.core import _outputs_compiled as compiled  # imports numpy and numba
-
-        body = data.removeprefix(codecs.BOM_UTF8)
-        if suffix == ".jsonl":
-            frame = compiled.outputs_lines(body, _NUMBERS)
-        else:
-            frame = compiled.outputs_map(body) if large else None  # no nested fields
-            if frame is None:
-                frame = compiled.outputs_list(body, _NUMBERS)
+    if suffix not in {".csv", ".yaml", ".yml"}:
+        frame = _fast(data.removeprefix(codecs.BOM_UTF8), suffix == ".jsonl")
         if frame is not None:
             return frame
     text = decode_utf8(data, where, _SUBJECT)
@@ -143,6 +136,28 @@ def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
     if suffix == ".csv":
         return _from_csv(text, where)
     return _from_document(_parse_document(text, suffix, where), where)
+
+
+def _fast(body: bytes, lines: bool) -> pl.DataFrame | None:
+    """The outputs of a JSON or JSONL file's bytes (no BOM) as a faster reader vouches for
+    them (the compiled pass, or orjson's), or None for the exact reader."""
+    large = len(body) >= _COMPILED_FROM
+    if large or (len(body) >= _WARM_FROM and _warm(body)):
+        from evalframe.core import _outputs_compiled as compiled  # imports numpy and numba
+
+        if lines:
+            frame = compiled.outputs_lines(body, _NUMBERS)
+        else:
+            frame = compiled.outputs_map(body) if large else None  # no nested fields
+            if frame is None:
+                frame = compiled.outputs_list(body, _NUMBERS)
+        if frame is not None:
+            return frame
+    if len(body) > _QUICK_UP_TO:
+        return None
+    from evalframe.core import _outputs_quick as quick
+
+    return quick.quick_lines(body, _NUMBERS) if lines else quick.quick_list(body, _NUMBERS)
 
 
 def _warm(data: bytes) -> bool:

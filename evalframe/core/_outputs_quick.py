@@ -1,0 +1,419 @@
+"""Saved outputs entries read by orjson and checked a column at a time, for files too small to
+be worth loading the compiled pass.
+
+The exact reader (``core/_outputs.py``) checks each entry, context, turn and tool call in
+Python, which costs several times what parsing the file does; the compiled pass
+(``core/_outputs_compiled.py``) is faster, but loading numba costs a new process 1-2 s.
+:func:`quick_lines` (JSONL) and :func:`quick_list` (``{"outputs": [...]}``) parse with
+orjson, which loads in milliseconds, gather each field of every entry, call and turn into one
+list, check each list's types at once and its texts as a Polars column, and build the frame
+from those lists; or decline (return None), and the exact reader takes the file. They
+decline:
+
+* what orjson refuses or might read otherwise than Python's ``json``: a lone surrogate,
+  ``NaN``, ``Infinity``, a number past the double range, invalid UTF-8, and any run of 19
+  digits (orjson reads an integer past 64 bits as a float);
+* a list-form document with a member beside ``outputs`` (so no key repeats at its top level;
+  below it, a repeated key keeps its last value, in orjson as in Python);
+* a value the exact parsers would refuse or convert: a wrong type, JSON text, a count given
+  as a string or a float, a blank name or role, a blank or repeated id;
+* a map or list they would re-encode or skip that holds more brackets than the depth limit
+  leaves room for.
+
+Arguments, results and errors that are not strings are written by orjson, which writes JSON
+values as Python's compact encoder does except some floats: a text with a digit before ``.``,
+``e`` or ``E`` is written by Python's encoder instead. So every frame they return is the
+exact reader's, and every error is raised by the exact reader.
+
+Examples:
+    >>> quick_lines(b'{"id": "q1", "actual_output": "30 days"}\\n', _NO_NUMBERS).rows()
+    [('q1', '30 days')]
+    >>> quick_lines(b'{"id": "q1", "actual_output": NaN}\\n', _NO_NUMBERS) is None
+    True
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+import orjson
+import polars as pl
+
+from evalframe.core import schema as C
+from evalframe.core._agent_dtypes import TOOL_CALL, TRAJECTORY, TURN
+from evalframe.core._formats import long_digit_run
+from evalframe.core._trajectory import _COMPACT
+from evalframe.core._yaml import MAX_DEPTH
+
+__all__ = ["quick_lines", "quick_list"]
+
+_NO_NUMBERS: Final = pl.Schema()
+_BLANK: Final = r"^[\s\x1c-\x1f]*$"  # texts str.strip() may empty: the exact reader names them
+# A value these readers re-encode or ignore sits at most this deep (document, outputs, entry,
+# turns, turn, tool_calls, call, arguments); a text with no more brackets than the rest of the
+# limit cannot cross it.
+_BRACKETS: Final = MAX_DEPTH - 8
+_DIGITS_AS_ZERO: Final = bytes.maketrans(b"123456789", b"000000000")
+_LIST_START: Final = re.compile(rb'[ \t\n\r]*\{[ \t\n\r]*"outputs"[ \t\n\r]*:')
+_WS: Final = b" \t\n\r"
+# Stands between values written as one array (its escapes hold no digit before an e).
+_MARK: Final = "\x1fevalframe\x1f"
+_MARK_TEXT: Final = orjson.dumps(_MARK)
+_COUNT_MAX: Final = 2**63 - 1
+
+_ENTRY_KEYS: Final = frozenset(
+    {"id", C.SAMPLE_ID, C.ACTUAL_OUTPUT, "contexts", "trajectory", "turns"}
+)
+_CALL_KEYS: Final = frozenset(
+    {"name", "tool", "arguments", "args", "result", "error", "latency_ms", "tokens"}
+)
+_TRAJECTORY_KEYS: Final = frozenset(TRAJECTORY.to_schema())
+_TURN_KEYS: Final = frozenset(TURN.to_schema())
+_ITEM_KEYS: Final = frozenset({"id", "text"})
+_NONE: Final = type(None)
+
+
+class _Decline(Exception):  # noqa: N818 - never escapes: the reader returns None
+    """Something the exact reader must judge."""
+
+
+def quick_lines(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
+    """The saved outputs of a JSONL file's bytes (no BOM), or None: see the module.
+
+    Args:
+        data: the file's bytes.
+        numbers: the numeric members an entry may carry, with their dtypes (Int64 or Float64).
+    """
+    if long_digit_run(data):
+        return None
+    try:
+        entries = [orjson.loads(line) for line in data.split(b"\n") if line.strip()]
+        return _frame(entries, numbers)
+    except (orjson.JSONDecodeError, _Decline):
+        return None
+
+
+def quick_list(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
+    """The saved outputs of a list-form file's bytes (``{"outputs": [...]}``, no BOM), or
+    None: as :func:`quick_lines`. The document's one member is ``outputs``: its value is
+    parsed alone, so a second member (a repeated ``outputs`` too) is not JSON and declined."""
+    start = _LIST_START.match(data)
+    body = data.rstrip(_WS)
+    if start is None or not body.endswith(b"}") or long_digit_run(data):
+        return None
+    try:
+        entries = orjson.loads(body[start.end() : -1])
+        if type(entries) is not list:
+            return None
+        return _frame(entries, numbers)
+    except (orjson.JSONDecodeError, _Decline):
+        return None
+
+
+def _frame(entries: list[Any], numbers: pl.Schema) -> pl.DataFrame:
+    if not entries or _types(entries) != {dict}:
+        raise _Decline
+    keys: set[str] = set().union(*entries)
+    _ignored(entries, keys, _ENTRY_KEYS | frozenset(numbers))
+    ids = _field(entries, keys, "id", C.SAMPLE_ID)
+    texts = _field(entries, keys, C.ACTUAL_OUTPUT)
+    if _types(ids) != {str} or _types(texts) != {str}:
+        raise _Decline
+    sample_ids = pl.Series(C.SAMPLE_ID, ids, dtype=pl.String)
+    if sample_ids.is_duplicated().any() or _blank(sample_ids):
+        raise _Decline  # the exact reader names the id
+    columns = [sample_ids, pl.Series(C.ACTUAL_OUTPUT, texts, dtype=pl.String)]
+    for name, dtype in numbers.items():
+        if name in keys:
+            columns.append(_number_column(name, _field(entries, keys, name), dtype))
+    columns.extend(_contexts(_field(entries, keys, "contexts")))
+    frame = pl.DataFrame(columns)
+    trajectories = _field(entries, keys, "trajectory")
+    if any(t is not None for t in trajectories):
+        frame = frame.with_columns(_trajectories(trajectories))
+    turns = _field(entries, keys, "turns")
+    if any(t is not None for t in turns):
+        frame = frame.with_columns(_turns(turns))
+    return frame
+
+
+# --- checks in bulk ---------------------------------------------------------------------------
+
+
+def _types(values: Iterable[object]) -> set[type]:
+    return set(map(type, values))
+
+
+def _blank(texts: pl.Series) -> bool:
+    return bool(texts.str.contains(_BLANK).any())
+
+
+def _shallow(values: Iterable[object]) -> None:
+    """Decline maps or lists among ``values`` (ones the reader ignores) that might nest past
+    the depth limit."""
+    nested = [v for v in values if type(v) is dict or type(v) is list]
+    if nested:
+        _compact_texts(nested)
+
+
+def _compact_texts(values: list[Any]) -> list[str]:
+    """Each of ``values`` (maps, lists, numbers, booleans) as Python's compact encoder writes
+    it; declines one with more brackets than the depth limit leaves room for."""
+    if not values:
+        return []
+    marked: list[Any] = [_MARK] * (2 * len(values))
+    marked[::2] = values
+    try:  # one array, the values separated by the mark: one call, where each cost 2 us
+        blob = orjson.dumps(marked)
+    except orjson.JSONEncodeError:  # nesting past orjson's limit
+        raise _Decline from None
+    if blob.count(_MARK_TEXT) != len(values):
+        raise _Decline  # a value holds the mark itself
+    pieces = (blob[1:-1] + b",").split(b"," + _MARK_TEXT + b",")[:-1]
+    if _floats(blob):  # orjson writes some floats as Python does not
+        texts = [
+            _COMPACT.encode(v) if _floats(p) else p.decode()
+            for v, p in zip(values, pieces, strict=True)
+        ]
+    else:
+        texts = [p.decode() for p in pieces]
+    if any(t.count("{") + t.count("[") > _BRACKETS for t in texts if len(t) > _BRACKETS):
+        raise _Decline
+    return texts
+
+
+def _floats(text: bytes) -> bool:
+    """Whether ``text`` might hold a float: a digit before ``.``, ``e`` or ``E``."""
+    zeros = text.translate(_DIGITS_AS_ZERO)
+    return b"0." in zeros or b"0e" in zeros or b"0E" in zeros
+
+
+def _number_column(name: str, values: list[Any], dtype: pl.DataType) -> pl.Series:
+    """An operational number: an integer (Int64), or an integer or float (Float64)."""
+    kinds = _types(values)
+    if dtype == pl.Int64:
+        if not kinds <= {int, _NONE} or not all(
+            -_COUNT_MAX - 1 <= v <= _COUNT_MAX for v in values if v is not None
+        ):
+            raise _Decline
+    elif not kinds <= {int, float, _NONE}:
+        raise _Decline
+    elif int in kinds:
+        values = [float(v) if type(v) is int else v for v in values]
+    return pl.Series(name, values, dtype=dtype)
+
+
+def _counts(values: list[Any]) -> list[Any]:
+    """Non-negative integers below 2^63 (or None), as the exact parser's counts."""
+    if not _types(values) <= {int, _NONE} or not all(
+        0 <= v <= _COUNT_MAX for v in values if v is not None
+    ):
+        raise _Decline
+    return values
+
+
+def _latencies(values: list[Any]) -> list[Any]:
+    """Numbers >= 0 (or None) as floats."""
+    kinds = _types(values)
+    if not kinds <= {int, float, _NONE} or any(v < 0 for v in values if v is not None):
+        raise _Decline
+    return [float(v) if type(v) is int else v for v in values] if int in kinds else values
+
+
+def _text_values(values: list[Any]) -> list[Any]:
+    """Results and errors: strings as they are, any other value as compact JSON."""
+    kinds = _types(values)
+    if kinds <= {str, _NONE}:
+        return values
+    if not kinds <= {str, _NONE, dict, list, int, float, bool}:
+        raise _Decline
+    at = [i for i, v in enumerate(values) if v is not None and type(v) is not str]
+    texts = _compact_texts([values[i] for i in at])
+    out = list(values)
+    for i, text in zip(at, texts, strict=True):
+        out[i] = text
+    return out
+
+
+def _lists(name: str, items: pl.Series | pl.DataFrame, lengths: Sequence[int]) -> pl.Series:
+    """A list column of ``len(lengths)`` rows, row ``i`` holding the next ``lengths[i]`` of
+    ``items`` (a column, or a frame's rows as structs)."""
+    values = items.to_struct(name) if isinstance(items, pl.DataFrame) else items.alias(name)
+    owner = pl.Series("row", [i for i, k in enumerate(lengths) for _ in range(k)], pl.Int64)
+    grouped = pl.DataFrame([owner, values]).group_by("row", maintain_order=True).agg(pl.col(name))
+    rows = pl.DataFrame([pl.Series("row", range(len(lengths)), pl.Int64)])
+    return (
+        rows.join(grouped, on="row", how="left", maintain_order="left")
+        .get_column(name)
+        .fill_null(pl.Series(name, [[]], pl.List(values.dtype)))
+    )
+
+
+def _field(rows: list[dict[str, Any]], keys: set[str], name: str, alias: str = "") -> list[Any]:
+    """Each row's member ``name`` (or, where that is null, ``alias``), None where it has
+    neither; ``keys`` holds every member name the rows use."""
+    if alias in keys:
+        if name not in keys:
+            return [r.get(alias) for r in rows]
+        return [v if (v := r.get(name)) is not None else r.get(alias) for r in rows]
+    return [r.get(name) for r in rows] if name in keys else [None] * len(rows)
+
+
+def _ignored(rows: list[dict[str, Any]], keys: set[str], known: frozenset[str]) -> None:
+    """Decline the members outside ``known`` that might nest past the depth limit."""
+    if not keys <= known:
+        _shallow(v for r in rows for k, v in r.items() if k not in known)
+
+
+def _nulls_where(column: pl.Series, given: list[bool]) -> pl.Series:
+    if all(given):
+        return column
+    return pl.select(pl.when(pl.Series(given)).then(column)).to_series().alias(column.name)
+
+
+# --- the nested fields ------------------------------------------------------------------------
+
+
+def _contexts(values: list[Any]) -> list[pl.Series]:
+    """The ``contexts`` and ``context_ids`` columns, as ``contexts_columns`` builds them."""
+    given = [v for v in values if v is not None]
+    if not given:
+        return []
+    if _types(given) != {list}:
+        raise _Decline
+    items = [item for v in given for item in v]
+    kinds = _types(items)
+    if not kinds <= {str, dict}:
+        raise _Decline
+    ids: list[Any] = []
+    if dict in kinds:
+        objects = [item for item in items if type(item) is dict]
+        if not _types(o.get("text") for o in objects) <= {str}:
+            raise _Decline
+        if not _types(o.get("id") for o in objects) <= {str, int, _NONE}:
+            raise _Decline
+        _ignored(objects, set().union(*objects), _ITEM_KEYS)
+        ids = [None if type(i) is str else _id(i.get("id")) for i in items]
+    texts = [i if type(i) is str else i["text"] for i in items]
+    lengths = [0 if v is None else len(v) for v in values]
+    present = [v is not None for v in values]
+    columns = {"contexts": texts}
+    if any(i is not None for i in ids):
+        columns["context_ids"] = ids
+    return [
+        _nulls_where(_lists(name, pl.Series(flat, dtype=pl.String), lengths), present)
+        for name, flat in columns.items()
+    ]
+
+
+def _id(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _calls(lists: list[Any]) -> pl.Series:
+    """The ``tool_calls`` column: one list of calls (or None, no calls) per row."""
+    if not _types(lists) <= {list, _NONE}:
+        raise _Decline
+    lists = [[] if calls is None else calls for calls in lists]
+    calls = [c for row in lists for c in row]
+    kinds = _types(calls)
+    if not kinds <= {dict, str}:
+        raise _Decline
+    if str in kinds:
+        calls = [{"name": c} if type(c) is str else c for c in calls]
+    keys: set[str] = set().union(*calls)
+    _ignored(calls, keys, _CALL_KEYS)
+    names = _field(calls, keys, "name", "tool")
+    if calls and _types(names) != {str}:
+        raise _Decline
+    arguments = _field(calls, keys, "arguments", "args")
+    kinds = _types(arguments)
+    if not kinds <= {dict, _NONE}:
+        raise _Decline  # JSON text, or a value of another type
+    if _NONE not in kinds:
+        texts: list[Any] = _compact_texts(arguments)
+    else:
+        at = [i for i, a in enumerate(arguments) if a is not None]
+        texts = [None] * len(calls)
+        for i, text in zip(at, _compact_texts([arguments[i] for i in at]), strict=True):
+            texts[i] = text
+    flat = pl.DataFrame(
+        {
+            "name": names,
+            "arguments": texts,
+            "result": _text_values(_field(calls, keys, "result")),
+            "error": _text_values(_field(calls, keys, "error")),
+            "latency_ms": _latencies(_field(calls, keys, "latency_ms")),
+            "tokens": _counts(_field(calls, keys, "tokens")),
+        },
+        schema=TOOL_CALL.to_schema(),
+    )
+    if _blank(flat.get_column("name")):
+        raise _Decline
+    return _lists("tool_calls", flat, [len(row) for row in lists])
+
+
+def _trajectories(values: list[Any]) -> pl.Series:
+    """The ``trajectory`` column, as ``parse_trajectory`` and ``trajectory_series`` build it."""
+    given = [v is not None for v in values]
+    if not _types(values) <= {dict, _NONE}:
+        raise _Decline
+    blocks = [{} if v is None else v for v in values]
+    keys: set[str] = set().union(*blocks)
+    _ignored(blocks, keys, _TRAJECTORY_KEYS)
+    lists = _field(blocks, keys, "tool_calls")
+    steps = _counts(_field(blocks, keys, "steps"))
+    finish = _field(blocks, keys, "finish_reason")
+    approvals = [[] if a is None else a for a in _field(blocks, keys, "approvals")]
+    pending = _counts(_field(blocks, keys, "pending_approvals"))
+    if not _types(finish) <= {str, _NONE} or not _types(approvals) <= {list}:
+        raise _Decline
+    flat_approvals = [a for row in approvals for a in row]
+    if not _types(flat_approvals) <= {str, int}:
+        raise _Decline
+    if int in _types(flat_approvals):
+        approvals = [[str(a) for a in row] for row in approvals]
+    calls = _calls(lists)
+    counts = [0 if row is None else len(row) for row in lists]
+    steps = [k if s is None else s for s, k in zip(steps, counts, strict=True)]
+    frame = pl.DataFrame(
+        [
+            calls,
+            pl.Series("steps", steps, pl.Int64),
+            pl.Series("finish_reason", finish, pl.String),
+            pl.Series("approvals", approvals, pl.List(pl.String)),
+            pl.Series("pending_approvals", [0 if p is None else p for p in pending], pl.Int64),
+        ]
+    )
+    return _nulls_where(frame.to_struct("trajectory"), given)
+
+
+def _turns(values: list[Any]) -> pl.Series:
+    """The ``turns`` column, as ``parse_turns`` and ``turns_series`` build it."""
+    given = [v is not None for v in values]
+    if not _types(values) <= {list, _NONE}:
+        raise _Decline
+    rows = [[] if v is None else v for v in values]
+    turns = [t for row in rows for t in row]
+    if turns and _types(turns) != {dict}:
+        raise _Decline
+    keys: set[str] = set().union(*turns)
+    _ignored(turns, keys, _TURN_KEYS)
+    roles = _field(turns, keys, "role")
+    contents = _field(turns, keys, "content")
+    if (turns and _types(roles) != {str}) or not _types(contents) <= {str, _NONE}:
+        raise _Decline
+    flat = pl.DataFrame(
+        [
+            pl.Series("role", roles, pl.String),
+            pl.Series("content", contents, pl.String),
+            _calls(_field(turns, keys, "tool_calls")),
+            pl.Series("latency_ms", _latencies(_field(turns, keys, "latency_ms")), pl.Float64),
+            pl.Series("tokens", _counts(_field(turns, keys, "tokens")), pl.Int64),
+        ]
+    )
+    if _blank(flat.get_column("role")):
+        raise _Decline
+    return _nulls_where(_lists("turns", flat, [len(row) for row in rows]), given)
