@@ -34,7 +34,6 @@ Examples:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
@@ -50,13 +49,11 @@ from evalframe.core._yaml import MAX_DEPTH
 __all__ = ["quick_lines", "quick_list"]
 
 _NO_NUMBERS: Final = pl.Schema()
-_BLANK: Final = r"^[\s\x1c-\x1f]*$"  # texts str.strip() may empty: the exact reader names them
 # A value these readers re-encode or ignore sits at most this deep (document, outputs, entry,
 # turns, turn, tool_calls, call, arguments); a text with no more brackets than the rest of the
 # limit cannot cross it.
 _BRACKETS: Final = MAX_DEPTH - 8
 _DIGITS_AS_ZERO: Final = bytes.maketrans(b"123456789", b"000000000")
-_LIST_START: Final = re.compile(rb'[ \t\n\r]*\{[ \t\n\r]*"outputs"[ \t\n\r]*:')
 _WS: Final = b" \t\n\r"
 # Stands between values written as one array (its escapes hold no digit before an e).
 _MARK: Final = "\x1fevalframe\x1f"
@@ -99,17 +96,24 @@ def quick_list(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
     """The saved outputs of a list-form file's bytes (``{"outputs": [...]}``, no BOM), or
     None: as :func:`quick_lines`. The document's one member is ``outputs``: its value is
     parsed alone, so a second member (a repeated ``outputs`` too) is not JSON and declined."""
-    start = _LIST_START.match(data)
-    body = data.rstrip(_WS)
-    if start is None or not body.endswith(b"}") or long_digit_run(data):
+    value = _after(_after(_after(data, b"{"), b'"outputs"'), b":")
+    body = value.rstrip(_WS)
+    if not body.endswith(b"}") or long_digit_run(data):
         return None
     try:
-        entries = orjson.loads(body[start.end() : -1])
+        entries = orjson.loads(body[:-1])
         if type(entries) is not list:
             return None
         return _frame(entries, numbers)
     except (orjson.JSONDecodeError, _Decline):
         return None
+
+
+def _after(data: bytes, token: bytes) -> bytes:
+    """What follows ``token`` after JSON whitespace at the start of ``data``; empty (not a
+    document these readers take) where something else stands there."""
+    rest = data.lstrip(_WS)
+    return rest[len(token) :] if rest.startswith(token) else b""
 
 
 def _frame(entries: list[Any], numbers: pl.Schema) -> pl.DataFrame:
@@ -121,10 +125,12 @@ def _frame(entries: list[Any], numbers: pl.Schema) -> pl.DataFrame:
     texts = _field(entries, keys, C.ACTUAL_OUTPUT)
     if _types(ids) != {str} or _types(texts) != {str}:
         raise _Decline
-    sample_ids = pl.Series(C.SAMPLE_ID, ids, dtype=pl.String)
-    if sample_ids.is_duplicated().any() or _blank(sample_ids):
+    if len(set(ids)) < len(ids) or _blank(ids):
         raise _Decline  # the exact reader names the id
-    columns = [sample_ids, pl.Series(C.ACTUAL_OUTPUT, texts, dtype=pl.String)]
+    columns = [
+        pl.Series(C.SAMPLE_ID, ids, dtype=pl.String),
+        pl.Series(C.ACTUAL_OUTPUT, texts, dtype=pl.String),
+    ]
     for name, dtype in numbers.items():
         if name in keys:
             columns.append(_number_column(name, _field(entries, keys, name), dtype))
@@ -146,8 +152,9 @@ def _types(values: Iterable[object]) -> set[type]:
     return set(map(type, values))
 
 
-def _blank(texts: pl.Series) -> bool:
-    return bool(texts.str.contains(_BLANK).any())
+def _blank(texts: Iterable[str]) -> bool:
+    """Whether one of ``texts`` (each distinct one once) is empty or only whitespace."""
+    return any(not text.strip() for text in set(texts))
 
 
 def _shallow(values: Iterable[object]) -> None:
@@ -171,15 +178,16 @@ def _compact_texts(values: list[Any]) -> list[str]:
         raise _Decline from None
     if blob.count(_MARK_TEXT) != len(values):
         raise _Decline  # a value holds the mark itself
-    pieces = (blob[1:-1] + b",").split(b"," + _MARK_TEXT + b",")[:-1]
+    text = blob[1:-1].decode()
+    texts = (text + ",").split(f",{_MARK_TEXT.decode()},")[:-1]
     if _floats(blob):  # orjson writes some floats as Python does not
         texts = [
-            _COMPACT.encode(v) if _floats(p) else p.decode()
-            for v, p in zip(values, pieces, strict=True)
+            _COMPACT.encode(v) if _floats(t.encode()) else t
+            for v, t in zip(values, texts, strict=True)
         ]
-    else:
-        texts = [p.decode() for p in pieces]
-    if any(t.count("{") + t.count("[") > _BRACKETS for t in texts if len(t) > _BRACKETS):
+    if max(map(len, texts)) > _BRACKETS and any(
+        t.count("{") + t.count("[") > _BRACKETS for t in texts if len(t) > _BRACKETS
+    ):
         raise _Decline
     return texts
 
@@ -241,8 +249,13 @@ def _lists(name: str, items: pl.Series | pl.DataFrame, lengths: Sequence[int]) -
     """A list column of ``len(lengths)`` rows, row ``i`` holding the next ``lengths[i]`` of
     ``items`` (a column, or a frame's rows as structs)."""
     values = items.to_struct(name) if isinstance(items, pl.DataFrame) else items.alias(name)
+    if not values.len():  # every row empty
+        empty = pl.repeat(pl.lit([], pl.List(values.dtype)), len(lengths))
+        return pl.select(empty.alias(name)).to_series()
     owner = pl.Series("row", [i for i, k in enumerate(lengths) for _ in range(k)], pl.Int64)
     grouped = pl.DataFrame([owner, values]).group_by("row", maintain_order=True).agg(pl.col(name))
+    if grouped.height == len(lengths):  # no row is empty: the groups are the rows, in order
+        return grouped.get_column(name)
     rows = pl.DataFrame([pl.Series("row", range(len(lengths)), pl.Int64)])
     return (
         rows.join(grouped, on="row", how="left", maintain_order="left")
@@ -350,7 +363,7 @@ def _calls(lists: list[Any]) -> pl.Series:
         },
         schema=TOOL_CALL.to_schema(),
     )
-    if _blank(flat.get_column("name")):
+    if _blank(names):
         raise _Decline
     return _lists("tool_calls", flat, [len(row) for row in lists])
 
@@ -366,15 +379,15 @@ def _trajectories(values: list[Any]) -> pl.Series:
     lists = _field(blocks, keys, "tool_calls")
     steps = _counts(_field(blocks, keys, "steps"))
     finish = _field(blocks, keys, "finish_reason")
-    approvals = [[] if a is None else a for a in _field(blocks, keys, "approvals")]
+    approvals = [() if a is None else a for a in _field(blocks, keys, "approvals")]
     pending = _counts(_field(blocks, keys, "pending_approvals"))
-    if not _types(finish) <= {str, _NONE} or not _types(approvals) <= {list}:
+    if not _types(finish) <= {str, _NONE} or not _types(approvals) <= {list, tuple}:
         raise _Decline
     flat_approvals = [a for row in approvals for a in row]
     if not _types(flat_approvals) <= {str, int}:
         raise _Decline
     if int in _types(flat_approvals):
-        approvals = [[str(a) for a in row] for row in approvals]
+        flat_approvals = [str(a) for a in flat_approvals]
     calls = _calls(lists)
     counts = [0 if row is None else len(row) for row in lists]
     steps = [k if s is None else s for s, k in zip(steps, counts, strict=True)]
@@ -383,7 +396,9 @@ def _trajectories(values: list[Any]) -> pl.Series:
             calls,
             pl.Series("steps", steps, pl.Int64),
             pl.Series("finish_reason", finish, pl.String),
-            pl.Series("approvals", approvals, pl.List(pl.String)),
+            _lists(
+                "approvals", pl.Series(flat_approvals, dtype=pl.String), list(map(len, approvals))
+            ),
             pl.Series("pending_approvals", [0 if p is None else p for p in pending], pl.Int64),
         ]
     )
@@ -414,6 +429,6 @@ def _turns(values: list[Any]) -> pl.Series:
             pl.Series("tokens", _counts(_field(turns, keys, "tokens")), pl.Int64),
         ]
     )
-    if _blank(flat.get_column("role")):
+    if _blank(roles):
         raise _Decline
     return _nulls_where(_lists("turns", flat, [len(row) for row in rows]), given)
