@@ -34,6 +34,7 @@ Examples:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
@@ -55,6 +56,7 @@ _NO_NUMBERS: Final = pl.Schema()
 _BRACKETS: Final = MAX_DEPTH - 8
 _DIGITS_AS_ZERO: Final = bytes.maketrans(b"123456789", b"000000000")
 _WS: Final = b" \t\n\r"
+_SPACE: Final = re.compile(b"[ \t\n\r]*")
 # Stands between values written as one array (its escapes hold no digit before an e).
 _MARK: Final = "\x1fevalframe\x1f"
 _MARK_TEXT: Final = orjson.dumps(_MARK)
@@ -96,12 +98,14 @@ def quick_list(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
     """The saved outputs of a list-form file's bytes (``{"outputs": [...]}``, no BOM), or
     None: as :func:`quick_lines`. The document's one member is ``outputs``: its value is
     parsed alone, so a second member (a repeated ``outputs`` too) is not JSON and declined."""
-    value = _after(_after(_after(data, b"{"), b'"outputs"'), b":")
-    body = value.rstrip(_WS)
-    if not body.endswith(b"}") or long_digit_run(data):
+    start = _after(data, _after(data, _after(data, 0, b"{"), b'"outputs"'), b":")
+    end = len(data)
+    while end and data[end - 1] in _WS:
+        end -= 1
+    if start < 0 or end <= start or data[end - 1] != ord("}") or long_digit_run(data):
         return None
     try:
-        entries = orjson.loads(body[:-1])
+        entries = orjson.loads(memoryview(data)[start : end - 1])  # the value, not copied
         if type(entries) is not list:
             return None
         return _frame(entries, numbers)
@@ -109,11 +113,13 @@ def quick_list(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
         return None
 
 
-def _after(data: bytes, token: bytes) -> bytes:
-    """What follows ``token`` after JSON whitespace at the start of ``data``; empty (not a
-    document these readers take) where something else stands there."""
-    rest = data.lstrip(_WS)
-    return rest[len(token) :] if rest.startswith(token) else b""
+def _after(data: bytes, at: int, token: bytes) -> int:
+    """Where ``token`` ends in ``data`` when it follows JSON whitespace from ``at``; -1 where
+    something else stands there (or ``at`` is -1)."""
+    if at < 0:
+        return -1
+    at = _SPACE.match(data, at).end()  # type: ignore[union-attr]  # it matches nothing too
+    return at + len(token) if data.startswith(token, at) else -1
 
 
 def _frame(entries: list[Any], numbers: pl.Schema) -> pl.DataFrame:
@@ -252,6 +258,8 @@ def _lists(name: str, items: pl.Series | pl.DataFrame, lengths: Sequence[int]) -
     if not values.len():  # every row empty
         empty = pl.repeat(pl.lit([], pl.List(values.dtype)), len(lengths))
         return pl.select(empty.alias(name)).to_series()
+    if min(lengths) == max(lengths):  # rows of one length: the items as a matrix
+        return values.reshape((len(lengths), lengths[0])).cast(pl.List(values.dtype))
     owner = pl.Series("row", [i for i, k in enumerate(lengths) for _ in range(k)], pl.Int64)
     grouped = pl.DataFrame([owner, values]).group_by("row", maintain_order=True).agg(pl.col(name))
     if grouped.height == len(lengths):  # no row is empty: the groups are the rows, in order
