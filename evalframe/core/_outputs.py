@@ -43,6 +43,7 @@ from evalframe.core._formats import (
     yaml_limit_error,
 )
 from evalframe.core._gc import gc_paused
+from evalframe.core._outputs_quick import quick_lines, quick_list
 from evalframe.core._turns import agent_fields, with_agent_columns
 from evalframe.core._yaml import (
     YamlLimitError,
@@ -160,9 +161,7 @@ def _fast(body: bytes, lines: bool) -> pl.DataFrame | None:
             return frame
     if len(body) > _QUICK_UP_TO:
         return None
-    from evalframe.core import _outputs_quick as quick
-
-    return quick.quick_lines(body, _NUMBERS) if lines else quick.quick_list(body, _NUMBERS)
+    return quick_lines(body, _NUMBERS) if lines else quick_list(body, _NUMBERS)
 
 
 def _warm(data: bytes) -> bool:
