@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import Any, Final
 
 import orjson
@@ -43,7 +44,7 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._agent_dtypes import TOOL_CALL, TRAJECTORY, TURN
-from evalframe.core._formats import long_digit_run
+from evalframe.core._formats import digits_as_zero, long_zero_run
 from evalframe.core._trajectory import _COMPACT
 from evalframe.core._yaml import MAX_DEPTH
 
@@ -54,7 +55,6 @@ _NO_NUMBERS: Final = pl.Schema()
 # turns, turn, tool_calls, call, arguments); a text with no more brackets than the rest of the
 # limit cannot cross it.
 _BRACKETS: Final = MAX_DEPTH - 8
-_DIGITS_AS_ZERO: Final = bytes.maketrans(b"123456789", b"000000000")
 _WS: Final = b" \t\n\r"
 _SPACE: Final = re.compile(b"[ \t\n\r]*")
 # Stands between values written as one array (its escapes hold no digit before an e).
@@ -85,11 +85,12 @@ def quick_lines(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
         data: the file's bytes.
         numbers: the numeric members an entry may carry, with their dtypes (Int64 or Float64).
     """
-    if long_digit_run(data):
+    zeros = digits_as_zero(data)
+    if long_zero_run(zeros):
         return None
     try:
         entries = [orjson.loads(line) for line in data.split(b"\n") if line.strip()]
-        return _frame(entries, numbers)
+        return _frame(entries, numbers, _float_text(zeros))
     except (orjson.JSONDecodeError, _Decline):
         return None
 
@@ -102,13 +103,16 @@ def quick_list(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
     end = len(data)
     while end and data[end - 1] in _WS:
         end -= 1
-    if start < 0 or end <= start or data[end - 1] != ord("}") or long_digit_run(data):
+    if start < 0 or end <= start or data[end - 1] != ord("}"):
+        return None
+    zeros = digits_as_zero(data)
+    if long_zero_run(zeros):
         return None
     try:
         entries = orjson.loads(memoryview(data)[start : end - 1])  # the value, not copied
         if type(entries) is not list:
             return None
-        return _frame(entries, numbers)
+        return _frame(entries, numbers, _float_text(zeros))
     except (orjson.JSONDecodeError, _Decline):
         return None
 
@@ -122,7 +126,8 @@ def _after(data: bytes, at: int, token: bytes) -> int:
     return at + len(token) if data.startswith(token, at) else -1
 
 
-def _frame(entries: list[Any], numbers: pl.Schema) -> pl.DataFrame:
+def _frame(entries: list[Any], numbers: pl.Schema, floats: bool) -> pl.DataFrame:
+    """The frame of ``entries``; ``floats``: the file may hold a float."""
     if not entries or _types(entries) != {dict}:
         raise _Decline
     keys: set[str] = set().union(*entries)
@@ -144,10 +149,10 @@ def _frame(entries: list[Any], numbers: pl.Schema) -> pl.DataFrame:
     frame = pl.DataFrame(columns)
     trajectories = _field(entries, keys, "trajectory")
     if any(t is not None for t in trajectories):
-        frame = frame.with_columns(_trajectories(trajectories))
+        frame = frame.with_columns(_trajectories(trajectories, floats))
     turns = _field(entries, keys, "turns")
     if any(t is not None for t in turns):
-        frame = frame.with_columns(_turns(turns))
+        frame = frame.with_columns(_turns(turns, floats))
     return frame
 
 
@@ -168,12 +173,13 @@ def _shallow(values: Iterable[object]) -> None:
     the depth limit."""
     nested = [v for v in values if type(v) is dict or type(v) is list]
     if nested:
-        _compact_texts(nested)
+        _compact_texts(nested, floats=False)  # only counted: their floats' spelling is moot
 
 
-def _compact_texts(values: list[Any]) -> list[str]:
+def _compact_texts(values: list[Any], floats: bool) -> list[str]:
     """Each of ``values`` (maps, lists, numbers, booleans) as Python's compact encoder writes
-    it; declines one with more brackets than the depth limit leaves room for."""
+    it (``floats``: they may hold a float); declines one with more brackets than the depth
+    limit leaves room for."""
     if not values:
         return []
     marked: list[Any] = [_MARK] * (2 * len(values))
@@ -186,7 +192,7 @@ def _compact_texts(values: list[Any]) -> list[str]:
         raise _Decline  # a value holds the mark itself
     text = blob[1:-1].decode()
     texts = (text + ",").split(f",{_MARK_TEXT.decode()},")[:-1]
-    if _floats(blob):  # orjson writes some floats as Python does not
+    if floats and _floats(blob):  # orjson writes some floats as Python does not
         texts = [
             _COMPACT.encode(v) if _floats(t.encode()) else t
             for v, t in zip(values, texts, strict=True)
@@ -200,7 +206,11 @@ def _compact_texts(values: list[Any]) -> list[str]:
 
 def _floats(text: bytes) -> bool:
     """Whether ``text`` might hold a float: a digit before ``.``, ``e`` or ``E``."""
-    zeros = text.translate(_DIGITS_AS_ZERO)
+    return _float_text(digits_as_zero(text))
+
+
+def _float_text(zeros: bytes) -> bool:
+    """:func:`_floats` of a text given to ``digits_as_zero``."""
     return b"0." in zeros or b"0e" in zeros or b"0E" in zeros
 
 
@@ -236,7 +246,7 @@ def _latencies(values: list[Any]) -> list[Any]:
     return [float(v) if type(v) is int else v for v in values] if int in kinds else values
 
 
-def _text_values(values: list[Any]) -> list[Any]:
+def _text_values(values: list[Any], floats: bool) -> list[Any]:
     """Results and errors: strings as they are, any other value as compact JSON."""
     kinds = _types(values)
     if kinds <= {str, _NONE}:
@@ -244,7 +254,7 @@ def _text_values(values: list[Any]) -> list[Any]:
     if not kinds <= {str, _NONE, dict, list, int, float, bool}:
         raise _Decline
     at = [i for i, v in enumerate(values) if v is not None and type(v) is not str]
-    texts = _compact_texts([values[i] for i in at])
+    texts = _compact_texts([values[i] for i in at], floats)
     out = list(values)
     for i, text in zip(at, texts, strict=True):
         out[i] = text
@@ -275,11 +285,15 @@ def _lists(name: str, items: pl.Series | pl.DataFrame, lengths: Sequence[int]) -
 def _field(rows: list[dict[str, Any]], keys: set[str], name: str, alias: str = "") -> list[Any]:
     """Each row's member ``name`` (or, where that is null, ``alias``), None where it has
     neither; ``keys`` holds every member name the rows use."""
-    if alias in keys:
-        if name not in keys:
-            return [r.get(alias) for r in rows]
-        return [v if (v := r.get(name)) is not None else r.get(alias) for r in rows]
-    return [r.get(name) for r in rows] if name in keys else [None] * len(rows)
+    values: list[Any] = [None] * len(rows)
+    if name in keys:
+        try:  # every row has it, most often: taken in C
+            values = list(map(itemgetter(name), rows))
+        except KeyError:
+            values = [r.get(name) for r in rows]
+    if alias in keys and None in values:
+        values = [r.get(alias) if v is None else v for r, v in zip(rows, values, strict=True)]
+    return values
 
 
 def _ignored(rows: list[dict[str, Any]], keys: set[str], known: frozenset[str]) -> None:
@@ -333,7 +347,7 @@ def _id(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _calls(lists: list[Any]) -> pl.Series:
+def _calls(lists: list[Any], floats: bool) -> pl.Series:
     """The ``tool_calls`` column: one list of calls (or None, no calls) per row."""
     if not _types(lists) <= {list, _NONE}:
         raise _Decline
@@ -354,18 +368,18 @@ def _calls(lists: list[Any]) -> pl.Series:
     if not kinds <= {dict, _NONE}:
         raise _Decline  # JSON text, or a value of another type
     if _NONE not in kinds:
-        texts: list[Any] = _compact_texts(arguments)
+        texts: list[Any] = _compact_texts(arguments, floats)
     else:
         at = [i for i, a in enumerate(arguments) if a is not None]
         texts = [None] * len(calls)
-        for i, text in zip(at, _compact_texts([arguments[i] for i in at]), strict=True):
+        for i, text in zip(at, _compact_texts([arguments[i] for i in at], floats), strict=True):
             texts[i] = text
     flat = pl.DataFrame(
         {
             "name": names,
             "arguments": texts,
-            "result": _text_values(_field(calls, keys, "result")),
-            "error": _text_values(_field(calls, keys, "error")),
+            "result": _text_values(_field(calls, keys, "result"), floats),
+            "error": _text_values(_field(calls, keys, "error"), floats),
             "latency_ms": _latencies(_field(calls, keys, "latency_ms")),
             "tokens": _counts(_field(calls, keys, "tokens")),
         },
@@ -376,7 +390,7 @@ def _calls(lists: list[Any]) -> pl.Series:
     return _lists("tool_calls", flat, [len(row) for row in lists])
 
 
-def _trajectories(values: list[Any]) -> pl.Series:
+def _trajectories(values: list[Any], floats: bool) -> pl.Series:
     """The ``trajectory`` column, as ``parse_trajectory`` and ``trajectory_series`` build it."""
     given = [v is not None for v in values]
     if not _types(values) <= {dict, _NONE}:
@@ -396,7 +410,7 @@ def _trajectories(values: list[Any]) -> pl.Series:
         raise _Decline
     if int in _types(flat_approvals):
         flat_approvals = [str(a) for a in flat_approvals]
-    calls = _calls(lists)
+    calls = _calls(lists, floats)
     counts = [0 if row is None else len(row) for row in lists]
     steps = [k if s is None else s for s, k in zip(steps, counts, strict=True)]
     frame = pl.DataFrame(
@@ -413,7 +427,7 @@ def _trajectories(values: list[Any]) -> pl.Series:
     return _nulls_where(frame.to_struct("trajectory"), given)
 
 
-def _turns(values: list[Any]) -> pl.Series:
+def _turns(values: list[Any], floats: bool) -> pl.Series:
     """The ``turns`` column, as ``parse_turns`` and ``turns_series`` build it."""
     given = [v is not None for v in values]
     if not _types(values) <= {list, _NONE}:
@@ -432,7 +446,7 @@ def _turns(values: list[Any]) -> pl.Series:
         [
             pl.Series("role", roles, pl.String),
             pl.Series("content", contents, pl.String),
-            _calls(_field(turns, keys, "tool_calls")),
+            _calls(_field(turns, keys, "tool_calls"), floats),
             pl.Series("latency_ms", _latencies(_field(turns, keys, "latency_ms")), pl.Float64),
             pl.Series("tokens", _counts(_field(turns, keys, "tokens")), pl.Int64),
         ]
