@@ -22,10 +22,11 @@ columns), read by ``read_outputs`` against ``json.loads`` of the same file (Parq
 ``pyarrow``'s table as Python objects, its JSON text cells through ``json.loads``). Every
 frame is checked equal to the exact reader's first. (The map form holds only texts.) Then
 the same for ``--small`` outputs per file (default 2,000; under 4 MiB) in the same process,
-with a new process's first read of each file beside them (wall and CPU time).
+with a new process's first read of each file beside them.
 
 Interleaved rounds, best and median of ``--repeat``; the load average is printed with each
-part (the machine is shared).
+part (the machine is shared). ``metrics`` gives wall time and CPU time (``time.process_time``:
+every thread of the process, so evalframe's second thread counts in full).
 """
 
 from __future__ import annotations
@@ -171,19 +172,29 @@ def loop(dataset: Path, outputs: Path) -> dict[tuple[str, str], float]:
     return scores
 
 
-def evalframe_run(dataset: Path, outputs: Path) -> tuple[dict[str, float], ef.Run]:
+def evalframe_run(dataset: Path, outputs: Path) -> tuple[dict[str, tuple[float, float]], ef.Run]:
+    """The run, and each step's (wall, CPU) seconds (CPU: every thread of the process)."""
     times = {}
-    t0 = time.perf_counter()
+    clock = _Clock()
     saved = ef.read_outputs(outputs)
-    times["read_outputs"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    times["read_outputs"] = clock.lap()
     ds = ef.read_dataset(dataset)
-    times["read_dataset"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    times["read_dataset"] = clock.lap()
     run = ef.evaluate(ds, outputs=saved, metrics=SEVEN, progress=False)
-    times["evaluate"] = time.perf_counter() - t0
-    times["total"] = sum(times.values())
+    times["evaluate"] = clock.lap()
+    times["total"] = (sum(w for w, _ in times.values()), sum(c for _, c in times.values()))
     return times, run
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def lap(self) -> tuple[float, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        lap = (wall - self.wall, cpu - self.cpu)
+        self.wall, self.cpu = wall, cpu
+        return lap
 
 
 def _load() -> str:
@@ -200,18 +211,31 @@ def metrics_part(args: argparse.Namespace, folder: Path) -> None:
     assert ours.keys() == reference.keys()
     assert all(abs(ours[k] - v) < 1e-9 for k, v in reference.items()), "scores differ"
     rounds: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
+    loads = [os.getloadavg()[0]]
     for _ in range(args.repeat):
         times, _ = evalframe_run(dataset, outputs)
-        for name, seconds in times.items():
-            rounds.setdefault(f"evalframe {name}", []).append(seconds)
-        t0 = time.perf_counter()
+        for name, (wall, seconds) in times.items():
+            rounds.setdefault(f"evalframe {name}", []).append(wall)
+            cpu.setdefault(f"evalframe {name}", []).append(seconds)
+        clock = _Clock()
         loop(dataset, outputs)
-        rounds.setdefault("per-episode loop (json + Python)", []).append(time.perf_counter() - t0)
+        wall, seconds = clock.lap()
+        rounds.setdefault(_LOOP, []).append(wall)
+        cpu.setdefault(_LOOP, []).append(seconds)
+        loads.append(os.getloadavg()[0])
     mb = [path.stat().st_size / 1e6 for path in (dataset, outputs)]
     sizes = f"dataset {mb[0]:.1f} MB, outputs {mb[1]:.1f} MB"
     print(f"\nTrajectory metrics end to end: {args.episodes:,} episodes ({sizes}), {_load()}")
+    print(f"1-minute load average over the rounds: {min(loads):.1f}-{max(loads):.1f}")
     print(f"scores agree on all {len(reference):,} (episode, metric) pairs")
-    _table(rounds, "evalframe total", "per-episode loop (json + Python)")
+    print("wall time:")
+    _table(rounds, "evalframe total", _LOOP)
+    print("CPU time (time.process_time, every thread):")
+    _table(cpu, "evalframe total", _LOOP)
+
+
+_LOOP = "per-episode loop (json + Python)"
 
 
 def _table(rounds: dict[str, list[float]], ours: str, theirs: str) -> None:
@@ -290,10 +314,7 @@ def read_part(args: argparse.Namespace, folder: Path, outputs: int) -> None:
     print(f"\nReading saved outputs with nested fields: {outputs:,} outputs each, {_load()}")
     fresh = outputs < args.outputs  # small files: also a new process's first read
     head = f"{'field, form':28} {'MB':>6} {'read_outputs s':>15} {'python s':>9} {'ratio':>7}"
-    fresh_head = (
-        f" {'fresh: read_outputs s':>21} {'python s':>9} {'ratio':>7}"
-        f" {'CPU: read_outputs s':>19} {'python s':>9} {'ratio':>7}"
-    )
+    fresh_head = f" {'fresh: read_outputs s':>21} {'python s':>9} {'ratio':>7}"
     print(head + (fresh_head if fresh else ""))
     for field in ("contexts", "trajectory", "turns"):
         files = write_forms(field, nested_entries(field, outputs, args.seed), folder)
@@ -322,12 +343,8 @@ def read_part(args: argparse.Namespace, folder: Path, outputs: int) -> None:
             extra = ""
             if fresh:  # each side's best of --repeat new processes, alternated
                 firsts = [(_first_read(path), _first_read(path, form)) for _ in range(args.repeat)]
-                first, python_first = (min(f[k][0] for f in firsts) for k in (0, 1))
-                cpu, python_cpu = (min(f[k][1] for f in firsts) for k in (0, 1))
-                extra = (
-                    f" {first:>21.3f} {python_first:>9.3f} {first / python_first:>6.2f}x"
-                    f" {cpu:>19.3f} {python_cpu:>9.3f} {cpu / python_cpu:>6.2f}x"
-                )
+                first, python_first = (min(f[k] for f in firsts) for k in (0, 1))
+                extra = f" {first:>21.3f} {python_first:>9.3f} {first / python_first:>6.2f}x"
             print(
                 f"{field + ', ' + form:28} {size:>6.1f} {min(ours):>15.3f} {min(theirs):>9.3f} "
                 f"{min(ours) / min(theirs):>6.2f}x{extra}"
@@ -346,11 +363,11 @@ _PYTHON_FIRST = {  # what a script reading the file with json (or pyarrow) times
 }
 
 
-def _first_read(path: Path, python: str | None = None) -> tuple[float, float]:
-    """Seconds of ``read_outputs(path)``, wall and CPU, as the first read of a new process
-    (evalframe imported before the clock starts): what a short script pays. With ``python``
-    (a form), the same for that form's ``json`` read (``json`` imported before the clock,
-    pyarrow after it, as evalframe imports it on its first Parquet read)."""
+def _first_read(path: Path, python: str | None = None) -> float:
+    """Seconds of ``read_outputs(path)`` as the first read of a new process (evalframe
+    imported before the clock starts): what a short script pays. With ``python`` (a form),
+    the same for that form's ``json`` read (``json`` imported before the clock, pyarrow
+    after it, as evalframe imports it on its first Parquet read)."""
     import subprocess
 
     if python is None:
@@ -358,15 +375,13 @@ def _first_read(path: Path, python: str | None = None) -> tuple[float, float]:
     else:
         head, body = "import json", _PYTHON_FIRST[python]
     code = (
-        f"import sys, time\n{head}\npath = sys.argv[1]\n"
-        f"t, c = time.perf_counter(), time.process_time()\n{body}\n"
-        "print(time.perf_counter() - t, time.process_time() - c)"
+        f"import sys, time\n{head}\npath = sys.argv[1]\nt = time.perf_counter()\n{body}\n"
+        "print(time.perf_counter() - t)"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
     )
-    wall, cpu = done.stdout.split()[-2:]
-    return float(wall), float(cpu)
+    return float(done.stdout.split()[-1])
 
 
 def _exact(path: Path) -> pl.DataFrame:

@@ -642,3 +642,40 @@ def test_the_moved_kernels_compile_once_and_load_from_the_cache(tmp_path: Path) 
     assert {"evalframe.core._json._strings.json_string", "evalframe.core._json._text.skip_ws",
             "evalframe.core._json._values.member_key"} <= set(compiled)  # fmt: skip
     assert set(compiled) <= set(run("check"))
+
+
+def test_kernels_compiled_without_reference_counts_hand_back_no_array() -> None:
+    """A kernel that borrows its arrays (``njit(borrows=True)``) is compiled without
+    reference counting: an array it returned would be freed under its caller. Each one a
+    trajectory read reaches is run as Python here, and what it returns is looked at."""
+    from unittest.mock import patch
+
+    from evalframe.core._njit import Kernel
+    from evalframe.core._outputs import _NUMBERS
+    from evalframe.core._outputs_compiled import outputs_list
+
+    seen: set[str] = set()
+
+    def call(kernel: Kernel[..., object], *args: object) -> object:
+        result = kernel.fn(*args)
+        if kernel.options.get("_nrt") is False:
+            seen.add(kernel.__name__)
+            parts = result if isinstance(result, tuple) else (result,)
+            assert not any(isinstance(r, np.ndarray) for r in parts), kernel.__name__
+        return result
+
+    entry = {
+        "id": "a",
+        "actual_output": "x",
+        "trajectory": {
+            "tool_calls": ["s", {"name": "t", "arguments": {"k": [1, 2.5]}, "result": {"r": 1},
+                                 "latency_ms": 1.5, "tokens": 3}],
+            "approvals": ["p", 7],
+        },
+        "contexts": ["c", {"id": 1, "text": "d", "x": [None]}],
+        "turns": [{"role": "user", "content": "hi", "tool_calls": [{"name": "u"}]}],
+    }  # fmt: skip
+    with patch.object(Kernel, "__call__", call):
+        assert outputs_list(json.dumps({"outputs": [entry]}).encode(), _NUMBERS) is not None
+    assert {"json_string", "member_key", "compact_value", "_flat_object", "_trajectory",
+            "_call", "_contexts", "_turn", "skip_value"} <= seen  # fmt: skip

@@ -169,6 +169,57 @@ def test_the_list_form_with_nested_fields_reads_as_the_exact_reader_reads_it(
     assert_same_reading(path)
 
 
+# Flat argument maps spelled with any JSON whitespace between tokens, keys maybe repeated.
+_gaps = st.text(st.sampled_from(" \t\n\r"), max_size=2)
+_flat_values = st.none() | st.booleans() | big | texts | st.sampled_from([1.5, -0.0, [], {}])
+
+
+@st.composite
+def flat_objects(draw: st.DrawFn) -> tuple[str, bool]:
+    """A flat object's text, and whether it is plain: keys unique, no float, list or map."""
+    members = draw(
+        st.lists(st.tuples(texts | st.sampled_from(["a", "b"]), _flat_values), max_size=4)
+    )
+    ascii_only = draw(st.booleans())
+    parts = [
+        draw(_gaps) + json.dumps(k, ensure_ascii=ascii_only) + draw(_gaps) + ":" + draw(_gaps)
+        + json.dumps(v, ensure_ascii=ascii_only) + draw(_gaps)
+        for k, v in members
+    ]  # fmt: skip
+    text = "{" + ",".join(parts) + ("" if members else draw(_gaps)) + "}"
+    keys = [k for k, _ in members]
+    plain = len(set(keys)) == len(keys) and not any(
+        isinstance(v, float | list | dict) for _, v in members
+    )
+    return text, plain
+
+
+@settings(max_examples=300, deadline=None)
+@given(flat_objects())
+@example(('{ "id" : 12 , "mode" : "a" }', True))
+@example(('{"k": 1, "k" :2}', False))
+@example(('{"k": -0}', False))
+@example(('{"k": 01}', False))
+@example(('{"k": nulls}', False))
+@example(('{"k": 1 ,}', False))
+def test_flat_arguments_are_written_as_pythons_compact_encoder_writes_them(
+    case: tuple[str, bool],
+) -> None:
+    text, plain = case
+    data = np.frombuffer(text.encode(), np.uint8)
+    out = np.zeros(data.size + 8, np.uint8)
+    end, stop = nested._flat_object(data, 0, data.size, out, 3, np.empty(64, np.int64))
+    try:
+        want = json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))
+    except json.JSONDecodeError:
+        want = None
+    if end < 0:  # declined: the exact re-encoding takes it
+        assert want is None or not plain or "\\" in text
+        return
+    assert want is not None
+    assert (end, bytes(out[3:stop]).decode()) == (data.size, want)
+
+
 # --- the usual shapes are vouched for, not merely declined ------------------------------------
 
 plain_names = st.text(st.characters(codec="utf-8"), max_size=8).map(lambda s: "t" + s)
@@ -417,7 +468,6 @@ def column_both_ways(field: str, values: list[Any]) -> list[tuple[Any, dict[int,
     for threshold in (10**9, 0):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(_turns, "_COMPILED_FROM", threshold)
-            patch.setattr(_turns, "_COLD_FROM", threshold)
             try:
                 column, errors = _turns.agent_column(field, values, lambda i: f"row {i}")
             except pl.exceptions.ComputeError as exc:  # a count past Int64: Polars refuses it

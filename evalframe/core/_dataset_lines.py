@@ -84,7 +84,7 @@ _MAX_KEYS = 256  # members of an input object the pass sorts; more are declined
 _COLUMNS = 5
 
 
-@njit
+@njit(borrows=True)
 def _names_answers(text: Any, lo: int, hi: int) -> bool:
     """Whether the compact metadata ``text[lo:hi]`` may name ``expected_any`` (anywhere: a
     false alarm only costs the line the exact path)."""
@@ -94,7 +94,7 @@ def _names_answers(text: Any, lo: int, hi: int) -> bool:
     return False
 
 
-@njit
+@njit(borrows=True)
 def _tag_values(text: Any, offsets: Any, rows: Any, lo: Any, length: Any, stack: Any) -> None:
     """Where the value of each row's top-level ``tags`` member is in the compact metadata
     ``text[offsets[row]:offsets[row + 1]]``: ``text[lo[i]:lo[i] + length[i]]``; ``length``
@@ -115,7 +115,7 @@ def _tag_values(text: Any, offsets: Any, rows: Any, lo: Any, length: Any, stack:
             q += text[q] == _COMMA
 
 
-@njit
+@njit(borrows=True)
 def _holds_object(text: Any, lo: int, hi: int) -> bool:
     """Whether the compact JSON value ``text[lo:hi]`` has an object in it (or is one)."""
     k = lo
@@ -129,7 +129,7 @@ def _holds_object(text: Any, lo: int, hi: int) -> bool:
     return False
 
 
-@njit
+@njit(borrows=True)
 def _before(text: Any, a: int, a_end: int, b: int, b_end: int) -> bool:
     """Whether the bytes ``text[a:a_end]`` sort before ``text[b:b_end]``."""
     for k in range(min(a_end - a, b_end - b)):
@@ -138,7 +138,7 @@ def _before(text: Any, a: int, a_end: int, b: int, b_end: int) -> bool:
     return a_end - a < b_end - b
 
 
-@njit
+@njit(borrows=True)
 def _canonical_input(text: Any, lo: int, hi: int, out: Any, o: int, spans: Any, stack: Any) -> int:
     """Write the compact input object ``text[lo:hi]`` with its keys sorted (as the row hash
     takes it) at ``out[o:]``; the end, or -1 for an object with an object inside, or with
@@ -189,7 +189,7 @@ def _canonical_input(text: Any, lo: int, hi: int, out: Any, o: int, spans: Any, 
     return o + 1
 
 
-@njit
+@njit(borrows=True)
 def _expected_type(text: Any, lo: int, hi: int) -> int:
     """The type code of the compact non-string value ``text[lo:hi]``; -1 for a value with an
     object inside (the row hash sorts its keys)."""
@@ -206,7 +206,7 @@ def _expected_type(text: Any, lo: int, hi: int) -> int:
     return _INT
 
 
-@njit
+@njit(borrows=True)
 def _sample(
     data: Any, p: int, stop: int, out: Any, at: Any, ends: Any, work: Any, scratch: Any
 ) -> int:

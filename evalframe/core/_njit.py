@@ -131,11 +131,6 @@ class Kernel(Generic[_P, _R]):
         with _interpreting():
             return self.fn(*args, **kwargs)
 
-    def loaded(self) -> bool:
-        """Whether this process has run the kernel compiled, so a further call (on types it
-        has seen) compiles and loads nothing."""
-        return self.dispatcher is not None and bool(self.dispatcher.signatures)
-
     def cached(self) -> bool:
         """Whether numba's on-disk cache holds a compiled form (imports numba)."""
         cache = getattr(self.compile(), "_cache", None)
@@ -166,10 +161,21 @@ def _interpreting() -> Iterator[None]:
 def njit(fn: Callable[_P, _R], /) -> Kernel[_P, _R]: ...
 @overload
 def njit(
-    *, inline: str = ..., fastmath: Any = ...
+    *, inline: str = ..., fastmath: Any = ..., borrows: bool = ...
 ) -> Callable[[Callable[_P, _R]], Kernel[_P, _R]]: ...
-def njit(fn: Any = None, /, **options: Any) -> Any:
-    """Compile ``fn`` with ``numba.njit(nogil=True, cache=True, **options)`` on first use."""
+def njit(fn: Any = None, /, *, borrows: bool = False, **options: Any) -> Any:
+    """Compile ``fn`` with ``numba.njit(nogil=True, cache=True, **options)`` on first use.
+
+    ``borrows=True`` marks a kernel that only borrows the arrays it is given (it allocates
+    none and returns none, nor a tuple holding one), so numba compiles it without reference
+    counting. Otherwise every compiled call counts a reference up and down, with atomic
+    instructions, for each array it takes (each array of a tuple too): the bulk of a JSON
+    scanner's time when its helpers are called a few times per value. Allocating in such a
+    kernel fails to compile; returning an array from one would free it early, which
+    tests/test_json_primitives.py checks no kernel does.
+    """
+    if borrows:
+        options["_nrt"] = False
 
     def wrap(f: Callable[_P, _R]) -> Kernel[_P, _R]:
         return Kernel(f, {"nogil": True, **options})

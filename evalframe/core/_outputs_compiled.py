@@ -58,7 +58,7 @@ _QUOTE, _COLON, _OPEN, _CLOSE = 34, 58, 123, 125
 _MAYBE_BLANK: Final = r"^[\s\x1c-\x1f]*$"
 
 
-@njit
+@njit(borrows=True)
 def _outputs_value(data: Any, scratch: Any, opening: int) -> int:
     """The position just inside the ``opening`` bracket of a document's one leading member,
     ``"outputs"``; -1 for any other start."""
@@ -159,7 +159,7 @@ def _names(numbers: list[str]) -> tuple[Any, Any]:
     return name_table(["id", C.SAMPLE_ID, C.ACTUAL_OUTPUT, *_NESTED, *numbers])
 
 
-@njit
+@njit(borrows=True)
 def _line_end(data: Any, p: int, end: int) -> int:
     while p < end and data[p] != 0x0A:
         p += 1

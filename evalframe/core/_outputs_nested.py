@@ -173,17 +173,21 @@ def _plain_end(data: Any, p: int, end: int) -> int:
     return p
 
 
-@njit
+@njit(borrows=True)
 def _flat_object(data: Any, p: int, end: int, out: Any, o: int, keys: Any) -> tuple[int, int]:
-    """Copy the object at ``p`` when it is written as Python's compact encoder writes its
-    value already (what orjson writes for a flat map, say): no whitespace, no key twice,
-    keys and strings without escapes, values strings, integers (not ``-0``), true, false or
-    null. Returns the position after it and the end of the copy, or (-1, -1) for anything
+    """Write the object at ``p`` as Python's compact encoder writes its value, when that is
+    its text less the whitespace between tokens: a flat object whose keys and strings need
+    no escapes, whose values are strings, integers (not ``-0``), true, false or null, with
+    no key twice (what ``json.dumps`` writes for a flat map, with or without spaces).
+    Returns the position after it and the end of what it wrote, or (-1, -1) for anything
     else, which :func:`compact_value` then re-encodes (or declines)."""
-    start, n = p, 0
-    p += 1
+    n = 0
+    out[o] = _OPEN
+    o += 1
+    p = skip_ws(data, p + 1, end)
     if p < end and data[p] == _CLOSE:
-        return p + 1, copy_bytes(data, start, p + 1, out, o)
+        out[o] = _CLOSE
+        return p + 1, o + 1
     while True:
         if p >= end or data[p] != _QUOTE or 2 * n + 2 > keys.size:
             return -1, -1
@@ -197,10 +201,16 @@ def _flat_object(data: Any, p: int, end: int, out: Any, o: int, keys: Any) -> tu
                 return -1, -1
         keys[2 * n], keys[2 * n + 1] = lo, p
         n += 1
-        p += 1
-        if p + 1 >= end or data[p] != _COLON:
+        o = copy_bytes(data, lo - 1, p + 1, out, o)
+        p = skip_ws(data, p + 1, end)
+        if p >= end or data[p] != _COLON:
             return -1, -1
-        p += 1
+        out[o] = _COLON
+        o += 1
+        p = skip_ws(data, p + 1, end)
+        if p >= end:
+            return -1, -1
+        value = p
         c = data[p]
         if c == _QUOTE:
             p = _plain_end(data, p + 1, end)
@@ -225,16 +235,23 @@ def _flat_object(data: Any, p: int, end: int, out: Any, o: int, keys: Any) -> tu
             if q - p > 4000:  # Python refuses integers of more than 4300 digits
                 return -1, -1
             p = q
-        if p < 0 or p >= end:
+        if p < 0:
+            return -1, -1
+        o = copy_bytes(data, value, p, out, o)
+        p = skip_ws(data, p, end)
+        if p >= end:
             return -1, -1
         if data[p] == _CLOSE:
-            return p + 1, copy_bytes(data, start, p + 1, out, o)
+            out[o] = _CLOSE
+            return p + 1, o + 1
         if data[p] != 0x2C:  # a comma
             return -1, -1
-        p += 1
+        out[o] = 0x2C
+        o += 1
+        p = skip_ws(data, p + 1, end)
 
 
-@njit
+@njit(borrows=True)
 def _span(data: Any, p: int, end: int, b: Any, compact: bool) -> tuple[int, int, int]:
     """Write the string (or, ``compact``, the value as compact JSON) at ``p`` to the output:
     the position after it, where it was written and its length."""
@@ -251,7 +268,7 @@ def _span(data: Any, p: int, end: int, b: Any, compact: bool) -> tuple[int, int,
     return p, o, stop - o
 
 
-@njit
+@njit(borrows=True)
 def _string(data: Any, p: int, end: int, b: Any, col: int, i: int) -> int:
     """The string at ``p`` as string column ``col``'s item ``i``."""
     out, t = b[0], b[1]
@@ -263,7 +280,7 @@ def _string(data: Any, p: int, end: int, b: Any, col: int, i: int) -> int:
     return p
 
 
-@njit
+@njit(borrows=True)
 def _text_or_json(data: Any, p: int, end: int, b: Any, col: int, i: int) -> int:
     """A result or an error: null, a string as it is, anything else as compact JSON."""
     if data[p] == 0x6E:  # 'n'
@@ -277,7 +294,7 @@ def _text_or_json(data: Any, p: int, end: int, b: Any, col: int, i: int) -> int:
     return p
 
 
-@njit
+@njit(borrows=True)
 def _integral(data: Any, p: int, q: int) -> bool:
     k = p
     while k < q and data[k] not in (0x2E, 0x65, 0x45):  # '.', 'e', 'E'
@@ -285,7 +302,7 @@ def _integral(data: Any, p: int, q: int) -> bool:
     return k == q
 
 
-@njit
+@njit(borrows=True)
 def _latency(data: Any, p: int, end: int, b: Any, col: int, i: int) -> int:
     """A latency: null, or a number >= 0 (read later from its text when it has more digits
     than the exact conversion takes)."""
@@ -318,7 +335,7 @@ def _latency(data: Any, p: int, end: int, b: Any, col: int, i: int) -> int:
     return q
 
 
-@njit
+@njit(borrows=True)
 def _digits_text(out: Any, lo: int, hi: int) -> int:
     """The value of a text of ASCII digits (at most 18) with ASCII space around, or -1."""
     while lo < hi and ascii_space(out[lo]):
@@ -335,7 +352,7 @@ def _digits_text(out: Any, lo: int, hi: int) -> int:
     return value
 
 
-@njit
+@njit(borrows=True)
 def _count(data: Any, p: int, end: int, b: Any, col: int, i: int) -> int:
     """A count: null, a non-negative integer, an integral float, or a string of digits."""
     t = b[1]
@@ -366,7 +383,7 @@ def _count(data: Any, p: int, end: int, b: Any, col: int, i: int) -> int:
     return q
 
 
-@njit
+@njit(borrows=True)
 def _no_call_fields(t: Any, c: int, k: int) -> None:
     """Call ``k`` of call table ``c`` before its fields: no arguments, result, error,
     latency or tokens."""
@@ -377,7 +394,7 @@ def _no_call_fields(t: Any, c: int, k: int) -> None:
     t[_F_NULL + c, k] = 1
 
 
-@njit
+@njit(borrows=True)
 def _arguments_text(data: Any, p: int, end: int, b: Any) -> tuple[int, int, int]:
     """Arguments given as JSON text (the string at ``p``): re-encoded compactly, as the exact
     parser reads such text. Returns the position after the string, where the arguments were
@@ -400,7 +417,7 @@ def _arguments_text(data: Any, p: int, end: int, b: Any) -> tuple[int, int, int]
     return p, o, stop - o
 
 
-@njit
+@njit(borrows=True)
 def _call(data: Any, p: int, end: int, b: Any, c: int) -> int:
     """One tool call in its object form into call table ``c`` (0: trajectories, 1: turns)."""
     t, scratch = b[1], b[5]
@@ -473,7 +490,7 @@ def _call(data: Any, p: int, end: int, b: Any, c: int) -> int:
     return p
 
 
-@njit
+@njit(borrows=True)
 def _calls(data: Any, p: int, end: int, b: Any, c: int) -> int:
     """A list of tool calls (names or objects) into call table ``c``; null is none."""
     t = b[1]
@@ -508,7 +525,7 @@ def _calls(data: Any, p: int, end: int, b: Any, c: int) -> int:
     return p
 
 
-@njit
+@njit(borrows=True)
 def _integer_text(data: Any, p: int, end: int, b: Any, col: int, k: int) -> int:
     """A JSON integer at ``p`` as its text (``str(int)``), string column ``col``'s item
     ``k``; -1 for any other number."""
@@ -525,7 +542,7 @@ def _integer_text(data: Any, p: int, end: int, b: Any, col: int, k: int) -> int:
     return q
 
 
-@njit
+@njit(borrows=True)
 def _approvals(data: Any, p: int, end: int, b: Any) -> int:
     """Action ids: strings, or integers as their text; null is none."""
     t = b[1]
@@ -553,7 +570,7 @@ def _approvals(data: Any, p: int, end: int, b: Any) -> int:
     return p
 
 
-@njit
+@njit(borrows=True)
 def _trajectory(data: Any, p: int, end: int, b: Any, row: int) -> int:
     """A trajectory block (an object) as row ``row``."""
     t, scratch = b[1], b[5]
@@ -605,7 +622,7 @@ def _trajectory(data: Any, p: int, end: int, b: Any, row: int) -> int:
     return p
 
 
-@njit
+@njit(borrows=True)
 def _context_item(data: Any, p: int, end: int, b: Any, k: int) -> int:
     """A ``{text, id}`` object as context item ``k``."""
     t, scratch = b[1], b[5]
@@ -643,7 +660,7 @@ def _context_item(data: Any, p: int, end: int, b: Any, k: int) -> int:
     return p if seen & 1 else -1  # no text: an error
 
 
-@njit
+@njit(borrows=True)
 def _contexts(data: Any, p: int, end: int, b: Any, row: int) -> int:
     """Retrieved contexts: a list of strings and ``{id, text}`` objects."""
     t = b[1]
@@ -673,7 +690,7 @@ def _contexts(data: Any, p: int, end: int, b: Any, row: int) -> int:
     return p
 
 
-@njit
+@njit(borrows=True)
 def _turn(data: Any, p: int, end: int, b: Any, k: int) -> int:
     """A ``{role, content, tool_calls, latency_ms, tokens}`` object as turn ``k``."""
     t, scratch = b[1], b[5]
@@ -721,7 +738,7 @@ def _turn(data: Any, p: int, end: int, b: Any, k: int) -> int:
     return p
 
 
-@njit
+@njit(borrows=True)
 def _turns(data: Any, p: int, end: int, b: Any, row: int) -> int:
     """A conversation: a list of turns."""
     t = b[1]
@@ -746,7 +763,7 @@ def _turns(data: Any, p: int, end: int, b: Any, row: int) -> int:
     return p
 
 
-@njit
+@njit(borrows=True)
 def start_row(b: Any, row: int) -> None:
     """Row ``row`` before its fields: none of the three, a trajectory's defaults."""
     t = b[1]
@@ -758,7 +775,7 @@ def start_row(b: Any, row: int) -> None:
     t[_LEN + _S_FINISH, row] = -1
 
 
-@njit
+@njit(borrows=True)
 def end_row(b: Any, row: int) -> None:
     """Row ``row`` after its fields: where its lists end."""
     t = b[1]
@@ -768,7 +785,7 @@ def end_row(b: Any, row: int) -> None:
     t[_O_TURNS, row + 1] = t[_C, _C_TURNS]
 
 
-@njit
+@njit(borrows=True)
 def nested_value(field: int, data: Any, p: int, end: int, b: Any, row: int) -> int:
     """Read field ``field`` (contexts, trajectory or turns) of row ``row`` from the JSON
     value at ``p`` (not null); the position after it, or -1 to decline."""

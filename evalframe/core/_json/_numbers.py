@@ -39,7 +39,7 @@ def digits_end(data: Any, p: int, end: int) -> int:
     return p
 
 
-@njit
+@njit(borrows=True)
 def exact_double(data: Any, p: int, end: int) -> tuple[int, float]:
     """The JSON number at ``p``: the position after it and its value as Python's reader
     gives it, or position -1 where it is no JSON number or the exact fast path (at most 18
@@ -94,7 +94,7 @@ def exact_double(data: Any, p: int, end: int) -> tuple[int, float]:
     return p, -value if neg else value
 
 
-@njit
+@njit(borrows=True)
 def exact_integer(data: Any, p: int, end: int) -> tuple[int, int]:
     """The JSON integer at ``p`` (no fraction, no exponent, at most 18 digits): the position
     after it and its value, or position -1 for anything else."""
@@ -112,7 +112,7 @@ def exact_integer(data: Any, p: int, end: int) -> tuple[int, int]:
     return stop, -value if neg else value
 
 
-@njit
+@njit(borrows=True)
 def number_end(data: Any, p: int, end: int) -> int:
     """The position after the JSON number at ``p`` (any length, exact grammar), or -1."""
     p += p < end and data[p] == 0x2D
@@ -138,7 +138,7 @@ def number_end(data: Any, p: int, end: int) -> int:
     return p
 
 
-@njit
+@njit(borrows=True)
 def _put_digits(out: Any, o: int, m: int, n: int) -> int:
     """Write the ``n`` decimal digits of ``m`` (leading zeros included) at ``out[o]``."""
     for k in range(n - 1, -1, -1):
@@ -147,7 +147,7 @@ def _put_digits(out: Any, o: int, m: int, n: int) -> int:
     return o + n
 
 
-@njit
+@njit(borrows=True)
 def _float_repr(data: Any, p: int, q: int, out: Any, o: int) -> int:
     """Write at ``out[o:]`` what Python's ``repr`` gives for the float JSON number
     ``data[p:q]``; the end of it, or -1 where that cannot be told here (more than 15
@@ -232,7 +232,7 @@ def _float_repr(data: Any, p: int, q: int, out: Any, o: int) -> int:
     return _put_digits(out, o + 2, e, 3 if e >= 100 else 2)
 
 
-@njit
+@njit(borrows=True)
 def compact_number(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, int]:
     """The JSON number at ``p`` as Python's JSON encoder writes the value it parses to, or
     (-1, -1) where that cannot be told here."""

@@ -49,7 +49,7 @@ _ESCAPED = np.array(
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
 
-@njit
+@njit(borrows=True)
 def put_utf8(out: Any, n: int, cp: int) -> int:
     """Write code point ``cp`` as UTF-8 at ``out[n]``; the position after it."""
     if cp < 0x80:
@@ -71,7 +71,7 @@ def put_utf8(out: Any, n: int, cp: int) -> int:
     return n + 4
 
 
-@njit
+@njit(borrows=True)
 def hex4(buf: Any, pos: int, end: int) -> int:
     """The value of four hex digits at ``pos``, or -1."""
     if pos + 4 > end:
@@ -128,7 +128,7 @@ def unicode_escape(data: Any, p: int, end: int) -> tuple[int, int]:
     return p, cp
 
 
-@njit
+@njit(borrows=True)
 def json_string(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, int]:
     """Decode the JSON string opening at ``p`` into ``out[o:]``.
 
@@ -165,7 +165,7 @@ def json_string(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, int
     return -1, -1
 
 
-@njit
+@njit(borrows=True)
 def skip_string(data: Any, p: int, end: int) -> int:
     """The position after the JSON string opening at ``p``, or -1 where :func:`json_string`
     declines it."""
@@ -210,7 +210,7 @@ def _put_escaped(out: Any, o: int, b: int) -> int:
     return o + 6
 
 
-@njit
+@njit(borrows=True)
 def encode_string(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, int]:
     """Re-encode the JSON string opening at ``p`` into ``out[o:]`` as Python's
     ``json.dumps(..., ensure_ascii=False)`` writes the text it decodes to (quotes included).

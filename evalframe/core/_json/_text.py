@@ -38,7 +38,7 @@ JSON_WS[[9, 10, 13, 32]] = True
 TRUE, FALSE, NULL = (np.frombuffer(w, np.uint8) for w in (b"true", b"false", b"null"))
 
 
-@njit
+@njit(borrows=True)
 def skip_ws(data: Any, p: int, end: int) -> int:
     """The position of the first byte at or after ``p`` that is not JSON whitespace."""
     while p < end and JSON_WS[data[p]]:
@@ -56,7 +56,7 @@ def skip_space(data: Any, p: int, end: int, newline: bool) -> int:
     return p
 
 
-@njit
+@njit(borrows=True)
 def copy_bytes(data: Any, lo: int, hi: int, out: Any, o: int) -> int:
     """Copy ``data[lo:hi]`` to ``out[o:]``; the end of the copy. (A loop: a slice assignment
     costs Numba seconds to compile.)"""
@@ -120,7 +120,7 @@ def ascii_space(c: int) -> bool:
     return c == 0x20 or 0x09 <= c <= 0x0D or 0x1C <= c <= 0x1F
 
 
-@njit
+@njit(borrows=True)
 def surely_not_blank(text: Any, lo: int, hi: int) -> bool:
     """Whether the UTF-8 text ``text[lo:hi]`` holds a character Python's ``str.strip()``
     keeps: a byte that is ASCII and not whitespace, or that leads a character no Unicode

@@ -34,7 +34,7 @@ _QUOTE, _COLON, _COMMA = 34, 58, 44
 _ZERO = kernel_int(0)
 
 
-@njit
+@njit(borrows=True)
 def member_key(data: Any, p: int, end: int, scratch: Any) -> tuple[int, int]:
     """Read ``"key" :`` at ``p`` into ``scratch``: the value's position and the key's length,
     or (-1, -1)."""
@@ -57,7 +57,7 @@ def name_table(words: Sequence[str]) -> tuple[npt.NDArray[np.uint8], npt.NDArray
     return names, np.cumsum([0, *(len(w.encode()) for w in words)]).astype(np.int64)
 
 
-@njit
+@njit(borrows=True)
 def name_index(key: Any, k: int, names: Any, offsets: Any, lo: int, hi: int) -> int:
     """The index among names ``lo`` to ``hi`` of a :func:`name_table` of the name ``key[:k]``
     spells, or -1."""
@@ -68,7 +68,7 @@ def name_index(key: Any, k: int, names: Any, offsets: Any, lo: int, hi: int) -> 
     return -1
 
 
-@njit
+@njit(borrows=True)
 def next_member(data: Any, p: int, end: int, close: int) -> tuple[int, bool]:
     """After a member: (position of the next one, False) after a comma, (position after the
     ``close`` bracket, True) at the end, or (-1, True)."""
@@ -80,7 +80,7 @@ def next_member(data: Any, p: int, end: int, close: int) -> tuple[int, bool]:
     return -1, True
 
 
-@njit
+@njit(borrows=True)
 def _skip_key(data: Any, p: int, end: int) -> int:
     """After ``"key" :`` at ``p``: the value's position (before any space), or -1."""
     if p >= end or data[p] != _QUOTE:
@@ -91,7 +91,7 @@ def _skip_key(data: Any, p: int, end: int) -> int:
     return p + 1
 
 
-@njit
+@njit(borrows=True)
 def skip_value(data: Any, p: int, end: int, stack: Any) -> int:
     """The position after the JSON value at ``p``, lists and objects nested at most
     ``stack.size`` deep (``stack`` is scratch space), or -1 for anything Python's reader
@@ -150,7 +150,7 @@ def skip_value(data: Any, p: int, end: int, stack: Any) -> int:
             depth -= 1
 
 
-@njit
+@njit(borrows=True)
 def _compact_key(
     data: Any, p: int, end: int, out: Any, o: int, keys: Any, n: int, first: int
 ) -> tuple[int, int, int]:
@@ -175,7 +175,7 @@ def _compact_key(
     return p + 1, o + 1, n + 1
 
 
-@njit
+@njit(borrows=True)
 def compact_value(
     data: Any, p: int, end: int, out: Any, o: int, stack: Any, keys: Any
 ) -> tuple[int, int]:
