@@ -137,6 +137,23 @@ def test_the_compiled_pass_vouches_for_the_usual_expectations() -> None:
     assert expect._compiled.get_column("exact").to_list() == [True, True, True]
 
 
+def test_a_batch_decoded_in_one_table_of_small_pages_equals_its_parts_decoded_alone() -> None:
+    # 3,000 texts need a table of more than 4 MB, which the decoding maps in small pages.
+    from evalframe.core import _expectations_compiled as compiled
+
+    texts = pl.Series(
+        [
+            json.dumps({"trajectory": {"tools": [f"t{i % 7}", "b"], "max_steps": i,
+                                       "tool_arguments": [{"tool": "b", "args": {"k": i}}]}})
+            for i in range(3_000)
+        ]
+    )  # fmt: skip
+    whole = compiled._decode_texts(texts)
+    parts = pl.concat([compiled._decode_texts(texts.slice(a, 300)) for a in range(0, 3_000, 300)])
+    assert whole.equals(parts)
+    assert whole.get_column("exact").all()
+
+
 def test_wellformed_rows_take_the_typed_pass_and_odd_ones_the_path() -> None:
     good = json.dumps({"trajectory": {"tools": ["a", 2], "max_steps": 3, "order": []}})
     odd = json.dumps({"trajectory": {"tools": "a", "max_steps": 3.5}})
