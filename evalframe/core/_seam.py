@@ -57,6 +57,7 @@ __all__ = [
     "provided",
     "report_html",
     "report_json_parts",
+    "report_json_text",
     "report_markdown",
     "report_page",
     "report_text",
@@ -136,6 +137,12 @@ class ReportJsonParts(Protocol):
     def __call__(
         self, run: Run, /, *, include_evidence: bool = ..., head: Report | None = ...
     ) -> Iterator[memoryview]: ...
+
+
+class ReportJsonText(Protocol):
+    def __call__(
+        self, run: Run, /, *, include_evidence: bool = ..., head: Report | None = ...
+    ) -> str: ...
 
 
 class ReportMarkdown(Protocol):
@@ -219,6 +226,7 @@ comparison_text: Slot[Callable[[Comparison], str]] = Slot("comparison_text")
 gate_text: Slot[GateText] = Slot("gate_text")
 report_html: Slot[Callable[[Report], str]] = Slot("report_html")
 report_json_parts: Slot[ReportJsonParts] = Slot("report_json_parts")
+report_json_text: Slot[ReportJsonText] = Slot("report_json_text")
 report_markdown: Slot[ReportMarkdown] = Slot("report_markdown")
 report_page: Slot[ReportPage] = Slot("report_page")
 report_text: Slot[Callable[[Report], str]] = Slot("report_text")

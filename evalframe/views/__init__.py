@@ -33,6 +33,14 @@ def _report_json_parts(
     return report_json_parts(run, include_evidence=include_evidence, head=head)
 
 
+def _report_json_text(
+    run: Run, /, *, include_evidence: bool = False, head: Report | None = None
+) -> str:
+    from evalframe.views._report_json import report_json_text
+
+    return report_json_text(run, include_evidence=include_evidence, head=head)
+
+
 _seam.build_report.provide(_report_build.build_report)
 _seam.comparison_html.provide(_html.comparison_html)
 _seam.comparison_markdown.provide(_compare_render.render)
@@ -41,6 +49,7 @@ _seam.comparison_text.provide(_html.comparison_text)
 _seam.gate_text.provide(_compare_render.gate_text)
 _seam.report_html.provide(_html.report_html)
 _seam.report_json_parts.provide(_report_json_parts)
+_seam.report_json_text.provide(_report_json_text)
 _seam.report_markdown.provide(_markdown.render)
 _seam.report_page.provide(_html.page)
 _seam.report_text.provide(_html.report_text)

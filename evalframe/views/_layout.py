@@ -54,7 +54,7 @@ from evalframe.metrics._lcs import _threads_for
 from evalframe.metrics._text import utf8_buffers
 from evalframe.views._format import python_floats
 
-__all__ = ["MAX_DEPTH", "Entries", "Texts", "section"]
+__all__ = ["MAX_DEPTH", "Entries", "Rows", "Texts", "rows", "section"]
 
 MAX_DEPTH = 64
 """Deeper documents are written by orjson, not by the compiled pass."""
@@ -419,8 +419,34 @@ def _documents(
     return buf, off, sizes, alt_buf, alt_off, alt_of
 
 
-def section(heads: Texts, entries: Entries, literals: tuple[str, ...]) -> npt.NDArray[np.uint8]:
-    """UTF-8 bytes of every row: its head, then its entries' object, then the row end.
+@dataclass(frozen=True)
+class Rows:
+    """Rows sized and ready to write: ``size`` bytes of UTF-8, written by :meth:`write_into`."""
+
+    args: tuple[object, ...]
+    starts: npt.NDArray[np.int64]
+    sources: tuple[npt.NDArray[np.uint8], ...]
+
+    @property
+    def size(self) -> int:
+        return int(self.starts[-1])
+
+    def ascii(self) -> bool:
+        """Whether every byte written is ASCII (every byte copied from is)."""
+        return all(b.size == 0 or int(b.max()) < 128 for b in self.sources)
+
+    def write_into(self, out: npt.NDArray[np.uint8]) -> None:
+        """Write the rows at ``out[:size]``."""
+        _on_threads(_write_rows, len(self.starts) - 1, *self.args, self.starts, out)
+
+    def written(self) -> npt.NDArray[np.uint8]:
+        out = np.empty(self.size, dtype=np.uint8)
+        self.write_into(out)
+        return out
+
+
+def rows(heads: Texts, entries: Entries, literals: tuple[str, ...]) -> Rows:
+    """Every row sized: its head, then its entries' object, then the row end.
 
     ``literals`` are the separator between rows (and between entries), the text of an empty
     object, the object's opening and closing, and the row end.
@@ -436,10 +462,12 @@ def section(heads: Texts, entries: Entries, literals: tuple[str, ...]) -> npt.ND
         head_buf, head_off, entries.bounds, pre_buf, pre_off, doc_buf, doc_off, doc_size,
         alt_buf, alt_off, alt_of, entries.indent, lit, lit_off,
     )  # fmt: skip
-    starts = _row_sizes(*args)
-    out = np.empty(int(starts[-1]), dtype=np.uint8)
-    _on_threads(_write_rows, len(starts) - 1, *args, starts, out)
-    return out
+    return Rows(args, _row_sizes(*args), (head_buf, pre_buf, doc_buf, alt_buf, lit))
+
+
+def section(heads: Texts, entries: Entries, literals: tuple[str, ...]) -> npt.NDArray[np.uint8]:
+    """UTF-8 bytes of every row (see :func:`rows`)."""
+    return rows(heads, entries, literals).written()
 
 
 def _on_threads(kernel: Callable[..., None], rows: int, *args: object) -> None:

@@ -67,6 +67,8 @@ class Report(PendingSections):
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """Pretty JSON with unescaped Unicode and slashes, ending in a newline."""
+        if indent == 2 and self._run is not None and self.pending():
+            return _seam.report_json_text.call(self._run, head=self)
         return self.to_json_bytes(indent=indent).decode("utf-8")
 
     def to_json_bytes(self, *, indent: int | None = 2) -> bytes:

@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -27,8 +28,10 @@ from evalframe.core._gc import gc_paused
 from evalframe.core._njit import compiling, worth_compiling
 from evalframe.core._progress import Advance, track
 from evalframe.views import _layout, _records
+from evalframe.views._ascii_text import ascii_text
 from evalframe.views._format import python_floats
-from evalframe.views._layout import Entries, section
+from evalframe.views._layout import Entries, Rows
+from evalframe.views._layout import rows as rows_of
 from evalframe.views._pending import Pending
 from evalframe.views._records import Template, records
 from evalframe.views._report import Report
@@ -44,7 +47,7 @@ from evalframe.views._trajectory_json import trajectory_suffixes
 if TYPE_CHECKING:
     from evalframe.core._run import Run
 
-__all__ = ["report_json", "report_json_parts"]
+__all__ = ["report_json", "report_json_parts", "report_json_text"]
 
 # Not JSON, so no value of the document can contain them.
 _AGGREGATES = b"\x00sample_aggregates\x00"
@@ -110,6 +113,7 @@ def _bounds(positions: pl.Series, rows: int) -> npt.NDArray[np.int64]:
 
 
 Piece = bytes | npt.NDArray[np.uint8]
+_P = TypeVar("_P")
 
 # Scored rows plus executions up to which the report is written from Python objects.
 _OBJECTS_UP_TO = 20_000
@@ -121,8 +125,9 @@ _SLICE_ROWS = 32_768
 _ROWS = (",\n", "{}", "{\n", "\n" + _pad(6) + "}", "\n" + _pad(4) + "}")
 
 
-def _array(rows: int, slices: Iterator[Piece]) -> Iterator[Piece]:
-    """A JSON array at the report's second level, its ``rows`` laid out slice by slice."""
+def _array(rows: int, slices: Iterator[Rows], written: bool) -> Iterator[Piece | Rows]:
+    """A JSON array at the report's second level, its ``rows`` laid out slice by slice
+    (``written``: each slice's bytes, else its rows sized for writing in place)."""
     if rows == 0:
         yield b"[]"
         return
@@ -130,7 +135,7 @@ def _array(rows: int, slices: Iterator[Piece]) -> Iterator[Piece]:
     for k, text in enumerate(slices):
         if k:
             yield _ROWS[0].encode()
-        yield text
+        yield text.written() if written else text
     yield b"\n  ]"
 
 
@@ -153,7 +158,7 @@ def _entries_of(frame: pl.DataFrame, rows: pl.DataFrame, keys: list[str]) -> tup
     return index.get_column("_i").to_numpy(), _bounds(index.get_column("_pos"), rows.height)
 
 
-def _samples_text(run: Run, advance: Advance) -> Iterator[Piece]:
+def _samples_text(run: Run, advance: Advance) -> Iterator[Rows]:
     rows = execution_rows(run)
     scored = run.scores.filter(pl.col(C.ERROR).is_null())
     order, bounds = _entries_of(scored, rows, [C.SAMPLE_ID, C.REPETITION])
@@ -164,9 +169,7 @@ def _samples_text(run: Run, advance: Advance) -> Iterator[Piece]:
         advance(b - a)
 
 
-def _samples_slice(
-    rows: pl.DataFrame, scored: pl.DataFrame, bounds: npt.NDArray[np.int64]
-) -> Piece:
+def _samples_slice(rows: pl.DataFrame, scored: pl.DataFrame, bounds: npt.NDArray[np.int64]) -> Rows:
     """The ``samples`` rows of these executions, with their scored rows in order."""
     scored = _spelled(scored, [C.SCORE])
     at10 = "\n" + _pad(10)
@@ -210,7 +213,7 @@ def _samples_slice(
         .text("", trajectory_suffixes(rows, 6))
         .end("," + at6 + '"scores": ')
     )
-    return section(records(head, rows.height), entries, _ROWS)
+    return rows_of(records(head, rows.height), entries, _ROWS)
 
 
 def _adversarial_texts(metadata: pl.Series) -> pl.Series:
@@ -231,7 +234,7 @@ def _adversarial_texts(metadata: pl.Series) -> pl.Series:
 _FLOATS = ["pass_rate", "pass_rate_low", "pass_rate_high", "score_mean", "score_stddev"]
 
 
-def _aggregates_text(run: Run, advance: Advance) -> Iterator[Piece]:
+def _aggregates_text(run: Run, advance: Advance) -> Iterator[Rows]:
     rows = run.sample_aggregates.with_columns(round6(pl.col(f)) for f in _FLOATS)
     rows = rows.with_row_index("_pos")
     order, bounds = _entries_of(run.scores, rows, [C.SAMPLE_ID])
@@ -241,7 +244,7 @@ def _aggregates_text(run: Run, advance: Advance) -> Iterator[Piece]:
         advance(b - a)
 
 
-def _aggregates_slice(run: Run, rows: pl.DataFrame, scores: pl.DataFrame) -> Piece:
+def _aggregates_slice(run: Run, rows: pl.DataFrame, scores: pl.DataFrame) -> Rows:
     """The ``sample_aggregates`` rows of these samples, from every score row of theirs."""
     rows = rows.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_pos"))
     per_metric = (
@@ -278,22 +281,108 @@ def _aggregates_slice(run: Run, rows: pl.DataFrame, scores: pl.DataFrame) -> Pie
         .number("," + at6 + '"score_stddev": ', rows.get_column("score_stddev"))
         .end("," + at6 + '"metrics": ')
     )
-    return section(records(head, rows.height), entries, _ROWS)
+    return rows_of(records(head, rows.height), entries, _ROWS)
 
 
-def _ahead(pieces: Iterator[Piece], pool: ThreadPoolExecutor) -> Iterator[Piece]:
+def _ahead(pieces: Iterator[_P], pool: ThreadPoolExecutor) -> Iterator[_P]:
     """``pieces``, each computed on ``pool`` while the one before it is being written; the
     first from now on."""
     done = object()
     pending = pool.submit(next, pieces, done)
 
-    def drain() -> Iterator[Piece]:
+    def drain() -> Iterator[_P]:
         nonlocal pending
         while (piece := pending.result()) is not done:
             pending = pool.submit(next, pieces, done)
             yield piece  # type: ignore[misc]
 
     return drain()
+
+
+def _all_ahead(pieces: Iterator[_P], pool: ThreadPoolExecutor) -> Iterator[_P]:
+    """``pieces``, all computed on ``pool`` from now on (none is written before the last)."""
+    every = pool.submit(list, pieces)
+
+    def drain() -> Iterator[_P]:
+        yield from every.result()
+
+    return drain()
+
+
+def _small(run: Run, include_evidence: bool, head: Report | None) -> bytes | None:
+    """A small run's report JSON, from its Python objects; None for a large run.
+
+    Writing a small run's objects with orjson (the same bytes) takes a few milliseconds,
+    compiling the layout passes tens of seconds once per environment.
+    """
+    if worth_compiling(run.scores.height + run.frame.height, _OBJECTS_UP_TO):
+        return None
+    with gc_paused():
+        if head is None:
+            report = assemble_report(run, samples=True, include_evidence=include_evidence)
+        else:  # its pending sections built for this once (the report stays as it was)
+            report = Report(
+                {k: v.build() if isinstance(v, Pending) else v for k, v in dict.items(head)}
+            )
+    return report.to_json_bytes()
+
+
+@contextmanager
+def _laid_out(
+    run: Run, include_evidence: bool, head: Report | None, *, written: bool
+) -> Iterator[list[Piece | Rows | Iterator[Piece | Rows]]]:
+    """The report JSON's pieces in order: the text around the per-row sections (``bytes``)
+    and each section's pieces as they are laid out, on a thread of its own."""
+    compiling(
+        "the JSON report writer",
+        _layout._row_sizes, _layout._write_rows, _layout._lengths, _records._sizes, _records._write,
+    )  # fmt: skip
+    rows = run.sample_aggregates.height + run.frame.height
+    with (
+        track("writing the report", rows, unit="rows") as advance,
+        gc_paused(),
+        ThreadPoolExecutor(1) as first,
+        ThreadPoolExecutor(1) as second,
+    ):
+        sections: dict[str, tuple[bytes, Callable[[], Iterator[Piece | Rows]]]] = {
+            "sample_aggregates": (
+                _AGGREGATES,
+                lambda: _array(
+                    run.sample_aggregates.height, _aggregates_text(run, advance), written
+                ),
+            ),
+            "samples": (
+                _SAMPLES,
+                lambda: _array(run.frame.height, _samples_text(run, advance), written),
+            ),
+        }
+        # Polars and the layout kernels release the GIL: each section's first slice is laid
+        # out, on a thread of its own, while the head is built and written.
+        if head is None:
+            streamed = list(sections)
+            started = _start(sections, streamed, first, second, written=written)
+            doc = dict(
+                assemble_report(
+                    run, samples=False, aggregates=False, include_evidence=include_evidence
+                )
+            )
+        else:
+            doc = dict(dict.items(head))
+            streamed = [k for k, v in doc.items() if k in sections and isinstance(v, Pending)]
+            started = _start(sections, streamed, first, second, written=written)
+        # Markers stand in for the large sections while the rest is written and its floats
+        # are respelled; the sections' numbers are spelled right already.
+        for key in streamed:
+            doc[key] = orjson.Fragment(sections[key][0])
+        text = orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        text = python_floats(text)
+        del doc
+        pieces: list[Piece | Rows | Iterator[Piece | Rows]] = []
+        for key in streamed:  # in the document's order
+            before, text = text.split(sections[key][0])
+            pieces += [before, started[key]]
+        pieces.append(text)
+        yield pieces
 
 
 def report_json_parts(
@@ -306,75 +395,52 @@ def report_json_parts(
     pieces gives the same bytes as writing them. ``head``: a report of ``run`` to write
     (``Report.to_json``), its pending sections laid out from the frames.
     """
-    if not worth_compiling(run.scores.height + run.frame.height, _OBJECTS_UP_TO):
-        # A small run: its Python objects written by orjson (the same bytes) take a few
-        # milliseconds, compiling the layout passes tens of seconds once per environment.
-        with gc_paused():
-            if head is None:
-                report = assemble_report(run, samples=True, include_evidence=include_evidence)
-            else:  # its pending sections built for this once (the report stays as it was)
-                report = Report(
-                    {k: v.build() if isinstance(v, Pending) else v for k, v in dict.items(head)}
-                )
-        yield memoryview(report.to_json_bytes())
+    small = _small(run, include_evidence, head)
+    if small is not None:
+        yield memoryview(small)
         return
-    compiling(
-        "the JSON report writer",
-        _layout._row_sizes, _layout._write_rows, _layout._lengths, _records._sizes, _records._write,
-    )  # fmt: skip
-    rows = run.sample_aggregates.height + run.frame.height
-    with (
-        track("writing the report", rows, unit="rows") as advance,
-        gc_paused(),
-        ThreadPoolExecutor(1) as first,
-        ThreadPoolExecutor(1) as second,
-    ):
-        sections: dict[str, tuple[bytes, Callable[[], Iterator[Piece]]]] = {
-            "sample_aggregates": (
-                _AGGREGATES,
-                lambda: _array(run.sample_aggregates.height, _aggregates_text(run, advance)),
-            ),
-            "samples": (
-                _SAMPLES,
-                lambda: _array(run.frame.height, _samples_text(run, advance)),
-            ),
-        }
-        # Polars and the layout kernels release the GIL: each section's first slice is laid
-        # out, on a thread of its own, while the head is built and written.
-        if head is None:
-            streamed = list(sections)
-            started = _start(sections, streamed, first, second)
-            doc = dict(
-                assemble_report(
-                    run, samples=False, aggregates=False, include_evidence=include_evidence
-                )
-            )
-        else:
-            doc = dict(dict.items(head))
-            streamed = [k for k, v in doc.items() if k in sections and isinstance(v, Pending)]
-            started = _start(sections, streamed, first, second)
-        # Markers stand in for the large sections while the rest is written and its floats
-        # are respelled; the sections' numbers are spelled right already.
-        for key in streamed:
-            doc[key] = orjson.Fragment(sections[key][0])
-        text = orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
-        text = python_floats(text)
-        del doc
-        for key in streamed:  # in the document's order
-            before, text = text.split(sections[key][0])
-            yield memoryview(before)
-            for part in started[key]:
+    with _laid_out(run, include_evidence, head, written=True) as pieces:
+        for piece in pieces:
+            for part in [piece] if isinstance(piece, bytes) else piece:
                 yield memoryview(part)  # type: ignore[arg-type] # numpy arrays are buffers
-        yield memoryview(text)
+
+
+def report_json_text(
+    run: Run, *, include_evidence: bool = False, head: Report | None = None
+) -> str:
+    """The run's report JSON as ``str`` (see :func:`report_json`), written in place.
+
+    Every section is laid out and sized first, then written straight into the string when
+    the text is ASCII (else into one buffer, then decoded): no piece is joined or copied
+    on its way to the string.
+    """
+    small = _small(run, include_evidence, head)
+    if small is not None:
+        return small.decode("utf-8")
+    with _laid_out(run, include_evidence, head, written=False) as laid:
+        pieces = [p for piece in laid for p in ([piece] if isinstance(piece, bytes) else piece)]
+    sizes = [p.size if isinstance(p, Rows) else len(p) for p in pieces]
+    ends = np.cumsum([0, *sizes]).tolist()
+    ascii = all(p.ascii() if isinstance(p, Rows) else bytes(p).isascii() for p in pieces)
+    text, out = ascii_text(ends[-1]) if ascii else ("", np.empty(ends[-1], dtype=np.uint8))
+    for piece, a, b in zip(pieces, ends, ends[1:], strict=False):
+        if isinstance(piece, Rows):
+            piece.write_into(out[a:b])
+        else:
+            out[a:b] = np.frombuffer(piece, dtype=np.uint8)
+    return text if ascii else str(memoryview(out), "utf-8")
 
 
 def _start(
-    sections: dict[str, tuple[bytes, Callable[[], Iterator[Piece]]]],
+    sections: dict[str, tuple[bytes, Callable[[], Iterator[_P]]]],
     keys: list[str],
     *pools: ThreadPoolExecutor,
-) -> dict[str, Iterator[Piece]]:
-    """Each of ``keys``' section pieces, computed ahead on a pool of its own."""
-    return {key: _ahead(sections[key][1](), pool) for key, pool in zip(keys, pools, strict=False)}
+    written: bool,
+) -> dict[str, Iterator[_P]]:
+    """Each of ``keys``' section pieces, computed ahead on a pool of its own: one at a time
+    while the previous is written (``written``), else all of them."""
+    ahead = _ahead if written else _all_ahead
+    return {key: ahead(sections[key][1](), pool) for key, pool in zip(keys, pools, strict=False)}
 
 
 def report_json(run: Run, *, include_evidence: bool = False) -> bytes:
