@@ -262,3 +262,73 @@ def test_to_json_writes_pending_sections_from_the_frames_and_edits_as_edited(
         assert doc["run_name"] == "renamed"
         assert len(doc["samples"]) == 1
         assert doc["sample_aggregates"] == _eager(run)["sample_aggregates"]
+
+
+# --- run.report().to_json(): the text written in place against the streamed bytes -----------
+
+
+@ef.metrics.metric("gappy", family="custom")
+def _gappy() -> ef.metrics.Scored:
+    """Scores of every kind a report meets: NaN, null, tiny, ordinary, and details with text."""
+    import polars as pl
+
+    n = pl.col("actual_output").str.len_chars()
+    score = (
+        pl.when(n % 4 == 0)
+        .then(float("nan"))
+        .when(n % 4 == 1)
+        .then(None)
+        .otherwise(n.cast(pl.Float64) * 1e-6)
+    )
+    return ef.metrics.Scored(score=score, details=pl.struct(pl.col("actual_output").alias("seen")))
+
+
+def _hostile_text(ascii: bool) -> st.SearchStrategy[str]:
+    """Text with quotes, backslashes and control characters; beyond ASCII unless ``ascii``."""
+    alphabet = st.characters(max_codepoint=127 if ascii else 0x10FFFF, exclude_categories=["Cs"])
+    return st.text(alphabet, max_size=8) | st.sampled_from(['"', "\\", "\x00\x1f\x7f", "</"])
+
+
+@st.composite
+def _hostile_runs(draw: st.DrawFn, ascii: bool) -> ef.Run:
+    text = _hostile_text(ascii)
+    records, outputs = [], {}
+    for i in range(draw(st.integers(1, 4))):
+        sid = f"{i}{draw(text)}"
+        metadata: dict[str, Any] = {"tags": draw(st.lists(text, max_size=3))}
+        if draw(st.booleans()):
+            metadata["adversarial"] = {"category": draw(text), "severity": "critical"}
+        records.append({
+            "id": sid, "input": {"q": draw(text)}, "metadata": metadata,
+            # a list where a string is expected: exact-match errors on the row
+            "expected_output": draw(text | st.just(["not", "a string"])),
+        })  # fmt: skip
+        outputs[sid] = draw(text)
+    return ef.evaluate(
+        ef.Dataset.from_records(records, name=f"d{draw(text)}"),
+        outputs=outputs,
+        metrics=["exact-match", "gappy", "rouge-l"],
+        repetitions=draw(st.integers(1, 2)),
+    )
+
+
+@pytest.mark.parametrize("ascii", [True, False])
+def test_to_json_text_written_in_place_is_the_streamed_bytes(ascii: bool) -> None:
+    """A large run's ``to_json()`` sizes every section and writes it straight into the
+    string (ASCII) or one buffer (else): the text of the streamed pieces and of the
+    report's objects, whatever the strings, scores, errors, tags and adversarial blocks."""
+    from evalframe.views._report_json import report_json_parts
+
+    @settings(max_examples=12, deadline=None)
+    @given(_hostile_runs(ascii))
+    def check(run: ef.Run) -> None:
+        text = run.report().to_json()
+        assert text.isascii() or not ascii
+        assert text == b"".join(report_json_parts(run)).decode("utf-8")
+        settled = run.report()
+        settled.settle()
+        assert text == reference(dict(settled.items()))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EVALFRAME_KERNELS", "compiled")  # the layout passes, not the objects
+        check()
