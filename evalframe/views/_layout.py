@@ -53,6 +53,7 @@ from evalframe.core._njit import njit
 from evalframe.metrics._lcs import _threads_for
 from evalframe.metrics._text import utf8_buffers
 from evalframe.views._format import python_floats
+from evalframe.views._records import Fields, Template, field_row, fields
 
 __all__ = ["MAX_DEPTH", "Entries", "Rows", "Texts", "rows", "section"]
 
@@ -245,11 +246,9 @@ def _copy(
 @njit(inline="always")
 def _row(
     r: int,
-    head_buf: npt.NDArray[np.uint8],
-    head_off: npt.NDArray[np.int64],
+    heads: Fields,
     bounds: npt.NDArray[np.int64],
-    pre_buf: npt.NDArray[np.uint8],
-    pre_off: npt.NDArray[np.int64],
+    prefixes: Fields,
     doc_buf: npt.NDArray[np.uint8],
     doc_off: npt.NDArray[np.int64],
     doc_size: npt.NDArray[np.int64],
@@ -265,13 +264,15 @@ def _row(
 ) -> int:
     """Size (``write=False``) or write row ``r`` at ``pos``, separator first; the end.
 
-    ``literals`` holds, in order: separator, empty object, opening, closing, row end and
-    entry suffix. An entry's document is laid out from ``doc_buf`` unless ``alt_of`` names
-    its replacement text in ``alt_buf``; a negative ``doc_size`` means no document.
+    The row's head and each entry's prefix are written from their fields as they go (no
+    text of their own to copy). ``literals`` holds, in order: separator, empty object,
+    opening, closing, row end and entry suffix. An entry's document is laid out from
+    ``doc_buf`` unless ``alt_of`` names its replacement text in ``alt_buf``; a negative
+    ``doc_size`` means no document.
     """
     if r > 0:
         pos = _copy(literals, lit_off[0], lit_off[1], out, pos, write)
-    pos = _copy(head_buf, head_off[r], head_off[r + 1], out, pos, write)
+    pos = field_row(r, heads, out, pos, write)
     e0 = bounds[r]
     e1 = bounds[r + 1]
     if e0 == e1:
@@ -281,7 +282,7 @@ def _row(
         for e in range(e0, e1):
             if e > e0:
                 pos = _copy(literals, lit_off[0], lit_off[1], out, pos, write)
-            pos = _copy(pre_buf, pre_off[e], pre_off[e + 1], out, pos, write)
+            pos = field_row(e, prefixes, out, pos, write)
             if alt_of[e] >= 0:
                 a = alt_of[e]
                 pos = _copy(alt_buf, alt_off[a], alt_off[a + 1], out, pos, write)
@@ -296,11 +297,9 @@ def _row(
 
 @njit
 def _row_sizes(
-    head_buf: npt.NDArray[np.uint8],
-    head_off: npt.NDArray[np.int64],
+    heads: Fields,
     bounds: npt.NDArray[np.int64],
-    pre_buf: npt.NDArray[np.uint8],
-    pre_off: npt.NDArray[np.int64],
+    prefixes: Fields,
     doc_buf: npt.NDArray[np.uint8],
     doc_off: npt.NDArray[np.int64],
     doc_size: npt.NDArray[np.int64],
@@ -311,12 +310,12 @@ def _row_sizes(
     literals: npt.NDArray[np.uint8],
     lit_off: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.int64]:
-    n = head_off.shape[0] - 1
+    n = bounds.shape[0] - 1
     starts = np.zeros(n + 1, dtype=np.int64)
     scratch = np.empty(0, dtype=np.uint8)
     for r in range(n):
         starts[r + 1] = _row(
-            r, head_buf, head_off, bounds, pre_buf, pre_off, doc_buf, doc_off, doc_size,
+            r, heads, bounds, prefixes, doc_buf, doc_off, doc_size,
             alt_buf, alt_off, alt_of, base, literals, lit_off, scratch, starts[r], False,
         )  # fmt: skip
     return starts
@@ -324,11 +323,9 @@ def _row_sizes(
 
 @njit
 def _write_rows(
-    head_buf: npt.NDArray[np.uint8],
-    head_off: npt.NDArray[np.int64],
+    heads: Fields,
     bounds: npt.NDArray[np.int64],
-    pre_buf: npt.NDArray[np.uint8],
-    pre_off: npt.NDArray[np.int64],
+    prefixes: Fields,
     doc_buf: npt.NDArray[np.uint8],
     doc_off: npt.NDArray[np.int64],
     doc_size: npt.NDArray[np.int64],
@@ -345,7 +342,7 @@ def _write_rows(
 ) -> None:
     for r in range(r0, r1):
         _row(
-            r, head_buf, head_off, bounds, pre_buf, pre_off, doc_buf, doc_off, doc_size,
+            r, heads, bounds, prefixes, doc_buf, doc_off, doc_size,
             alt_buf, alt_off, alt_of, base, literals, lit_off, out, starts[r], True,
         )  # fmt: skip
 
@@ -361,15 +358,14 @@ def _by_orjson(documents: list[str], indent: int) -> list[str]:
     ]
 
 
-Texts = pl.Series | tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]
-"""A String Series, or rows already laid out as one UTF-8 buffer and its offsets."""
+Texts = pl.Series | Template
+"""Each row's text: a String Series of JSON text, or the fields to write it from."""
 
 
-def _texts(texts: Texts) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+def _fields(texts: Texts, n: int) -> Fields:
     if isinstance(texts, pl.Series):
-        buf, off, _ = utf8_buffers(texts)
-        return buf, off
-    return texts
+        texts = Template().text("", texts)
+    return fields(texts, n)
 
 
 @dataclass(frozen=True)
@@ -451,18 +447,21 @@ def rows(heads: Texts, entries: Entries, literals: tuple[str, ...]) -> Rows:
     ``literals`` are the separator between rows (and between entries), the text of an empty
     object, the object's opening and closing, and the row end.
     """
-    head_buf, head_off = _texts(heads)
-    pre_buf, pre_off = _texts(entries.prefixes)
+    n = len(entries.bounds) - 1
+    head = _fields(heads, n)
+    prefix = _fields(entries.prefixes, int(entries.bounds[-1]))
     doc_buf, doc_off, doc_size, alt_buf, alt_off, alt_of = _documents(entries)
     parts = [t.encode("utf-8") for t in (*literals, entries.suffix)]
     lit = np.frombuffer(b"".join(parts), dtype=np.uint8)
     lit_off = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([len(p) for p in parts], out=lit_off[1:])
     args = (
-        head_buf, head_off, entries.bounds, pre_buf, pre_off, doc_buf, doc_off, doc_size,
+        head, entries.bounds, prefix, doc_buf, doc_off, doc_size,
         alt_buf, alt_off, alt_of, entries.indent, lit, lit_off,
     )  # fmt: skip
-    return Rows(args, _row_sizes(*args), (head_buf, pre_buf, doc_buf, alt_buf, lit))
+    # Every byte is copied from these, or is ASCII (numbers, escapes, literals of the fields).
+    sources = (head[2], head[4], prefix[2], prefix[4], doc_buf, alt_buf, lit)
+    return Rows(args, _row_sizes(*args), sources)
 
 
 def section(heads: Texts, entries: Entries, literals: tuple[str, ...]) -> npt.NDArray[np.uint8]:

@@ -37,11 +37,11 @@ from evalframe.core._njit import njit
 from evalframe.metrics._lcs import _threads_for
 from evalframe.metrics._text import utf8_buffers
 
-__all__ = ["Template", "records"]
+__all__ = ["Fields", "Template", "fields", "records", "write_fields"]
 
 _TEXT, _NUMBER, _INTEGER, _BOOLEAN, _STRING = 0, 1, 2, 3, 4
 
-_Columns = tuple[
+Fields = tuple[
     npt.NDArray[np.int64],  # kinds: each field's kind
     npt.NDArray[np.int64],  # column: each field's column among those of its kind
     npt.NDArray[np.uint8],  # literals: each field's, then the end's
@@ -150,7 +150,7 @@ def _micros(n: int, out: npt.NDArray[np.uint8], pos: int, write: bool) -> int:
 
 
 @njit(inline="always")
-def _row(r: int, columns: _Columns, out: npt.NDArray[np.uint8], pos: int, write: bool) -> int:
+def write_fields(r: int, columns: Fields, out: npt.NDArray[np.uint8], pos: int, write: bool) -> int:
     """Size or write row ``r``: each field's literal, then its value; then the end literal.
 
     ``numbers`` hold micro-units (``round(v * 10**6)``) unless ``spelled`` names the row's
@@ -184,20 +184,25 @@ def _row(r: int, columns: _Columns, out: npt.NDArray[np.uint8], pos: int, write:
 
 
 @njit
-def _sizes(n: int, columns: _Columns) -> npt.NDArray[np.int64]:
+def field_row(r: int, columns: Fields, out: npt.NDArray[np.uint8], pos: int, write: bool) -> int:
+    return write_fields(r, columns, out, pos, write)
+
+
+@njit
+def _sizes(n: int, columns: Fields) -> npt.NDArray[np.int64]:
     starts = np.zeros(n + 1, dtype=np.int64)
     scratch = np.empty(0, dtype=np.uint8)
     for r in range(n):
-        starts[r + 1] = _row(r, columns, scratch, starts[r], False)
+        starts[r + 1] = write_fields(r, columns, scratch, starts[r], False)
     return starts
 
 
 @njit
 def _write(
-    columns: _Columns, starts: npt.NDArray[np.int64], out: npt.NDArray[np.uint8], r0: int, r1: int
+    columns: Fields, starts: npt.NDArray[np.int64], out: npt.NDArray[np.uint8], r0: int, r1: int
 ) -> None:
     for r in range(r0, r1):
-        _row(r, columns, out, starts[r], True)
+        write_fields(r, columns, out, starts[r], True)
 
 
 def _micro_units(values: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.int64], list[int]]:
@@ -249,8 +254,8 @@ class Template:
         return self
 
 
-def records(template: Template, n: int) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
-    """Every row's text, ``n`` rows, as one UTF-8 buffer and ``n + 1`` offsets."""
+def fields(template: Template, n: int) -> Fields:
+    """The arrays the compiled pass reads to write ``n`` rows of ``template``."""
     fields = template._fields
     kinds = np.array([k for k, _ in fields], dtype=np.int64)
     column = np.zeros(len(fields), dtype=np.int64)
@@ -288,10 +293,15 @@ def records(template: Template, n: int) -> tuple[npt.NDArray[np.uint8], npt.NDAr
     lit = np.frombuffer(b"".join(parts) + b" ", dtype=np.uint8)
     lit_off = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([len(p) for p in parts], out=lit_off[1:])
-    columns = (
+    return (
         kinds, column, lit, lit_off, text_buf, text_start, text_end,
         _matrix(numbers, n), spelled, _matrix(integers, n), valid,
     )  # fmt: skip
+
+
+def records(template: Template, n: int) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """Every row's text, ``n`` rows, as one UTF-8 buffer and ``n + 1`` offsets."""
+    columns = fields(template, n)
     starts = _sizes(n, columns)
     out = np.empty(int(starts[-1]), dtype=np.uint8)
     cuts = np.linspace(0, n, _threads_for(n) + 1).astype(np.int64).tolist()

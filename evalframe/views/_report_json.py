@@ -27,13 +27,13 @@ from evalframe.core import schema as C
 from evalframe.core._gc import gc_paused
 from evalframe.core._njit import compiling, worth_compiling
 from evalframe.core._progress import Advance, track
-from evalframe.views import _layout, _records
+from evalframe.views import _layout
 from evalframe.views._ascii_text import ascii_text
 from evalframe.views._format import python_floats
 from evalframe.views._layout import Entries, Rows
 from evalframe.views._layout import rows as rows_of
 from evalframe.views._pending import Pending
-from evalframe.views._records import Template, records
+from evalframe.views._records import Template
 from evalframe.views._report import Report
 from evalframe.views._report_build import (
     adversarial_rows,
@@ -182,7 +182,7 @@ def _samples_slice(rows: pl.DataFrame, scored: pl.DataFrame, bounds: npt.NDArray
     # ``scored`` comes in execution order, each execution's scores in the run's metric order.
     entries = Entries(
         bounds=bounds,
-        prefixes=records(prefix, scored.height),
+        prefixes=prefix,
         documents=scored.get_column("details"),
         indent=10,
         suffix="\n" + _pad(8) + "}",
@@ -213,7 +213,7 @@ def _samples_slice(rows: pl.DataFrame, scored: pl.DataFrame, bounds: npt.NDArray
         .text("", trajectory_suffixes(rows, 6))
         .end("," + at6 + '"scores": ')
     )
-    return rows_of(records(head, rows.height), entries, _ROWS)
+    return rows_of(head, entries, _ROWS)
 
 
 def _adversarial_texts(metadata: pl.Series) -> pl.Series:
@@ -260,7 +260,7 @@ def _aggregates_slice(run: Run, rows: pl.DataFrame, scores: pl.DataFrame) -> Row
     entry.end("\n" + _pad(8) + "}")
     entries = Entries(
         bounds=_bounds(per_metric.get_column("_pos"), rows.height),
-        prefixes=records(entry, per_metric.height),
+        prefixes=entry,
     )
     at6, at8 = "\n" + _pad(6), "\n" + _pad(8)
     head = (
@@ -281,7 +281,7 @@ def _aggregates_slice(run: Run, rows: pl.DataFrame, scores: pl.DataFrame) -> Row
         .number("," + at6 + '"score_stddev": ', rows.get_column("score_stddev"))
         .end("," + at6 + '"metrics": ')
     )
-    return rows_of(records(head, rows.height), entries, _ROWS)
+    return rows_of(head, entries, _ROWS)
 
 
 def _ahead(pieces: Iterator[_P], pool: ThreadPoolExecutor) -> Iterator[_P]:
@@ -333,10 +333,7 @@ def _laid_out(
 ) -> Iterator[list[Piece | Rows | Iterator[Piece | Rows]]]:
     """The report JSON's pieces in order: the text around the per-row sections (``bytes``)
     and each section's pieces as they are laid out, on a thread of its own."""
-    compiling(
-        "the JSON report writer",
-        _layout._row_sizes, _layout._write_rows, _layout._lengths, _records._sizes, _records._write,
-    )  # fmt: skip
+    compiling("the JSON report writer", _layout._row_sizes, _layout._write_rows, _layout._lengths)
     rows = run.sample_aggregates.height + run.frame.height
     with (
         track("writing the report", rows, unit="rows") as advance,
