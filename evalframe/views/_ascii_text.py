@@ -41,4 +41,4 @@ def ascii_text(n: int) -> tuple[str, npt.NDArray[np.uint8]]:
         return "", np.zeros(0, dtype=np.uint8)  # the empty string is shared: never written
     text: str = _new(n, 127)
     chars = (ctypes.c_char * n).from_address(id(text) + _HEADER)
-    return text, np.frombuffer(chars, dtype=np.uint8)
+    return text, np.frombuffer(memoryview(chars), dtype=np.uint8)

@@ -1,8 +1,11 @@
 """The report's large sections laid out by compiled passes over Arrow bytes.
 
-``section(heads, entries, literals)`` writes rows that each end in an object of entries (the
-report's ``samples`` and ``sample_aggregates``): one pass sizes every row, a second writes
-them into a single buffer, on threads, with no intermediate string per row. An entry may end
+``rows(heads, entries, literals)`` sizes rows that each end in an object of entries (the
+report's ``samples`` and ``sample_aggregates``), which then write themselves into a buffer of
+the caller's (``Rows.write_into``: a slice of the whole output), on threads, with no
+intermediate string per row: each row's head and each entry's opening are written from
+their fields (``_records.Template``) as the pass goes; ``section`` gives the rows' bytes
+alone. An entry may end
 in a stored JSON document, written as ``json.dumps(json.loads(doc), indent=2,
 ensure_ascii=False)`` would write it as the value of a key at the entry's indent.
 

@@ -1,11 +1,13 @@
 """A run's report JSON written from its frames: ``report_json(run)``.
 
 The bytes are those of ``build_report(run).to_json()``, but the two sections that grow with
-the run (``sample_aggregates`` and ``samples``) are never turned into Python objects. Each
-row's fixed members and each entry's opening are written by a compiled pass over typed
-columns (``_records``: numbers rounded to six places spelled as Python spells them); a second
-pass (``_layout.section``) then writes every row, its entries and its re-indented ``details``
-documents straight into one buffer, which is spliced into the orjson text of the rest.
+the run (``sample_aggregates`` and ``samples``) are never turned into Python objects. A
+compiled pass (``_layout.rows``) sizes every row, then writes it: its fixed members and each
+entry's opening from typed columns (``_records``' field writer: numbers rounded to six
+places spelled as Python spells them), its entries and their re-indented ``details``
+documents, straight into the output between the pieces of the orjson text of the rest. The
+output is the file's next slice (``report_json_parts``, which streams) or, from Python, the
+``str`` itself (``report_json_text``: every slice sized first, then written in place).
 Strings are JSON-encoded with the escapes of ``json.dumps(..., ensure_ascii=False)``, and
 scores are cast to text with the few below 1e-4 respelled as Python writes them.
 """
@@ -330,7 +332,7 @@ def _small(run: Run, include_evidence: bool, head: Report | None) -> bytes | Non
 @contextmanager
 def _laid_out(
     run: Run, include_evidence: bool, head: Report | None, *, written: bool
-) -> Iterator[list[Piece | Rows | Iterator[Piece | Rows]]]:
+) -> Iterator[list[bytes | Iterator[Piece | Rows]]]:
     """The report JSON's pieces in order: the text around the per-row sections (``bytes``)
     and each section's pieces as they are laid out, on a thread of its own."""
     compiling("the JSON report writer", _layout._row_sizes, _layout._write_rows, _layout._lengths)
@@ -374,12 +376,20 @@ def _laid_out(
         text = orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
         text = python_floats(text)
         del doc
-        pieces: list[Piece | Rows | Iterator[Piece | Rows]] = []
+        pieces: list[bytes | Iterator[Piece | Rows]] = []
         for key in streamed:  # in the document's order
             before, text = text.split(sections[key][0])
             pieces += [before, started[key]]
         pieces.append(text)
         yield pieces
+
+
+def _flat(pieces: list[bytes | Iterator[_P]]) -> Iterator[bytes | _P]:
+    for piece in pieces:
+        if isinstance(piece, bytes):
+            yield piece
+        else:
+            yield from piece
 
 
 def report_json_parts(
@@ -397,9 +407,9 @@ def report_json_parts(
         yield memoryview(small)
         return
     with _laid_out(run, include_evidence, head, written=True) as pieces:
-        for piece in pieces:
-            for part in [piece] if isinstance(piece, bytes) else piece:
-                yield memoryview(part)  # type: ignore[arg-type] # numpy arrays are buffers
+        for part in _flat(pieces):  # each section's slices written on its pool already
+            written = part.written() if isinstance(part, Rows) else part
+            yield memoryview(written) if isinstance(written, bytes) else written.data
 
 
 def report_json_text(
@@ -415,7 +425,7 @@ def report_json_text(
     if small is not None:
         return small.decode("utf-8")
     with _laid_out(run, include_evidence, head, written=False) as laid:
-        pieces = [p for piece in laid for p in ([piece] if isinstance(piece, bytes) else piece)]
+        pieces = list(_flat(laid))
     sizes = [p.size if isinstance(p, Rows) else len(p) for p in pieces]
     ends = np.cumsum([0, *sizes]).tolist()
     ascii = all(p.ascii() if isinstance(p, Rows) else bytes(p).isascii() for p in pieces)
@@ -425,7 +435,7 @@ def report_json_text(
             piece.write_into(out[a:b])
         else:
             out[a:b] = np.frombuffer(piece, dtype=np.uint8)
-    return text if ascii else str(memoryview(out), "utf-8")
+    return text if ascii else str(out.data, "utf-8")
 
 
 def _start(
