@@ -22,7 +22,7 @@ columns), read by ``read_outputs`` against ``json.loads`` of the same file (Parq
 ``pyarrow``'s table as Python objects, its JSON text cells through ``json.loads``). Every
 frame is checked equal to the exact reader's first. (The map form holds only texts.) Then
 the same for ``--small`` outputs per file (default 2,000; under 4 MiB) in the same process,
-with a new process's first read of each file beside them.
+with a new process's first read of each file beside them (wall and CPU time).
 
 Interleaved rounds, best and median of ``--repeat``; the load average is printed with each
 part (the machine is shared). ``metrics`` gives wall time and CPU time (``time.process_time``:
@@ -314,7 +314,10 @@ def read_part(args: argparse.Namespace, folder: Path, outputs: int) -> None:
     print(f"\nReading saved outputs with nested fields: {outputs:,} outputs each, {_load()}")
     fresh = outputs < args.outputs  # small files: also a new process's first read
     head = f"{'field, form':28} {'MB':>6} {'read_outputs s':>15} {'python s':>9} {'ratio':>7}"
-    fresh_head = f" {'fresh: read_outputs s':>21} {'python s':>9} {'ratio':>7}"
+    fresh_head = (
+        f" {'fresh: read_outputs s':>21} {'python s':>9} {'ratio':>7}"
+        f" {'CPU: read_outputs s':>19} {'python s':>9} {'ratio':>7}"
+    )
     print(head + (fresh_head if fresh else ""))
     for field in ("contexts", "trajectory", "turns"):
         files = write_forms(field, nested_entries(field, outputs, args.seed), folder)
@@ -343,8 +346,12 @@ def read_part(args: argparse.Namespace, folder: Path, outputs: int) -> None:
             extra = ""
             if fresh:  # each side's best of --repeat new processes, alternated
                 firsts = [(_first_read(path), _first_read(path, form)) for _ in range(args.repeat)]
-                first, python_first = (min(f[k] for f in firsts) for k in (0, 1))
-                extra = f" {first:>21.3f} {python_first:>9.3f} {first / python_first:>6.2f}x"
+                first, python_first = (min(f[k][0] for f in firsts) for k in (0, 1))
+                cpu, python_cpu = (min(f[k][1] for f in firsts) for k in (0, 1))
+                extra = (
+                    f" {first:>21.3f} {python_first:>9.3f} {first / python_first:>6.2f}x"
+                    f" {cpu:>19.3f} {python_cpu:>9.3f} {cpu / python_cpu:>6.2f}x"
+                )
             print(
                 f"{field + ', ' + form:28} {size:>6.1f} {min(ours):>15.3f} {min(theirs):>9.3f} "
                 f"{min(ours) / min(theirs):>6.2f}x{extra}"
@@ -363,11 +370,11 @@ _PYTHON_FIRST = {  # what a script reading the file with json (or pyarrow) times
 }
 
 
-def _first_read(path: Path, python: str | None = None) -> float:
-    """Seconds of ``read_outputs(path)`` as the first read of a new process (evalframe
-    imported before the clock starts): what a short script pays. With ``python`` (a form),
-    the same for that form's ``json`` read (``json`` imported before the clock, pyarrow
-    after it, as evalframe imports it on its first Parquet read)."""
+def _first_read(path: Path, python: str | None = None) -> tuple[float, float]:
+    """Seconds of ``read_outputs(path)``, wall and CPU, as the first read of a new process
+    (evalframe imported before the clock starts): what a short script pays. With ``python``
+    (a form), the same for that form's ``json`` read (``json`` imported before the clock,
+    pyarrow after it, as evalframe imports it on its first Parquet read)."""
     import subprocess
 
     if python is None:
@@ -375,13 +382,15 @@ def _first_read(path: Path, python: str | None = None) -> float:
     else:
         head, body = "import json", _PYTHON_FIRST[python]
     code = (
-        f"import sys, time\n{head}\npath = sys.argv[1]\nt = time.perf_counter()\n{body}\n"
-        "print(time.perf_counter() - t)"
+        f"import sys, time\n{head}\npath = sys.argv[1]\n"
+        f"t, c = time.perf_counter(), time.process_time()\n{body}\n"
+        "print(time.perf_counter() - t, time.process_time() - c)"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
     )
-    return float(done.stdout.split()[-1])
+    wall, cpu = done.stdout.split()[-2:]
+    return float(wall), float(cpu)
 
 
 def _exact(path: Path) -> pl.DataFrame:

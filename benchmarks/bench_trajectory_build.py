@@ -61,11 +61,11 @@ def main() -> None:
     import bench_agent
 
     from evalframe.core._trajectory import parse_trajectory, trajectory_series
-    from evalframe.core._turns import agent_column
+    from evalframe.core._turns import _COLD_FROM, agent_column
 
     values = [t for _, t in bench_agent.episodes(args.episodes, args.seed)]
     calls = sum(len(t["tool_calls"]) for t in values)
-    agent_column("trajectory", values[:2000], str)  # load the compiled pass: not timed
+    agent_column("trajectory", values[:_COLD_FROM], str)  # load the compiled pass: not timed
 
     def build() -> Any:
         column, errors = agent_column("trajectory", values, lambda i: f"episode {i}")

@@ -468,6 +468,7 @@ def column_both_ways(field: str, values: list[Any]) -> list[tuple[Any, dict[int,
     for threshold in (10**9, 0):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(_turns, "_COMPILED_FROM", threshold)
+            patch.setattr(_turns, "_COLD_FROM", threshold)
             try:
                 column, errors = _turns.agent_column(field, values, lambda i: f"row {i}")
             except pl.exceptions.ComputeError as exc:  # a count past Int64: Polars refuses it

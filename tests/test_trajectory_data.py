@@ -565,6 +565,7 @@ def test_a_system_s_agent_fields_read_by_the_compiled_pass_as_one_by_one(
     results = []
     for threshold in (10**9, 0):
         monkeypatch.setattr(_turns, "_COMPILED_FROM", threshold)
+        monkeypatch.setattr(_turns, "_COLD_FROM", threshold)
         results.append(call_system(frame, system, concurrency=2).drop("latency_ms", "started_at"))
     assert results[1].equals(results[0])
     errors = results[0].get_column("system_error").to_list()

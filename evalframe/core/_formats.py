@@ -51,9 +51,11 @@ __all__ = [
     "columnar_source",
     "decode_utf8",
     "depth_error",
+    "digits_as_zero",
     "jsonl_source",
     "load_json",
     "long_digit_run",
+    "long_zero_run",
     "read_bytes",
     "read_parquet_source",
     "read_text",
@@ -379,7 +381,17 @@ def long_digit_run(data: bytes) -> bool:
     """Whether ``data`` holds 19 digits in a row, where orjson would read an integer past 64
     bits as a float (a bytes translation and search: a regular expression takes 50 times as
     long over a large file)."""
-    return b"0" * 19 in data.translate(_DIGITS_AS_ZERO)
+    return long_zero_run(digits_as_zero(data))
+
+
+def digits_as_zero(data: bytes) -> bytes:
+    """``data`` with every digit written as ``0``, to search for numbers' shapes."""
+    return data.translate(_DIGITS_AS_ZERO)
+
+
+def long_zero_run(zeros: bytes) -> bool:
+    """:func:`long_digit_run` of ``zeros``, a text already given to :func:`digits_as_zero`."""
+    return b"0" * 19 in zeros
 
 
 _COUNTED_BELOW: Final = 1 << 16

@@ -131,6 +131,11 @@ class Kernel(Generic[_P, _R]):
         with _interpreting():
             return self.fn(*args, **kwargs)
 
+    def loaded(self) -> bool:
+        """Whether this process has run the kernel compiled, so a further call (on types it
+        has seen) compiles and loads nothing."""
+        return self.dispatcher is not None and bool(self.dispatcher.signatures)
+
     def cached(self) -> bool:
         """Whether numba's on-disk cache holds a compiled form (imports numba)."""
         cache = getattr(self.compile(), "_cache", None)

@@ -42,6 +42,8 @@ from evalframe.core._formats import (
     load_json,
     yaml_limit_error,
 )
+from evalframe.core._gc import gc_paused
+from evalframe.core._outputs_quick import quick_lines, quick_list
 from evalframe.core._turns import agent_fields, with_agent_columns
 from evalframe.core._yaml import (
     YamlLimitError,
@@ -121,7 +123,11 @@ def read_outputs(path: str | os.PathLike[str]) -> pl.DataFrame:
         data = file.read_bytes()
     except OSError as exc:
         raise DatasetError(f"{_SUBJECT} {where} is not readable.") from exc
-    suffix = file.suffix.lower()
+    with gc_paused():  # parsing makes many containers and no cycles
+        return _read(data, file.suffix.lower(), where)
+
+
+def _read(data: bytes, suffix: str, where: str) -> pl.DataFrame:
     if suffix == ".parquet":
         return _from_parquet(data, where)
     if suffix not in {".csv", ".yaml", ".yml"}:
@@ -155,9 +161,7 @@ def _fast(body: bytes, lines: bool) -> pl.DataFrame | None:
             return frame
     if len(body) > _QUICK_UP_TO:
         return None
-    from evalframe.core import _outputs_quick as quick
-
-    return quick.quick_lines(body, _NUMBERS) if lines else quick.quick_list(body, _NUMBERS)
+    return quick_lines(body, _NUMBERS) if lines else quick_list(body, _NUMBERS)
 
 
 def _warm(data: bytes) -> bool:

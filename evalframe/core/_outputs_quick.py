@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import Any, Final
 
 import orjson
@@ -43,21 +44,19 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._agent_dtypes import TOOL_CALL, TRAJECTORY, TURN
-from evalframe.core._formats import long_digit_run
+from evalframe.core._formats import digits_as_zero, long_zero_run
 from evalframe.core._trajectory import _COMPACT
 from evalframe.core._yaml import MAX_DEPTH
 
 __all__ = ["quick_lines", "quick_list"]
 
 _NO_NUMBERS: Final = pl.Schema()
-_BLANK: Final = r"^[\s\x1c-\x1f]*$"  # texts str.strip() may empty: the exact reader names them
 # A value these readers re-encode or ignore sits at most this deep (document, outputs, entry,
 # turns, turn, tool_calls, call, arguments); a text with no more brackets than the rest of the
 # limit cannot cross it.
 _BRACKETS: Final = MAX_DEPTH - 8
-_DIGITS_AS_ZERO: Final = bytes.maketrans(b"123456789", b"000000000")
-_LIST_START: Final = re.compile(rb'[ \t\n\r]*\{[ \t\n\r]*"outputs"[ \t\n\r]*:')
 _WS: Final = b" \t\n\r"
+_SPACE: Final = re.compile(b"[ \t\n\r]*")
 # Stands between values written as one array (its escapes hold no digit before an e).
 _MARK: Final = "\x1fevalframe\x1f"
 _MARK_TEXT: Final = orjson.dumps(_MARK)
@@ -86,11 +85,12 @@ def quick_lines(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
         data: the file's bytes.
         numbers: the numeric members an entry may carry, with their dtypes (Int64 or Float64).
     """
-    if long_digit_run(data):
+    zeros = digits_as_zero(data)
+    if long_zero_run(zeros):
         return None
     try:
         entries = [orjson.loads(line) for line in data.split(b"\n") if line.strip()]
-        return _frame(entries, numbers)
+        return _frame(entries, numbers, _float_text(zeros))
     except (orjson.JSONDecodeError, _Decline):
         return None
 
@@ -99,20 +99,35 @@ def quick_list(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
     """The saved outputs of a list-form file's bytes (``{"outputs": [...]}``, no BOM), or
     None: as :func:`quick_lines`. The document's one member is ``outputs``: its value is
     parsed alone, so a second member (a repeated ``outputs`` too) is not JSON and declined."""
-    start = _LIST_START.match(data)
-    body = data.rstrip(_WS)
-    if start is None or not body.endswith(b"}") or long_digit_run(data):
+    start = _after(data, _after(data, _after(data, 0, b"{"), b'"outputs"'), b":")
+    end = len(data)
+    while end and data[end - 1] in _WS:
+        end -= 1
+    if start < 0 or end <= start or data[end - 1] != ord("}"):
+        return None
+    zeros = digits_as_zero(data)
+    if long_zero_run(zeros):
         return None
     try:
-        entries = orjson.loads(body[start.end() : -1])
+        entries = orjson.loads(memoryview(data)[start : end - 1])  # the value, not copied
         if type(entries) is not list:
             return None
-        return _frame(entries, numbers)
+        return _frame(entries, numbers, _float_text(zeros))
     except (orjson.JSONDecodeError, _Decline):
         return None
 
 
-def _frame(entries: list[Any], numbers: pl.Schema) -> pl.DataFrame:
+def _after(data: bytes, at: int, token: bytes) -> int:
+    """Where ``token`` ends in ``data`` when it follows JSON whitespace from ``at``; -1 where
+    something else stands there (or ``at`` is -1)."""
+    if at < 0:
+        return -1
+    at = _SPACE.match(data, at).end()  # type: ignore[union-attr]  # it matches nothing too
+    return at + len(token) if data.startswith(token, at) else -1
+
+
+def _frame(entries: list[Any], numbers: pl.Schema, floats: bool) -> pl.DataFrame:
+    """The frame of ``entries``; ``floats``: the file may hold a float."""
     if not entries or _types(entries) != {dict}:
         raise _Decline
     keys: set[str] = set().union(*entries)
@@ -121,10 +136,12 @@ def _frame(entries: list[Any], numbers: pl.Schema) -> pl.DataFrame:
     texts = _field(entries, keys, C.ACTUAL_OUTPUT)
     if _types(ids) != {str} or _types(texts) != {str}:
         raise _Decline
-    sample_ids = pl.Series(C.SAMPLE_ID, ids, dtype=pl.String)
-    if sample_ids.is_duplicated().any() or _blank(sample_ids):
+    if len(set(ids)) < len(ids) or _blank(ids):
         raise _Decline  # the exact reader names the id
-    columns = [sample_ids, pl.Series(C.ACTUAL_OUTPUT, texts, dtype=pl.String)]
+    columns = [
+        pl.Series(C.SAMPLE_ID, ids, dtype=pl.String),
+        pl.Series(C.ACTUAL_OUTPUT, texts, dtype=pl.String),
+    ]
     for name, dtype in numbers.items():
         if name in keys:
             columns.append(_number_column(name, _field(entries, keys, name), dtype))
@@ -132,10 +149,10 @@ def _frame(entries: list[Any], numbers: pl.Schema) -> pl.DataFrame:
     frame = pl.DataFrame(columns)
     trajectories = _field(entries, keys, "trajectory")
     if any(t is not None for t in trajectories):
-        frame = frame.with_columns(_trajectories(trajectories))
+        frame = frame.with_columns(_trajectories(trajectories, floats))
     turns = _field(entries, keys, "turns")
     if any(t is not None for t in turns):
-        frame = frame.with_columns(_turns(turns))
+        frame = frame.with_columns(_turns(turns, floats))
     return frame
 
 
@@ -146,8 +163,9 @@ def _types(values: Iterable[object]) -> set[type]:
     return set(map(type, values))
 
 
-def _blank(texts: pl.Series) -> bool:
-    return bool(texts.str.contains(_BLANK).any())
+def _blank(texts: Iterable[str]) -> bool:
+    """Whether one of ``texts`` (each distinct one once) is empty or only whitespace."""
+    return any(not text.strip() for text in set(texts))
 
 
 def _shallow(values: Iterable[object]) -> None:
@@ -155,12 +173,13 @@ def _shallow(values: Iterable[object]) -> None:
     the depth limit."""
     nested = [v for v in values if type(v) is dict or type(v) is list]
     if nested:
-        _compact_texts(nested)
+        _compact_texts(nested, floats=False)  # only counted: their floats' spelling is moot
 
 
-def _compact_texts(values: list[Any]) -> list[str]:
+def _compact_texts(values: list[Any], floats: bool) -> list[str]:
     """Each of ``values`` (maps, lists, numbers, booleans) as Python's compact encoder writes
-    it; declines one with more brackets than the depth limit leaves room for."""
+    it (``floats``: they may hold a float); declines one with more brackets than the depth
+    limit leaves room for."""
     if not values:
         return []
     marked: list[Any] = [_MARK] * (2 * len(values))
@@ -171,22 +190,27 @@ def _compact_texts(values: list[Any]) -> list[str]:
         raise _Decline from None
     if blob.count(_MARK_TEXT) != len(values):
         raise _Decline  # a value holds the mark itself
-    pieces = (blob[1:-1] + b",").split(b"," + _MARK_TEXT + b",")[:-1]
-    if _floats(blob):  # orjson writes some floats as Python does not
+    text = blob[1:-1].decode()
+    texts = (text + ",").split(f",{_MARK_TEXT.decode()},")[:-1]
+    if floats and _floats(blob):  # orjson writes some floats as Python does not
         texts = [
-            _COMPACT.encode(v) if _floats(p) else p.decode()
-            for v, p in zip(values, pieces, strict=True)
+            _COMPACT.encode(v) if _floats(t.encode()) else t
+            for v, t in zip(values, texts, strict=True)
         ]
-    else:
-        texts = [p.decode() for p in pieces]
-    if any(t.count("{") + t.count("[") > _BRACKETS for t in texts if len(t) > _BRACKETS):
+    if max(map(len, texts)) > _BRACKETS and any(
+        t.count("{") + t.count("[") > _BRACKETS for t in texts if len(t) > _BRACKETS
+    ):
         raise _Decline
     return texts
 
 
 def _floats(text: bytes) -> bool:
     """Whether ``text`` might hold a float: a digit before ``.``, ``e`` or ``E``."""
-    zeros = text.translate(_DIGITS_AS_ZERO)
+    return _float_text(digits_as_zero(text))
+
+
+def _float_text(zeros: bytes) -> bool:
+    """:func:`_floats` of a text given to ``digits_as_zero``."""
     return b"0." in zeros or b"0e" in zeros or b"0E" in zeros
 
 
@@ -222,7 +246,7 @@ def _latencies(values: list[Any]) -> list[Any]:
     return [float(v) if type(v) is int else v for v in values] if int in kinds else values
 
 
-def _text_values(values: list[Any]) -> list[Any]:
+def _text_values(values: list[Any], floats: bool) -> list[Any]:
     """Results and errors: strings as they are, any other value as compact JSON."""
     kinds = _types(values)
     if kinds <= {str, _NONE}:
@@ -230,7 +254,7 @@ def _text_values(values: list[Any]) -> list[Any]:
     if not kinds <= {str, _NONE, dict, list, int, float, bool}:
         raise _Decline
     at = [i for i, v in enumerate(values) if v is not None and type(v) is not str]
-    texts = _compact_texts([values[i] for i in at])
+    texts = _compact_texts([values[i] for i in at], floats)
     out = list(values)
     for i, text in zip(at, texts, strict=True):
         out[i] = text
@@ -241,8 +265,15 @@ def _lists(name: str, items: pl.Series | pl.DataFrame, lengths: Sequence[int]) -
     """A list column of ``len(lengths)`` rows, row ``i`` holding the next ``lengths[i]`` of
     ``items`` (a column, or a frame's rows as structs)."""
     values = items.to_struct(name) if isinstance(items, pl.DataFrame) else items.alias(name)
+    if not values.len():  # every row empty
+        empty = pl.repeat(pl.lit([], pl.List(values.dtype)), len(lengths))
+        return pl.select(empty.alias(name)).to_series()
+    if min(lengths) == max(lengths):  # rows of one length: the items as a matrix
+        return values.reshape((len(lengths), lengths[0])).cast(pl.List(values.dtype))
     owner = pl.Series("row", [i for i, k in enumerate(lengths) for _ in range(k)], pl.Int64)
     grouped = pl.DataFrame([owner, values]).group_by("row", maintain_order=True).agg(pl.col(name))
+    if grouped.height == len(lengths):  # no row is empty: the groups are the rows, in order
+        return grouped.get_column(name)
     rows = pl.DataFrame([pl.Series("row", range(len(lengths)), pl.Int64)])
     return (
         rows.join(grouped, on="row", how="left", maintain_order="left")
@@ -254,11 +285,15 @@ def _lists(name: str, items: pl.Series | pl.DataFrame, lengths: Sequence[int]) -
 def _field(rows: list[dict[str, Any]], keys: set[str], name: str, alias: str = "") -> list[Any]:
     """Each row's member ``name`` (or, where that is null, ``alias``), None where it has
     neither; ``keys`` holds every member name the rows use."""
-    if alias in keys:
-        if name not in keys:
-            return [r.get(alias) for r in rows]
-        return [v if (v := r.get(name)) is not None else r.get(alias) for r in rows]
-    return [r.get(name) for r in rows] if name in keys else [None] * len(rows)
+    values: list[Any] = [None] * len(rows)
+    if name in keys:
+        try:  # every row has it, most often: taken in C
+            values = list(map(itemgetter(name), rows))
+        except KeyError:
+            values = [r.get(name) for r in rows]
+    if alias in keys and None in values:
+        values = [r.get(alias) if v is None else v for r, v in zip(rows, values, strict=True)]
+    return values
 
 
 def _ignored(rows: list[dict[str, Any]], keys: set[str], known: frozenset[str]) -> None:
@@ -312,7 +347,7 @@ def _id(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _calls(lists: list[Any]) -> pl.Series:
+def _calls(lists: list[Any], floats: bool) -> pl.Series:
     """The ``tool_calls`` column: one list of calls (or None, no calls) per row."""
     if not _types(lists) <= {list, _NONE}:
         raise _Decline
@@ -333,29 +368,29 @@ def _calls(lists: list[Any]) -> pl.Series:
     if not kinds <= {dict, _NONE}:
         raise _Decline  # JSON text, or a value of another type
     if _NONE not in kinds:
-        texts: list[Any] = _compact_texts(arguments)
+        texts: list[Any] = _compact_texts(arguments, floats)
     else:
         at = [i for i, a in enumerate(arguments) if a is not None]
         texts = [None] * len(calls)
-        for i, text in zip(at, _compact_texts([arguments[i] for i in at]), strict=True):
+        for i, text in zip(at, _compact_texts([arguments[i] for i in at], floats), strict=True):
             texts[i] = text
     flat = pl.DataFrame(
         {
             "name": names,
             "arguments": texts,
-            "result": _text_values(_field(calls, keys, "result")),
-            "error": _text_values(_field(calls, keys, "error")),
+            "result": _text_values(_field(calls, keys, "result"), floats),
+            "error": _text_values(_field(calls, keys, "error"), floats),
             "latency_ms": _latencies(_field(calls, keys, "latency_ms")),
             "tokens": _counts(_field(calls, keys, "tokens")),
         },
         schema=TOOL_CALL.to_schema(),
     )
-    if _blank(flat.get_column("name")):
+    if _blank(names):
         raise _Decline
     return _lists("tool_calls", flat, [len(row) for row in lists])
 
 
-def _trajectories(values: list[Any]) -> pl.Series:
+def _trajectories(values: list[Any], floats: bool) -> pl.Series:
     """The ``trajectory`` column, as ``parse_trajectory`` and ``trajectory_series`` build it."""
     given = [v is not None for v in values]
     if not _types(values) <= {dict, _NONE}:
@@ -366,16 +401,16 @@ def _trajectories(values: list[Any]) -> pl.Series:
     lists = _field(blocks, keys, "tool_calls")
     steps = _counts(_field(blocks, keys, "steps"))
     finish = _field(blocks, keys, "finish_reason")
-    approvals = [[] if a is None else a for a in _field(blocks, keys, "approvals")]
+    approvals = [() if a is None else a for a in _field(blocks, keys, "approvals")]
     pending = _counts(_field(blocks, keys, "pending_approvals"))
-    if not _types(finish) <= {str, _NONE} or not _types(approvals) <= {list}:
+    if not _types(finish) <= {str, _NONE} or not _types(approvals) <= {list, tuple}:
         raise _Decline
     flat_approvals = [a for row in approvals for a in row]
     if not _types(flat_approvals) <= {str, int}:
         raise _Decline
     if int in _types(flat_approvals):
-        approvals = [[str(a) for a in row] for row in approvals]
-    calls = _calls(lists)
+        flat_approvals = [str(a) for a in flat_approvals]
+    calls = _calls(lists, floats)
     counts = [0 if row is None else len(row) for row in lists]
     steps = [k if s is None else s for s, k in zip(steps, counts, strict=True)]
     frame = pl.DataFrame(
@@ -383,14 +418,16 @@ def _trajectories(values: list[Any]) -> pl.Series:
             calls,
             pl.Series("steps", steps, pl.Int64),
             pl.Series("finish_reason", finish, pl.String),
-            pl.Series("approvals", approvals, pl.List(pl.String)),
+            _lists(
+                "approvals", pl.Series(flat_approvals, dtype=pl.String), list(map(len, approvals))
+            ),
             pl.Series("pending_approvals", [0 if p is None else p for p in pending], pl.Int64),
         ]
     )
     return _nulls_where(frame.to_struct("trajectory"), given)
 
 
-def _turns(values: list[Any]) -> pl.Series:
+def _turns(values: list[Any], floats: bool) -> pl.Series:
     """The ``turns`` column, as ``parse_turns`` and ``turns_series`` build it."""
     given = [v is not None for v in values]
     if not _types(values) <= {list, _NONE}:
@@ -409,11 +446,11 @@ def _turns(values: list[Any]) -> pl.Series:
         [
             pl.Series("role", roles, pl.String),
             pl.Series("content", contents, pl.String),
-            _calls(_field(turns, keys, "tool_calls")),
+            _calls(_field(turns, keys, "tool_calls"), floats),
             pl.Series("latency_ms", _latencies(_field(turns, keys, "latency_ms")), pl.Float64),
             pl.Series("tokens", _counts(_field(turns, keys, "tokens")), pl.Int64),
         ]
     )
-    if _blank(flat.get_column("role")):
+    if _blank(roles):
         raise _Decline
     return _nulls_where(_lists("turns", flat, [len(row) for row in rows]), given)
