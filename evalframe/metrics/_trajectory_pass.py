@@ -411,7 +411,7 @@ def details_text(details: Details, flat: FlatPass) -> pl.Series:
     lists = [*details.lists, *[no_list] * (_LIST_SLOTS - len(details.lists))]
     name_len = np.diff(dict_off)
     totals = [x.name_bytes(name_len) for x in lists]
-    l_ids = tuple(np.ascontiguousarray(x.ids, np.int32) for x in lists)
+    l_ids = tuple(np.require(x.ids, np.int32, ["C", "W"]) for x in lists)  # one array type
     l_off = np.stack([x.off for x in lists])
     l_valid = np.stack([x.valid for x in lists])
     kinds = np.array(details.kinds, np.int64)
@@ -471,7 +471,8 @@ def _write(
 ) -> None:  # fmt: skip
     """The details of rows ``r0`` on, one after the other into ``out``, with their
     ``out_off``; list slot ``s`` of row ``r`` is ``l_ids[s][l_off[s, r]:l_off[s, r + 1]]``,
-    written as a JSON array of the names' texts (``null`` where not ``l_valid``)."""
+    written as a JSON array of the names' texts (``null`` where not ``l_valid``). Every byte
+    buffer it copies from, and ``out``, has ``WORD_SLACK`` bytes to spare (``copy_words``)."""
     null = np.zeros(4 + WORD_SLACK, np.uint8)
     null[:4] = np.array([110, 117, 108, 108], np.uint8)
     digits = np.empty(24, np.uint8)
