@@ -45,6 +45,7 @@ from evalframe.core._json._values import (
     skip_value,
 )
 from evalframe.core._njit import in_halves, kernel_int, njit
+from evalframe.core._pages import small_pages
 
 __all__ = ["LIST_FIELDS", "decode_expectations"]
 
@@ -407,22 +408,6 @@ _KEPT_BYTES: Final = 64 << 20
 """The most text whose decoding is kept in memory for the next call."""
 
 
-def _sparse_table(shape: tuple[int, int]) -> Any:
-    """An int64 table (left unset) for :func:`_decode`, in small pages where the system has
-    transparent huge pages: each of its rows is sized for the most items any column could
-    hold and written only at its start, and a huge page faults in (zeroes) 2 MB wherever it
-    is first touched. Measured on a 2-core VM, 100,000 metadata texts: the kernel's system
-    time (faulting pages in) 0.24-0.35 s with huge pages, 0.04-0.05 s without."""
-    import mmap
-
-    size = shape[0] * shape[1] * 8
-    if not hasattr(mmap, "MADV_NOHUGEPAGE") or size < 1 << 22:
-        return np.empty(shape, np.int64)
-    pages = mmap.mmap(-1, size)
-    pages.madvise(mmap.MADV_NOHUGEPAGE)
-    return np.frombuffer(pages, np.int64).reshape(shape)  # keeps the mapping alive
-
-
 def _decode_texts(texts: pl.Series) -> pl.DataFrame:
     import pyarrow as pa
 
@@ -431,7 +416,7 @@ def _decode_texts(texts: pl.Series) -> pl.DataFrame:
     data, offsets, _ = text_buffers(texts)
     n = texts.len()
     items = int(np.count_nonzero(data == 44)) + n + 2
-    table = _sparse_table((_TABLE_ROWS, max(items, 16) + 1))
+    table = small_pages((_TABLE_ROWS, max(items, 16) + 1), np.int64)
     table[_C, :10] = 0
     table[_END : _END + 9, 0] = 0
     out = np.empty(data.size + 2 * n + 16, np.uint8)  # an empty map written per goal name

@@ -49,6 +49,7 @@ from evalframe.core._json._text import (
 from evalframe.core._json._values import member_key, name_index, name_table, next_member
 from evalframe.core._njit import njit
 from evalframe.core._outputs_nested import Builder, end_row, nested_columns, nested_value, start_row
+from evalframe.core._pages import small_pages
 
 __all__ = ["entries_loaded", "outputs_lines", "outputs_list", "outputs_map"]
 
@@ -127,8 +128,8 @@ def outputs_map(data: bytes) -> pl.DataFrame | None:
         reader returns them.
     """
     raw = np.frombuffer(data, np.uint8)
-    ids = np.empty(raw.size, np.uint8)
-    texts = np.empty(raw.size, np.uint8)
+    ids = small_pages(raw.size, np.uint8)
+    texts = small_pages(raw.size, np.uint8)
     n, id_off, text_off = _scan(raw, ids, texts)
     if n < 0:
         return None
@@ -340,7 +341,7 @@ def _entries(data: bytes, numbers: pl.Schema, *, listed: bool) -> pl.DataFrame |
     raw = np.frombuffer(data, np.uint8)
     names, offsets = _names(list(numbers))
     integer = np.array([dtype == pl.Int64 for dtype in numbers.values()])
-    ids, texts, alt, scratch = (np.empty(raw.size, np.uint8) for _ in range(4))
+    ids, texts, alt, scratch = (small_pages(raw.size, np.uint8) for _ in range(4))
     has_nested = any(f'"{name}"'.encode() in data for name in _NESTED)
     room = raw.size // 30 + 2  # as _scan_entries sizes its own arrays
     nested = Builder.sized(raw, room, data) if has_nested else Builder.sized(raw[:0], 0)

@@ -63,6 +63,7 @@ from evalframe.core._json._values import (
     skip_value,
 )
 from evalframe.core._njit import kernel_int, njit
+from evalframe.core._pages import small_pages
 
 __all__ = [
     "CONTEXTS_FIELD",
@@ -138,24 +139,24 @@ class Builder:
     def sized(cls, data: npt.NDArray[np.uint8], rows: int, text: bytes | None = None) -> Builder:
         """Room for ``rows`` rows of values read from ``data`` (whose bytes ``text`` holds
         too, when the caller has them): as many list items as it has commas and opening
-        brackets, as many decoded bytes as it has bytes (memory the pass does not write is
-        never touched)."""
+        brackets, as many decoded bytes as it has bytes (in small pages: memory the pass
+        does not write is never touched)."""
         if text is None:
             items = int(np.count_nonzero(data == 44)) + int(np.count_nonzero(data == 91))
         else:
             items = text.count(b",") + text.count(b"[")
         cap = max(rows + items + 2, 8)  # the counters share the table
-        table = np.empty((_TABLE_ROWS, cap + 1), np.int64)
+        table = small_pages((_TABLE_ROWS, cap + 1), np.int64)
         table[_C, :8] = 0
         table[_O : _O + 5, 0] = 0
-        scratch = np.empty(data.size + 16, np.uint8)
+        scratch = small_pages(data.size + 16, np.uint8)
         readonly = scratch.view()
         readonly.flags.writeable = False
         return cls(
             (
-                np.empty(data.size + 16, np.uint8),  # decoded and re-encoded text
+                small_pages(data.size + 16, np.uint8),  # decoded and re-encoded text
                 table,
-                np.empty((3, cap), np.float64),
+                small_pages((3, cap), np.float64),
                 np.empty(128, np.int64),  # scratch: nesting
                 np.empty(2 * 4096, np.int64),  # scratch: the keys of the objects open
                 scratch,  # scratch: member names, arguments given as text
