@@ -634,8 +634,10 @@ def test_one_value_the_pass_declines_leaves_the_others_to_it() -> None:
 # --- Parquet: a column at a time -----------------------------------------------------------
 
 
-def read_parquet_both(path: Path) -> tuple[object, object]:
-    """What the exact reader and the column-at-a-time reader make of a Parquet file."""
+def read_parquet_both(path: Path, kernels: str = "compiled") -> tuple[object, object]:
+    """What the exact reader and the column-at-a-time reader make of a Parquet file, its JSON
+    texts read by the compiled pass (``kernels``: ``compiled``) or by orjson's reader
+    (``interpreted``: a small table in a process that has not loaded the pass)."""
     from evalframe.core import _outputs_table
     from evalframe.core._outputs import read_outputs
 
@@ -643,7 +645,7 @@ def read_parquet_both(path: Path) -> tuple[object, object]:
     for columns in (lambda *_: None, _outputs_table.outputs_columns):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(_outputs_table, "outputs_columns", columns)
-            patch.setenv("EVALFRAME_KERNELS", "compiled")
+            patch.setenv("EVALFRAME_KERNELS", kernels)
             try:
                 results.append(read_outputs(path))
             except Exception as exc:
@@ -665,9 +667,16 @@ def table_rows(draw: st.DrawFn) -> dict[str, object]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(table_rows(), min_size=1, max_size=6), st.sampled_from(["text", "struct"]))
+@given(
+    st.lists(table_rows(), min_size=1, max_size=6),
+    st.sampled_from(["text", "struct"]),
+    st.sampled_from(["compiled", "interpreted"]),
+)
 def test_parquet_outputs_read_a_column_at_a_time_as_row_by_row(
-    tmp_path_factory: pytest.TempPathFactory, rows: list[dict[str, object]], layout: str
+    tmp_path_factory: pytest.TempPathFactory,
+    rows: list[dict[str, object]],
+    layout: str,
+    kernels: str,
 ) -> None:
     frame = pl.DataFrame(rows, infer_schema_length=None)
     if layout == "struct":  # the trajectory column evalframe writes: parsed, as a struct
@@ -680,7 +689,7 @@ def test_parquet_outputs_read_a_column_at_a_time_as_row_by_row(
         frame = frame.with_columns(trajectory_series(parsed))
     path = tmp_path_factory.mktemp("parquet") / "o.parquet"
     frame.write_parquet(path)
-    exact, columns = read_parquet_both(path)
+    exact, columns = read_parquet_both(path, kernels)
     if isinstance(exact, pl.DataFrame):
         assert isinstance(columns, pl.DataFrame)
         assert columns.equals(exact)
@@ -709,6 +718,31 @@ def test_a_usual_parquet_file_is_read_a_column_at_a_time(tmp_path: Path) -> None
         patch.setenv("EVALFRAME_KERNELS", "compiled")
         assert outputs_columns(pq.read_table(path), _NUMBERS) is not None
     exact, columns = read_parquet_both(path)
+    assert isinstance(columns, pl.DataFrame)
+    assert columns.equals(exact)  # type: ignore[arg-type]
+
+
+def test_a_small_parquet_file_is_read_by_orjson(tmp_path: Path) -> None:
+    """A few rows in a process without the compiled pass: orjson's reader, not the exact one."""
+    import pyarrow.parquet as pq
+
+    from evalframe.core._outputs_table import outputs_columns
+
+    trajectory = json.dumps(TRAJECTORY | {"steps": 4})  # a count as text is the exact reader's
+    frame = pl.DataFrame(
+        {
+            "id": ["q0", "q1", "q2"],
+            "actual_output": ["a", "b", "c"],
+            "trajectory": [trajectory, None, " "],
+            "turns": [json.dumps(TURNS), "[]", None],
+        }
+    )
+    path = tmp_path / "o.parquet"
+    frame.write_parquet(path)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EVALFRAME_KERNELS", "interpreted")
+        assert outputs_columns(pq.read_table(path), _NUMBERS) is not None
+    exact, columns = read_parquet_both(path, "interpreted")
     assert isinstance(columns, pl.DataFrame)
     assert columns.equals(exact)  # type: ignore[arg-type]
 

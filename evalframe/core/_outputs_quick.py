@@ -48,7 +48,7 @@ from evalframe.core._formats import digits_as_zero, long_zero_run
 from evalframe.core._trajectory import _COMPACT
 from evalframe.core._yaml import MAX_DEPTH
 
-__all__ = ["quick_lines", "quick_list"]
+__all__ = ["quick_cells", "quick_lines", "quick_list"]
 
 _NO_NUMBERS: Final = pl.Schema()
 # A value these readers re-encode or ignore sits at most this deep (document, outputs, entry,
@@ -113,6 +113,22 @@ def quick_list(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
         if type(entries) is not list:
             return None
         return _frame(entries, numbers, _float_text(zeros))
+    except (orjson.JSONDecodeError, _Decline):
+        return None
+
+
+def quick_cells(field: str, cells: list[str | None]) -> pl.Series | None:
+    """Column ``field`` (``trajectory`` or ``turns``) from a table's JSON texts, as the exact
+    reader parses each (a null or blank text is no value), or None: as :func:`quick_lines`.
+    Some cell must hold a text."""
+    zeros = digits_as_zero("\n".join(t for t in cells if t is not None).encode())
+    if long_zero_run(zeros):
+        return None
+    try:
+        values = [None if t is None or not t.strip() else orjson.loads(t) for t in cells]
+        if field == "trajectory":
+            return _trajectories(values, _float_text(zeros))
+        return _turns(values, _float_text(zeros))
     except (orjson.JSONDecodeError, _Decline):
         return None
 

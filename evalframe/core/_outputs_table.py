@@ -19,12 +19,14 @@ Examples:
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._njit import worth_compiling
+from evalframe.core._outputs_quick import quick_cells
 from evalframe.core._trajectory import TRAJECTORY
 from evalframe.core._turns import TURNS
 
@@ -100,18 +102,23 @@ def outputs_columns(table: pa.Table, numbers: pl.Schema) -> pl.DataFrame | None:
 
 def _nested(field: str, column: pl.Series | None) -> list[pl.Series] | None:
     """Field ``field``'s column (none when no row has one), or None to decline."""
+    if column is None or column.dtype == pl.Null:
+        return []
+    given = column.null_count() < column.len()
+    loaded = sys.modules.get("evalframe.core._outputs_nested")  # not imported: not loaded
+    if not worth_compiling(column.len(), _COMPILED_FROM) or not (
+        worth_compiling(column.len(), _COLD_FROM) or (loaded is not None and loaded.cells_loaded())
+    ):  # a few rows: orjson's reader or the exact one, compiling and loading nothing
+        if column.dtype != pl.String:
+            return None
+        read = quick_cells(field, column.to_list()) if given else None
+        return [] if not given else None if read is None else [read]
+
     import numpy as np
 
     from evalframe.core import _outputs_nested as nested
     from evalframe.core._arrow_text import text_buffers
 
-    if column is None or column.dtype == pl.Null:
-        return []
-    if not worth_compiling(column.len(), _COMPILED_FROM) or not (
-        worth_compiling(column.len(), _COLD_FROM) or nested.cells_loaded()
-    ):
-        return None  # a few rows: the exact reader, compiling and loading nothing
-    given = column.null_count() < column.len()
     if column.dtype == TRAJECTORY and field == "trajectory":
         latency = column.struct.field("tool_calls").explode().struct.field("latency_ms")
         if latency.is_nan().any():  # JSON has no NaN: the text would say null
