@@ -427,19 +427,19 @@ def _decode_texts(texts: pl.Series) -> pl.DataFrame:
     columns: dict[str, Any] = {"exact": exact}
     for f, field in enumerate(LIST_FIELDS):
         k = int(table[_C, f])
-        items_ = strings_array(table[_S + f, :k], table[_LEN + f, :k], out)
+        items_ = strings_array(table[_S + f, :k], table[_LEN + f, :k], out, copy=False)
         columns[field] = list_array(table[_END + f, : n + 1], items_, has[f])
     for which, field in ((0, "max_steps"), (1, "optimal_steps")):
         columns[field] = numbers_array(table[_COUNT + which, :n], table[_COUNT_NULL + which, :n])
     k = int(table[_C, 5])
     specs = pa.StructArray.from_arrays(
-        [strings_array(table[_S + c, :k], table[_LEN + c, :k], out) for c in (5, 6)],
+        [strings_array(table[_S + c, :k], table[_LEN + c, :k], out, copy=False) for c in (5, 6)],
         ["name", "arguments"],
     )
     columns["tool_arguments"] = list_array(table[_END + 7, : n + 1], specs, has[_TOOL_ARGUMENTS])
     columns["skipped"] = numbers_array(table[_SKIPPED, :n], ~has[_TOOL_ARGUMENTS])
     columns["goal"] = pa.StructArray.from_arrays(
-        [strings_array(table[_S + c, :n], table[_LEN + c, :n], out) for c in (7, 8)],
+        [strings_array(table[_S + c, :n], table[_LEN + c, :n], out, copy=False) for c in (7, 8)],
         ["name", "arguments"],
         mask=pa.array(~has[_GOAL]),
     )

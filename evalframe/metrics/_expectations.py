@@ -92,7 +92,7 @@ class Expectations:
         names = ["tool_arguments" if n == "skipped_arguments" else n for n in names]
         found = [self._problems[n] for n in names if n in self._problems]
         if not found:
-            return pl.Series("problem", [None] * self.height, dtype=pl.String)
+            return _no_problems(self.height)
         return self._select(pl.coalesce(*(pl.lit(p) for p in found))).alias("problem")
 
     def get_column(self, name: str) -> pl.Series:
@@ -124,7 +124,7 @@ class Expectations:
         values = self._compiled.get_column(field)
         if name == "skipped_arguments":
             values = values.fill_null(0)
-        problem = pl.Series("problem", [None] * self.height, dtype=pl.String)
+        problem = _no_problems(self.height)
         if not exact.all():
             if self._rest is None:
                 rest = self._frame.filter(~exact)
@@ -227,7 +227,7 @@ class Expectations:
     ) -> tuple[pl.Series, pl.Series]:
         exact = typed.get_column("exact")
         names = self._typed_field(typed, key)
-        problem = pl.Series("problem", [None] * self.height, dtype=pl.String)
+        problem = _no_problems(self.height)
         if not exact.all():
             slow = self._names_by_path(self._frame.filter(~exact), key, single=single)
             names, problem = (
@@ -331,6 +331,11 @@ class Expectations:
         if name == "goal":
             return items_col.list.first()
         return items_col
+
+
+def _no_problems(height: int) -> pl.Series:
+    """A ``problem`` column with none (made without a Python list of ``height`` Nones)."""
+    return pl.repeat(None, height, dtype=pl.String, eager=True).alias("problem")
 
 
 def _merge(exact: pl.Series, fast: pl.Series, path: pl.Series) -> pl.Series:

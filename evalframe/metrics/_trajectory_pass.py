@@ -142,7 +142,7 @@ class FlatPass:
         if flat.get_column("name").null_count() or _flat(approvals).null_count():
             raise _NotCoveredError
         self.call_failed = flat.get_column("error").is_not_null().to_numpy()
-        self.call_args = Texts(flat.get_column("arguments"))
+        self.call_args = flat.get_column("arguments")  # read only where a pair needs them
         self.steps = steps.fill_null(0).to_numpy().astype(np.int64)
         if (self.steps == _I64_MIN).any():
             raise _NotCoveredError
@@ -260,13 +260,13 @@ def name_pairs_kernel(
 @njit
 def _pair_subsets(
     e: Any, e_off: Any, e_valid: Any, e_at: Any, a: Any, a_off: Any, a_valid: Any,
-    out_s: Any, out_c: Any, out: Any,
+    out_s: Any, out: Any,
 ) -> None:  # fmt: skip
-    """``loose_subset`` of each pair's texts (spec ``e_at[s]``, call ``c``): yes, no, or
-    unknown (-1, for Python to judge)."""
+    """``loose_subset`` of each pair's texts (pair ``i``: spec ``e_at[out_s[i]]``, call text
+    ``i``): yes, no, or unknown (-1, for Python to judge)."""
     stack = np.empty(64, np.int64)
     for i in range(out.shape[0]):
-        s, c = e_at[out_s[i]], out_c[i]
+        s, c = e_at[out_s[i]], i
         e_lo, e_hi = e_off[s], e_off[s + 1]
         a_lo, a_hi = a_off[c], a_off[c + 1]
         if not e_valid[s]:
@@ -291,15 +291,15 @@ def _verdicts(
     name_pairs_kernel(s_row, s_name, flat.call_off, flat.call_names, usable, out_s, out_c)
     compiling("the tool arguments matcher", _pair_subsets)
     verdicts = np.zeros(n, np.int8)
-    args = flat.call_args
+    args = Texts(flat.call_args.gather(pl.Series(out_c)))  # the paired calls', in pair order
     _pair_subsets(
         texts.data, texts.off, texts.valid, at, args.data, args.off, args.valid,
-        out_s, out_c, verdicts,
+        out_s, verdicts,
     )  # fmt: skip
     unknown = np.flatnonzero(verdicts < 0)
     if unknown.size:
         expected = texts.series.gather(pl.Series(at[out_s[unknown]]))
-        actual = args.series.gather(pl.Series(out_c[unknown]))
+        actual = args.series.gather(pl.Series(unknown))
         verdicts[unknown] = judge_pairs(expected, actual)
     return out_s, out_c, verdicts.astype(np.bool_)
 
