@@ -443,6 +443,18 @@ def test_align_outputs_reorders_to_dataset_order() -> None:
     assert aligned.row(0) == ("refund-window", "You have 30 days.", 12.5, 40, None)
 
 
+def test_align_outputs_in_any_order_and_column_order_is_the_joined_frame() -> None:
+    ds = read_dataset(DATA / "faq.yaml")
+    outputs = read_outputs(DATA / "outputs.yaml")
+    assert outputs.get_column("sample_id").equals(ds.get_column("sample_id"))  # in order
+    for frame in (outputs, outputs.select(pl.exclude("sample_id"), "sample_id"), outputs[::-1]):
+        order = ds.select("sample_id")
+        joined = order.join(frame, on="sample_id", how="left", maintain_order="left")
+        aligned = align_outputs(ds, frame)
+        assert aligned.columns == joined.columns
+        assert aligned.equals(joined, null_equal=True)
+
+
 def test_align_outputs_lists_missing_and_unknown_ids() -> None:
     ds = dataset("a", "b", "c")
     outputs = pl.DataFrame({"sample_id": ["c", "x"], "actual_output": ["1", "2"]})

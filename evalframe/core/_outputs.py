@@ -218,7 +218,10 @@ def align_outputs(dataset: Dataset, outputs: pl.DataFrame) -> pl.DataFrame:
         [('a', '1'), ('b', '2')]
     """
     _check_outputs_frame(outputs)
-    check_coverage(dataset, outputs.get_column(C.SAMPLE_ID))
+    given = outputs.get_column(C.SAMPLE_ID)
+    check_coverage(dataset, given)
+    if given.equals(dataset.get_column(C.SAMPLE_ID)):  # in dataset order already: the join's
+        return outputs.select(C.SAMPLE_ID, pl.exclude(C.SAMPLE_ID))  # frame, nothing moved
     order = dataset.select(C.SAMPLE_ID)
     return order.join(outputs, on=C.SAMPLE_ID, how="left", maintain_order="left")
 
