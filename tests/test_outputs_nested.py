@@ -461,14 +461,17 @@ def test_a_large_file_with_trajectories_reads_as_a_small_one(tmp_path: Path) -> 
 
 
 def column_both_ways(field: str, values: list[Any]) -> list[tuple[Any, dict[int, str]]]:
-    """``agent_column`` by the exact parser alone and through the compiled pass."""
+    """``agent_column`` by the exact parser alone, through the compiled pass and through
+    orjson's reader."""
     from evalframe.core import _turns
 
     results: list[tuple[Any, dict[int, str]]] = []
-    for threshold in (10**9, 0):
+    for compiled, cold in ((10**9, 10**9), (0, 0), (0, 10**9)):
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(_turns, "_COMPILED_FROM", threshold)
-            patch.setattr(_turns, "_COLD_FROM", threshold)
+            patch.setattr(_turns, "_COMPILED_FROM", compiled)
+            patch.setattr(_turns, "_COLD_FROM", cold)
+            if cold:  # not the compiled pass: taken to be unloaded
+                patch.setattr(_turns, "_compiled", lambda rows: False)
             try:
                 column, errors = _turns.agent_column(field, values, lambda i: f"row {i}")
             except pl.exceptions.ComputeError as exc:  # a count past Int64: Polars refuses it
@@ -591,15 +594,17 @@ hostile_turns = st.lists(
 @settings(max_examples=400, deadline=None)
 @given(st.lists(python_values, min_size=1, max_size=6))
 def test_a_trajectory_column_from_python_values_reads_as_row_by_row(values: list[Any]) -> None:
-    exact, compiled = column_both_ways("trajectory", values)
+    exact, compiled, quick = column_both_ways("trajectory", values)
     assert compiled == exact
+    assert quick == exact
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(turns_values | hostile_turns | st.none(), min_size=1, max_size=6))
 def test_a_turns_column_from_python_values_reads_as_row_by_row(values: list[Any]) -> None:
-    exact, compiled = column_both_ways("turns", values)
+    exact, compiled, quick = column_both_ways("turns", values)
     assert compiled == exact
+    assert quick == exact
 
 
 def test_values_orjson_would_write_differently_are_left_to_the_exact_parser() -> None:
@@ -618,6 +623,22 @@ def test_values_orjson_would_write_differently_are_left_to_the_exact_parser() ->
     assert "holds NaN or an infinity" in str(errors[1500])
     assert column is not None
     assert column.to_list()[:1500] == [parse_trajectory(good, "x")] * 1500
+
+
+def test_a_few_thousand_usual_values_are_read_by_orjson() -> None:
+    from evalframe.core import _turns
+
+    recorded = {  # what ef.trajectory.record keeps: arguments as compact JSON text
+        "tool_calls": [{"name": "book", "arguments": '{"id":7}', "result": "ok", "error": None,
+                        "latency_ms": 3.5, "tokens": 9}],
+        "steps": None, "finish_reason": "stop", "approvals": [], "pending_approvals": None,
+    }  # fmt: skip
+    values = [TRAJECTORY | {"steps": 4}, None, recorded] * 400
+    assert _turns._quick_column("trajectory", values) is not None
+    assert _turns._quick_column("turns", [TURNS, None] * 600) is not None
+    for field, rows in (("trajectory", values), ("turns", [TURNS, None] * 600)):
+        exact, compiled, quick = column_both_ways(field, rows)
+        assert quick == compiled == exact
 
 
 def test_one_value_the_pass_declines_leaves_the_others_to_it() -> None:

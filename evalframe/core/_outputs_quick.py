@@ -48,7 +48,7 @@ from evalframe.core._formats import digits_as_zero, long_zero_run
 from evalframe.core._trajectory import _COMPACT
 from evalframe.core._yaml import MAX_DEPTH
 
-__all__ = ["quick_cells", "quick_lines", "quick_list"]
+__all__ = ["quick_array", "quick_cells", "quick_lines", "quick_list"]
 
 _NO_NUMBERS: Final = pl.Schema()
 # A value these readers re-encode or ignore sits at most this deep (document, outputs, entry,
@@ -126,6 +126,22 @@ def quick_cells(field: str, cells: list[str | None]) -> pl.Series | None:
         return None
     try:
         values = [None if t is None or not t.strip() else orjson.loads(t) for t in cells]
+        if field == "trajectory":
+            return _trajectories(values, _float_text(zeros))
+        return _turns(values, _float_text(zeros))
+    except (orjson.JSONDecodeError, _Decline):
+        return None
+
+
+def quick_array(field: str, array: bytes) -> pl.Series | None:
+    """Column ``field`` (``trajectory`` or ``turns``) from a JSON array of values (null for
+    none) as orjson writes Python's, read as the exact parser reads each, or None: as
+    :func:`quick_lines`."""
+    zeros = digits_as_zero(array)
+    if long_zero_run(zeros):
+        return None
+    try:
+        values = orjson.loads(array)
         if field == "trajectory":
             return _trajectories(values, _float_text(zeros))
         return _turns(values, _float_text(zeros))
@@ -381,8 +397,13 @@ def _calls(lists: list[Any], floats: bool) -> pl.Series:
         raise _Decline
     arguments = _field(calls, keys, "arguments", "args")
     kinds = _types(arguments)
+    if str in kinds:  # JSON text (the recorder keeps it so): read as the exact parser reads it
+        arguments = [
+            (orjson.loads(a) if a.strip() else None) if type(a) is str else a for a in arguments
+        ]
+        kinds = _types(arguments)
     if not kinds <= {dict, _NONE}:
-        raise _Decline  # JSON text, or a value of another type
+        raise _Decline  # a value of another type
     if _NONE not in kinds:
         texts: list[Any] = _compact_texts(arguments, floats)
     else:
