@@ -35,7 +35,7 @@ Examples:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import Any, Final
 
@@ -121,30 +121,29 @@ def quick_cells(field: str, cells: list[str | None]) -> pl.Series | None:
     """Column ``field`` (``trajectory`` or ``turns``) from a table's JSON texts, as the exact
     reader parses each (a null or blank text is no value), or None: as :func:`quick_lines`.
     Some cell must hold a text."""
-    zeros = digits_as_zero("\n".join(t for t in cells if t is not None).encode())
-    if long_zero_run(zeros):
-        return None
-    try:
-        values = [None if t is None or not t.strip() else orjson.loads(t) for t in cells]
-        if field == "trajectory":
-            return _trajectories(values, _float_text(zeros))
-        return _turns(values, _float_text(zeros))
-    except (orjson.JSONDecodeError, _Decline):
-        return None
+    text = "\n".join(t for t in cells if t is not None).encode()
+    return _agent_column(
+        field,
+        text,
+        lambda: [None if t is None or not t.strip() else orjson.loads(t) for t in cells],
+    )
 
 
 def quick_array(field: str, array: bytes) -> pl.Series | None:
     """Column ``field`` (``trajectory`` or ``turns``) from a JSON array of values (null for
     none) as orjson writes Python's, read as the exact parser reads each, or None: as
     :func:`quick_lines`."""
-    zeros = digits_as_zero(array)
+    return _agent_column(field, array, lambda: orjson.loads(array))
+
+
+def _agent_column(field: str, text: bytes, values: Callable[[], Any]) -> pl.Series | None:
+    """Column ``field`` of the ``values()`` parsed from JSON ``text``, or None."""
+    zeros = digits_as_zero(text)
     if long_zero_run(zeros):
         return None
+    build = _trajectories if field == "trajectory" else _turns
     try:
-        values = orjson.loads(array)
-        if field == "trajectory":
-            return _trajectories(values, _float_text(zeros))
-        return _turns(values, _float_text(zeros))
+        return build(values(), _float_text(zeros))
     except (orjson.JSONDecodeError, _Decline):
         return None
 
