@@ -240,8 +240,10 @@ def _aggregates_text(run: Run, advance: Advance) -> Iterator[Rows]:
     rows = run.sample_aggregates.with_columns(round6(pl.col(f)) for f in _FLOATS)
     rows = rows.with_row_index("_pos")
     order, bounds = _entries_of(run.scores, rows, [C.SAMPLE_ID])
+    # What the per-metric statistics read: gathering the details too would copy them.
+    stats = run.scores.select(C.SAMPLE_ID, C.METRIC, C.SCORE)
     for a, b in _cuts(rows.height):
-        scores = run.scores.gather(order[bounds[a] : bounds[b]])
+        scores = stats.gather(order[bounds[a] : bounds[b]])
         yield _aggregates_slice(run, rows.slice(a, b - a), scores)
         advance(b - a)
 
