@@ -321,15 +321,13 @@ def _matrix(columns: list[npt.NDArray[np.int64]], n: int) -> npt.NDArray[np.int6
 def _text_columns(
     texts: list[pl.Series], n: int
 ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """The text columns' bytes in one buffer, and each (row, column)'s start and end."""
-    starts = np.zeros((n, max(len(texts), 1)), dtype=np.int64)
-    ends = np.zeros_like(starts)
-    buffers = [np.zeros(1, dtype=np.uint8)]
-    base = 1
-    for t, series in enumerate(texts):
-        buf, off, _ = utf8_buffers(series)
-        starts[:, t] = off[:-1] + base
-        ends[:, t] = off[1:] + base
-        buffers.append(buf)
-        base += buf.size
-    return np.concatenate(buffers), starts, ends
+    """The text columns' bytes in one buffer, and each (row, column)'s start and end.
+
+    The columns are stacked first (Polars appends their views without copying a string),
+    so their bytes are copied once, into the buffer.
+    """
+    texts = texts or [pl.repeat("", n, dtype=pl.String, eager=True)]
+    buf, off, _ = utf8_buffers(pl.concat(texts, rechunk=False))
+    width = len(texts)
+    # Copies (of the offsets only): the pass reads C-ordered, writable (n, width) arrays.
+    return buf, off[:-1].reshape(width, n).T.copy(), off[1:].reshape(width, n).T.copy()

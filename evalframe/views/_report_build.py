@@ -121,11 +121,15 @@ def _adversarial(
 ) -> dict[str, Any]:
     """The adversarial coverage block, from ``metadata.adversarial``."""
     empty: dict[str, Any] = {"total_samples": 0, "categories": [], "compliance_frameworks": []}
-    block = frame.select(
-        C.SAMPLE_ID,
-        C.REPETITION,
-        pl.col(C.METADATA).str.json_path_match("$.adversarial").alias("a"),
-    ).filter(pl.col("a").is_not_null())
+    block = (
+        frame.filter(_may_be_adversarial(pl.col(C.METADATA)))
+        .select(
+            C.SAMPLE_ID,
+            C.REPETITION,
+            pl.col(C.METADATA).str.json_path_match("$.adversarial").alias("a"),
+        )
+        .filter(pl.col("a").is_not_null())
+    )
     if block.height == 0:
         return empty
     rank = {"low": 1, "medium": 2, "high": 3, "critical": 4}
@@ -304,11 +308,23 @@ def adversarial_of(metadata: pl.Series) -> list[dict[str, Any] | None]:
     return out
 
 
+def _may_be_adversarial(metadata: pl.Expr) -> pl.Expr:
+    """Whether a metadata text may hold an ``adversarial`` key: it names it, or holds a
+    ``\\u`` escape (the only way JSON can spell it otherwise). Parsing only those rows
+    skips the JSON parse of every other row's metadata."""
+    return metadata.str.contains("adversarial", literal=True) | metadata.str.contains(
+        "\\u", literal=True
+    )
+
+
 def adversarial_rows(metadata: pl.Series) -> list[tuple[int, dict[str, Any]]]:
     """The rows with a valid adversarial block, and each one's block normalised."""
-    blocks = metadata.str.json_path_match("$.adversarial")
-    hits = blocks.is_not_null().arg_true().to_list()
-    normalised = map(_normalise_adversarial, blocks.gather(hits).to_list())
+    candidates = metadata.to_frame("m").select(_may_be_adversarial(pl.col("m"))).to_series()
+    at = candidates.arg_true()
+    blocks = metadata.gather(at).str.json_path_match("$.adversarial")
+    found = blocks.is_not_null()
+    hits = at.filter(found).to_list()
+    normalised = map(_normalise_adversarial, blocks.filter(found).to_list())
     return [(i, block) for i, block in zip(hits, normalised, strict=True) if block is not None]
 
 
