@@ -344,7 +344,7 @@ def _entries(data: bytes, numbers: pl.Schema, *, listed: bool) -> pl.DataFrame |
     ids, texts, alt, scratch = (small_pages(raw.size, np.uint8) for _ in range(4))
     has_nested = any(f'"{name}"'.encode() in data for name in _NESTED)
     room = raw.size // 30 + 2  # as _scan_entries sizes its own arrays
-    nested = Builder.sized(raw, room, data) if has_nested else Builder.sized(raw[:0], 0)
+    nested = Builder.sized(raw, room) if has_nested else Builder.sized(raw[:0], 0)
     n, id_off, text_off, ints, floats, valid, seen = _scan_entries(
         raw, ids, texts, alt, scratch, names, offsets, integer, listed, nested.arrays, has_nested
     )
