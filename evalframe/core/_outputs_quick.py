@@ -45,7 +45,7 @@ import polars as pl
 from evalframe.core import schema as C
 from evalframe.core._agent_dtypes import TOOL_CALL, TRAJECTORY, TURN
 from evalframe.core._formats import digits_as_zero, long_zero_run
-from evalframe.core._trajectory import _COMPACT
+from evalframe.core._trajectory import COMPACT_JSON
 from evalframe.core._yaml import MAX_DEPTH
 
 __all__ = ["quick_array", "quick_cells", "quick_lines", "quick_list"]
@@ -225,7 +225,7 @@ def _compact_texts(values: list[Any], floats: bool) -> list[str]:
     texts = (text + ",").split(f",{_MARK_TEXT.decode()},")[:-1]
     if floats and _floats(blob):  # orjson writes some floats as Python does not
         texts = [
-            _COMPACT.encode(v) if _floats(t.encode()) else t
+            COMPACT_JSON.encode(v) if _floats(t.encode()) else t
             for v, t in zip(values, texts, strict=True)
         ]
     if max(map(len, texts)) > _BRACKETS and any(

@@ -40,6 +40,7 @@ from evalframe.core._njit import worth_compiling
 
 __all__ = [
     "ARGUMENT_SPEC",
+    "COMPACT_JSON",
     "EXPECTATIONS_IN_PYTHON_UP_TO",
     "MCP_TOOL",
     "TOOL_CALL",
@@ -62,13 +63,13 @@ _ARGUMENT_KEYS: Final = ("arguments", "args")
 
 # One encoder for every call: ``json.dumps`` with options builds a new one each time, which
 # was a third of reading a trajectory.
-_COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+COMPACT_JSON: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def _compact(value: object, field: str = "", at: str = "A trajectory") -> str:
     """``value`` as compact JSON text; NaN and infinities (which JSON cannot hold) are an error."""
     try:
-        return _COMPACT.encode(value)
+        return COMPACT_JSON.encode(value)
     except ValueError as exc:  # allow_nan=False: Python's json reads NaN/Infinity, JSON has none
         where = f" field '{field}'" if field else ""
         raise DatasetError(
