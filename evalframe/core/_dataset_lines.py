@@ -384,14 +384,15 @@ def dataset_lines(data: bytes, samples_frame: _Frame, where: str) -> pl.DataFram
     if n == 0:
         return None
     kinds, table, lines = kinds[:n], table[:, : n + 1], lines[:, :n]
-    tags = _tags(table[3], out[3], kinds, work[3])  # declines the lines with bad tags
+    metadata = pl.Series(C.METADATA, string_array(table[3], out[3]))
+    tags = _tags(metadata, table[3], out[3], kinds, work[3])  # declines lines with bad tags
     frame = pl.DataFrame(
         [
             pl.Series(C.SAMPLE_ID, string_array(table[0], out[0])),
             pl.Series(C.INPUT, string_array(table[1], out[1])),
             pl.Series(C.EXPECTED_OUTPUT, string_array(table[2], out[2])),
             pl.Series(C.EXPECTED_TYPE, np.array(_TYPES)[np.maximum(kinds, 0)], pl.String),
-            pl.Series(C.METADATA, string_array(table[3], out[3])),
+            metadata,
             tags,
             _row_hashes(table[4], out[4], kinds, data, lines),
         ]
@@ -410,11 +411,11 @@ def dataset_lines(data: bytes, samples_frame: _Frame, where: str) -> pl.DataFram
     return frame
 
 
-def _tags(offsets: Any, text: Any, kinds: Any, stack: Any) -> pl.Series:
+def _tags(metadata: pl.Series, offsets: Any, text: Any, kinds: Any, stack: Any) -> pl.Series:
     """The tags of each sample the pass read, from its metadata's ``tags`` member (each
     distinct value parsed once); a line whose ``metadata.tags`` is not a string, a list of
-    strings or null is left to the exact code (its kind set to -1), which names the error."""
-    metadata = pl.Series(string_array(offsets, text))
+    strings or null is left to the exact code (its kind set to -1), which names the error.
+    ``metadata`` is the column of the texts at ``offsets`` in ``text``."""
     named = metadata.str.contains('"tags":', literal=True).to_numpy()  # or a false alarm
     rows = np.flatnonzero(named & (kinds >= 0))
     lo, length = np.empty(rows.size, np.int64), np.empty(rows.size, np.int64)
