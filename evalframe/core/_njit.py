@@ -33,6 +33,7 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import types
@@ -92,6 +93,8 @@ class Kernel(Generic[_P, _R]):
         self.fn = fn
         self.options = options
         self.dispatcher: Any = None
+        self.sources: frozenset[str] = frozenset({fn.__code__.co_filename})
+        """The files of this kernel and of every kernel it calls (known once compiled)."""
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
@@ -107,6 +110,7 @@ class Kernel(Generic[_P, _R]):
                     value = scope.get(name)
                     if isinstance(value, Kernel):
                         scope[name] = value.compile()
+                        self.sources |= value.sources
                     elif isinstance(value, _NumbaObject):
                         scope[name] = value.load()
                 # The same code (so the same cache entry) reading the dispatchers.
@@ -116,9 +120,12 @@ class Kernel(Generic[_P, _R]):
                 copy.__qualname__ = fn.__qualname__
                 copy.__module__ = fn.__module__
                 try:
-                    self.dispatcher = numba.njit(cache=True, **self.options)(copy)
+                    dispatcher = numba.njit(cache=True, **self.options)(copy)
                 except RuntimeError:  # no writable cache directory: compile on each run
-                    self.dispatcher = numba.njit(**self.options)(copy)
+                    dispatcher = numba.njit(**self.options)(copy)
+                else:
+                    _stamp_callees(dispatcher, self.sources - {fn.__code__.co_filename})
+                self.dispatcher = dispatcher
             return self.dispatcher
 
     def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -145,6 +152,39 @@ class Kernel(Generic[_P, _R]):
     def __repr__(self) -> str:
         state = "compiled" if self.dispatcher is not None else "not yet compiled"
         return f"<numba kernel {self.fn.__qualname__} ({state})>"
+
+
+def _stamp_callees(dispatcher: Any, callees: frozenset[str]) -> None:
+    """Make ``dispatcher``'s disk cache stale when a file of a kernel it calls changes.
+
+    Numba compiles a kernel's callees into it, yet checks only the kernel's own file before
+    loading it from the cache: after an edit to a callee's file (a ``git pull`` in a source
+    checkout), callers in unchanged files would load their old copy of it. The cache index
+    carries a stamp of the source that numba compares on load; it now covers the callees'
+    files' contents too. Without the cache internals this relies on (another numba), the
+    stamp stays numba's own.
+    """
+    cache_file: Any = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+    if not callees or not hasattr(cache_file, "_source_stamp"):
+        return
+    contents = tuple(_content_hash(path) for path in sorted(callees))
+    cache_file._source_stamp = (cache_file._source_stamp, contents)
+
+
+def _content_hash(path: str) -> str:
+    try:
+        stat = os.stat(path)
+    except OSError:  # a callee without a file (made at run time): nothing to compare
+        return ""
+    return _hash_file(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _hash_file(path: str, mtime_ns: int, size: int) -> str:  # the stat keys the memo
+    import hashlib
+
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 @contextmanager
