@@ -217,6 +217,11 @@ def test_hostile_files_read_as_the_exact_reader_reads_them(
         '{"outputs": [{"id": "a", "actual_output": "x", "turns": [{"role": "\\u001c"}]}]}',
         '{"outputs": [{"id": "a", "actual_output": "x", "turns": "[]"}]}',
         '{"outputs": {"a": "x"}}',
+        '{"outputs": [{"id": "a", "actual_output": "x", "trajectory": {"tool_calls": [{"name": '
+        '"t", "arguments": null, "result": {"k": 1e-05}, "error": [1]}, {"name": "u", '
+        '"arguments": {"m": 2}, "result": "ok", "error": null}]}}]}',
+        '{"outputs": [{"id": "a", "actual_output": "x", "trajectory": {"tool_calls": [{"name": '
+        '"t", "arguments": {}}, {"name": "u", "arguments": {"m": "\\u001fevalframe\\u001f"}}]}}]}',
     ],
 )
 def test_documents_the_exact_reader_must_judge_keep_its_reading(

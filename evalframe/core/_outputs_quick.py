@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from itertools import chain, repeat
 from operator import itemgetter
 from typing import Any, Final
 
@@ -61,6 +62,7 @@ _FLOAT_ZEROS: Final = re.compile(b"0[.eE]")
 # Stands between values written as one array (its escapes hold no digit before an e).
 _MARK: Final = "\x1fevalframe\x1f"
 _MARK_TEXT: Final = orjson.dumps(_MARK)
+_BETWEEN: Final = f",{_MARK_TEXT.decode()},"
 
 _ENTRY_KEYS: Final = frozenset(
     {"id", C.SAMPLE_ID, C.ACTUAL_OUTPUT, "contexts", "trajectory", "turns"}
@@ -89,7 +91,9 @@ def quick_lines(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
     if long_zero_run(zeros):
         return None
     try:
-        entries = [orjson.loads(line) for line in data.split(b"\n") if line.strip()]
+        lines = data.split(b"\n")
+        # isspace() where strip() would copy each line to say the same
+        entries = [orjson.loads(line) for line in lines if line and not line.isspace()]
         return _frame(entries, numbers, _float_text(zeros))
     except (orjson.JSONDecodeError, _Decline):
         return None
@@ -164,15 +168,12 @@ def _frame(entries: list[Any], numbers: pl.Schema, floats: bool) -> pl.DataFrame
     keys: set[str] = set().union(*entries)
     _ignored(entries, keys, _ENTRY_KEYS | frozenset(numbers))
     ids = _field(entries, keys, "id", C.SAMPLE_ID)
-    texts = _field(entries, keys, C.ACTUAL_OUTPUT)
-    if _types(ids) != {str} or _types(texts) != {str}:
-        raise _Decline
+    columns = [
+        _strings(C.SAMPLE_ID, ids),
+        _strings(C.ACTUAL_OUTPUT, _field(entries, keys, C.ACTUAL_OUTPUT)),
+    ]
     if len(set(ids)) < len(ids) or _blank(ids):
         raise _Decline  # the exact reader names the id
-    columns = [
-        pl.Series(C.SAMPLE_ID, ids, dtype=pl.String),
-        pl.Series(C.ACTUAL_OUTPUT, texts, dtype=pl.String),
-    ]
     for name, dtype in numbers.items():
         if name in keys:
             columns.append(_number_column(name, _field(entries, keys, name), dtype))
@@ -199,30 +200,46 @@ def _blank(texts: Iterable[str]) -> bool:
     return any(not text.strip() for text in set(texts))
 
 
+def _strings(name: str, values: list[Any], nulls: bool = False) -> pl.Series:
+    """Column ``name`` of ``values``, which are strings (or None, where ``nulls``): Polars
+    refuses any other type as it builds the column."""
+    try:
+        column = pl.Series(name, values, pl.String)
+    except TypeError:
+        raise _Decline from None
+    if not nulls and column.null_count():
+        raise _Decline
+    return column
+
+
+def _nulls(name: str, height: int, dtype: pl.DataType) -> pl.Series:
+    """A column of ``height`` nulls."""
+    return pl.Series(name, [None] * height, dtype)
+
+
 def _shallow(values: Iterable[object]) -> None:
     """Decline maps or lists among ``values`` (ones the reader ignores) that might nest past
     the depth limit."""
     nested = [v for v in values if type(v) is dict or type(v) is list]
     if nested:
-        _compact_texts(nested, floats=False)  # only counted: their floats' spelling is moot
+        _compact_texts("", nested, floats=False)  # only counted: their floats' spelling is moot
 
 
-def _compact_texts(values: list[Any], floats: bool) -> list[str]:
-    """Each of ``values`` (maps, lists, numbers, booleans) as Python's compact encoder writes
-    it (``floats``: they may hold a float); declines one with more brackets than the depth
-    limit leaves room for."""
+def _compact_texts(name: str, values: list[Any], floats: bool) -> pl.Series:
+    """Column ``name``: each of ``values`` (maps, lists, numbers, booleans, or None for a
+    null) as Python's compact encoder writes it (``floats``: they may hold a float); declines
+    one with more brackets than the depth limit leaves room for."""
     if not values:
-        return []
-    marked: list[Any] = [_MARK] * (2 * len(values))
+        return pl.Series(name, [], pl.String)
+    marked: list[Any] = [_MARK] * (2 * len(values) - 1)
     marked[::2] = values
     try:  # one array, the values separated by the mark: one call, where each cost 2 us
         blob = orjson.dumps(marked)
     except orjson.JSONEncodeError:  # nesting past orjson's limit
         raise _Decline from None
-    if blob.count(_MARK_TEXT) != len(values):
+    if blob.count(_MARK_TEXT) != len(values) - 1:
         raise _Decline  # a value holds the mark itself
-    text = blob[1:-1].decode()
-    texts = (text + ",").split(f",{_MARK_TEXT.decode()},")[:-1]
+    texts = str(memoryview(blob)[1:-1], "utf-8").split(_BETWEEN)
     if floats and _floats(blob):  # orjson writes some floats as Python does not
         texts = [
             COMPACT_JSON.encode(v) if _floats(t.encode()) else t
@@ -232,7 +249,10 @@ def _compact_texts(values: list[Any], floats: bool) -> list[str]:
         t.count("{") + t.count("[") > _BRACKETS for t in texts if len(t) > _BRACKETS
     ):
         raise _Decline
-    return texts
+    column = pl.Series(name, texts, pl.String)
+    if None in values:  # written as null, which no other value is
+        column = pl.select(pl.when(column != "null").then(column)).to_series()
+    return column
 
 
 def _floats(text: bytes) -> bool:
@@ -261,9 +281,12 @@ def _number_column(name: str, values: list[Any], dtype: pl.DataType) -> pl.Serie
         raise _Decline from None
 
 
-def _counts(name: str, values: list[Any]) -> pl.Series:
-    """Column ``name`` of non-negative integers below 2^63 (or None), as the exact parser's
-    counts."""
+def _counts(name: str, rows: list[dict[str, Any]], keys: set[str]) -> pl.Series:
+    """Column ``name`` of the rows' non-negative integers below 2^63 (or None), as the exact
+    parser's counts."""
+    if name not in keys:
+        return _nulls(name, len(rows), pl.Int64())
+    values = _field(rows, keys, name)
     if not _types(values) <= {int, _NONE}:
         raise _Decline
     try:
@@ -275,8 +298,11 @@ def _counts(name: str, values: list[Any]) -> pl.Series:
     return column
 
 
-def _latencies(values: list[Any]) -> pl.Series:
-    """The ``latency_ms`` column: numbers >= 0 (or None) as floats."""
+def _latencies(rows: list[dict[str, Any]], keys: set[str]) -> pl.Series:
+    """The rows' ``latency_ms`` column: numbers >= 0 (or None) as floats."""
+    if "latency_ms" not in keys:
+        return _nulls("latency_ms", len(rows), pl.Float64())
+    values = _field(rows, keys, "latency_ms")
     kinds = _types(values)
     if not kinds <= {int, float, _NONE}:
         raise _Decline
@@ -288,32 +314,36 @@ def _latencies(values: list[Any]) -> pl.Series:
     return column
 
 
-def _text_values(values: list[Any], floats: bool) -> list[Any]:
-    """Results and errors: strings as they are, any other value as compact JSON."""
+def _text_values(name: str, rows: list[dict[str, Any]], keys: set[str], floats: bool) -> pl.Series:
+    """Column ``name`` of the rows' results or errors: strings as they are, any other value as
+    compact JSON."""
+    if name not in keys:
+        return _nulls(name, len(rows), pl.String())
+    values = _field(rows, keys, name)
     kinds = _types(values)
-    if kinds <= {str, _NONE}:
-        return values
-    if not kinds <= {str, _NONE, dict, list, int, float, bool}:
-        raise _Decline
-    at = [i for i, v in enumerate(values) if v is not None and type(v) is not str]
-    texts = _compact_texts([values[i] for i in at], floats)
-    out = list(values)
-    for i, text in zip(at, texts, strict=True):
-        out[i] = text
-    return out
+    if not kinds <= {str, _NONE}:
+        if not kinds <= {str, _NONE, dict, list, int, float, bool}:
+            raise _Decline
+        strings = [v if type(v) is str else None for v in values]
+        others = [None if type(v) is str else v for v in values]
+        return pl.Series(name, strings, pl.String).fill_null(_compact_texts(name, others, floats))
+    return pl.Series(name, values, pl.String)
 
 
 def _lists(name: str, items: pl.Series | pl.DataFrame, lengths: Sequence[int]) -> pl.Series:
     """A list column of ``len(lengths)`` rows, row ``i`` holding the next ``lengths[i]`` of
     ``items`` (a column, or a frame's rows as structs)."""
     values = items.to_struct(name) if isinstance(items, pl.DataFrame) else items.alias(name)
-    if not values.len():  # every row empty
-        empty = pl.repeat(pl.lit([], pl.List(values.dtype)), len(lengths))
-        return pl.select(empty.alias(name)).to_series()
-    if min(lengths) == max(lengths):  # rows of one length: the items as a matrix
-        return values.reshape((len(lengths), lengths[0])).cast(pl.List(values.dtype))
-    owner = pl.Series("row", [i for i, k in enumerate(lengths) for _ in range(k)], pl.Int64)
-    grouped = pl.DataFrame([owner, values]).group_by("row", maintain_order=True).agg(pl.col(name))
+    if not values.len() or min(lengths) == max(lengths):  # rows of one length: a matrix
+        return values.reshape((len(lengths), lengths[0] if lengths else 0)).cast(
+            pl.List(values.dtype)
+        )
+    owner = pl.Series("row", list(chain.from_iterable(map(repeat, range(len(lengths)), lengths))))
+    grouped = (
+        pl.DataFrame([owner.set_sorted(), values])
+        .group_by("row", maintain_order=True)
+        .agg(pl.col(name))
+    )
     if grouped.height == len(lengths):  # no row is empty: the groups are the rows, in order
         return grouped.get_column(name)
     rows = pl.DataFrame([pl.Series("row", range(len(lengths)), pl.Int64)])
@@ -391,13 +421,14 @@ def _id(value: object) -> str | None:
 
 def _calls(lists: list[Any], floats: bool) -> pl.Series:
     """The ``tool_calls`` column: one list of calls (or None, no calls) per row."""
-    if not _types(lists) <= {list, _NONE}:
+    kinds = _types(lists)
+    if not kinds <= {list, _NONE}:
         raise _Decline
-    lists = [[] if calls is None else calls for calls in lists]
-    calls = [c for row in lists for c in row]
+    if _NONE in kinds:
+        lists = [[] if calls is None else calls for calls in lists]
+    calls = list(chain.from_iterable(lists))
     if not calls:  # no row made a call
-        empty = pl.repeat(pl.lit([], pl.List(TOOL_CALL)), len(lists))
-        return pl.select(empty.alias("tool_calls")).to_series()
+        return _lists("tool_calls", pl.Series([], dtype=TOOL_CALL), [0] * len(lists))
     kinds = _types(calls)
     if not kinds <= {dict, str}:
         raise _Decline
@@ -406,101 +437,94 @@ def _calls(lists: list[Any], floats: bool) -> pl.Series:
     keys: set[str] = set().union(*calls)
     _ignored(calls, keys, _CALL_KEYS)
     names = _field(calls, keys, "name", "tool")
-    if calls and _types(names) != {str}:
-        raise _Decline
-    arguments = _field(calls, keys, "arguments", "args")
-    kinds = _types(arguments)
-    if str in kinds:  # JSON text (the recorder keeps it so): read as the exact parser reads it
-        arguments = [
-            (orjson.loads(a) if a.strip() else None) if type(a) is str else a for a in arguments
-        ]
-        kinds = _types(arguments)
-    if not kinds <= {dict, _NONE}:
-        raise _Decline  # a value of another type
-    if _NONE not in kinds:
-        texts: list[Any] = _compact_texts(arguments, floats)
-    else:
-        at = [i for i, a in enumerate(arguments) if a is not None]
-        texts = [None] * len(calls)
-        for i, text in zip(at, _compact_texts([arguments[i] for i in at], floats), strict=True):
-            texts[i] = text
     flat = pl.DataFrame(
-        {
-            "name": names,
-            "arguments": texts,
-            "result": _text_values(_field(calls, keys, "result"), floats),
-            "error": _text_values(_field(calls, keys, "error"), floats),
-            "latency_ms": _latencies(_field(calls, keys, "latency_ms")),
-            "tokens": _counts("tokens", _field(calls, keys, "tokens")),
-        },
-        schema=TOOL_CALL.to_schema(),
+        [
+            _strings("name", names),
+            _arguments(_field(calls, keys, "arguments", "args"), floats),
+            _text_values("result", calls, keys, floats),
+            _text_values("error", calls, keys, floats),
+            _latencies(calls, keys),
+            _counts("tokens", calls, keys),
+        ]
     )
     if _blank(names):
         raise _Decline
-    return _lists("tool_calls", flat, [len(row) for row in lists])
+    return _lists("tool_calls", flat, list(map(len, lists)))
+
+
+def _arguments(values: list[Any], floats: bool) -> pl.Series:
+    """The ``arguments`` column: each map as compact JSON text (a JSON text read first)."""
+    kinds = _types(values)
+    if str in kinds:  # JSON text (the recorder keeps it so): read as the exact parser reads it
+        values = [(orjson.loads(a) if a.strip() else None) if type(a) is str else a for a in values]
+        kinds = _types(values)
+    if not kinds <= {dict, _NONE}:
+        raise _Decline  # a value of another type
+    return _compact_texts("arguments", values, floats)
 
 
 def _trajectories(values: list[Any], floats: bool) -> pl.Series:
     """The ``trajectory`` column, as ``parse_trajectory`` and ``trajectory_series`` build it."""
-    given = [v is not None for v in values]
-    if not _types(values) <= {dict, _NONE}:
+    kinds = _types(values)
+    if not kinds <= {dict, _NONE}:
         raise _Decline
-    blocks = [{} if v is None else v for v in values]
+    blocks = [{} if v is None else v for v in values] if _NONE in kinds else values
     keys: set[str] = set().union(*blocks)
     _ignored(blocks, keys, _TRAJECTORY_KEYS)
     lists = _field(blocks, keys, "tool_calls")
-    steps = _counts("steps", _field(blocks, keys, "steps"))
-    finish = _field(blocks, keys, "finish_reason")
     approvals = [() if a is None else a for a in _field(blocks, keys, "approvals")]
-    pending = _counts("pending_approvals", _field(blocks, keys, "pending_approvals"))
-    if not _types(finish) <= {str, _NONE} or not _types(approvals) <= {list, tuple}:
+    if not _types(approvals) <= {list, tuple}:
         raise _Decline
-    flat_approvals = [a for row in approvals for a in row]
-    if not _types(flat_approvals) <= {str, int}:
+    flat_approvals = list(chain.from_iterable(approvals))
+    kinds = _types(flat_approvals)
+    if not kinds <= {str, int}:
         raise _Decline
-    if int in _types(flat_approvals):
+    if int in kinds:
         flat_approvals = [str(a) for a in flat_approvals]
     calls = _calls(lists, floats)
-    counts = [0 if row is None else len(row) for row in lists]
-    steps = pl.select(pl.coalesce(steps, pl.Series(counts, dtype=pl.Int64))).to_series()
+    counts = pl.Series("steps", [0 if row is None else len(row) for row in lists], pl.Int64)
+    if "steps" in keys:
+        counts = _counts("steps", blocks, keys).fill_null(counts)
+    pending = pl.Series("pending_approvals", [0] * len(blocks), pl.Int64)
+    if "pending_approvals" in keys:
+        pending = _counts(pending.name, blocks, keys).fill_null(0)
     frame = pl.DataFrame(
         [
             calls,
-            steps.alias("steps"),
-            pl.Series("finish_reason", finish, pl.String),
+            counts,
+            _strings("finish_reason", _field(blocks, keys, "finish_reason"), nulls=True),
             _lists(
                 "approvals", pl.Series(flat_approvals, dtype=pl.String), list(map(len, approvals))
             ),
-            pending.fill_null(0),
+            pending,
         ]
     )
-    return _nulls_where(frame.to_struct("trajectory"), given)
+    return _nulls_where(frame.to_struct("trajectory"), [v is not None for v in values])
 
 
 def _turns(values: list[Any], floats: bool) -> pl.Series:
     """The ``turns`` column, as ``parse_turns`` and ``turns_series`` build it."""
-    given = [v is not None for v in values]
-    if not _types(values) <= {list, _NONE}:
+    kinds = _types(values)
+    if not kinds <= {list, _NONE}:
         raise _Decline
-    rows = [[] if v is None else v for v in values]
-    turns = [t for row in rows for t in row]
+    rows = [[] if v is None else v for v in values] if _NONE in kinds else values
+    turns = list(chain.from_iterable(rows))
     if turns and _types(turns) != {dict}:
         raise _Decline
     keys: set[str] = set().union(*turns)
     _ignored(turns, keys, _TURN_KEYS)
     roles = _field(turns, keys, "role")
-    contents = _field(turns, keys, "content")
-    if (turns and _types(roles) != {str}) or not _types(contents) <= {str, _NONE}:
-        raise _Decline
     flat = pl.DataFrame(
         [
-            pl.Series("role", roles, pl.String),
-            pl.Series("content", contents, pl.String),
+            _strings("role", roles),
+            _strings("content", _field(turns, keys, "content"), nulls=True),
             _calls(_field(turns, keys, "tool_calls"), floats),
-            _latencies(_field(turns, keys, "latency_ms")),
-            _counts("tokens", _field(turns, keys, "tokens")),
+            _latencies(turns, keys),
+            _counts("tokens", turns, keys),
         ]
     )
     if _blank(roles):
         raise _Decline
-    return _nulls_where(_lists("turns", flat, [len(row) for row in rows]), given)
+    return _nulls_where(
+        _lists("turns", flat, list(map(len, rows))), [v is not None for v in values]
+    )
