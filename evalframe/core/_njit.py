@@ -45,10 +45,12 @@ from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 __all__ = [
     "Kernel",
     "compiling",
+    "halves",
     "in_halves",
     "kernel_int",
     "njit",
     "numba_object",
+    "threads",
     "worth_compiling",
 ]
 
@@ -273,15 +275,31 @@ def kernel_int(value: int) -> int:
 
 def in_halves(part: Callable[[int, int], _R], n: int) -> list[_R]:
     """``[part(0, n)]`` for rows ``0..n``, or for many rows ``[part(0, h), part(h, n)]``
-    computed on two threads (compiled kernels release the GIL), when there are two cores."""
-    if n < HALVES_FROM or (os.cpu_count() or 1) < 2:
+    computed on two threads (compiled kernels release the GIL), when Polars' thread pool
+    (``POLARS_MAX_THREADS``, the one thread count the package follows) has two or more."""
+    cuts = halves(n)
+    if len(cuts) == 1:
         return [part(0, n)]
-    half = n // 2
     with ThreadPoolExecutor(1) as pool:
-        second = pool.submit(part, half, n)
-        first = part(0, half)
+        second = pool.submit(part, *cuts[1])
+        first = part(*cuts[0])
         return [first, second.result()]
+
+
+def halves(n: int) -> list[tuple[int, int]]:
+    """The row ranges :func:`in_halves` gives its parts, in order."""
+    if n < HALVES_FROM or threads() < 2:
+        return [(0, n)]
+    return [(0, n // 2), (n // 2, n)]
 
 
 HALVES_FROM = 20_000
 """Rows from which :func:`in_halves` runs two threads."""
+
+
+def threads() -> int:
+    """The threads the package's own parallel work may use: Polars' thread pool size, which
+    ``POLARS_MAX_THREADS`` sets (and the machine's cores otherwise)."""
+    import polars as pl
+
+    return pl.thread_pool_size()
