@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 import polars as pl
 import pytest
 from conftest import frame
@@ -181,6 +184,74 @@ def test_a_metric_that_breaks_outright_errors_every_row_and_spares_the_others() 
     by = scores.partition_by("metric", as_dict=True)
     assert by[("broken",)].get_column("error").str.starts_with("Metric 'broken' failed").all()
     assert by[("exact-match",)].get_column("score").to_list() == [1.0, 0.0]
+
+
+def test_concurrent_metrics_score_on_threads_in_order_and_break_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Metrics marked ``concurrent`` run on a pool of threads: the frame is the serial one
+    (rows in metric order), and one that breaks, on its thread or while building its
+    expressions, errors alone."""
+    from evalframe.core import _score
+
+    @ef.metrics.metric("threaded-length", replace=True)
+    def threaded_length(*, cap: int = 3) -> Scored:
+        """len(actual) / cap, clipped."""
+        n = pl.col("actual_output").str.len_chars().clip(upper_bound=cap)
+        return Scored(score=n / cap, concurrent=True)
+
+    @ef.metrics.metric("threaded-broken", replace=True)
+    def threaded_broken() -> Scored:
+        """Reads a column that does not exist."""
+        return Scored(score=pl.col("no_such_column").cast(pl.Float64), concurrent=True)
+
+    class Unbuildable:  # the runner's view of a metric whose expressions cannot be built
+        id = name = "unbuildable"
+        family, dimension, params, threshold, higher_is_better = "custom", "", (), 0.5, True
+
+        def expressions(self) -> Scored:
+            raise ValueError("no expressions")
+
+        def derived(self) -> list[Any]:
+            return []
+
+        def needs(self) -> list[Any]:
+            return []
+
+    metrics = [
+        threaded_length(),
+        threaded_broken(),
+        ef.metrics.exact_match(),
+        Unbuildable(),
+        threaded_length(cap=1),
+    ]
+    rows = frame(["a", "bb", "ccc"], ["a", "b", "cccc"])
+    serial = _score.score(rows, metrics)
+    monkeypatch.setattr(_score, "_CONCURRENT_FROM", 1)
+    monkeypatch.setattr(_score, "threads", lambda: 2)
+    seen: list[str] = []
+    rows_of = _score._metric_rows
+
+    def noting(frame: pl.DataFrame, scored: Any) -> pl.DataFrame:
+        seen.append(threading.current_thread().name.split("_")[0])
+        return rows_of(frame, scored)
+
+    monkeypatch.setattr(_score, "_metric_rows", noting)
+    threaded = _score.score(rows, metrics)
+    assert sorted(seen) == ["MainThread", *["evalframe-score"] * 3]
+    assert threaded.equals(serial)
+    assert threaded.get_column("metric").unique(maintain_order=True).to_list() == [
+        m.id for m in metrics
+    ]
+    by = threaded.partition_by("metric", as_dict=True)
+    assert by[("threaded-length",)].get_column("score").to_list() == [1 / 3, 1 / 3, 1.0]
+    broken = by[("threaded-broken",)].get_column("error")
+    assert broken.str.starts_with("Metric 'threaded-broken' failed: ColumnNotFoundError").all()
+    assert (
+        by[("unbuildable",)].get_column("error")
+        == "Metric 'unbuildable' failed: ValueError: no expressions"
+    ).all()
+    assert by[("exact-match",)].get_column("score").to_list() == [1.0, 0.0, 0.0]
 
 
 def test_custom_metric_out_of_range_and_nan_become_errors() -> None:

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import evalframe as ef
-from evalframe.core import _njit
+from evalframe.core import _njit, _score
 from evalframe.core._trajectory import parse_trajectory, trajectory_series
 from evalframe.metrics._arguments import loose_subset
 
@@ -341,14 +341,17 @@ def oracle(metric: str, sid: str, expect: dict[str, Any], traj: dict[str, Any] |
 
 @contextmanager
 def kernels(mode: str) -> Iterator[None]:
-    """Every kernel compiled (and passes split in two halves from 2 rows) or interpreted."""
-    before = os.environ.get("EVALFRAME_KERNELS"), _njit.HALVES_FROM
+    """Every kernel compiled (and passes split in two halves from 2 rows, the metrics scored
+    on two threads) or interpreted."""
+    before = os.environ.get("EVALFRAME_KERNELS"), _njit.HALVES_FROM, _score._CONCURRENT_FROM
     os.environ["EVALFRAME_KERNELS"] = mode
     _njit.HALVES_FROM = 2 if mode == "compiled" else before[1]
+    _score._CONCURRENT_FROM = 1 if mode == "compiled" else before[2]
     try:
         yield
     finally:
         _njit.HALVES_FROM = before[1]
+        _score._CONCURRENT_FROM = before[2]
         if before[0] is None:
             del os.environ["EVALFRAME_KERNELS"]
         else:

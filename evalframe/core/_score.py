@@ -10,12 +10,14 @@ every row, while every other metric still scores.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Final, Protocol
 
 import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._errors import DatasetError
+from evalframe.core._njit import threads
 from evalframe.core._progress import track
 
 __all__ = ["Scorable", "score"]
@@ -94,8 +96,7 @@ def passes(score: pl.Expr, m: Scorable) -> pl.Expr:
     return score >= m.threshold if m.higher_is_better else score <= m.threshold
 
 
-def _metric_rows(frame: pl.DataFrame, m: Scorable) -> pl.DataFrame:
-    scored = m.expressions()
+def _metric_rows(frame: pl.DataFrame, scored: Any) -> pl.DataFrame:
     details = pl.lit(None, pl.String) if scored.details is None else scored.details
     prepared = frame.with_columns(**scored.prepare) if scored.prepare else frame
     out = prepared.select(
@@ -154,12 +155,13 @@ def score(
     parts = []
     # A large frame's scoring, metric by metric (a small one's is over in well under 1 s).
     show = None if frame.height >= _TRACKED_ROWS else False
-    with track("scoring", frame.height * len(metrics), unit="scores", show=show) as advance:
+    with (
+        track("scoring", frame.height * len(metrics), unit="scores", show=show) as advance,
+        _Concurrent(frame, metrics, failed) as pending,
+    ):
         for m in metrics:
             try:
-                if m.id in failed:
-                    raise RuntimeError(failed[m.id])
-                rows = _metric_rows(frame, m)
+                rows = pending.rows(m)
             except Exception as exc:  # one broken metric must not lose the others' scores
                 message = f"Metric '{m.id}' failed: {type(exc).__name__}: {exc}"
                 rows = frame.select(
@@ -174,6 +176,66 @@ def score(
     if not parts:
         return pl.DataFrame(schema=C.SCORES_SCHEMA)
     return pl.concat(parts, how="vertical")
+
+
+_CONCURRENT_FROM: Final = 10_000
+"""Rows from which metrics that allow it are scored on several threads at once."""
+
+
+class _Concurrent:
+    """Each metric's raw rows, in the runner's order. Metrics whose expressions say
+    ``concurrent`` (their kernels are pure functions of the frame, shared state kept under
+    locks) are scored on a pool of threads, as many as Polars' thread pool has, over a large
+    frame; their compiled kernels and Polars release the GIL, so the cores share the work.
+    Every other metric is scored on the calling thread when its turn comes. An exception is
+    raised by :meth:`rows` for its own metric only, whichever thread met it."""
+
+    def __init__(
+        self, frame: pl.DataFrame, metrics: Sequence[Scorable], failed: Mapping[str, str]
+    ) -> None:
+        self._frame = frame
+        self._failed = failed
+        self._built: dict[int, Any] = {}
+        self._jobs: dict[int, Future[pl.DataFrame]] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        together = []
+        for k, m in enumerate(metrics):
+            if m.id in failed:
+                continue
+            try:
+                self._built[k] = m.expressions()
+            except Exception as exc:  # raised again in its turn
+                self._built[k] = exc
+                continue
+            if getattr(self._built[k], "concurrent", False):
+                together.append(k)
+        workers = min(threads(), len(together))
+        if workers >= 2 and frame.height >= _CONCURRENT_FROM:
+            self._pool = ThreadPoolExecutor(workers, thread_name_prefix="evalframe-score")
+            for k in together:
+                self._jobs[k] = self._pool.submit(_metric_rows, frame, self._built[k])
+        self._next = 0
+
+    def rows(self, m: Scorable) -> pl.DataFrame:
+        """The raw rows of the runner's next metric, ``m``."""
+        k, self._next = self._next, self._next + 1
+        if m.id in self._failed:
+            raise RuntimeError(self._failed[m.id])
+        if k in self._jobs:
+            return self._jobs.pop(k).result()
+        built = self._built[k]
+        if isinstance(built, Exception):
+            raise built
+        return _metric_rows(self._frame, built)
+
+    def __enter__(self) -> _Concurrent:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._pool is not None:
+            for job in self._jobs.values():
+                job.cancel()
+            self._pool.shutdown(wait=True)
 
 
 def _finish(rows: pl.DataFrame, m: Scorable, run_id: str) -> pl.DataFrame:

@@ -9,6 +9,7 @@ reading it column by column for scoring is the trajectory, agent and MCP metrics
 from __future__ import annotations
 
 import json
+import threading
 from typing import Final
 
 import polars as pl
@@ -63,6 +64,7 @@ class Expectations:
         self._use_compiled = compiled
         self._compiled: pl.DataFrame | None = None
         self._rest: Expectations | None = None
+        self._lock = threading.RLock()  # metrics scored on several threads share one
 
     @property
     def height(self) -> int:
@@ -90,12 +92,17 @@ class Expectations:
     def problem_for(self, names: list[str]) -> pl.Series:
         """The first problem of each row among the fields ``names``, or null."""
         names = ["tool_arguments" if n == "skipped_arguments" else n for n in names]
-        found = [self._problems[n] for n in names if n in self._problems]
+        with self._lock:
+            found = [self._problems[n] for n in names if n in self._problems]
         if not found:
             return _no_problems(self.height)
         return self._select(pl.coalesce(*(pl.lit(p) for p in found))).alias("problem")
 
     def get_column(self, name: str) -> pl.Series:
+        with self._lock:
+            return self._get_column(name)
+
+    def _get_column(self, name: str) -> pl.Series:
         if name not in self._cache:
             self._decoding = "tool_arguments" if name == "skipped_arguments" else name
             if self._use_compiled and name != "mcp_tools":

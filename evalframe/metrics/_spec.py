@@ -51,12 +51,16 @@ class Scored:
         details: optional struct of per-row details (counts, intermediate values).
         prepare: intermediate columns computed once before the three above, which read
             them with ``pl.col(name)``: a batched kernel's struct, typically.
+        concurrent: whether the runner may score the metric on another thread alongside
+            other such metrics: its kernels are pure functions of the frame and keep any
+            state they share under locks.
     """
 
     score: pl.Expr
     error: pl.Expr | None = None
     details: pl.Expr | None = None
     prepare: Mapping[str, pl.Expr] = field(default_factory=dict)
+    concurrent: bool = False
 
 
 @dataclass(frozen=True, slots=True)

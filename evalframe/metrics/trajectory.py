@@ -586,6 +586,7 @@ def trajectory_metric(
         error=out.struct.field("problem"),
         details=out.struct.field("details"),
         prepare={column: packed},
+        concurrent=True,  # the pass's shared parts are made under locks
     )
 
 
