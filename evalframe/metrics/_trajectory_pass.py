@@ -19,23 +19,25 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Callable, Sequence
+from typing import Any, Final, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from evalframe.core._arrow_text import string_array, text_buffers
+from evalframe.core._arrow_text import strings_array, text_buffers
 from evalframe.core._expectations_compiled import LIST_FIELDS
 from evalframe.core._json._text import WORD_SLACK, copy_words
-from evalframe.core._njit import compiling, in_halves, njit, worth_compiling
+from evalframe.core._njit import compiling, halves, in_halves, njit, worth_compiling
 from evalframe.metrics._arguments import _subset, judge_pairs
 from evalframe.metrics._expectations import Expectations
 from evalframe.metrics._ranking import offsets_of
 from evalframe.metrics._text import IdArray, OffsetArray, _Interner
 
-__all__ = ["Details", "FlatPass", "details_text", "flat_pass"]
+__all__ = ["Details", "FlatPass", "count_marked", "details_text", "flat_pass"]
+
+_T = TypeVar("_T")
 
 ROWS_FROM: Final = 10_000
 """Batches of more rows take the flat layout and its compiled passes."""
@@ -185,7 +187,17 @@ class FlatPass:
         self.calls = Lists(self.call_names, self.call_off, ~self.missing)
         self._verdicts: dict[str, tuple[Any, ...]] = {}
         self._sequence: Lists | None = None
+        self._kept: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._making = threading.RLock()
+
+    def kept(self, key: str, make: Callable[[], _T]) -> _T:
+        """``make()``, made once per pass for all the metrics that ask by ``key`` (say, the
+        details text several metrics write alike)."""
+        with self._making:
+            if key not in self._kept:
+                self._kept[key] = make()
+            return cast(_T, self._kept[key])
 
     def expected_sequence(self) -> Lists:
         """``expected_tools``, else ``tools``, else ``order``; null where none is given."""
@@ -331,11 +343,14 @@ class Details:
 
     ``integer`` (null where not ``valid``), ``names`` (numbered lists, strings from the
     pass's names), ``text`` (one of a few fixed texts per row, or null: ``choice`` indexes
-    ``texts``, -1 for null) and ``name`` (one numbered name per row, -1 for null).
+    ``texts``, -1 for null) and ``name`` (one numbered name per row, -1 for null). Metrics
+    whose details are the same for every row give them the same ``alike`` key, and the
+    text is written once per pass for all of them.
     """
 
-    def __init__(self, height: int) -> None:
+    def __init__(self, height: int, *, alike: str = "") -> None:
         self.height = height
+        self.alike = alike
         self.keys: list[str] = []
         self.kinds: list[int] = []
         self.slots: list[int] = []
@@ -398,6 +413,12 @@ def _bytes_of(series: pl.Series) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.
 
 def details_text(details: Details, flat: FlatPass) -> pl.Series:
     """The details of every row as one JSON text each (``struct.json_encode``'s)."""
+    if details.alike:
+        return flat.kept(f"details {details.alike}", lambda: _details_text(details, flat))
+    return _details_text(details, flat)
+
+
+def _details_text(details: Details, flat: FlatPass) -> pl.Series:
     n = details.height
     heads = [("{" if k == 0 else ",") + f'"{key}":' for k, key in enumerate(details.keys)]
     head_data, head_off = _bytes_of(pl.Series(heads, dtype=pl.String))  # plain keys
@@ -422,8 +443,8 @@ def details_text(details: Details, flat: FlatPass) -> pl.Series:
         dict_data, dict_off, raw_data, raw_off,
     )  # fmt: skip
 
-    def part(r0: int, r1: int) -> Any:
-        # Room for the longest text each field can take, so one pass writes them all.
+    def room(r0: int, r1: int) -> int:
+        """Room for the longest text each field can take, so one pass writes them all."""
         rows = r1 - r0
         room = rows * (int(head_off[-1]) + 1)
         for f, kind in enumerate(details.kinds):
@@ -435,14 +456,24 @@ def details_text(details: Details, flat: FlatPass) -> pl.Series:
                 room += rows * (int(name_len.max(initial=0)) + 4)
             else:
                 room += rows * ((raw_len if kind == _RAW else 20) + 4)
-        out = np.empty(room + WORD_SLACK, np.uint8)
-        out_off = np.zeros(rows + 1, np.int64)
-        _write(*args, r0, out, out_off)
-        return string_array(out_off, out)
+        return room
 
-    import pyarrow as pa
+    # One buffer for every part, each writing its own stretch (with the slack its last word
+    # may spill into), so the column is one chunk Polars never has to copy into one.
+    cuts = halves(n)
+    starts = np.cumsum([0, *(room(a, b) + WORD_SLACK for a, b in cuts)])
+    out = np.empty(int(starts[-1]), np.uint8)
+    out_off = np.zeros(n + len(cuts), np.int64)  # part k's offsets from a + k to b + k
 
-    return pl.Series("details", pa.chunked_array(in_halves(part, n)))
+    def part(r0: int, r1: int) -> None:
+        k = [a for a, _ in cuts].index(r0)
+        _write(*args, r0, out[starts[k] : starts[k + 1]], out_off[r0 + k : r1 + k + 1])
+
+    in_halves(part, n)
+    parts = [out_off[a + k : b + k + 1] for k, (a, b) in enumerate(cuts)]
+    lo = np.concatenate([p[:-1] + starts[k] for k, p in enumerate(parts)])
+    length = np.concatenate([np.diff(p) for p in parts])
+    return pl.Series("details", strings_array(lo, length, out, copy=False))
 
 
 @njit
@@ -587,6 +618,13 @@ def names_of(flat: FlatPass, rows: npt.NDArray[np.int64], ids: npt.NDArray[Any])
     """``ids`` (each in ``rows``, in order) as one list per row."""
     off = np.searchsorted(rows, np.arange(flat.height + 1), side="left").astype(np.int64)
     return Lists(np.asarray(ids, np.int32), off, np.ones(flat.height, np.bool_))
+
+
+def count_marked(marks: npt.NDArray[np.bool_], off: OffsetArray) -> npt.NDArray[np.int64]:
+    """How many items each row marks: row ``r``'s items are ``marks[off[r]:off[r + 1]]``."""
+    running = np.zeros(marks.shape[0] + 1, np.int64)
+    np.cumsum(marks, out=running[1:])
+    return running[off[1:]] - running[off[:-1]]
 
 
 def top(flat: FlatPass) -> int:

@@ -30,6 +30,7 @@ from evalframe.metrics._trajectory_pass import (
     Details,
     FlatPass,
     Lists,
+    count_marked,
     distinct,
     json_values,
     top,
@@ -473,9 +474,8 @@ def argument_correctness(*, judge: bool = False) -> Scored:
         graded[c] = True
         right = np.zeros(flat.call_names.shape[0], np.bool_)
         right[c[ok]] = True
-        rows = np.repeat(np.arange(flat.height, dtype=np.int64), np.diff(flat.call_off))
-        total = np.bincount(rows[graded], minlength=flat.height).astype(np.int64)
-        met = np.bincount(rows[right], minlength=flat.height).astype(np.int64)
+        total = count_marked(graded, flat.call_off)
+        met = count_marked(right, flat.call_off)
         score = pl.DataFrame({"met": met, "total": total}).select(
             score=pl.when(pl.col("total") == 0)
             .then(1.0)
@@ -625,8 +625,7 @@ def tool_error_rate() -> Scored:
 
     def fast(flat: FlatPass, expect: Expectations) -> tuple[pl.DataFrame, Details]:
         calls = flat.calls.lengths
-        rows = np.repeat(np.arange(flat.height, dtype=np.int64), calls)
-        failed = np.bincount(rows[flat.call_failed], minlength=flat.height).astype(np.int64)
+        failed = count_marked(flat.call_failed, flat.call_off)
         failing = distinct(flat.calls.or_empty(), top(flat), flat.call_failed)
         t = pl.DataFrame({"calls": calls, "failed": failed})
         rate = pl.col("failed") / pl.col("calls")
@@ -789,7 +788,7 @@ def trajectory_match(
     def fast(flat: FlatPass, expect: Expectations) -> tuple[pl.DataFrame, Details]:
         expected, names = flat.expected_sequence(), flat.calls
         safe = expected.or_empty()
-        common = common_fast(safe, names)
+        common = flat.kept("trajectory-match common", lambda: common_fast(safe, names))
         n_e, n_c = safe.lengths, names.lengths
         if mode == "exact":
             positional, _ = _order_fast(safe, names)
@@ -801,8 +800,8 @@ def trajectory_match(
         else:
             t = pl.DataFrame({"e": n_e, "c": n_c, "m": common})
             score = t.select(_partial_match(mode)).to_series()
-        written = Details(flat.height).names("expected", expected).names("called", names)
-        written.integer("common", common)
+        written = Details(flat.height, alike="trajectory-match")  # the same in every mode
+        written.names("expected", expected).names("called", names).integer("common", common)
         out = pl.DataFrame({"score": score, "has_expected": expected.valid})
         return out, written
 
