@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import orjson
 import polars as pl
 import pytest
 from conftest import write
@@ -27,19 +28,23 @@ from test_outputs_nested import (
     plain_turns,
 )
 
-from evalframe.core import _outputs
-from evalframe.core._formats import long_digit_run
+from evalframe.core import _outputs, _outputs_quick
+from evalframe.core._formats import digits_as_zero, long_digit_run, long_zero_run
 from evalframe.core._outputs import _NUMBERS, read_outputs
 from evalframe.core._outputs_quick import quick_lines, quick_list
 
 
 def read(path: Path, *, quick: bool) -> pl.DataFrame | str:
     """What ``read_outputs`` makes of ``path`` (a frame, or the error's message) with no
-    compiled pass, and the quick reader first or not at all (the exact reader)."""
+    compiled pass, and the quick reader first or not at all (the exact reader). The quick
+    reader parses a list form's array in runs of about a third of the file, and checks the
+    numbers' shapes in pieces of 7 bytes, so that every file crosses their edges."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_outputs, "_COMPILED_FROM", 10**12)
         patch.setattr(_outputs, "_WARM_FROM", 10**12)
         patch.setattr(_outputs, "_QUICK_UP_TO", 10**12 if quick else -1)
+        patch.setattr(_outputs_quick, "_RUN", max(1, path.stat().st_size // 6))
+        patch.setattr(_outputs_quick, "_PIECE", 7)
         try:
             return read_outputs(path)
         except Exception as exc:
@@ -310,3 +315,53 @@ def test_the_usual_nested_fields_are_read_quickly(tmp_path: Path, spelling: dict
 )
 def test_jsonl_the_exact_reader_must_judge_is_declined(body: bytes) -> None:
     assert quick_lines(body, _NUMBERS) is None
+
+
+# --- a list form's array in runs, and the numbers' shapes in pieces ---------------------------
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        '[{"id": "a", "t": "}, {\\"id\\": 1"}, {"id": "b"}, {"id": "c", "x": [{"id": 1}, 2]}]',
+        '[{"id": "a", "t": "[{"}, {"id": "b", "t": "}]"}, {"id": "c"}, {"id": "d"}]',
+        '[ {"id": 1} ,\n {"id": 2},{"id": 3}, {"k": 4}, {"id": 5} ]',
+        '[{"id": 1}, {"id": 2}, {"id": 3}, {"id": 4}',
+        '[{"id": 1}, {"id": 2}, {"id": 3}, {"id": 4}]]',
+        '[{"id": 1}, {"id": 2}, {"id": 3} {"id": 4}]',
+        '[{"id": 1}, {"id": 2}, "x", {"id": 4}]',
+        '[null, {"id": 2}, {"id": 3}, {"id": 4}]',
+        "[1, 2, 3, 4, 5, 6, 7, 8, 9]",
+    ],
+)
+@pytest.mark.parametrize("run", [1, 8, 24])
+def test_an_array_in_runs_is_parsed_as_a_whole(
+    monkeypatch: pytest.MonkeyPatch, array: str, run: int
+) -> None:
+    monkeypatch.setattr(_outputs_quick, "_RUN", run)
+    data = f'{{"outputs": {array}}}'.encode()
+    start, end = data.index(b"["), len(data) - 1
+    try:
+        expected: object = orjson.loads(data[start:end])
+    except orjson.JSONDecodeError:
+        expected = orjson.JSONDecodeError
+    try:
+        got: object = _outputs_quick._array(data, start, end)
+    except orjson.JSONDecodeError:
+        got = orjson.JSONDecodeError
+    assert got == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.binary(max_size=80) | st.text("0123456789.eE ", max_size=80).map(str.encode),
+    st.integers(1, 9),
+)
+def test_the_numbers_shapes_in_pieces_are_those_of_the_whole(data: bytes, piece: int) -> None:
+    zeros = digits_as_zero(data)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_outputs_quick, "_PIECE", piece)
+        assert _outputs_quick._number_shapes(data) == (
+            long_zero_run(zeros),
+            _outputs_quick._float_text(zeros),
+        )
