@@ -428,8 +428,8 @@ def _decode_texts(texts: pl.Series) -> pl.DataFrame:
     table = small_pages((_TABLE_ROWS, max(items, 16) + 1), np.int64)
     table[_C, :10] = 0
     table[_END : _END + 9, 0] = 0
-    out = np.empty(data.size + 2 * n + 16, np.uint8)  # an empty map written per goal name
-    scratch = np.empty(data.size + 16, np.uint8)
+    out = small_pages(data.size + 2 * n + 16, np.uint8)  # an empty map written per goal name
+    scratch = np.empty(int(np.diff(offsets).max(initial=0)) + 16, np.uint8)  # a key at a time
     _decode(data, offsets, table, out, (np.empty(128, np.int64), np.empty(8192, np.int64), scratch))
     exact = table[_EXACT, :n].astype(np.bool_)
     has = table[_HAS : _HAS + 9, :n].astype(np.bool_)

@@ -30,6 +30,7 @@ from evalframe.core._arrow_text import strings_array, text_buffers
 from evalframe.core._expectations_compiled import LIST_FIELDS
 from evalframe.core._json._text import WORD_SLACK, copy_words
 from evalframe.core._njit import compiling, halves, in_halves, njit, worth_compiling
+from evalframe.core._pages import small_pages
 from evalframe.metrics._arguments import _subset, judge_pairs
 from evalframe.metrics._expectations import Expectations
 from evalframe.metrics._ranking import offsets_of
@@ -462,7 +463,7 @@ def _details_text(details: Details, flat: FlatPass) -> pl.Series:
     # may spill into), so the column is one chunk Polars never has to copy into one.
     cuts = halves(n)
     starts = np.cumsum([0, *(room(a, b) + WORD_SLACK for a, b in cuts)])
-    out = np.empty(int(starts[-1]), np.uint8)
+    out = small_pages(int(starts[-1]), np.uint8)
     out_off = np.zeros(n + len(cuts), np.int64)  # part k's offsets from a + k to b + k
 
     def part(r0: int, r1: int) -> None:
