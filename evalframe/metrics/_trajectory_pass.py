@@ -17,7 +17,6 @@ column-by-column path; ``tests/test_trajectory_pass.py`` holds both to a per-epi
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar, cast
@@ -26,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from evalframe.core._arrow_text import strings_array, text_buffers
+from evalframe.core._arrow_text import string_array, strings_array, text_buffers
 from evalframe.core._expectations_compiled import LIST_FIELDS
 from evalframe.core._json._text import WORD_SLACK, copy_words
 from evalframe.core._njit import compiling, halves, in_halves, njit, worth_compiling
@@ -168,15 +167,13 @@ class FlatPass:
             (spec_flat.get_column("name"), None),
             (goal.struct.field("name").fill_null(""), None),
         ]
-        every = pl.concat([p.cast(pl.String) for p, _ in parts], rechunk=True)
-        data, tok_off, _ = text_buffers(every)
-        ids = _Interner().intern_flat(data, tok_off)
-        where = np.zeros(int(ids.max(initial=-1)) + 1, np.int64)
-        where[ids] = np.arange(ids.shape[0])  # some occurrence of each name
-        self.names_json = _fields_json(every.gather(where))
+        # Part by part into one id space (the parts are not copied into one column first),
+        # then the distinct names, in id order, from the interner's own copy of them.
+        interner = _Interner()
+        pieces = [interner.intern_flat(*text_buffers(p.cast(pl.String))[:2]) for p, _ in parts]
+        distinct = string_array(interner.id_start[: interner.n_ids + 1], interner.pool)
+        self.names_json = _fields_json(pl.Series(distinct))
         self.names_bytes = _bytes_of(self.names_json)  # with WORD_SLACK bytes after
-        cuts = np.cumsum([0, *(p.len() for p, _ in parts)])
-        pieces = [ids[a:b] for a, b in itertools.pairwise(cuts)]
         self.call_names = pieces[0]
         self.approvals = Lists(pieces[1], offsets_of(approvals), approvals.is_not_null().to_numpy())
         self.lists = {
