@@ -20,7 +20,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalframe.core._json._numbers import exact_double, exact_integer, number_end
+from evalframe.core._json._numbers import (
+    exact_double,
+    exact_integer,
+    floats_at,
+    number_end,
+    number_ends,
+)
 from evalframe.core._json._strings import (
     encode_string,
     hex4,
@@ -77,6 +83,29 @@ def test_exact_double_reads_as_python_does_or_declines(text: str) -> None:
     want = json.loads(text)
     assert value == float(want)
     assert math.copysign(1.0, value) == math.copysign(1.0, float(want))
+
+
+long_numbers = st.builds(
+    lambda sign, whole, fraction, exponent: f"{sign}{whole}{fraction}{exponent}",
+    st.sampled_from(["", "-"]),
+    st.just("0") | st.from_regex(r"[1-9][0-9]{0,40}", fullmatch=True),
+    st.just("") | st.from_regex(r"\.[0-9]{1,40}", fullmatch=True),
+    st.just("") | st.integers(-400, 400).map(lambda e: f"e{e:+d}") | st.just("E5"),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(spellings | long_numbers, min_size=1, max_size=6))
+def test_numbers_left_as_text_are_read_as_pythons_float_reads_them(texts: list[str]) -> None:
+    document = "[" + ", ".join(texts) + "]"
+    lengths = np.array([len(t) for t in texts], np.int64)
+    starts = 1 + np.concatenate([[0], np.cumsum(lengths + 2)[:-1]])  # after "[" and ", "
+    data = _bytes(document)
+    ends = number_ends(data, starts)
+    assert (ends - starts).tolist() == [len(t) for t in texts]
+    got = floats_at(data, starts, ends)
+    want = [float(t) for t in texts]  # what json.loads makes of a float's text
+    assert [(v, math.copysign(1.0, v)) for v in got] == [(w, math.copysign(1.0, w)) for w in want]
 
 
 @pytest.mark.parametrize(

@@ -339,6 +339,17 @@ def test_jsonl_vouches_for_the_usual_export() -> None:
     ]  # fmt: skip
 
 
+def test_floats_with_more_digits_than_the_exact_conversion_are_read_from_their_text() -> None:
+    values = [1234.5678901234567, 0.0012345678901234567, 123456789012345678901, 1e-320, 2.5]
+    lines = [
+        json.dumps({"id": f"q{k}", "actual_output": "", "cost_usd": v, "score": v})
+        for k, v in enumerate(values)  # ``score``: a member the reader ignores
+    ]
+    frame = outputs_lines("\n".join(lines).encode(), NUMBERS)
+    assert frame is not None
+    assert frame.get_column("cost_usd").to_list() == [float(v) for v in values]
+
+
 @pytest.mark.parametrize(
     "document",
     [

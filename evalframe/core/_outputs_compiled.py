@@ -11,8 +11,9 @@ Arrow buffers instead (an entry's contexts, trajectory and turns through
 any other shape, any text Python's reader would refuse or keep differently (a lone
 surrogate, a control character, a bad escape), invalid UTF-8, an empty, blank or repeated
 sample id, a value of the wrong type, a nested value the exact parsers would judge, or a
-number the exact conversion cannot vouch for. So what a pass vouches for is what the exact
-reader returns, and every error keeps its message. ``read_outputs`` tries them on files of
+number past the double range. (A float with more digits than the pass converts exactly is
+read afterwards from its text, correctly rounded.) So what a pass vouches for is what the
+exact reader returns, and every error keeps its message. ``read_outputs`` tries them on files of
 4 MiB and more, and on smaller ones with nested fields once :func:`entries_loaded`.
 
 Examples:
@@ -35,7 +36,13 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._arrow_text import string_array
-from evalframe.core._json._numbers import exact_double, exact_integer
+from evalframe.core._json._numbers import (
+    exact_double,
+    exact_integer,
+    floats_at,
+    number_end,
+    number_ends,
+)
 from evalframe.core._json._strings import json_string
 from evalframe.core._json._text import (
     FALSE,
@@ -250,9 +257,13 @@ def _scan_entries(
                     ints[col, n] = whole
                     valid[col, n] = True
                 else:
-                    p, number = exact_double(data, p, end)
+                    q, number = exact_double(data, p, end)
+                    if q < 0:  # more digits than it converts exactly: read later, from its text
+                        q, number = number_end(data, p, end), np.nan
+                        ints[col, n] = p
                     floats[col, n] = number
                     valid[col, n] = True
+                    p = q
             elif which == _ID and c == _QUOTE:
                 p, id_stop = json_string(data, p, end, ids, id_off[n])
             elif which == _SAMPLE_ID and c == _QUOTE:
@@ -270,7 +281,7 @@ def _scan_entries(
                 p = json_string(data, p, end, scratch, 0)[0]
             else:  # a scalar member the reader ignores
                 t, f = word_at(data, p, end, TRUE), word_at(data, p, end, FALSE)
-                p = t if t >= 0 else f if f >= 0 else exact_double(data, p, end)[0]
+                p = t if t >= 0 else f if f >= 0 else number_end(data, p, end)
             if p < 0:
                 return -1, id_off, text_off, ints, floats, valid, seen
             p = skip_space(data, p, end, listed)
@@ -308,6 +319,17 @@ def _scan_entries(
     if listed:  # the document ended inside its list
         return -1, id_off, text_off, ints, floats, valid, seen
     return n, id_off, text_off, ints, floats, valid, seen
+
+
+def _read_later(values: Any, valid: Any, starts: Any, raw: Any) -> bool:
+    """Put in ``values`` the floats the pass left as text (more digits than it converts
+    exactly): NaN there, as JSON has none, their texts' starts in ``starts``. False for one
+    past the double range, which the exact reader takes (as it does in nested values)."""
+    later = np.flatnonzero(np.isnan(values) & valid)
+    if later.size:
+        at = starts[later]
+        values[later] = floats_at(raw, at, number_ends(raw, at))
+    return bool(np.isfinite(values[later]).all())
 
 
 def entries_loaded() -> bool:
@@ -362,6 +384,8 @@ def _entries(data: bytes, numbers: pl.Schema, *, listed: bool) -> pl.DataFrame |
     for col, (name, dtype) in enumerate(numbers.items()):
         if seen[col]:
             values = ints[col, :n] if integer[col] else floats[col, :n]
+            if not integer[col] and not _read_later(values, valid[col, :n], ints[col], raw):
+                return None
             column = pl.Series(name, values, dtype=dtype)
             columns.append(column.scatter(np.flatnonzero(~valid[col, :n]), None))
     frame = pl.DataFrame([*columns, *found.values()])

@@ -43,8 +43,8 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from evalframe.core._arrow_text import list_array, numbers_array, spans, string_array, strings_array
-from evalframe.core._json._numbers import exact_double, exact_integer, number_end
+from evalframe.core._arrow_text import list_array, numbers_array, strings_array
+from evalframe.core._json._numbers import exact_double, exact_integer, floats_at, number_end
 from evalframe.core._json._strings import PLAIN, json_string
 from evalframe.core._json._text import (
     ascii_space,
@@ -954,8 +954,7 @@ def _read_deferred(b: tuple[Any, ...], data: npt.NDArray[np.uint8]) -> bool:
     if not d:
         return True
     defer = t[_DEFER : _DEFER + 4, :d]
-    offsets, body = spans(defer[0], defer[1] - defer[0], data)
-    values = pl.Series(string_array(offsets, body)).cast(pl.Float64).to_numpy()
+    values = floats_at(data, defer[0], defer[1])
     if not np.isfinite(values).all():
         return False
     b[2][defer[2], defer[3]] = values

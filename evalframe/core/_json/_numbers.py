@@ -2,8 +2,9 @@
 
 :func:`exact_double` and :func:`exact_integer` convert what they can vouch for exactly (and
 decline the rest, for a correctly rounded reader to take); :func:`number_end` follows the
-grammar at any length; :func:`compact_number` writes a number as Python's JSON encoder
-writes the value it parses to.
+grammar at any length; :func:`floats_at` is that correctly rounded reader, for the numbers a
+pass left as text; :func:`compact_number` writes a number as Python's JSON encoder writes the
+value it parses to.
 
 Examples:
     >>> import numpy as np
@@ -21,7 +22,15 @@ import numpy as np
 from evalframe.core._json._text import copy_bytes
 from evalframe.core._njit import kernel_int, njit
 
-__all__ = ["compact_number", "digits_end", "exact_double", "exact_integer", "number_end"]
+__all__ = [
+    "compact_number",
+    "digits_end",
+    "exact_double",
+    "exact_integer",
+    "floats_at",
+    "number_end",
+    "number_ends",
+]
 
 _ONE = kernel_int(1)
 
@@ -136,6 +145,34 @@ def number_end(data: Any, p: int, end: int) -> int:
         if p == start:
             return -1
     return p
+
+
+@njit
+def number_ends(data: Any, starts: Any) -> Any:
+    """:func:`number_end` of the number at each of ``starts`` (int64 positions in ``data``)."""
+    ends = np.empty(starts.size, np.int64)
+    for k in range(starts.size):
+        ends[k] = number_end(data, starts[k], data.size)
+    return ends
+
+
+def floats_at(data: Any, starts: Any, ends: Any) -> Any:
+    """The JSON numbers ``data[starts[k]:ends[k]]`` as Python's ``float`` reads their texts:
+    Polars' cast rounds correctly too, so both give the nearest double (infinity past the
+    range, as ``json.loads`` gives for ``1e400``).
+
+    Examples:
+        >>> import numpy as np
+        >>> data = np.frombuffer(b"[0.30000000000000004, 1e400]", np.uint8)
+        >>> floats_at(data, np.array([1, 22]), np.array([20, 27])).tolist()
+        [0.30000000000000004, inf]
+    """
+    import polars as pl
+
+    from evalframe.core._arrow_text import strings_array
+
+    texts = strings_array(starts, ends - starts, data, copy=False)
+    return pl.Series(texts).cast(pl.Float64).to_numpy()
 
 
 @njit(borrows=True)
