@@ -60,21 +60,10 @@ class Lists:
     """Lists of numbered names: row ``r`` is ``ids[off[r]:off[r + 1]]``, null where not
     ``valid``."""
 
-    __slots__ = ("_bytes", "ids", "off", "valid")
+    __slots__ = ("ids", "off", "valid")
 
     def __init__(self, ids: IdArray, off: OffsetArray, valid: npt.NDArray[np.bool_]) -> None:
         self.ids, self.off, self.valid = ids, off, valid
-        self._bytes: OffsetArray | None = None
-
-    def name_bytes(self, name_len: npt.NDArray[np.int64]) -> OffsetArray:
-        """The running total of the items' name bytes (``name_len`` per id), one more than
-        there are items: the room rows ``a`` to ``b`` take is read off in one subtraction.
-        Made once (the calls' list is in the details of several metrics)."""
-        if self._bytes is None:
-            total = np.zeros(self.ids.shape[0] + 1, np.int64)
-            np.cumsum(name_len[self.ids], out=total[1:])
-            self._bytes = total
-        return self._bytes
 
     @property
     def lengths(self) -> npt.NDArray[np.int64]:
@@ -270,12 +259,12 @@ def name_pairs_kernel(
 @njit
 def _pair_subsets(
     e: Any, e_off: Any, e_valid: Any, e_at: Any, a: Any, a_off: Any, a_valid: Any,
-    out_s: Any, out: Any,
+    out_s: Any, out: Any, lo: int, hi: int,
 ) -> None:  # fmt: skip
-    """``loose_subset`` of each pair's texts (pair ``i``: spec ``e_at[out_s[i]]``, call text
-    ``i``): yes, no, or unknown (-1, for Python to judge)."""
+    """``loose_subset`` of pairs ``lo`` to ``hi``'s texts (pair ``i``: spec
+    ``e_at[out_s[i]]``, call text ``i``): yes, no, or unknown (-1, for Python to judge)."""
     stack = np.empty(64, np.int64)
-    for i in range(out.shape[0]):
+    for i in range(lo, hi):
         s, c = e_at[out_s[i]], i
         e_lo, e_hi = e_off[s], e_off[s + 1]
         a_lo, a_hi = a_off[c], a_off[c + 1]
@@ -302,9 +291,12 @@ def _verdicts(
     compiling("the tool arguments matcher", _pair_subsets)
     verdicts = np.zeros(n, np.int8)
     args = Texts(flat.call_args.gather(pl.Series(out_c)))  # the paired calls', in pair order
-    _pair_subsets(
-        texts.data, texts.off, texts.valid, at, args.data, args.off, args.valid,
-        out_s, verdicts,
+    in_halves(
+        lambda lo, hi: _pair_subsets(
+            texts.data, texts.off, texts.valid, at, args.data, args.off, args.valid,
+            out_s, verdicts, lo, hi,
+        ),
+        n,
     )  # fmt: skip
     unknown = np.flatnonzero(verdicts < 0)
     if unknown.size:
@@ -323,7 +315,7 @@ def flat_pass(traj: pl.Series, expect: Expectations) -> FlatPass | None:
     or a hand-built trajectory column with nulls where a parsed one has none."""
     if not worth_compiling(traj.len(), ROWS_FROM):
         return None
-    compiling("the trajectory metrics' passes", _write, _present, _distinct_in_order)
+    compiling("the trajectory metrics' passes", _write, _present, _distinct_in_order, _count_marked)
     try:
         return FlatPass(traj, expect)
     except _NotCoveredError:
@@ -429,7 +421,6 @@ def _details_text(details: Details, flat: FlatPass) -> pl.Series:
     no_list = Lists(np.zeros(0, np.int32), np.zeros(n + 1, np.int64), np.zeros(n, np.bool_))
     lists = [*details.lists, *[no_list] * (_LIST_SLOTS - len(details.lists))]
     name_len = np.diff(dict_off)
-    totals = [x.name_bytes(name_len) for x in lists]
     l_ids = tuple(np.require(x.ids, np.int32, ["C", "W"]) for x in lists)  # one array type
     l_off = np.stack([x.off for x in lists])
     l_valid = np.stack([x.valid for x in lists])
@@ -449,7 +440,7 @@ def _details_text(details: Details, flat: FlatPass) -> pl.Series:
             if kind == _LIST:
                 s = details.slots[f]
                 a, b = int(l_off[s, r0]), int(l_off[s, r1])
-                room += int(totals[s][b] - totals[s][a]) + (b - a) + 4 * rows
+                room += _name_bytes(lists[s].ids, a, b, name_len) + (b - a) + 4 * rows
             elif kind == _NAME:
                 room += rows * (int(name_len.max(initial=0)) + 4)
             else:
@@ -620,9 +611,27 @@ def names_of(flat: FlatPass, rows: npt.NDArray[np.int64], ids: npt.NDArray[Any])
 
 def count_marked(marks: npt.NDArray[np.bool_], off: OffsetArray) -> npt.NDArray[np.int64]:
     """How many items each row marks: row ``r``'s items are ``marks[off[r]:off[r + 1]]``."""
-    running = np.zeros(marks.shape[0] + 1, np.int64)
-    np.cumsum(marks, out=running[1:])
-    return running[off[1:]] - running[off[:-1]]
+    out = np.zeros(off.shape[0] - 1, np.int64)
+    _count_marked(marks, off, out)
+    return out
+
+
+@njit(borrows=True)
+def _count_marked(marks: Any, off: Any, out: Any) -> None:
+    for r in range(out.shape[0]):
+        n = 0
+        for i in range(off[r], off[r + 1]):
+            n += marks[i]
+        out[r] = n
+
+
+@njit(borrows=True)
+def _name_bytes(ids: Any, lo: int, hi: int, name_len: Any) -> int:
+    """The bytes of the names ``ids[lo:hi]`` (``name_len`` per id) together."""
+    n = 0
+    for i in range(lo, hi):
+        n += name_len[ids[i]]
+    return n
 
 
 def top(flat: FlatPass) -> int:
