@@ -33,12 +33,15 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "fits_views",
     "list_array",
     "numbers_array",
+    "put_view",
     "spans",
     "string_array",
     "strings_array",
     "text_buffers",
+    "views_array",
 ]
 
 _INLINE = 12  # bytes a view holds in place
@@ -53,22 +56,47 @@ def _put_int32(views: Any, at: int, value: int) -> None:
 
 
 @njit
+def put_view(views: Any, i: int, data: Any, lo: int, length: int, offset: int) -> None:
+    """Write all 16 bytes of view ``i``: the string ``data[lo:lo + length]``, which lies at
+    ``offset`` in the array's one data buffer (:func:`views_array`)."""
+    at = 16 * i
+    _put_int32(views, at, length)
+    if length <= _INLINE:
+        for j in range(length):
+            views[at + 4 + j] = data[lo + j]
+        for j in range(length, _INLINE):
+            views[at + 4 + j] = 0
+    else:
+        for j in range(4):
+            views[at + 4 + j] = data[lo + j]
+        _put_int32(views, at + 8, 0)  # buffer 0
+        _put_int32(views, at + 12, offset)
+
+
+@njit
 def _views(lo: Any, length: Any, data: Any) -> Any:
     """The views of the strings ``data[lo[i]:lo[i] + length[i]]`` (``length`` -1: empty)."""
     n = lo.size
-    views = np.zeros(16 * n, np.uint8)
+    views = np.empty(16 * n, np.uint8)
     for i in range(n):
-        k = max(length[i], 0)
-        at = 16 * i
-        _put_int32(views, at, k)
-        if k <= _INLINE:
-            for j in range(k):
-                views[at + 4 + j] = data[lo[i] + j]
-        else:
-            for j in range(4):
-                views[at + 4 + j] = data[lo[i] + j]
-            _put_int32(views, at + 12, lo[i])  # buffer 0, at bytes 8-11, is already zero
+        put_view(views, i, data, lo[i], max(length[i], 0), lo[i])
     return views
+
+
+def fits_views(size: int) -> bool:
+    """Whether a data buffer of ``size`` bytes can back a ``string_view`` array (a view names
+    its place in the buffer with an int32)."""
+    return size <= _MAX_OFFSET
+
+
+def views_array(views: npt.NDArray[np.uint8], data: npt.NDArray[np.uint8]) -> pa.Array:
+    """The ``string_view`` array of the views :func:`put_view` wrote (16 bytes a string) over
+    ``data`` (``fits_views``), which Polars imports without a copy."""
+    import pyarrow as pa
+
+    return pa.Array.from_buffers(
+        pa.string_view(), views.size // 16, [None, pa.py_buffer(views), pa.py_buffer(data)]
+    )
 
 
 def _views_numpy(lo: npt.NDArray[np.int64], length: Any, data: npt.NDArray[np.uint8]) -> Any:
@@ -92,15 +120,9 @@ def _views_numpy(lo: npt.NDArray[np.int64], length: Any, data: npt.NDArray[np.ui
 
 def _view_array(lo: Any, length: Any, data: npt.NDArray[np.uint8]) -> pa.Array:
     """A ``string_view`` array of the strings at ``lo`` (``length`` long) in ``data``."""
-    import pyarrow as pa
-
     if worth_compiling(lo.size, _INTERPRETED_UP_TO):
-        views = _views(lo, length, data)
-    else:
-        views = _views_numpy(lo, length, data)
-    return pa.Array.from_buffers(
-        pa.string_view(), lo.size, [None, pa.py_buffer(views), pa.py_buffer(data)]
-    )
+        return views_array(_views(lo, length, data), data)
+    return views_array(_views_numpy(lo, length, data), data)
 
 
 def string_array(offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8]) -> pa.Array:

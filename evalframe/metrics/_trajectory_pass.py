@@ -25,7 +25,14 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from evalframe.core._arrow_text import string_array, strings_array, text_buffers
+from evalframe.core._arrow_text import (
+    fits_views,
+    put_view,
+    string_array,
+    strings_array,
+    text_buffers,
+    views_array,
+)
 from evalframe.core._expectations_compiled import LIST_FIELDS
 from evalframe.core._json._text import WORD_SLACK, copy_words
 from evalframe.core._njit import compiling, halves, in_halves, njit, worth_compiling
@@ -448,17 +455,24 @@ def _details_text(details: Details, flat: FlatPass) -> pl.Series:
         return room
 
     # One buffer for every part, each writing its own stretch (with the slack its last word
-    # may spill into), so the column is one chunk Polars never has to copy into one.
+    # may spill into), so the column is one chunk Polars never has to copy into one; each
+    # part writes its rows' Arrow views too.
     cuts = halves(n)
     starts = np.cumsum([0, *(room(a, b) + WORD_SLACK for a, b in cuts)])
     out = small_pages(int(starts[-1]), np.uint8)
     out_off = np.zeros(n + len(cuts), np.int64)  # part k's offsets from a + k to b + k
+    views = small_pages(16 * n, np.uint8)
 
     def part(r0: int, r1: int) -> None:
         k = [a for a, _ in cuts].index(r0)
-        _write(*args, r0, out[starts[k] : starts[k + 1]], out_off[r0 + k : r1 + k + 1])
+        _write(
+            *args, r0, out[starts[k] : starts[k + 1]], out_off[r0 + k : r1 + k + 1],
+            views[16 * r0 : 16 * r1], starts[k],
+        )  # fmt: skip
 
     in_halves(part, n)
+    if fits_views(int(starts[-1])):
+        return pl.Series("details", views_array(views, out))
     parts = [out_off[a + k : b + k + 1] for k, (a, b) in enumerate(cuts)]
     lo = np.concatenate([p[:-1] + starts[k] for k, p in enumerate(parts)])
     length = np.concatenate([np.diff(p) for p in parts])
@@ -487,12 +501,13 @@ def _put_int(out: Any, at: int, value: int, digits: Any) -> int:
 def _write(
     head: Any, head_off: Any, kinds: Any, slots: Any, ints: Any, ints_ok: Any, l_ids: Any,
     l_off: Any, l_valid: Any, names: Any, names_off: Any, raw: Any, raw_off: Any, r0: int,
-    out: Any, out_off: Any,
+    out: Any, out_off: Any, views: Any, base: int,
 ) -> None:  # fmt: skip
     """The details of rows ``r0`` on, one after the other into ``out``, with their
-    ``out_off``; list slot ``s`` of row ``r`` is ``l_ids[s][l_off[s, r]:l_off[s, r + 1]]``,
-    written as a JSON array of the names' texts (``null`` where not ``l_valid``). Every byte
-    buffer it copies from, and ``out``, has ``WORD_SLACK`` bytes to spare (``copy_words``)."""
+    ``out_off`` and their Arrow ``views`` (``out`` lying at ``base`` in the views' buffer);
+    list slot ``s`` of row ``r`` is ``l_ids[s][l_off[s, r]:l_off[s, r + 1]]``, written as a
+    JSON array of the names' texts (``null`` where not ``l_valid``). Every byte buffer it
+    copies from, and ``out``, has ``WORD_SLACK`` bytes to spare (``copy_words``)."""
     null = np.zeros(4 + WORD_SLACK, np.uint8)
     null[:4] = np.array([110, 117, 108, 108], np.uint8)
     digits = np.empty(24, np.uint8)
@@ -531,6 +546,7 @@ def _write(
         out[at] = 125  # '}'
         at += 1
         out_off[k + 1] = at
+        put_view(views, k, out, out_off[k], at - out_off[k], base + out_off[k])
 
 
 # --- per-row passes over numbered names ------------------------------------------------------
