@@ -810,3 +810,143 @@ def test_a_flat_object_copied_as_it_is_is_what_the_re_encoding_writes(
     if p >= 0:
         assert (p, bytes(out[:stop])) == (q, bytes(want[:to]))
         assert json.loads(bytes(out[:stop])) == json.loads(text)
+
+
+# --- Parquet with nested columns as Arrow writes dicts: structs and lists of structs -----------
+
+arrow_numbers = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(
+    [0.30000000000000004, 1e16, 1e-07, -0.0, float("nan"), float("inf")]
+)
+arrow_calls = st.fixed_dictionaries(
+    {"name": names},
+    optional={
+        "arguments": st.none()
+        | st.fixed_dictionaries(
+            {},
+            optional={
+                "q": texts | st.none(),
+                "k": st.integers(-(10**18), 10**18) | st.none(),
+                "w": arrow_numbers | st.none(),
+                "on": st.booleans(),
+                "tags": st.lists(texts, max_size=2),
+            },
+        ),
+        "result": texts | st.none(),
+        "error": texts | st.none(),
+        "latency_ms": arrow_numbers | st.none(),
+        "tokens": st.integers(-3, 10**6) | st.none(),
+    },
+)
+arrow_rows = st.fixed_dictionaries(
+    {"id": ids, "actual_output": texts},
+    optional={
+        "trajectory": st.none()
+        | st.fixed_dictionaries(
+            {"tool_calls": st.lists(arrow_calls, max_size=4)},
+            optional={
+                "steps": st.integers(-2, 50) | st.none(),
+                "finish_reason": texts | st.none(),
+                "approvals": st.lists(texts, max_size=2) | st.none(),
+            },
+        ),
+        "turns": st.none()
+        | st.lists(
+            st.fixed_dictionaries(
+                {"role": names},
+                optional={
+                    "content": texts | st.none(),
+                    "latency_ms": arrow_numbers | st.none(),
+                    "tool_calls": st.lists(arrow_calls, max_size=2) | st.none(),
+                },
+            ),
+            max_size=3,
+        ),
+        "contexts": st.none()
+        | st.lists(
+            st.fixed_dictionaries(
+                {"text": texts | st.none()},
+                optional={"id": texts | st.none() | st.integers(-5, 10**12), "score": floats},
+            ),
+            max_size=3,
+        ),
+    },
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(arrow_rows, min_size=1, max_size=6),
+    st.sampled_from(["compiled", "interpreted"]),
+    st.booleans(),
+)
+def test_parquet_structs_as_arrow_writes_dicts_read_as_row_by_row(
+    tmp_path_factory: pytest.TempPathFactory,
+    rows: list[dict[str, object]],
+    kernels: str,
+    float32: bool,
+) -> None:
+    """Dicts written to Parquet as they are: structs whose members absent in a row are null,
+    lists of structs; floats that JSON cannot carry (NaN, a float32) are the exact reader's."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pa.Table.from_pylist(rows)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # rows Arrow cannot type alike
+        return
+    if float32:
+        table = pa.Table.from_pylist(rows, schema=_floats_as(table.schema, pa.float32()))
+    path = tmp_path_factory.mktemp("parquet") / "o.parquet"
+    try:
+        pq.write_table(table, path)
+    except pa.ArrowNotImplementedError:  # a struct without members: Parquet has none
+        return
+    exact, columns = read_parquet_both(path, kernels)
+    if isinstance(exact, pl.DataFrame):
+        assert isinstance(columns, pl.DataFrame)
+        assert columns.equals(exact)
+        assert columns.schema == exact.schema
+    else:
+        assert columns == exact
+
+
+def _floats_as(schema: Any, kind: Any) -> Any:
+    import pyarrow as pa
+
+    def retype(t: Any) -> Any:
+        if pa.types.is_float64(t):
+            return kind
+        if pa.types.is_struct(t):
+            return pa.struct([pa.field(f.name, retype(f.type)) for f in t])
+        if pa.types.is_list(t):
+            return pa.list_(retype(t.value_type))
+        return t
+
+    return pa.schema([pa.field(f.name, retype(f.type)) for f in schema])
+
+
+def test_a_parquet_file_of_dicts_is_read_a_column_at_a_time(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from evalframe.core._outputs_table import outputs_columns
+
+    call = {"name": "search", "arguments": {"q": "é", "k": 3}, "latency_ms": 12.345678901234567}
+    rows = [
+        {"id": "q0", "actual_output": "a", "trajectory": {"tool_calls": [call]},
+         "turns": [{"role": "user", "content": "hi"}], "contexts": [{"id": "d1", "text": "x"}]},
+        {"id": "q1", "actual_output": "b", "trajectory": None, "turns": None, "contexts": None},
+        {"id": "q2", "actual_output": "c", "trajectory": {"tool_calls": [{"name": "book"}]},
+         "turns": [], "contexts": [{"id": None, "text": "y"}]},
+    ]  # fmt: skip
+    path = tmp_path / "o.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EVALFRAME_KERNELS", "compiled")
+        assert outputs_columns(pq.read_table(path), _NUMBERS) is not None
+    exact, columns = read_parquet_both(path)
+    assert isinstance(columns, pl.DataFrame)
+    assert columns.equals(exact)  # type: ignore[arg-type]
+    arguments = columns.get_column("trajectory")[0]["tool_calls"][0]["arguments"]
+    assert arguments == '{"q":"é","k":3}'
+    assert columns.get_column("trajectory")[2]["tool_calls"][0]["arguments"] is None

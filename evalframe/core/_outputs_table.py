@@ -7,8 +7,10 @@ them, or declines (returns None) and the exact reader takes the table, so the fr
 error message are the same. It vouches for tables whose ids (``id``, else ``sample_id``) are
 strings, none empty, blank or repeated; whose ``actual_output`` has no null; whose numbers
 are integers (or floats, where a float belongs); whose ``contexts`` are lists of strings;
-and whose ``trajectory`` and ``turns`` are JSON texts, or trajectories in the ``TRAJECTORY``
-struct evalframe writes, that the compiled pass (``core/_outputs_nested.py``) reads exactly.
+and whose ``contexts``, ``trajectory`` and ``turns`` are otherwise JSON texts, or structs and
+lists of structs (as Arrow writes Python's dicts, and the ``TRAJECTORY`` struct evalframe
+writes) encoded to JSON texts by Polars, that the compiled pass (``core/_outputs_nested.py``)
+or orjson's reader reads exactly.
 
 Examples:
     >>> import pyarrow as pa, polars as pl
@@ -19,6 +21,7 @@ Examples:
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import TYPE_CHECKING, Final
 
@@ -86,18 +89,91 @@ def outputs_columns(table: pa.Table, numbers: pl.Schema) -> pl.DataFrame | None:
         columns.append(column.cast(dtype))
     contexts = _column(table, "contexts")
     if contexts is not None and contexts.dtype != pl.Null:
-        if contexts.dtype not in (pl.List(pl.String), pl.List(pl.Null)):
-            return None  # text, or {id, text} items: the exact reader's
-        if contexts.explode(empty_as_null=False, keep_nulls=False).null_count():
-            return None
-        if contexts.null_count() < n:
-            columns.append(contexts.cast(pl.List(pl.String)))
+        if contexts.dtype in (pl.List(pl.String), pl.List(pl.Null)):
+            if contexts.explode(empty_as_null=False, keep_nulls=False).null_count():
+                return None
+            if contexts.null_count() < n:
+                columns.append(contexts.cast(pl.List(pl.String)))
+        else:
+            read = _context_items(contexts)
+            if read is None:
+                return None  # text, or items other than {id, text}: the exact reader's
+            columns.extend(read)
     for field in ("trajectory", "turns"):
-        read = _nested(field, _column(table, field))
+        read = _nested(field, _texts(table, field))
         if read is None:
             return None
         columns.extend(read)
     return pl.DataFrame(columns)
+
+
+def _context_items(contexts: pl.Series) -> list[pl.Series] | None:
+    """``contexts`` and ``context_ids`` from lists of ``{id, text}`` structs, or None to
+    decline: an item that is null or has no string text, an id neither text nor integer."""
+    from evalframe.core._contexts import CONTEXT_IDS, CONTEXTS
+
+    kind = contexts.dtype
+    if not (isinstance(kind, pl.List) and isinstance(kind.inner, pl.Struct)):
+        return None
+    members = {field.name: field.dtype for field in kind.inner.fields}
+    given_id = members.get("id", pl.Null())
+    if members.get("text") != pl.String or not (
+        given_id in (pl.Null, pl.String) or given_id.is_integer()
+    ):
+        return None
+    items = contexts.explode(empty_as_null=False, keep_nulls=False)  # the rows' items
+    if items.null_count() or items.struct.field("text").null_count():
+        return None  # a null item, or an item without its text
+    texts = contexts.list.eval(pl.element().struct.field("text")).alias(CONTEXTS)
+    if given_id == pl.Null or not items.struct.field("id").is_not_null().any():
+        return [texts]
+    ids = contexts.list.eval(pl.element().struct.field("id").cast(pl.String))
+    return [texts, ids.alias(CONTEXT_IDS)]
+
+
+def _texts(table: pa.Table, name: str) -> pl.Series | None:
+    """Column ``name`` (None where the table has none), its structs and lists of structs as
+    JSON texts; a column whose values JSON could not carry as they are is returned as it is,
+    for the exact reader (see :func:`_json_values`)."""
+    column = _column(table, name)
+    if column is None or not isinstance(column.dtype, pl.Struct | pl.List):
+        return column
+    if not _json_values(table.column(name)):
+        return column
+    if isinstance(column.dtype, pl.Struct):
+        texts = column.struct.json_encode()
+    else:  # a list: encoded inside a struct, whose member's value is the list's text
+        prefix = "{" + json.dumps(name) + ":"
+        encoded = column.to_frame().select(pl.struct(name).struct.json_encode()).to_series()
+        texts = encoded.str.strip_prefix(prefix).str.strip_suffix("}")
+    return pl.select(pl.when(column.is_not_null()).then(texts)).to_series().alias(name)
+
+
+def _json_values(array: pa.ChunkedArray | pa.Array) -> bool:
+    """Whether the JSON text of each value of ``array`` reads back as the value its
+    ``to_pylist()`` gives: structs (distinct member names) and lists of texts, integers,
+    booleans, nulls and finite 64-bit floats. Not maps, dictionaries, dates or bytes (Python
+    values JSON has no spelling for), nor a float32 (its JSON text is the float32's shortest
+    spelling, not the digits of the float Python reads), nor NaN or infinity."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(array, pa.ChunkedArray):
+        return all(_json_values(chunk) for chunk in array.chunks)
+    kind = array.type
+    if pa.types.is_struct(kind):
+        names = [kind.field(i).name for i in range(kind.num_fields)]
+        return (
+            bool(names)
+            and len(set(names)) == len(names)
+            and all(_json_values(array.field(i)) for i in range(kind.num_fields))
+        )
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _json_values(array.flatten())
+    if pa.types.is_float64(kind):
+        return bool(pc.all(pc.is_finite(array)).as_py() is not False)
+    plain = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer)
+    return any(test(kind) for test in (*plain, pa.types.is_boolean, pa.types.is_null))
 
 
 def _nested(field: str, column: pl.Series | None) -> list[pl.Series] | None:
@@ -119,12 +195,7 @@ def _nested(field: str, column: pl.Series | None) -> list[pl.Series] | None:
     from evalframe.core import _outputs_nested as nested
     from evalframe.core._arrow_text import text_buffers
 
-    if column.dtype == TRAJECTORY and field == "trajectory":
-        latency = column.struct.field("tool_calls").explode().struct.field("latency_ms")
-        if latency.is_nan().any():  # JSON has no NaN: the text would say null
-            return None
-        column = column.struct.json_encode()
-    elif column.dtype != pl.String:
+    if column.dtype != pl.String:
         return None  # another shape: the exact reader's
     data, offsets, valid = text_buffers(column)
     number = nested.TRAJECTORY_FIELD if field == "trajectory" else nested.TURNS_FIELD
