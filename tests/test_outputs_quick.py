@@ -37,8 +37,8 @@ from evalframe.core._outputs_quick import quick_lines, quick_list
 def read(path: Path, *, quick: bool) -> pl.DataFrame | str:
     """What ``read_outputs`` makes of ``path`` (a frame, or the error's message) with no
     compiled pass, and the quick reader first or not at all (the exact reader). The quick
-    reader parses a list form's array in runs of about a third of the file, and checks the
-    numbers' shapes in pieces of 7 bytes, so that every file crosses their edges."""
+    reader parses a list form's array in runs of about a third of the file, and looks for
+    long digit runs in pieces of 7 bytes, so that every file crosses their edges."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_outputs, "_COMPILED_FROM", 10**12)
         patch.setattr(_outputs, "_WARM_FROM", 10**12)
@@ -226,7 +226,7 @@ def test_hostile_files_read_as_the_exact_reader_reads_them(
         '"t", "arguments": null, "result": {"k": 1e-05}, "error": [1]}, {"name": "u", '
         '"arguments": {"m": 2}, "result": "ok", "error": null}]}}]}',
         '{"outputs": [{"id": "a", "actual_output": "x", "trajectory": {"tool_calls": [{"name": '
-        '"t", "arguments": {}}, {"name": "u", "arguments": {"m": "\\u001fevalframe\\u001f"}}]}}]}',
+        '"t", "arguments": {}}, {"name": "u", "arguments": {"m": "\\ufdd0"}}]}}]}',
     ],
 )
 def test_documents_the_exact_reader_must_judge_keep_its_reading(
@@ -317,7 +317,7 @@ def test_jsonl_the_exact_reader_must_judge_is_declined(body: bytes) -> None:
     assert quick_lines(body, _NUMBERS) is None
 
 
-# --- a list form's array in runs, and the numbers' shapes in pieces ---------------------------
+# --- a list form's array in runs, and long digit runs in pieces ------------------------------
 
 
 @pytest.mark.parametrize(
@@ -326,6 +326,7 @@ def test_jsonl_the_exact_reader_must_judge_is_declined(body: bytes) -> None:
         '[{"id": "a", "t": "}, {\\"id\\": 1"}, {"id": "b"}, {"id": "c", "x": [{"id": 1}, 2]}]',
         '[{"id": "a", "t": "[{"}, {"id": "b", "t": "}]"}, {"id": "c"}, {"id": "d"}]',
         '[ {"id": 1} ,\n {"id": 2},{"id": 3}, {"k": 4}, {"id": 5} ]',
+        '[{"id": "a", "t": [{"id": "b", "t": 1}, {"id": "c", "t": 2}]}, {"id": "d", "t": 3}]',
         '[{"id": 1}, {"id": 2}, {"id": 3}, {"id": 4}',
         '[{"id": 1}, {"id": 2}, {"id": 3}, {"id": 4}]]',
         '[{"id": 1}, {"id": 2}, {"id": 3} {"id": 4}]',
@@ -354,14 +355,9 @@ def test_an_array_in_runs_is_parsed_as_a_whole(
 
 @settings(max_examples=100, deadline=None)
 @given(
-    st.binary(max_size=80) | st.text("0123456789.eE ", max_size=80).map(str.encode),
-    st.integers(1, 9),
+    st.binary(max_size=80) | st.text("0123456789 ", max_size=80).map(str.encode), st.integers(1, 9)
 )
-def test_the_numbers_shapes_in_pieces_are_those_of_the_whole(data: bytes, piece: int) -> None:
-    zeros = digits_as_zero(data)
+def test_long_digit_runs_are_found_across_the_pieces(data: bytes, piece: int) -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_outputs_quick, "_PIECE", piece)
-        assert _outputs_quick._number_shapes(data) == (
-            long_zero_run(zeros),
-            _outputs_quick._float_text(zeros),
-        )
+        assert _outputs_quick._long_digits(data) == long_zero_run(digits_as_zero(data))

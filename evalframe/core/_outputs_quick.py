@@ -59,12 +59,20 @@ _BRACKETS: Final = MAX_DEPTH - 8
 _WS: Final = b" \t\n\r"
 _SPACE: Final = re.compile(b"[ \t\n\r]*")
 _FLOAT_ZEROS: Final = re.compile(b"0[.eE]")
-# An array's runs (see _array): their length, and the first item's opening up to its first key.
+# An array's runs (see _array): their length, and the first item's opening: its first key,
+# and the second where a plain value stands between (an entry's "id" and "actual_output", where
+# its contexts' items have "id" and "text").
 _RUN: Final = 1 << 15
 _PIECE: Final = 1 << 16
-_FIRST_KEY: Final = re.compile(b'\\[[ \t\n\r]*({[ \t\n\r]*"[^"\\\\]*")')
-# Stands between values written as one array (its escapes hold no digit before an e).
-_MARK: Final = "\x1fevalframe\x1f"
+_W: Final = b"[ \t\n\r]*"
+_SCALAR: Final = b'(?:"[^"\\\\]*"|[-+.0-9eE]+|true|false|null)'
+_OPENING: Final = re.compile(
+    b"\\[" + _W + b'{' + _W + b'("[^"\\\\]*")(?:' + _W + b":" + _W + _SCALAR + _W + b"," + _W
+    + b'("[^"\\\\]*"))?'
+)  # fmt: skip
+# Stands between values written as one array: a noncharacter, which orjson writes as it is
+# (3 bytes: the array is a third shorter than with an escaped mark).
+_MARK: Final = "\ufdd0"
 _MARK_TEXT: Final = orjson.dumps(_MARK)
 _BETWEEN: Final = f",{_MARK_TEXT.decode()},"
 
@@ -91,14 +99,13 @@ def quick_lines(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
         data: the file's bytes.
         numbers: the numeric members an entry may carry, with their dtypes (Int64 or Float64).
     """
-    long_digits, floats = _number_shapes(data)
-    if long_digits:
+    if _long_digits(data):
         return None
     try:
         lines = data.split(b"\n")
         # isspace() where strip() would copy each line to say the same
         entries = [orjson.loads(line) for line in lines if line and not line.isspace()]
-        return _frame(entries, numbers, floats)
+        return _frame(entries, numbers)
     except (orjson.JSONDecodeError, _Decline):
         return None
 
@@ -113,14 +120,13 @@ def quick_list(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
         end -= 1
     if start < 0 or end <= start or data[end - 1] != ord("}"):
         return None
-    long_digits, floats = _number_shapes(data)
-    if long_digits:
+    if _long_digits(data):
         return None
     try:
         entries = _array(data, start, end - 1)
         if type(entries) is not list:
             return None
-        return _frame(entries, numbers, floats)
+        return _frame(entries, numbers)
     except (orjson.JSONDecodeError, _Decline):
         return None
 
@@ -131,40 +137,36 @@ def _array(data: bytes, start: int, end: int) -> Any:
 
     In a new process the parse is paid mostly in fresh pages (about 2 us each): parsed whole,
     the document's parse tree touches a quarter more pages than Python's ``json`` does, where
-    runs of about 32 KiB reuse the memory the last run freed. A run ends at a ``}`` followed by
-    a comma and the first item's first key, where the brackets since the run's start balance.
-    A cut that did not end an item (a bracket or the pattern stood in a string) leaves a run
-    with a container or a string unclosed, which does not parse: then the text is parsed whole.
+    runs of about 32 KiB reuse the memory the last run freed (and stay in the cache). A run ends
+    at a ``}`` followed by a comma and an opening like the first item's. A cut anywhere else (in
+    a string, or inside an item) leaves a string or a container unclosed in the run before it,
+    which then does not parse: the text is parsed whole, so the value and any error are
+    orjson's for the whole text.
     """
     view = memoryview(data)
     at = _SPACE.match(data, start).end()  # type: ignore[union-attr]  # it matches nothing too
     last = end
     while last > at and data[last - 1] in _WS:
         last -= 1
-    key = _FIRST_KEY.match(data, at)
-    if last - at < 2 * _RUN or key is None or data[last - 1] != ord("]"):
+    opening = _OPENING.match(data, at)
+    if last - at < 2 * _RUN or opening is None or data[last - 1] != ord("]"):
         return orjson.loads(view[start:end])  # the value, not copied
-    cuts = re.compile(b"}[ \t\n\r]*,[ \t\n\r]*(" + re.escape(key[1]) + b")")
+    item = b"({" + _W + re.escape(opening[1])
+    if opening[2] is not None:
+        item += _W + b":" + _W + _SCALAR + _W + b"," + _W + re.escape(opening[2])
+    cuts = re.compile(b"}" + _W + b"," + _W + item + b")")
     runs: list[Any] = []
-    at = key.start(1)
+    at = at + 1
     while True:
-        stop = last - 1
-        counted, braces, brackets = at, 0, 0
-        for cut in cuts.finditer(data, at + _RUN, last):
-            close = cut.start() + 1
-            braces += data.count(b"{", counted, close) - data.count(b"}", counted, close)
-            brackets += data.count(b"[", counted, close) - data.count(b"]", counted, close)
-            counted = close
-            if braces == 0 and brackets == 0:
-                stop = close
-                break
-        if stop == last - 1 and not runs:  # one run: the text as it is
+        cut = cuts.search(data, at + _RUN, last)
+        if cut is None and not runs:  # one run: the text as it is
             return orjson.loads(view[start:end])
+        stop = last - 1 if cut is None else cut.start() + 1
         try:
             runs.append(orjson.loads(b"".join((b"[", view[at:stop], b"]"))))
         except orjson.JSONDecodeError:
             return orjson.loads(view[start:end])
-        if stop == last - 1:
+        if cut is None:
             return list(chain.from_iterable(runs))
         at = cut.start(1)
 
@@ -190,12 +192,11 @@ def quick_array(field: str, array: bytes) -> pl.Series | None:
 
 def _agent_column(field: str, text: bytes, values: Callable[[], Any]) -> pl.Series | None:
     """Column ``field`` of the ``values()`` parsed from JSON ``text``, or None."""
-    long_digits, floats = _number_shapes(text)
-    if long_digits:
+    if _long_digits(text):
         return None
     build = _trajectories if field == "trajectory" else _turns
     try:
-        return build(values(), floats)
+        return build(values())
     except (orjson.JSONDecodeError, _Decline):
         return None
 
@@ -209,8 +210,8 @@ def _after(data: bytes, at: int, token: bytes) -> int:
     return at + len(token) if data.startswith(token, at) else -1
 
 
-def _frame(entries: list[Any], numbers: pl.Schema, floats: bool) -> pl.DataFrame:
-    """The frame of ``entries``; ``floats``: the file may hold a float."""
+def _frame(entries: list[Any], numbers: pl.Schema) -> pl.DataFrame:
+    """The frame of ``entries``."""
     if not entries or _types(entries) != {dict}:
         raise _Decline
     keys: set[str] = set().union(*entries)
@@ -229,10 +230,10 @@ def _frame(entries: list[Any], numbers: pl.Schema, floats: bool) -> pl.DataFrame
     frame = pl.DataFrame(columns)
     trajectories = _field(entries, keys, "trajectory")
     if any(t is not None for t in trajectories):
-        frame = frame.with_columns(_trajectories(trajectories, floats))
+        frame = frame.with_columns(_trajectories(trajectories))
     turns = _field(entries, keys, "turns")
     if any(t is not None for t in turns):
-        frame = frame.with_columns(_turns(turns, floats))
+        frame = frame.with_columns(_turns(turns))
     return frame
 
 
@@ -270,13 +271,17 @@ def _shallow(values: Iterable[object]) -> None:
     the depth limit."""
     nested = [v for v in values if type(v) is dict or type(v) is list]
     if nested:
-        _compact_texts("", nested, floats=False)  # only counted: their floats' spelling is moot
+        # Only their brackets are counted: their floats' spelling is moot.
+        _compact_texts("", nested, spelled=False, nulls=False)
 
 
-def _compact_texts(name: str, values: list[Any], floats: bool) -> pl.Series:
+def _compact_texts(
+    name: str, values: list[Any], *, spelled: bool = True, nulls: bool = True
+) -> pl.Series:
     """Column ``name``: each of ``values`` (maps, lists, numbers, booleans, or None for a
-    null) as Python's compact encoder writes it (``floats``: they may hold a float); declines
-    one with more brackets than the depth limit leaves room for."""
+    null, where ``nulls``) as Python's compact encoder writes it (where ``spelled``: else
+    with floats as orjson spells them); declines one with more brackets than the depth limit
+    leaves room for."""
     if not values:
         return pl.Series(name, [], pl.String)
     marked: list[Any] = [_MARK] * (2 * len(values) - 1)
@@ -288,7 +293,7 @@ def _compact_texts(name: str, values: list[Any], floats: bool) -> pl.Series:
     if blob.count(_MARK_TEXT) != len(values) - 1:
         raise _Decline  # a value holds the mark itself
     texts = str(memoryview(blob)[1:-1], "utf-8").split(_BETWEEN)
-    if floats and _floats(blob):  # orjson writes some floats as Python does not
+    if spelled and _floats(blob):  # orjson writes some floats as Python does not
         texts = [
             COMPACT_JSON.encode(v) if _floats(t.encode()) else t
             for v, t in zip(values, texts, strict=True)
@@ -298,21 +303,19 @@ def _compact_texts(name: str, values: list[Any], floats: bool) -> pl.Series:
     ):
         raise _Decline
     column = pl.Series(name, texts, pl.String)
-    if None in values:  # written as null, which no other value is
+    if nulls and None in values:  # written as null, which no other value is
         column = pl.select(pl.when(column != "null").then(column)).to_series()
     return column
 
 
-def _number_shapes(data: bytes) -> tuple[bool, bool]:
-    """Whether ``data`` holds a run of 19 digits (see ``long_zero_run``), and whether it might
-    hold a float (see :func:`_floats`). Read a piece at a time: a copy of the whole would touch
-    as many fresh pages as the file has, where the pieces' copies reuse one another's memory."""
-    long_digits = floats = False
-    for at in range(0, len(data), _PIECE):
-        zeros = digits_as_zero(data[at : at + _PIECE + 18])  # a run may cross the piece's end
-        long_digits = long_digits or long_zero_run(zeros)
-        floats = floats or _float_text(zeros)
-    return long_digits, floats
+def _long_digits(data: bytes) -> bool:
+    """Whether ``data`` holds a run of 19 digits (see ``long_zero_run``). Read a piece at a
+    time: a copy of the whole would touch as many fresh pages as the file has, where the
+    pieces' copies reuse one another's memory."""
+    return any(
+        long_zero_run(digits_as_zero(data[at : at + _PIECE + 18]))  # a run may cross the end
+        for at in range(0, len(data), _PIECE)
+    )
 
 
 def _floats(text: bytes) -> bool:
@@ -374,7 +377,7 @@ def _latencies(rows: list[dict[str, Any]], keys: set[str]) -> pl.Series:
     return column
 
 
-def _text_values(name: str, rows: list[dict[str, Any]], keys: set[str], floats: bool) -> pl.Series:
+def _text_values(name: str, rows: list[dict[str, Any]], keys: set[str]) -> pl.Series:
     """Column ``name`` of the rows' results or errors: strings as they are, any other value as
     compact JSON."""
     if name not in keys:
@@ -386,7 +389,7 @@ def _text_values(name: str, rows: list[dict[str, Any]], keys: set[str], floats: 
             raise _Decline
         strings = [v if type(v) is str else None for v in values]
         others = [None if type(v) is str else v for v in values]
-        return pl.Series(name, strings, pl.String).fill_null(_compact_texts(name, others, floats))
+        return pl.Series(name, strings, pl.String).fill_null(_compact_texts(name, others))
     return pl.Series(name, values, pl.String)
 
 
@@ -479,16 +482,16 @@ def _id(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _calls(lists: list[Any], floats: bool) -> pl.Series:
+def _calls(lists: list[Any]) -> pl.Series:
     """The ``tool_calls`` column: one list of calls (or None, no calls) per row."""
-    kinds = _types(lists)
+    height, kinds = len(lists), _types(lists)
     if not kinds <= {list, _NONE}:
         raise _Decline
     if _NONE in kinds:
-        lists = [[] if calls is None else calls for calls in lists]
+        lists = [] if kinds == {_NONE} else [[] if row is None else row for row in lists]
     calls = list(chain.from_iterable(lists))
-    if not calls:  # no row made a call
-        return _lists("tool_calls", pl.Series([], dtype=TOOL_CALL), [0] * len(lists))
+    if not calls:  # no row made a call: each an empty list
+        return pl.Series("tool_calls", [], TOOL_CALL).reshape((height, 0)).cast(pl.List(TOOL_CALL))
     kinds = _types(calls)
     if not kinds <= {dict, str}:
         raise _Decline
@@ -500,9 +503,9 @@ def _calls(lists: list[Any], floats: bool) -> pl.Series:
     flat = pl.DataFrame(
         [
             _strings("name", names),
-            _arguments(_field(calls, keys, "arguments", "args"), floats),
-            _text_values("result", calls, keys, floats),
-            _text_values("error", calls, keys, floats),
+            _arguments(_field(calls, keys, "arguments", "args")),
+            _text_values("result", calls, keys),
+            _text_values("error", calls, keys),
             _latencies(calls, keys),
             _counts("tokens", calls, keys),
         ]
@@ -512,7 +515,7 @@ def _calls(lists: list[Any], floats: bool) -> pl.Series:
     return _lists("tool_calls", flat, list(map(len, lists)))
 
 
-def _arguments(values: list[Any], floats: bool) -> pl.Series:
+def _arguments(values: list[Any]) -> pl.Series:
     """The ``arguments`` column: each map as compact JSON text (a JSON text read first)."""
     kinds = _types(values)
     if str in kinds:  # JSON text (the recorder keeps it so): read as the exact parser reads it
@@ -520,10 +523,10 @@ def _arguments(values: list[Any], floats: bool) -> pl.Series:
         kinds = _types(values)
     if not kinds <= {dict, _NONE}:
         raise _Decline  # a value of another type
-    return _compact_texts("arguments", values, floats)
+    return _compact_texts("arguments", values, nulls=_NONE in kinds)
 
 
-def _trajectories(values: list[Any], floats: bool) -> pl.Series:
+def _trajectories(values: list[Any]) -> pl.Series:
     """The ``trajectory`` column, as ``parse_trajectory`` and ``trajectory_series`` build it."""
     kinds = _types(values)
     if not kinds <= {dict, _NONE}:
@@ -541,7 +544,7 @@ def _trajectories(values: list[Any], floats: bool) -> pl.Series:
         raise _Decline
     if int in kinds:
         flat_approvals = [str(a) for a in flat_approvals]
-    calls = _calls(lists, floats)
+    calls = _calls(lists)
     counts = pl.Series("steps", [0 if row is None else len(row) for row in lists], pl.Int64)
     if "steps" in keys:
         counts = _counts("steps", blocks, keys).fill_null(counts)
@@ -562,7 +565,7 @@ def _trajectories(values: list[Any], floats: bool) -> pl.Series:
     return _nulls_where(frame.to_struct("trajectory"), [v is not None for v in values])
 
 
-def _turns(values: list[Any], floats: bool) -> pl.Series:
+def _turns(values: list[Any]) -> pl.Series:
     """The ``turns`` column, as ``parse_turns`` and ``turns_series`` build it."""
     kinds = _types(values)
     if not kinds <= {list, _NONE}:
@@ -578,7 +581,7 @@ def _turns(values: list[Any], floats: bool) -> pl.Series:
         [
             _strings("role", roles),
             _strings("content", _field(turns, keys, "content"), nulls=True),
-            _calls(_field(turns, keys, "tool_calls"), floats),
+            _calls(_field(turns, keys, "tool_calls")),
             _latencies(turns, keys),
             _counts("tokens", turns, keys),
         ]
