@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from test_outputs_nested import (
 )
 
 from evalframe.core import _outputs, _outputs_quick
-from evalframe.core._formats import digits_as_zero, long_digit_run, long_zero_run
+from evalframe.core._formats import long_digit_run
 from evalframe.core._outputs import _NUMBERS, read_outputs
 from evalframe.core._outputs_quick import quick_lines, quick_list
 
@@ -317,7 +318,7 @@ def test_jsonl_the_exact_reader_must_judge_is_declined(body: bytes) -> None:
     assert quick_lines(body, _NUMBERS) is None
 
 
-# --- a list form's array in runs, and long digit runs in pieces ------------------------------
+# --- a list form's array in runs, and numbers' shapes in pieces -------------------------------
 
 
 @pytest.mark.parametrize(
@@ -355,9 +356,11 @@ def test_an_array_in_runs_is_parsed_as_a_whole(
 
 @settings(max_examples=100, deadline=None)
 @given(
-    st.binary(max_size=80) | st.text("0123456789 ", max_size=80).map(str.encode), st.integers(1, 9)
+    st.binary(max_size=80) | st.text("0123456789.eE ", max_size=80).map(str.encode),
+    st.integers(1, 9),
 )
-def test_long_digit_runs_are_found_across_the_pieces(data: bytes, piece: int) -> None:
+def test_numbers_shapes_are_found_across_the_pieces(data: bytes, piece: int) -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_outputs_quick, "_PIECE", piece)
-        assert _outputs_quick._long_digits(data) == long_zero_run(digits_as_zero(data))
+        assert _outputs_quick._long_digits(data) == (re.search(b"[0-9]{19}", data) is not None)
+        assert _outputs_quick._floats(data) == (re.search(b"[0-9][.eE]", data) is not None)

@@ -58,6 +58,7 @@ _NO_NUMBERS: Final = pl.Schema()
 _BRACKETS: Final = MAX_DEPTH - 8
 _WS: Final = b" \t\n\r"
 _SPACE: Final = re.compile(b"[ \t\n\r]*")
+# A digit before ".", "e" or "E", once digits are zeros: a fifth of three searches' time.
 _FLOAT_ZEROS: Final = re.compile(b"0[.eE]")
 # An array's runs (see _array): their length, and the first item's opening: its first key,
 # and the second where a plain value stands between (an entry's "id" and "actual_output", where
@@ -227,14 +228,13 @@ def _frame(entries: list[Any], numbers: pl.Schema) -> pl.DataFrame:
         if name in keys:
             columns.append(_number_column(name, _field(entries, keys, name), dtype))
     columns.extend(_contexts(_field(entries, keys, "contexts")))
-    frame = pl.DataFrame(columns)
     trajectories = _field(entries, keys, "trajectory")
     if any(t is not None for t in trajectories):
-        frame = frame.with_columns(_trajectories(trajectories))
+        columns.append(_trajectories(trajectories))
     turns = _field(entries, keys, "turns")
     if any(t is not None for t in turns):
-        frame = frame.with_columns(_turns(turns))
-    return frame
+        columns.append(_turns(turns))
+    return pl.DataFrame(columns)
 
 
 # --- checks in bulk ---------------------------------------------------------------------------
@@ -319,13 +319,12 @@ def _long_digits(data: bytes) -> bool:
 
 
 def _floats(text: bytes) -> bool:
-    """Whether ``text`` might hold a float: a digit before ``.``, ``e`` or ``E``."""
-    return _float_text(digits_as_zero(text))
-
-
-def _float_text(zeros: bytes) -> bool:
-    """:func:`_floats` of a text given to ``digits_as_zero``."""
-    return _FLOAT_ZEROS.search(zeros) is not None  # a fifth of three searches for 0. 0e 0E
+    """Whether ``text`` might hold a float: a digit before ``.``, ``e`` or ``E`` (read in
+    pieces, as :func:`_long_digits`)."""
+    return any(
+        _FLOAT_ZEROS.search(digits_as_zero(text[at : at + _PIECE + 1])) is not None
+        for at in range(0, len(text), _PIECE)
+    )
 
 
 def _number_column(name: str, values: list[Any], dtype: pl.DataType) -> pl.Series:
