@@ -11,8 +11,10 @@ from those lists; or decline (return None), and the exact reader takes the file.
 decline:
 
 * what orjson refuses or might read otherwise than Python's ``json``: a lone surrogate,
-  ``NaN``, ``Infinity``, a number past the double range, invalid UTF-8, and any run of 19
-  digits (orjson reads an integer past 64 bits as a float);
+  ``NaN``, ``Infinity``, a number past the double range, invalid UTF-8, and an integer past
+  64 bits, which orjson reads as a float (where a count or an id is due, that float is a
+  wrong type; among values written again, one from 1e18 up may be such a float; where a
+  float is due, it is the value ``float()`` makes of the integer, both correctly rounded);
 * a list-form document with a member beside ``outputs`` (so no key repeats at its top level;
   below it, a repeated key keeps its last value, in orjson as in Python);
 * a value the exact parsers would refuse or convert: a wrong type, JSON text, a count given
@@ -45,7 +47,7 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._agent_dtypes import TOOL_CALL, TRAJECTORY, TURN
-from evalframe.core._formats import digits_as_zero, long_zero_run
+from evalframe.core._formats import digits_as_zero
 from evalframe.core._trajectory import COMPACT_JSON
 from evalframe.core._yaml import MAX_DEPTH
 
@@ -60,6 +62,8 @@ _WS: Final = b" \t\n\r"
 _SPACE: Final = re.compile(b"[ \t\n\r]*")
 # A digit before ".", "e" or "E", once digits are zeros: a fifth of three searches' time.
 _FLOAT_ZEROS: Final = re.compile(b"0[.eE]")
+# A float from 1e18 up as orjson writes it; an integer past 64 bits (from 9.2e18) is read so.
+_BIG_FLOAT: Final = re.compile(b"[0-9]e\\+(?:1[89]|[2-9][0-9]|[0-9]{3})")
 # An array's runs (see _array): their length, and the first item's opening: its first key,
 # and the second where a plain value stands between (an entry's "id" and "actual_output", where
 # its contexts' items have "id" and "text").
@@ -71,9 +75,11 @@ _OPENING: Final = re.compile(
     b"\\[" + _W + b'{' + _W + b'("[^"\\\\]*")(?:' + _W + b":" + _W + _SCALAR + _W + b"," + _W
     + b'("[^"\\\\]*"))?'
 )  # fmt: skip
-# Stands between values written as one array: a noncharacter, which orjson writes as it is
-# (3 bytes: the array is a third shorter than with an escaped mark).
-_MARK: Final = "\ufdd0"
+# Stands between values written as one array: DEL, which orjson writes as it is. Its text is
+# ASCII (a non-Latin-1 mark's would be decoded two bytes a character) with no digit (every
+# digit makes a candidate for the floats' search), and the split's separator is under 6
+# characters (from 6, CPython's search prepares its table again at each match).
+_MARK: Final = "\x7f"
 _MARK_TEXT: Final = orjson.dumps(_MARK)
 _BETWEEN: Final = f",{_MARK_TEXT.decode()},"
 
@@ -100,8 +106,6 @@ def quick_lines(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
         data: the file's bytes.
         numbers: the numeric members an entry may carry, with their dtypes (Int64 or Float64).
     """
-    if _long_digits(data):
-        return None
     try:
         lines = data.split(b"\n")
         # isspace() where strip() would copy each line to say the same
@@ -120,8 +124,6 @@ def quick_list(data: bytes, numbers: pl.Schema) -> pl.DataFrame | None:
     while end and data[end - 1] in _WS:
         end -= 1
     if start < 0 or end <= start or data[end - 1] != ord("}"):
-        return None
-    if _long_digits(data):
         return None
     try:
         entries = _array(data, start, end - 1)
@@ -193,8 +195,6 @@ def quick_array(field: str, array: bytes) -> pl.Series | None:
 
 def _agent_column(field: str, text: bytes, values: Callable[[], Any]) -> pl.Series | None:
     """Column ``field`` of the ``values()`` parsed from JSON ``text``, or None."""
-    if _long_digits(text):
-        return None
     build = _trajectories if field == "trajectory" else _turns
     try:
         return build(values())
@@ -294,6 +294,8 @@ def _compact_texts(
         raise _Decline  # a value holds the mark itself
     texts = str(memoryview(blob)[1:-1], "utf-8").split(_BETWEEN)
     if spelled and _floats(blob):  # orjson writes some floats as Python does not
+        if _BIG_FLOAT.search(blob):  # maybe read from an integer past 64 bits
+            raise _Decline
         texts = [
             COMPACT_JSON.encode(v) if _floats(t.encode()) else t
             for v, t in zip(values, texts, strict=True)
@@ -308,19 +310,10 @@ def _compact_texts(
     return column
 
 
-def _long_digits(data: bytes) -> bool:
-    """Whether ``data`` holds a run of 19 digits (see ``long_zero_run``). Read a piece at a
-    time: a copy of the whole would touch as many fresh pages as the file has, where the
-    pieces' copies reuse one another's memory."""
-    return any(
-        long_zero_run(digits_as_zero(data[at : at + _PIECE + 18]))  # a run may cross the end
-        for at in range(0, len(data), _PIECE)
-    )
-
-
 def _floats(text: bytes) -> bool:
-    """Whether ``text`` might hold a float: a digit before ``.``, ``e`` or ``E`` (read in
-    pieces, as :func:`_long_digits`)."""
+    """Whether ``text`` might hold a float: a digit before ``.``, ``e`` or ``E``. Read a piece
+    at a time: a copy of the whole would touch fresh pages, where the pieces' copies reuse one
+    another's memory."""
     return any(
         _FLOAT_ZEROS.search(digits_as_zero(text[at : at + _PIECE + 1])) is not None
         for at in range(0, len(text), _PIECE)
