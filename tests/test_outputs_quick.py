@@ -227,6 +227,8 @@ def test_hostile_files_read_as_the_exact_reader_reads_them(
         '"arguments": {"m": 2}, "result": "ok", "error": null}]}}]}',
         '{"outputs": [{"id": "a", "actual_output": "x", "trajectory": {"tool_calls": [{"name": '
         '"t", "arguments": {}}, {"name": "u", "arguments": {"m": "\\u007f"}}]}}]}',
+        '{"outputs": [{"id": "a", "actual_output": "x", "trajectory": {"tool_calls": [{"name": '
+        '"t", "arguments": {"m": "\\u007f", "n": "\\u001fevalframe\\u001f"}}]}}]}',
         # integers past 64 bits, which orjson reads as floats
         '{"outputs": [{"id": "a", "actual_output": "x", "trajectory": {"tool_calls": [{"name": '
         '"t", "arguments": {"n": 123456789012345678901, "f": 0.5}}]}}]}',
@@ -398,3 +400,17 @@ def test_blank_is_what_str_strip_empties() -> None:
 )
 def test_blank_texts_are_found_as_str_strip_finds_them(texts: list[str]) -> None:
     assert _outputs_quick._blank(pl.Series(texts)) == any(not t.strip() for t in texts)
+
+
+def test_a_value_that_holds_the_mark_is_written_with_the_other() -> None:
+    document = (
+        '{"outputs": [{"id": "a", "actual_output": "x", "trajectory": {"tool_calls": [{"name": '
+        '"t", "arguments": {"\\u007f": 1}}, {"name": "u", "result": ["\\u007f"]}]}}]}'
+    )
+    frame = quick_list(document.encode(), _NUMBERS)
+    assert frame is not None
+    calls = frame.get_column("trajectory").struct.field("tool_calls").to_list()[0]
+    assert [(c["arguments"], c["result"]) for c in calls] == [
+        ('{"\x7f":1}', None),
+        (None, '["\x7f"]'),
+    ]

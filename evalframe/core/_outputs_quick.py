@@ -80,9 +80,10 @@ _OPENING: Final = re.compile(
 # ASCII (a non-Latin-1 mark's would be decoded two bytes a character) with no digit (every
 # digit makes a candidate for the floats' search), and the split's separator is under 6
 # characters (from 6, CPython's search prepares its table again at each match).
-_MARK: Final = "\x7f"
-_MARK_TEXT: Final = orjson.dumps(_MARK)
-_BETWEEN: Final = f",{_MARK_TEXT.decode()},"
+_MARKS: Final = tuple(
+    (mark, orjson.dumps(mark), f",{orjson.dumps(mark).decode()},")
+    for mark in ("\x7f", "\x1fevalframe\x1f")  # the second where a value holds the first
+)
 
 _ENTRY_KEYS: Final = frozenset(
     {"id", C.SAMPLE_ID, C.ACTUAL_OUTPUT, "contexts", "trajectory", "turns"}
@@ -287,15 +288,18 @@ def _compact_texts(
     leaves room for."""
     if not values:
         return pl.Series(name, [], pl.String)
-    marked: list[Any] = [_MARK] * (2 * len(values) - 1)
-    marked[::2] = values
-    try:  # one array, the values separated by the mark: one call, where each cost 2 us
-        blob = orjson.dumps(marked)
-    except orjson.JSONEncodeError:  # nesting past orjson's limit
-        raise _Decline from None
-    if blob.count(_MARK_TEXT) != len(values) - 1:
-        raise _Decline  # a value holds the mark itself
-    texts = str(memoryview(blob)[1:-1], "utf-8").split(_BETWEEN)
+    for mark, text, between in _MARKS:
+        marked: list[Any] = [mark] * (2 * len(values) - 1)
+        marked[::2] = values
+        try:  # one array, the values separated by the mark: one call, where each cost 2 us
+            blob = orjson.dumps(marked)
+        except orjson.JSONEncodeError:  # nesting past orjson's limit
+            raise _Decline from None
+        if blob.count(text) == len(values) - 1:  # no value holds the mark itself
+            texts = str(memoryview(blob)[1:-1], "utf-8").split(between)
+            break
+    else:
+        raise _Decline
     if spelled and _floats(blob):  # orjson writes some floats as Python does not
         if _BIG_FLOAT.search(blob):  # maybe read from an integer past 64 bits
             raise _Decline
