@@ -17,8 +17,9 @@ are checked equal on every (episode, metric) before any time is printed.
 
 ``read``: ``--outputs`` saved outputs (default 50,000) carrying ``contexts`` (5 passages of
 about 300 characters), a ``trajectory`` (as above) or ``turns`` (2-6 turns), each in JSONL,
-the list form and Parquet (contexts as Parquet lists, trajectories and turns as JSON text
-columns), read by ``read_outputs`` against ``json.loads`` of the same file (Parquet:
+the list form and Parquet twice (contexts as Parquet lists, trajectories and turns as JSON
+text columns; and "Parquet structs", the entries as Arrow writes Python's dicts: structs and
+lists of structs), read by ``read_outputs`` against ``json.loads`` of the same file (Parquet:
 ``pyarrow``'s table as Python objects, its JSON text cells through ``json.loads``). Every
 frame is checked equal to the exact reader's first. (The map form holds only texts.) Then
 the same for ``--small`` outputs per file (default 2,000; under 4 MiB) in the same process,
@@ -290,7 +291,12 @@ def write_forms(field: str, entries: list[dict[str, Any]], folder: Path) -> dict
     else:
         columns[field] = [json.dumps(e[field]) for e in entries]
     pl.DataFrame(columns).write_parquet(parquet)
-    return {"JSONL": jsonl, "list form": listed, "Parquet": parquet}
+    structs = folder / f"{field}.structs.parquet"  # the entries as Arrow writes dicts
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist(entries), structs)
+    return {"JSONL": jsonl, "list form": listed, "Parquet": parquet, "Parquet structs": structs}
 
 
 def _python_read(form: str, field: str, path: Path) -> Callable[[], object]:
@@ -302,7 +308,7 @@ def _python_read(form: str, field: str, path: Path) -> Callable[[], object]:
 
     def parquet() -> object:  # the rows, a JSON text column decoded as json.loads does
         rows = pq.read_table(path).to_pylist()
-        if field != "contexts":
+        if field != "contexts" and form == "Parquet":
             for row in rows:
                 row[field] = json.loads(row[field])
         return rows
@@ -367,6 +373,7 @@ _PYTHON_FIRST = {  # what a script reading the file with json (or pyarrow) times
     "for row in rows:\n"
     "    for k in ('trajectory', 'turns'):\n"
     "        row[k] = json.loads(row[k]) if k in row else None",
+    "Parquet structs": "import pyarrow.parquet as pq\nrows = pq.read_table(path).to_pylist()",
 }
 
 
