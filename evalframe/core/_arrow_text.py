@@ -49,13 +49,13 @@ _MAX_OFFSET = 2**31 - 1  # a view names its place in the buffer with an int32
 _INTERPRETED_UP_TO = 10_000  # strings whose views are written without compiling
 
 
-@njit
+@njit(borrows=True, inline="always")
 def _put_int32(views: Any, at: int, value: int) -> None:
     for k in range(4):
         views[at + k] = (value >> (8 * k)) & 0xFF
 
 
-@njit
+@njit(borrows=True, inline="always")
 def put_view(views: Any, i: int, data: Any, lo: int, length: int, offset: int) -> None:
     """Write all 16 bytes of view ``i``: the string ``data[lo:lo + length]``, which lies at
     ``offset`` in the array's one data buffer (:func:`views_array`)."""
