@@ -386,22 +386,6 @@ def test_floats_are_found_across_the_pieces(data: bytes, piece: int) -> None:
         assert _outputs_quick._floats(data) == (re.search(b"[0-9][.eE]", data) is not None)
 
 
-def test_blank_is_what_str_strip_empties() -> None:
-    chars = [chr(c) for c in range(0x3001) if not 0xD800 <= c <= 0xDFFF]
-    got = pl.Series(chars).str.contains(_outputs_quick._BLANK).to_list()
-    assert got == [not c.strip() for c in chars]
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    st.lists(
-        st.text(st.sampled_from(" \t\n\x0b\x0c\r\x1c\x1f\x85\xa0\u2028\u3000a\x00")), min_size=1
-    )
-)
-def test_blank_texts_are_found_as_str_strip_finds_them(texts: list[str]) -> None:
-    assert _outputs_quick._blank(pl.Series(texts)) == any(not t.strip() for t in texts)
-
-
 def test_a_value_that_holds_the_mark_is_written_with_the_other() -> None:
     document = (
         '{"outputs": [{"id": "a", "actual_output": "x", "trajectory": {"tool_calls": [{"name": '
