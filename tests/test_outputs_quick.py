@@ -38,7 +38,7 @@ def read(path: Path, *, quick: bool) -> pl.DataFrame | str:
     """What ``read_outputs`` makes of ``path`` (a frame, or the error's message) with no
     compiled pass, and the quick reader first or not at all (the exact reader). The quick
     reader parses a list form's array in runs of about a sixth of the file, and looks for
-    floats in pieces of 7 bytes, so that every file crosses their edges."""
+    floats and splits lines in pieces of 7 bytes, so that every file crosses their edges."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_outputs, "_COMPILED_FROM", 10**12)
         patch.setattr(_outputs, "_WARM_FROM", 10**12)
