@@ -12,6 +12,7 @@ import json
 import threading
 from typing import Final
 
+import numpy as np
 import polars as pl
 
 from evalframe.core._errors import DatasetError
@@ -117,14 +118,28 @@ class Expectations:
             from evalframe.core._expectations_compiled import decode_expectations
 
             texts = self._frame.get_column("metadata")
-            distinct = texts.drop_nulls().unique(maintain_order=True)
+            # The distinct texts in order of first appearance, with the rows holding each:
+            # one hashing pass, where a join on the texts would hash them all again.
+            groups = (
+                pl.DataFrame({"metadata": texts})
+                .with_row_index("row")
+                .drop_nulls("metadata")
+                .group_by("metadata", maintain_order=True)
+                .agg("row")
+            )
+            distinct = groups.get_column("metadata")
             decoded = decode_expectations(distinct).with_columns(metadata=distinct)
+            decoded = decoded.select("metadata", pl.exclude("metadata"))
             if distinct.len() == texts.len():  # every text distinct: already in row order
-                rows = decoded.select("metadata", pl.exclude("metadata"))
-            else:
-                rows = self._frame.select("metadata").join(
-                    decoded, on="metadata", how="left", maintain_order="left"
+                rows = decoded
+            else:  # each row takes its text's decoding (a null text none)
+                held = groups.get_column("row")
+                which = np.full(texts.len(), -1, np.int64)
+                which[held.explode().to_numpy()] = np.repeat(
+                    np.arange(distinct.len(), dtype=np.int64), held.list.len().to_numpy()
                 )
+                take = pl.Series(which).set(pl.Series(which < 0), None)
+                rows = decoded.select(pl.all().gather(take))
             self._compiled = rows.with_columns(pl.col("exact").fill_null(True))  # no metadata
         exact = self._compiled.get_column("exact")
         field = "skipped" if name == "skipped_arguments" else name
