@@ -9,6 +9,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ from evalframe.core._json._numbers import (
     floats_at,
     number_end,
     number_ends,
+    written_as_repr,
 )
 from evalframe.core._json._strings import (
     encode_string,
@@ -159,15 +161,52 @@ _spellings = st.sampled_from(
 )
 
 
-def _compact(text: str) -> str | None:
+def _compact(text: str, long_floats: bool = False) -> str | None:
+    """``compact_value`` of ``text``; ``long_floats``: floats whose repr it cannot tell
+    copied as written, and the result kept only if ``written_as_repr`` holds for them."""
     data = _bytes(text)
     out = np.empty(data.size + 8, np.uint8)
     stack, keys = np.empty(128, np.int64), np.empty(1024, np.int64)
-    end, stop = compact_value(data, 0, data.size, out, 0, stack, keys)
+    if long_floats:
+        long = np.zeros(2 * data.size + 1, np.int64)
+        end, stop = compact_value(data, 0, data.size, out, 0, stack, keys, long)
+        if end >= 0 and not written_as_repr(out, long):
+            return None
+    else:
+        end, stop = compact_value(data, 0, data.size, out, 0, stack, keys)
     if end < 0:
         return None
     assert end == data.size
     return bytes(out[:stop]).decode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(_values_for_long := st.recursive(
+    st.none() | st.integers(-10, 10) | st.floats(allow_nan=False) | st.sampled_from(
+        [0.30000000000000004, 1e-320, 1.7976931348623157e308, 2.5e-300, 0.8444218515250481]
+    ),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner,
+                                                                 max_size=4),
+    max_leaves=10,
+), st.sampled_from(["repr", "17g", "E"]))  # fmt: skip
+def test_floats_copied_as_written_are_kept_only_when_written_as_repr(
+    value: object, spelling: str
+) -> None:
+    """Python's own spelling of any float is vouched for (infinity aside); another spelling
+    of the same value (``%.17g``, a capital E) is declined, for the exact reader."""
+    text = json.dumps(value)
+    if spelling != "repr":
+        text = re.sub(
+            r"-?\d+\.\d+(?:e[-+]\d+)?|-?\d+e[-+]\d+",
+            lambda m: f"{float(m.group()):.17g}" if spelling == "17g" else m.group().upper(),
+            text,
+        )
+    got = _compact(text, long_floats=True)
+    want = json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))
+    if spelling == "repr" and "Infinity" not in text:
+        assert got == want
+    else:
+        assert got is None or got == want
 
 
 @settings(max_examples=500, deadline=None)

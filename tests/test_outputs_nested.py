@@ -381,6 +381,25 @@ def test_a_number_with_more_digits_than_the_exact_conversion_is_read_from_its_te
     assert got == [float(v) for v in values]
 
 
+def test_computed_floats_in_arguments_and_results_are_copied_as_python_wrote_them(
+    tmp_path: Path,
+) -> None:
+    call = {"name": "rank", "arguments": {"w": 0.8444218515250481, "k": [1e-320, 2.5]},
+            "result": {"score": 0.30000000000000004}}  # fmt: skip
+    line = json.dumps({"id": "a", "actual_output": "x", "trajectory": {"tool_calls": [call]}})
+    frame = outputs_lines(line.encode() + b"\n", _NUMBERS)
+    assert frame is not None
+    read = frame.get_column("trajectory")[0]["tool_calls"][0]
+    assert read["arguments"] == '{"w":0.8444218515250481,"k":[1e-320,2.5]}'
+    assert read["result"] == '{"score":0.30000000000000004}'
+    # the same value written otherwise is re-encoded by the exact parser
+    other = line.replace("0.30000000000000004", "0.300000000000000044")
+    assert outputs_lines(other.encode() + b"\n", _NUMBERS) is None
+    path = tmp_path / "o.jsonl"
+    path.write_text(line + "\n" + other.replace('"a"', '"b"', 1) + "\n")
+    assert_same_reading(path)
+
+
 def test_a_number_past_the_double_range_is_left_to_the_exact_parser() -> None:
     call = '{"name": "t", "latency_ms": 1e400}'
     line = f'{{"id": "a", "actual_output": "x", "trajectory": {{"tool_calls": [{call}]}}}}'

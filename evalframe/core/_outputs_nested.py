@@ -13,12 +13,14 @@ What the readers vouch for is what the exact parsers (``parse_contexts``,
 ``parse_trajectory``, ``parse_turns``) return for the same value; anything else makes them
 decline (return -1), and the caller leaves the whole input to the exact parsers, which keep
 every error message: a value of the wrong type, a blank tool name or role, an argument map
-that repeats a key or holds a float whose Python spelling they cannot tell, a count that is
-not a plain non-negative integer, arguments given as JSON text, a lone surrogate, nesting
-past 64 levels. Tool arguments, and results or errors that are not strings, are re-encoded
-as Python's compact JSON encoder writes them. Numbers the compiled reader cannot convert
-exactly (more than 15 significant digits, say) are read afterwards by Polars' correctly
-rounded parser, from their text.
+that repeats a key or holds a float not spelled as Python spells it, a count that is not a
+plain non-negative integer, arguments given as JSON text, a lone surrogate, nesting past 64
+levels. Tool arguments, and results or errors that are not strings, are re-encoded as
+Python's compact JSON encoder writes them; a float in them with more significant digits than
+the pass spells (most computed floats) is copied as written and checked afterwards to be
+Python's ``repr`` of its value. Numbers the compiled reader cannot convert exactly (more
+than 15 significant digits, say) are read afterwards by Polars' correctly rounded parser,
+from their text.
 
 Examples:
     >>> import numpy as np
@@ -44,7 +46,13 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.core._arrow_text import list_array, numbers_array, strings_array
-from evalframe.core._json._numbers import exact_double, exact_integer, floats_at, number_end
+from evalframe.core._json._numbers import (
+    exact_double,
+    exact_integer,
+    floats_at,
+    number_end,
+    written_as_repr,
+)
 from evalframe.core._json._strings import PLAIN, json_string
 from evalframe.core._json._text import (
     ascii_space,
@@ -157,8 +165,15 @@ class Builder:
                 np.empty(2 * 4096, np.int64),  # scratch: the keys of the objects open
                 scratch,  # scratch: member names, arguments given as text
                 readonly,  # the same bytes, read-only: the array type compact_value reads
+                # floats copied as written into the output, for written_as_repr
+                _no_floats(small_pages(2 * (cap + data.size // 16) + 1, np.int64)),
             )
         )
+
+
+def _no_floats(long: Any) -> Any:
+    long[0] = 0
+    return long
 
 
 @njit(borrows=True)
@@ -267,7 +282,7 @@ def _span(data: Any, p: int, end: int, b: Any, compact: bool) -> tuple[int, int,
     if compact:
         q, stop = _flat_object(data, p, end, out, o, b[4]) if data[p] == _OPEN else (-1, -1)
         if q < 0:
-            q, stop = compact_value(data, p, end, out, o, b[3], b[4])
+            q, stop = compact_value(data, p, end, out, o, b[3], b[4], b[7])
         p = q
     else:
         p, stop = json_string(data, p, end, out, o)
@@ -417,7 +432,7 @@ def _arguments_text(data: Any, p: int, end: int, b: Any) -> tuple[int, int, int]
     if text[q] != _OPEN:
         return -1, 0, 0
     o = t[_C, _C_OUT]
-    r, stop = compact_value(text, q, n, out, o, b[3], b[4])
+    r, stop = compact_value(text, q, n, out, o, b[3], b[4], b[7])
     if r < 0 or skip_ws(text, r, n) != n:
         return -1, 0, 0
     t[_C, _C_OUT] = stop
@@ -817,6 +832,7 @@ def nested_cells(field: int, data: Any, offsets: Any, valid: Any, b: Any, failed
     for row in range(offsets.size - 1):
         for k in range(8):
             saved[k] = t[_C, k]
+        copied = b[7][0]
         start_row(b, row)
         lo, hi = offsets[row], offsets[row + 1]
         p = skip_ws(data, lo, hi)
@@ -835,6 +851,7 @@ def nested_cells(field: int, data: Any, offsets: Any, valid: Any, b: Any, failed
         if not ok:  # undo what the row wrote
             for k in range(8):
                 t[_C, k] = saved[k]
+            b[7][0] = copied
             start_row(b, row)
             bad += 1
         end_row(b, row)
@@ -867,6 +884,7 @@ def nested_array(field: int, data: Any, b: Any, failed: Any, stack: Any) -> int:
             return -1
         for k in range(8):
             saved[k] = t[_C, k]
+        copied = b[7][0]
         start_row(b, row)
         if data[p] == 0x6E:
             q = word_at(data, p, end, _NULL)
@@ -876,6 +894,7 @@ def nested_array(field: int, data: Any, b: Any, failed: Any, stack: Any) -> int:
         if q < 0:  # undo what the row wrote
             for k in range(8):
                 t[_C, k] = saved[k]
+            b[7][0] = copied
             start_row(b, row)
             bad += 1
             q = skip_value(data, p, end, stack)
@@ -973,7 +992,7 @@ def nested_columns(
     from evalframe.core._contexts import CONTEXT_IDS, CONTEXTS
 
     b = builder.arrays
-    if not _read_deferred(b, data):
+    if not _read_deferred(b, data) or not written_as_repr(b[0], b[7]):
         return None
     t = b[1]
     has = t[_HAS : _HAS + 3, :rows].astype(np.bool_)

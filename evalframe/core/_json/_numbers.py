@@ -30,6 +30,7 @@ __all__ = [
     "floats_at",
     "number_end",
     "number_ends",
+    "written_as_repr",
 ]
 
 _ONE = kernel_int(1)
@@ -175,6 +176,31 @@ def floats_at(data: Any, starts: Any, ends: Any) -> Any:
     return pl.Series(texts).cast(pl.Float64).to_numpy()
 
 
+def written_as_repr(out: Any, long: Any) -> bool:
+    """Whether each float :func:`compact_number` copied as written (its span in ``out``
+    recorded in ``long``) is what Python's ``repr`` writes for its value; one that is not
+    (``0.10000000000000001``, ``1E+16``, ``1e400``) is the exact reader's to re-encode.
+
+    Examples:
+        >>> import numpy as np
+        >>> out = np.frombuffer(b"0.8444218515250481 0.10000000000000001", np.uint8)
+        >>> written_as_repr(out, np.array([1, 0, 18]))
+        True
+        >>> written_as_repr(out, np.array([2, 0, 18, 19, 38]))
+        False
+    """
+    import polars as pl
+
+    from evalframe.core._arrow_text import strings_array
+
+    k = int(long[0])
+    if not k:
+        return True
+    spans = long[1 : 2 * k + 1].reshape(k, 2)
+    texts = pl.Series(strings_array(spans[:, 0], spans[:, 1] - spans[:, 0], out, copy=False))
+    return all(repr(float(text)) == text for text in set(texts.to_list()))
+
+
 @njit(borrows=True)
 def _put_digits(out: Any, o: int, m: int, n: int) -> int:
     """Write the ``n`` decimal digits of ``m`` (leading zeros included) at ``out[o]``."""
@@ -270,9 +296,16 @@ def _float_repr(data: Any, p: int, q: int, out: Any, o: int) -> int:
 
 
 @njit(borrows=True)
-def compact_number(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, int]:
+def compact_number(
+    data: Any, p: int, end: int, out: Any, o: int, long: Any = None
+) -> tuple[int, int]:
     """The JSON number at ``p`` as Python's JSON encoder writes the value it parses to, or
-    (-1, -1) where that cannot be told here."""
+    (-1, -1) where that cannot be told here.
+
+    With ``long`` (int64), a float whose repr cannot be told here (more than 15 significant
+    digits, as Python writes most computed floats) is copied as it is written instead, and
+    where it went in ``out`` recorded (``long[0]`` counts them, their starts and ends
+    follow), for the caller to check with :func:`written_as_repr`; declined once full."""
     q = number_end(data, p, end)
     if q < 0:
         return -1, -1
@@ -288,6 +321,14 @@ def compact_number(data: Any, p: int, end: int, out: Any, o: int) -> tuple[int, 
             return q, o + 1
         return q, copy_bytes(data, p, q, out, o)
     stop = _float_repr(data, p, q, out, o)
+    if stop < 0 and long is not None:
+        k = long[0]
+        if 2 * k + 3 > long.size:
+            return -1, -1
+        long[2 * k + 1] = o
+        long[2 * k + 2] = o + q - p
+        long[0] = k + 1
+        return q, copy_bytes(data, p, q, out, o)
     if stop - o != q - p:
         return -1, -1
     for k in range(q - p):

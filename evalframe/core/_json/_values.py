@@ -177,16 +177,17 @@ def _compact_key(
 
 @njit(borrows=True)
 def compact_value(
-    data: Any, p: int, end: int, out: Any, o: int, stack: Any, keys: Any
+    data: Any, p: int, end: int, out: Any, o: int, stack: Any, keys: Any, long: Any = None
 ) -> tuple[int, int]:
     """Re-encode the JSON value at ``p`` into ``out[o:]`` as Python's
     ``json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))`` writes it.
 
     Returns the position after the value and the end of the written bytes, or (-1, -1)
     where it cannot vouch for that: what :func:`skip_value` declines, an object repeating a
-    key, a float whose repr it cannot tell. ``stack`` (int64, two per level of nesting) and
-    ``keys`` (int64, two per key of the objects open at once) are scratch space. Never
-    longer than the JSON it reads.
+    key, a float whose repr it cannot tell (unless ``long``: see
+    :func:`~evalframe.core._json._numbers.compact_number`). ``stack`` (int64, two per level
+    of nesting) and ``keys`` (int64, two per key of the objects open at once) are scratch
+    space. Never longer than the JSON it reads.
     """
     depth, n = _ZERO, _ZERO
     limit = stack.size // 2
@@ -224,7 +225,7 @@ def compact_value(
             o = copy_bytes(data, p, q, out, o)
             p = q
         else:
-            p, o = compact_number(data, p, end, out, o)
+            p, o = compact_number(data, p, end, out, o, long)
         if p < 0:
             return -1, -1
         while True:
