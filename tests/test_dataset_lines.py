@@ -349,6 +349,25 @@ def test_row_hashes_take_the_canonical_json_where_the_encoder_differs(
     assert dataset.get_column("row_hash").equals(expected.get_column("row_hash"))
 
 
+def test_computed_floats_are_read_by_the_pass_as_python_wrote_them(
+    jsonl: Callable[[bytes], Path],
+) -> None:
+    # More significant digits than the pass spells: copied as written, checked to be repr
+    lines = [
+        {"id": "a", "input": {"w": 0.8444218515250481}, "expected_output": 0.1 + 0.2,
+         "metadata": {"difficulty": 1 / 3, "tags": ["x"]}},
+        {"id": "b", "input": {"w": [1e-320, 2.5]}, "expected_output": "x",
+         "metadata": {"trajectory": {"max_steps": 3}, "score": 2 / 3}},
+    ]  # fmt: skip
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    kind, dataset = assert_same(jsonl(text.encode()), only_pass=True)
+    assert kind == "ok"
+    assert dataset.get_column("metadata")[0] == '{"difficulty":0.3333333333333333,"tags":["x"]}'
+    # the same values spelled otherwise: the exact reader's, line by line
+    other = text.replace("0.8444218515250481", "0.84442185152504810")
+    assert_same(jsonl(other.encode()))
+
+
 def test_a_large_file_takes_the_pass_and_a_small_one_stays_exact(tmp_path: Path) -> None:
     # In a fresh process: a small file loads no numba; a large one compiles (or loads) the pass.
     small = tmp_path / "small.jsonl"

@@ -14,9 +14,12 @@ string, a blank id, an input that is not an object or holds objects, an expected
 holds objects, metadata that is not an object or names ``expected_any``, a ``metadata.tags``
 that is not a string, a list of strings or null, a ``tags``, ``reference_contexts`` or
 ``expected_any`` member, a string Python would read differently (a lone surrogate, a control
-character), a number whose Python spelling it cannot tell, nesting past 64 levels. Any error
-then (a bad line, a repeated id, no sample at all), and invalid UTF-8, gives the file to the
-exact reader whole, so every value and every message is the exact reader's.
+character), a number not spelled as Python spells its value, nesting past 64 levels. (A float
+with more significant digits than the pass spells, as Python writes most computed floats, is
+copied as written and checked afterwards to be Python's ``repr`` of its value; one that is
+not gives the file to the exact reader.) Any error then (a bad line, a repeated id, no sample
+at all), and invalid UTF-8, gives the file to the exact reader whole, so every value and
+every message is the exact reader's.
 
 Examples:
     >>> frame = dataset_lines(
@@ -42,6 +45,7 @@ from evalframe.core._canon import php_canonical_json, trimmed_tags
 from evalframe.core._dataset_columns import MAYBE_NOT_CANONICAL
 from evalframe.core._errors import DatasetError
 from evalframe.core._formats import load_json, long_digit_run
+from evalframe.core._json._numbers import written_as_repr
 from evalframe.core._json._strings import encode_string, json_string, skip_string
 from evalframe.core._json._text import (
     NULL,
@@ -214,7 +218,7 @@ def _sample(
     ``out`` from positions ``at``, setting ``ends``; its expected type code, or -1 for a
     line the pass does not vouch for."""
     ids, inputs, expected, metadata, hashed = out
-    stack, keys, spans, levels = work
+    stack, keys, spans, levels, long = work
     seen = 0
     id_end, input_end, expected_end, metadata_end = -1, -1, -1, -1
     kind, expected_at = -1, -1
@@ -248,7 +252,7 @@ def _sample(
         elif which == _INPUT:
             if c != _OPEN:
                 return -1
-            p, input_end = compact_value(data, p, stop, inputs, at[1], stack, keys)
+            p, input_end = compact_value(data, p, stop, inputs, at[1], stack, keys, long[0])
         elif which == _EXPECTED:
             expected_at = p
             if c == _QUOTE:
@@ -257,7 +261,9 @@ def _sample(
             elif c == _OPEN:
                 return -1
             else:
-                p, expected_end = compact_value(data, p, stop, expected, at[2], stack, keys)
+                p, expected_end = compact_value(
+                    data, p, stop, expected, at[2], stack, keys, long[1]
+                )
                 if p >= 0:
                     kind = _expected_type(expected, at[2], expected_end)
         elif which == _METADATA:
@@ -266,7 +272,9 @@ def _sample(
             elif c != _OPEN:
                 return -1
             else:
-                p, metadata_end = compact_value(data, p, stop, metadata, at[3], stack, keys)
+                p, metadata_end = compact_value(
+                    data, p, stop, metadata, at[3], stack, keys, long[2]
+                )
         elif which >= _NULL_ONLY:
             if null < 0:
                 return -1
@@ -329,7 +337,10 @@ def _scan(data: Any, out: Any, table: Any, kinds: Any, lines: Any, work: Any) ->
                 at[c] = table[c, n]
             kind = -1
             if data[q] == _OPEN:
+                copied = (work[4][0][0], work[4][1][0], work[4][2][0])
                 kind = _sample(data, q, stop, out, at, ends, work, scratch)
+                if kind < 0:  # the floats its texts copied as written are forgotten too
+                    work[4][0][0], work[4][1][0], work[4][2][0] = copied
             kinds[n] = kind
             lines[0, n] = p
             lines[1, n] = stop
@@ -353,6 +364,12 @@ def lines_loaded() -> bool:
 
 
 _Frame = Callable[[list[object]], pl.DataFrame]
+
+
+def _no_floats(size: int) -> Any:
+    long = np.empty(2 * size + 1, np.int64)
+    long[0] = 0
+    return long
 
 
 def dataset_lines(data: bytes, samples_frame: _Frame, where: str) -> pl.DataFrame | None:
@@ -379,9 +396,11 @@ def dataset_lines(data: bytes, samples_frame: _Frame, where: str) -> pl.DataFram
         np.empty(2 * 4096, np.int64),  # keys of the objects open
         np.empty(3 * _MAX_KEYS, np.int64),  # an input's members
         np.empty(_DEPTH, np.int64),  # nesting, as skip_value counts it
+        # floats the input, expected value and metadata copied as written (written_as_repr)
+        tuple(_no_floats(raw.size // 16 + 3) for _ in range(3)),
     )
     n = _scan(raw, out, table, kinds, lines, work)
-    if n == 0:
+    if n == 0 or not all(written_as_repr(out[c + 1], work[4][c]) for c in range(3)):
         return None
     kinds, table, lines = kinds[:n], table[:, : n + 1], lines[:, :n]
     metadata = pl.Series(C.METADATA, string_array(table[3], out[3]))
