@@ -198,7 +198,8 @@ def written_as_repr(out: Any, long: Any) -> bool:
         return True
     spans = long[1 : 2 * k + 1].reshape(k, 2)
     texts = pl.Series(strings_array(spans[:, 0], spans[:, 1] - spans[:, 0], out, copy=False))
-    return all(repr(float(text)) == text for text in set(texts.to_list()))
+    distinct = list(set(texts.to_list()))
+    return all(map(str.__eq__, map(repr, map(float, distinct)), distinct))
 
 
 @njit(borrows=True)
