@@ -300,22 +300,34 @@ def _compact_texts(
         except orjson.JSONEncodeError:  # nesting past orjson's limit
             raise _Decline from None
         if blob.count(text) == len(values) - 1:  # no value holds the mark itself
-            texts = str(memoryview(blob)[1:-1], "utf-8").split(between)
+            separator = between
             break
     else:
         raise _Decline
-    if spelled and _floats(blob):  # orjson writes some floats as Python does not
-        if _BIG_FLOAT.search(blob):  # maybe read from an integer past 64 bits
-            raise _Decline
-        texts = [
-            COMPACT_JSON.encode(v) if _floats(t.encode()) else t
-            for v, t in zip(values, texts, strict=True)
-        ]
-    if max(map(len, texts)) > _BRACKETS and any(
-        t.count("{") + t.count("[") > _BRACKETS for t in texts if len(t) > _BRACKETS
-    ):
+    respell = spelled and _floats(blob)  # orjson writes some floats as Python does not
+    if respell and _BIG_FLOAT.search(blob):  # maybe read from an integer past 64 bits
         raise _Decline
-    column = pl.Series(name, texts, pl.String)
+    view, cut = memoryview(blob), separator.encode()
+    pieces: list[pl.Series] = []
+    at, end = 1, len(blob) - 1  # within the brackets
+    while True:  # a piece at a time: the texts' strings reuse one memory
+        stop = blob.find(cut, at + _PIECE, end)
+        texts = str(view[at : end if stop < 0 else stop], "utf-8").split(separator)
+        if respell:
+            done = sum(map(len, pieces))
+            texts = [
+                COMPACT_JSON.encode(v) if _floats(t.encode()) else t
+                for v, t in zip(values[done : done + len(texts)], texts, strict=True)
+            ]
+        if max(map(len, texts)) > _BRACKETS and any(
+            t.count("{") + t.count("[") > _BRACKETS for t in texts if len(t) > _BRACKETS
+        ):
+            raise _Decline
+        pieces.append(pl.Series(name, texts, pl.String))
+        if stop < 0:
+            break
+        at = stop + len(cut)
+    column = pieces[0] if len(pieces) == 1 else pl.concat(pieces)
     if nulls and None in values:  # written as null, which no other value is
         column = pl.select(pl.when(column != "null").then(column)).to_series()
     return column
