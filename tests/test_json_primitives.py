@@ -248,9 +248,9 @@ def test_compact_value_vouches_for_short_floats_and_everything_else(value: objec
         "[NaN]",
         "Infinity",
         '"\\ud800"',  # a lone surrogate
-        "1.50",  # not how Python spells 1.5
-        "1E5",
         "0.30000000000000004",  # more significant digits than it can tell the repr of
+        "1e-7",  # Python's "1e-07" is longer than the text: the output has no room for it
+        "1E5",  # "100000.0", longer still
         "[" * 70 + "]" * 70,  # deeper than its scratch space
         "[1,]",
         '{"a" 1}',
@@ -263,7 +263,8 @@ def test_compact_value_declines_what_it_cannot_vouch_for(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "written"),
     [("-0", "0"), ("-0.0", "-0.0"), ('"\\u00e9\\/\\u0001"', '"é/\\u0001"'), ("1e-05", "1e-05"),
-     ("100.0", "100.0"), ("1e+16", "1e+16"), ("  [ 1 , { } ]  ", "[1,{}]")],
+     ("100.0", "100.0"), ("1e+16", "1e+16"), ("  [ 1 , { } ]  ", "[1,{}]"), ("1.50", "1.5"),
+     ("1.0E+16", "1e+16"), ("0.0000125", "1.25e-05")],
 )  # fmt: skip
 def test_compact_value_at_the_edges(text: str, written: str) -> None:
     data = _bytes(text)

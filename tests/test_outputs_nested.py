@@ -341,7 +341,7 @@ def test_the_usual_nested_fields_are_read_by_the_compiled_pass(spelling: dict[st
         '{"tool_calls": [{"name": "a", "arguments": {"k": 1, "k": 2}}]}',  # a repeated key
         '{"tool_calls": [{"name": " "}]}',
         '{"tool_calls": [{"name": "a", "latency_ms": -1}]}',
-        '{"tool_calls": [{"name": "a", "arguments": {"x": 1.50}}]}',  # not Python's spelling
+        '{"tool_calls": [{"name": "a", "arguments": {"x": 0.10000000000000001}}]}',  # not repr
         '{"steps": -1}',
         '{"steps": "\\u0663"}',
         '{"approvals": [1.5]}',

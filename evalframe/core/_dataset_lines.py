@@ -367,8 +367,10 @@ _Frame = Callable[[list[object]], pl.DataFrame]
 
 
 def _no_floats(size: int) -> Any:
-    long = np.empty(2 * size + 1, np.int64)
-    long[0] = 0
+    """Room for compact_number to record ``size`` floats, and none to write any longer than
+    its text (the buffers are the file's size)."""
+    long = np.empty(2 * size + 2, np.int64)
+    long[0] = long[-1] = 0
     return long
 
 

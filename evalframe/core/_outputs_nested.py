@@ -156,9 +156,10 @@ class Builder:
         scratch = small_pages(data.size + 16, np.uint8)
         readonly = scratch.view()
         readonly.flags.writeable = False
+        grown = data.size // 16 + 64  # bytes Python's spelling of floats may add to theirs
         return cls(
             (
-                small_pages(data.size + 16, np.uint8),  # decoded and re-encoded text
+                small_pages(data.size + 16 + grown, np.uint8),  # decoded and re-encoded text
                 table,
                 small_pages((3, cap), np.float64),
                 np.empty(128, np.int64),  # scratch: nesting
@@ -166,13 +167,14 @@ class Builder:
                 scratch,  # scratch: member names, arguments given as text
                 readonly,  # the same bytes, read-only: the array type compact_value reads
                 # floats copied as written into the output, for written_as_repr
-                _no_floats(small_pages(2 * (cap + data.size // 16) + 1, np.int64)),
+                _no_floats(small_pages(2 * (cap + data.size // 16) + 2, np.int64), grown),
             )
         )
 
 
-def _no_floats(long: Any) -> Any:
-    long[0] = 0
+def _no_floats(long: Any, grown: int) -> Any:
+    """``long`` for compact_number: no float recorded, ``grown`` bytes of room to spare."""
+    long[0], long[-1] = 0, grown
     return long
 
 

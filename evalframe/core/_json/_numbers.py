@@ -33,7 +33,7 @@ __all__ = [
     "written_as_repr",
 ]
 
-_ONE = kernel_int(1)
+_ONE, _FIFTEEN, _SEVENTEEN = kernel_int(1), kernel_int(15), kernel_int(17)
 
 # Exact doubles 10^0 .. 10^22: a mantissa below 2^53 times or over one of them is one IEEE
 # operation on exact operands, so it rounds as a correct decimal reader does (Clinger).
@@ -179,14 +179,15 @@ def floats_at(data: Any, starts: Any, ends: Any) -> Any:
 def written_as_repr(out: Any, long: Any) -> bool:
     """Whether each float :func:`compact_number` copied as written (its span in ``out``
     recorded in ``long``) is what Python's ``repr`` writes for its value; one that is not
-    (``0.10000000000000001``, ``1E+16``, ``1e400``) is the exact reader's to re-encode.
+    (``0.10000000000000001``, ``%.17g``'s spelling of 0.1) is the exact reader's to
+    re-encode.
 
     Examples:
         >>> import numpy as np
         >>> out = np.frombuffer(b"0.8444218515250481 0.10000000000000001", np.uint8)
-        >>> written_as_repr(out, np.array([1, 0, 18]))
+        >>> written_as_repr(out, np.array([1, 0, 18, 0]))
         True
-        >>> written_as_repr(out, np.array([2, 0, 18, 19, 38]))
+        >>> written_as_repr(out, np.array([2, 0, 18, 19, 38, 0]))
         False
     """
     import polars as pl
@@ -212,14 +213,16 @@ def _put_digits(out: Any, o: int, m: int, n: int) -> int:
 
 
 @njit(borrows=True)
-def _float_repr(data: Any, p: int, q: int, out: Any, o: int) -> int:
+def _float_repr(data: Any, p: int, q: int, out: Any, o: int, most: int) -> int:
     """Write at ``out[o:]`` what Python's ``repr`` gives for the float JSON number
-    ``data[p:q]``; the end of it, or -1 where that cannot be told here (more than 15
+    ``data[p:q]``; the end of it, or -1 where that cannot be told here (more than ``most``
     significant digits, or magnitudes near the ends of the double range).
 
     A number of at most 15 significant digits is the shortest spelling of its double (no
     two such numbers share a double), so its repr has the same digits; only the layout is
-    Python's: positional for exponents from -4 to 15, else ``d.ddde+XX``."""
+    Python's: positional for exponents from -4 to 15, else ``d.ddde+XX``. With ``most`` up
+    to 17, the digits are laid out as Python would if they were its repr's, which the
+    caller has to check."""
     neg = data[p] == 0x2D
     m, nd, trailing, decpt = 0, 0, 0, 0
     point, started = False, False
@@ -261,7 +264,7 @@ def _float_repr(data: Any, p: int, q: int, out: Any, o: int) -> int:
     for _ in range(trailing):
         m //= 10
     nd -= trailing
-    if nd > 15 or decpt > 300 or decpt < -300:
+    if nd > most or (most == 15 and (decpt > 300 or decpt < -300)):  # near subnormals
         return -1
     if -4 < decpt <= 16:
         if decpt <= 0:
@@ -303,10 +306,14 @@ def compact_number(
     """The JSON number at ``p`` as Python's JSON encoder writes the value it parses to, or
     (-1, -1) where that cannot be told here.
 
-    With ``long`` (int64), a float whose repr cannot be told here (more than 15 significant
-    digits, as Python writes most computed floats) is copied as it is written instead, and
-    where it went in ``out`` recorded (``long[0]`` counts them, their starts and ends
-    follow), for the caller to check with :func:`written_as_repr`; declined once full."""
+    A float is written as Python lays out its repr. Where that is longer than its text
+    (``1e-07`` for ``1e-7``) it is declined, so that ``out`` need not be larger than the
+    input, unless ``long`` grants the room: its last item is how many bytes more than their
+    texts the floats may take in all. With ``long`` (int64), a float of 16 or 17 significant
+    digits (as most writers spell computed floats) is laid out as Python would if its digits
+    were the repr's, and where it went in ``out`` recorded (``long[0]`` counts them, their
+    starts and ends follow), for the caller to check with :func:`written_as_repr`; declined
+    once full."""
     q = number_end(data, p, end)
     if q < 0:
         return -1, -1
@@ -321,18 +328,34 @@ def compact_number(
             out[o] = 0x30  # -0 is the integer 0
             return q, o + 1
         return q, copy_bytes(data, p, q, out, o)
-    stop = _float_repr(data, p, q, out, o)
-    if stop < 0 and long is not None:
-        k = long[0]
-        if 2 * k + 3 > long.size:
+    stop = _float_repr(data, p, q, out, o, _FIFTEEN)
+    if long is None:
+        if stop < 0 or stop - o > q - p:
             return -1, -1
-        long[2 * k + 1] = o
-        long[2 * k + 2] = o + q - p
-        long[0] = k + 1
-        return q, copy_bytes(data, p, q, out, o)
-    if stop - o != q - p:
+        return q, stop
+    stop = _laid_out(data, p, q, out, o, stop, long)
+    if stop < 0:
         return -1, -1
-    for k in range(q - p):
-        if out[o + k] != data[p + k]:
-            return -1, -1
     return q, stop
+
+
+@njit(borrows=True)
+def _laid_out(data: Any, p: int, q: int, out: Any, o: int, stop: int, long: Any) -> int:
+    """:func:`compact_number`'s end of the float ``data[p:q]`` with ``long`` (``stop``: where
+    its repr of at most 15 digits ended, -1 for none), or -1."""
+    k = long[0]
+    copied = stop < 0 and 2 * k + 4 <= long.size
+    if copied:
+        stop = _float_repr(data, p, q, out, o, _SEVENTEEN)
+    if stop < 0:
+        return -1
+    grown = (stop - o) - (q - p)
+    if grown > 0:
+        if long[long.size - 1] < grown:
+            return -1
+        long[long.size - 1] -= grown
+    if copied:
+        long[2 * k + 1] = o
+        long[2 * k + 2] = stop
+        long[0] = k + 1
+    return stop
