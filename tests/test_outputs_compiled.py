@@ -286,12 +286,17 @@ def test_the_list_form_reads_as_the_exact_reader_reads_it(
 def assert_same_reading(path: Path) -> None:
     with pytest.MonkeyPatch.context() as monkeypatch:
         exact, compiled = read_both(path, monkeypatch)
+    assert_same_outcome(exact, compiled)
+
+
+def assert_same_outcome(exact: object, got: object) -> None:
+    """``got`` is the exact reader's frame (dtypes included), or the same error message."""
     if isinstance(exact, pl.DataFrame):
-        assert isinstance(compiled, pl.DataFrame)
-        assert compiled.equals(exact)
-        assert compiled.schema == exact.schema
+        assert isinstance(got, pl.DataFrame)
+        assert got.equals(exact)
+        assert got.schema == exact.schema
     else:
-        assert compiled == exact
+        assert got == exact
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from test_outputs_compiled import assert_same_reading, ids, texts
+from test_outputs_compiled import assert_same_outcome, assert_same_reading, ids, texts
 
 from evalframe.core import _outputs_nested as nested
 from evalframe.core._contexts import contexts_columns, parse_contexts
@@ -729,13 +729,7 @@ def test_parquet_outputs_read_a_column_at_a_time_as_row_by_row(
         frame = frame.with_columns(trajectory_series(parsed))
     path = tmp_path_factory.mktemp("parquet") / "o.parquet"
     frame.write_parquet(path)
-    exact, columns = read_parquet_both(path, kernels)
-    if isinstance(exact, pl.DataFrame):
-        assert isinstance(columns, pl.DataFrame)
-        assert columns.equals(exact)
-        assert columns.schema == exact.schema
-    else:
-        assert columns == exact
+    assert_same_outcome(*read_parquet_both(path, kernels))
 
 
 def test_a_usual_parquet_file_is_read_a_column_at_a_time(tmp_path: Path) -> None:
@@ -920,13 +914,7 @@ def test_parquet_structs_as_arrow_writes_dicts_read_as_row_by_row(
         pq.write_table(table, path)
     except pa.ArrowNotImplementedError:  # a struct without members: Parquet has none
         return
-    exact, columns = read_parquet_both(path, kernels)
-    if isinstance(exact, pl.DataFrame):
-        assert isinstance(columns, pl.DataFrame)
-        assert columns.equals(exact)
-        assert columns.schema == exact.schema
-    else:
-        assert columns == exact
+    assert_same_outcome(*read_parquet_both(path, kernels))
 
 
 def _floats_as(schema: Any, kind: Any) -> Any:
