@@ -732,9 +732,23 @@ def test_parquet_outputs_read_a_column_at_a_time_as_row_by_row(
     assert_same_outcome(*read_parquet_both(path, kernels))
 
 
-def test_a_usual_parquet_file_is_read_a_column_at_a_time(tmp_path: Path) -> None:
+def read_a_column_at_a_time(path: Path, kernels: str = "compiled") -> pl.DataFrame:
+    """The column-at-a-time reading of the Parquet file ``path``, checked to vouch for it and
+    to be the exact reader's frame."""
+    import pyarrow.parquet as pq
+
     from evalframe.core._outputs_table import outputs_columns
 
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EVALFRAME_KERNELS", kernels)
+        assert outputs_columns(pq.read_table(path), _NUMBERS) is not None
+    exact, columns = read_parquet_both(path, kernels)
+    assert_same_outcome(exact, columns)
+    assert isinstance(columns, pl.DataFrame)
+    return columns
+
+
+def test_a_usual_parquet_file_is_read_a_column_at_a_time(tmp_path: Path) -> None:
     frame = pl.DataFrame(
         {
             "id": [f"q{i}" for i in range(3)],
@@ -746,22 +760,11 @@ def test_a_usual_parquet_file_is_read_a_column_at_a_time(tmp_path: Path) -> None
     )
     path = tmp_path / "o.parquet"
     frame.write_parquet(path)
-    import pyarrow.parquet as pq
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("EVALFRAME_KERNELS", "compiled")
-        assert outputs_columns(pq.read_table(path), _NUMBERS) is not None
-    exact, columns = read_parquet_both(path)
-    assert isinstance(columns, pl.DataFrame)
-    assert columns.equals(exact)  # type: ignore[arg-type]
+    read_a_column_at_a_time(path)
 
 
 def test_a_small_parquet_file_is_read_by_orjson(tmp_path: Path) -> None:
     """A few rows in a process without the compiled pass: orjson's reader, not the exact one."""
-    import pyarrow.parquet as pq
-
-    from evalframe.core._outputs_table import outputs_columns
-
     trajectory = json.dumps(TRAJECTORY | {"steps": 4})  # a count as text is the exact reader's
     frame = pl.DataFrame(
         {
@@ -773,12 +776,7 @@ def test_a_small_parquet_file_is_read_by_orjson(tmp_path: Path) -> None:
     )
     path = tmp_path / "o.parquet"
     frame.write_parquet(path)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("EVALFRAME_KERNELS", "interpreted")
-        assert outputs_columns(pq.read_table(path), _NUMBERS) is not None
-    exact, columns = read_parquet_both(path, "interpreted")
-    assert isinstance(columns, pl.DataFrame)
-    assert columns.equals(exact)  # type: ignore[arg-type]
+    read_a_column_at_a_time(path, "interpreted")
 
 
 flat_values = st.one_of(
@@ -936,8 +934,6 @@ def test_a_parquet_file_of_dicts_is_read_a_column_at_a_time(tmp_path: Path) -> N
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from evalframe.core._outputs_table import outputs_columns
-
     call = {"name": "search", "arguments": {"q": "é", "k": 3}, "latency_ms": 12.345678901234567}
     rows = [
         {"id": "q0", "actual_output": "a", "trajectory": {"tool_calls": [call]},
@@ -948,12 +944,7 @@ def test_a_parquet_file_of_dicts_is_read_a_column_at_a_time(tmp_path: Path) -> N
     ]  # fmt: skip
     path = tmp_path / "o.parquet"
     pq.write_table(pa.Table.from_pylist(rows), path)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("EVALFRAME_KERNELS", "compiled")
-        assert outputs_columns(pq.read_table(path), _NUMBERS) is not None
-    exact, columns = read_parquet_both(path)
-    assert isinstance(columns, pl.DataFrame)
-    assert columns.equals(exact)  # type: ignore[arg-type]
+    columns = read_a_column_at_a_time(path)
     arguments = columns.get_column("trajectory")[0]["tool_calls"][0]["arguments"]
     assert arguments == '{"q":"é","k":3}'
     assert columns.get_column("trajectory")[2]["tool_calls"][0]["arguments"] is None
