@@ -30,7 +30,7 @@ import numpy.typing as npt
 import polars as pl
 
 from evalframe.core._errors import MetricError
-from evalframe.core._njit import compiling, njit, worth_compiling
+from evalframe.core._njit import compiling, njit, threads, worth_compiling
 from evalframe.metrics._text import (
     _ASCII_LOWER,
     _PRIME,
@@ -329,7 +329,7 @@ def _scratch(longest: int) -> tuple[Any, ...]:
 
 def _threads_for(rows: int) -> int:
     """Threads for ``rows`` pairs: Polars' pool size, but at least ``_ROWS_PER_THREAD`` each."""
-    return max(1, min(pl.thread_pool_size(), rows // _ROWS_PER_THREAD))
+    return max(1, min(threads(), rows // _ROWS_PER_THREAD))
 
 
 def lcs_of(a: list[str], b: list[str]) -> int:

@@ -26,7 +26,7 @@ from evalframe.core._json._numbers import digits_end, exact_double
 from evalframe.core._json._strings import PLAIN, json_string
 from evalframe.core._json._text import JSON_WS, same_bytes, skip_ws
 from evalframe.core._json._values import member_key, next_member
-from evalframe.core._njit import compiling, njit, worth_compiling
+from evalframe.core._njit import compiling, njit, threads, worth_compiling
 from evalframe.metrics._ranking import dedupe_lists, flat, may_repeat
 from evalframe.metrics._text import utf8_buffers
 
@@ -582,7 +582,7 @@ def _scan_in_threads(
     if not worth_compiling(data.size, _INTERPRETED_UP_TO):
         return [_scan_part(data, offsets, valid, interpreted=True)]
     compiling("the retrieval kernels", _scan_retrieval, _gain_maps)
-    parts = max(1, min(pl.thread_pool_size(), rows // _ROWS_PER_THREAD))
+    parts = max(1, min(threads(), rows // _ROWS_PER_THREAD))
     if parts == 1:
         return [_scan_part(data, offsets, valid)]
     targets = np.linspace(offsets[0], offsets[-1], parts + 1)[1:-1]

@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, Literal
@@ -27,7 +26,7 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._errors import MetricError
-from evalframe.core._njit import compiling, njit, worth_compiling
+from evalframe.core._njit import compiling, njit, threads, worth_compiling
 from evalframe.metrics._batched import batched, sample_error, type_error
 from evalframe.metrics._registry import metric
 from evalframe.metrics._spec import Range, Scored
@@ -56,7 +55,7 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 def _threaded(kernel: Callable[..., tuple[Any, ...]], n_rows: int, *arrays: Any) -> tuple[Any, ...]:
     """Run ``kernel(*arrays, start, stop)`` over row chunks on threads; concatenate results."""
-    workers = min(os.cpu_count() or 1, 8)
+    workers = min(threads(), 8)
     if n_rows < _PARALLEL_ROWS or workers == 1:
         return kernel(*arrays, 0, n_rows)
     bounds = np.linspace(0, n_rows, workers + 1).astype(np.int64)
