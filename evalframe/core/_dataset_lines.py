@@ -14,10 +14,10 @@ string, a blank id, an input that is not an object or holds objects, an expected
 holds objects, metadata that is not an object or names ``expected_any``, a ``metadata.tags``
 that is not a string, a list of strings or null, a ``tags``, ``reference_contexts`` or
 ``expected_any`` member, a string Python would read differently (a lone surrogate, a control
-character), a number not spelled as Python spells its value, nesting past 64 levels. (A float
-with more significant digits than the pass spells, as Python writes most computed floats, is
-copied as written and checked afterwards to be Python's ``repr`` of its value; one that is
-not gives the file to the exact reader.) Any error then (a bad line, a repeated id, no sample
+character), a number whose Python spelling is longer than its text, nesting past 64 levels.
+(A float of 16-17 significant digits, as Python writes most computed floats, is laid out from
+its digits and checked afterwards to be Python's ``repr`` of its value; one that is not gives
+the file to the exact reader.) Any error then (a bad line, a repeated id, no sample
 at all), and invalid UTF-8, gives the file to the exact reader whole, so every value and
 every message is the exact reader's.
 
@@ -45,7 +45,7 @@ from evalframe.core._canon import php_canonical_json, trimmed_tags
 from evalframe.core._dataset_columns import MAYBE_NOT_CANONICAL
 from evalframe.core._errors import DatasetError
 from evalframe.core._formats import load_json, long_digit_run
-from evalframe.core._json._numbers import written_as_repr
+from evalframe.core._json._numbers import float_record, written_as_repr
 from evalframe.core._json._strings import encode_string, json_string, skip_string
 from evalframe.core._json._text import (
     NULL,
@@ -339,7 +339,7 @@ def _scan(data: Any, out: Any, table: Any, kinds: Any, lines: Any, work: Any) ->
             if data[q] == _OPEN:
                 copied = (work[4][0][0], work[4][1][0], work[4][2][0])
                 kind = _sample(data, q, stop, out, at, ends, work, scratch)
-                if kind < 0:  # the floats its texts copied as written are forgotten too
+                if kind < 0:  # the floats its texts recorded are forgotten too
                     work[4][0][0], work[4][1][0], work[4][2][0] = copied
             kinds[n] = kind
             lines[0, n] = p
@@ -366,14 +366,6 @@ def lines_loaded() -> bool:
 _Frame = Callable[[list[object]], pl.DataFrame]
 
 
-def _no_floats(size: int) -> Any:
-    """Room for compact_number to record ``size`` floats, and none to write any longer than
-    its text (the buffers are the file's size)."""
-    long = np.empty(2 * size + 2, np.int64)
-    long[0] = long[-1] = 0
-    return long
-
-
 def dataset_lines(data: bytes, samples_frame: _Frame, where: str) -> pl.DataFrame | None:
     """The dataset frame (``schema.DATASET_SCHEMA``) of a JSONL file's bytes (no BOM), or
     None: the exact reader must read the file (see the module).
@@ -398,8 +390,9 @@ def dataset_lines(data: bytes, samples_frame: _Frame, where: str) -> pl.DataFram
         np.empty(2 * 4096, np.int64),  # keys of the objects open
         np.empty(3 * _MAX_KEYS, np.int64),  # an input's members
         np.empty(_DEPTH, np.int64),  # nesting, as skip_value counts it
-        # floats the input, expected value and metadata copied as written (written_as_repr)
-        tuple(_no_floats(raw.size // 16 + 3) for _ in range(3)),
+        # the floats the input, expected value and metadata record (no room to grow: the
+        # buffers are the file's size)
+        tuple(float_record(raw.size // 16 + 3, 0) for _ in range(3)),
     )
     n = _scan(raw, out, table, kinds, lines, work)
     if n == 0 or not all(written_as_repr(out[c + 1], work[4][c]) for c in range(3)):

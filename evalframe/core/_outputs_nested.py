@@ -13,14 +13,14 @@ What the readers vouch for is what the exact parsers (``parse_contexts``,
 ``parse_trajectory``, ``parse_turns``) return for the same value; anything else makes them
 decline (return -1), and the caller leaves the whole input to the exact parsers, which keep
 every error message: a value of the wrong type, a blank tool name or role, an argument map
-that repeats a key or holds a float not spelled as Python spells it, a count that is not a
-plain non-negative integer, arguments given as JSON text, a lone surrogate, nesting past 64
-levels. Tool arguments, and results or errors that are not strings, are re-encoded as
-Python's compact JSON encoder writes them; a float in them with more significant digits than
-the pass spells (most computed floats) is copied as written and checked afterwards to be
-Python's ``repr`` of its value. Numbers the compiled reader cannot convert exactly (more
-than 15 significant digits, say) are read afterwards by Polars' correctly rounded parser,
-from their text.
+that repeats a key or holds a 16-17 digit float that is not its value's repr, a count that
+is not a plain non-negative integer, arguments given as JSON text, a lone surrogate, nesting
+past 64 levels. Tool arguments, and results or errors that are not strings, are re-encoded
+as Python's compact JSON encoder writes them; a float of 16-17 significant digits in them
+(most computed floats) is laid out from its digits and checked afterwards to be Python's
+``repr`` of its value. Numbers the compiled reader cannot convert exactly (more than 15
+significant digits, say) are read afterwards by Polars' correctly rounded parser, from their
+text.
 
 Examples:
     >>> import numpy as np
@@ -49,6 +49,7 @@ from evalframe.core._arrow_text import list_array, numbers_array, strings_array
 from evalframe.core._json._numbers import (
     exact_double,
     exact_integer,
+    float_record,
     floats_at,
     number_end,
     written_as_repr,
@@ -166,16 +167,9 @@ class Builder:
                 np.empty(2 * 4096, np.int64),  # scratch: the keys of the objects open
                 scratch,  # scratch: member names, arguments given as text
                 readonly,  # the same bytes, read-only: the array type compact_value reads
-                # floats copied as written into the output, for written_as_repr
-                _no_floats(small_pages(2 * (cap + data.size // 16) + 2, np.int64), grown),
+                float_record(cap + data.size // 16, grown),  # floats to check: written_as_repr
             )
         )
-
-
-def _no_floats(long: Any, grown: int) -> Any:
-    """``long`` for compact_number: no float recorded, ``grown`` bytes of room to spare."""
-    long[0], long[-1] = 0, grown
-    return long
 
 
 @njit(borrows=True)

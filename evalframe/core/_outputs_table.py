@@ -171,7 +171,7 @@ def _json_values(array: pa.ChunkedArray | pa.Array) -> bool:
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         return _json_values(array.flatten())
     if pa.types.is_float64(kind):
-        return bool(pc.all(pc.is_finite(array)).as_py() is not False)
+        return pc.all(pc.is_finite(array)).as_py() is not False  # None: no number at all
     plain = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer)
     return any(test(kind) for test in (*plain, pa.types.is_boolean, pa.types.is_null))
 

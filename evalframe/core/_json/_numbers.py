@@ -21,12 +21,14 @@ import numpy as np
 
 from evalframe.core._json._text import copy_bytes
 from evalframe.core._njit import kernel_int, njit
+from evalframe.core._pages import small_pages
 
 __all__ = [
     "compact_number",
     "digits_end",
     "exact_double",
     "exact_integer",
+    "float_record",
     "floats_at",
     "number_end",
     "number_ends",
@@ -170,16 +172,30 @@ def floats_at(data: Any, starts: Any, ends: Any) -> Any:
     """
     import polars as pl
 
+    return _texts_at(data, starts, ends).cast(pl.Float64).to_numpy()
+
+
+def _texts_at(data: Any, starts: Any, ends: Any) -> Any:
+    """The texts ``data[starts[k]:ends[k]]`` as a Polars String Series (views, no copy)."""
+    import polars as pl
+
     from evalframe.core._arrow_text import strings_array
 
-    texts = strings_array(starts, ends - starts, data, copy=False)
-    return pl.Series(texts).cast(pl.Float64).to_numpy()
+    return pl.Series(strings_array(starts, ends - starts, data, copy=False))
+
+
+def float_record(floats: int, room: int) -> Any:
+    """A ``long`` array for :func:`compact_number`: room to record ``floats`` floats (none
+    yet), and ``room`` bytes their Python spellings may take beyond their texts."""
+    long = small_pages(2 * floats + 2, np.int64)
+    long[0], long[-1] = 0, room
+    return long
 
 
 def written_as_repr(out: Any, long: Any) -> bool:
-    """Whether each float :func:`compact_number` copied as written (its span in ``out``
-    recorded in ``long``) is what Python's ``repr`` writes for its value; one that is not
-    (``0.10000000000000001``, ``%.17g``'s spelling of 0.1) is the exact reader's to
+    """Whether each float :func:`compact_number` laid out from its 16-17 digits (its span in
+    ``out`` recorded in ``long``) is what Python's ``repr`` writes for its value; one that is
+    not (``0.10000000000000001``, ``%.17g``'s spelling of 0.1) is the exact reader's to
     re-encode.
 
     Examples:
@@ -190,16 +206,11 @@ def written_as_repr(out: Any, long: Any) -> bool:
         >>> written_as_repr(out, np.array([2, 0, 18, 19, 38, 0]))
         False
     """
-    import polars as pl
-
-    from evalframe.core._arrow_text import strings_array
-
     k = int(long[0])
     if not k:
         return True
     spans = long[1 : 2 * k + 1].reshape(k, 2)
-    texts = pl.Series(strings_array(spans[:, 0], spans[:, 1] - spans[:, 0], out, copy=False))
-    distinct = list(set(texts.to_list()))
+    distinct = list(set(_texts_at(out, spans[:, 0], spans[:, 1]).to_list()))
     return all(map(str.__eq__, map(repr, map(float, distinct)), distinct))
 
 

@@ -187,7 +187,7 @@ def compact_value(
     key, a float whose repr it cannot tell (unless ``long``: see
     :func:`~evalframe.core._json._numbers.compact_number`). ``stack`` (int64, two per level
     of nesting) and ``keys`` (int64, two per key of the objects open at once) are scratch
-    space. Never longer than the JSON it reads.
+    space. Never longer than the JSON it reads, but for the room ``long`` grants floats.
     """
     depth, n = _ZERO, _ZERO
     limit = stack.size // 2
