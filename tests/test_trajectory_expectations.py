@@ -194,3 +194,128 @@ def test_a_dataset_s_expectations_are_checked_as_sample_by_sample(rows: list[Any
         patch.setenv("EVALFRAME_KERNELS", "compiled")
         by_text = first_error(lambda: check_expectation_texts(pl.Series(ids), texts, DatasetError))
     assert by_text == by_sample
+
+
+# Names long enough to be kept out of place in Arrow's views (over 12 bytes), non-ASCII, with
+# characters JSON escapes, blank in either sense.
+hostile_name = st.sampled_from(
+    ["search", "a_tool_name_past_twelve", "naïve", "x\"y", "tab\tand_more_text", "\u00a0",
+     "\U0001f600 an astral tool", " ", "", "[x]", "{y", "\\z"]
+) | st.text(max_size=14)  # fmt: skip
+hostile_scalar = st.one_of(
+    hostile_name, st.integers(-(10**20), 10**20), st.sampled_from([1.5, 0.1, True, None])
+)
+hostile_args = st.recursive(
+    hostile_scalar,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(hostile_name, inner, max_size=3),
+    max_leaves=5,
+)
+hostile_spec = st.fixed_dictionaries(
+    {},
+    optional={
+        "tool": hostile_name | hostile_scalar,
+        "name": hostile_name | st.none(),
+        "arguments": st.dictionaries(hostile_name, hostile_args, max_size=3) | hostile_args,
+        "args": st.dictionaries(hostile_name, hostile_args, max_size=2) | st.none(),
+    },
+)
+hostile_block = st.dictionaries(
+    st.sampled_from([*FIELDS, "tool_arguments", "goal", "other"]),
+    st.lists(hostile_name, max_size=5)
+    | hostile_scalar
+    | hostile_spec
+    | st.lists(hostile_spec | hostile_scalar, max_size=3),
+    max_size=8,
+)
+
+
+def spelled(value: Any, rnd: Any, escape_names: bool) -> str:
+    """``value`` as JSON the way no encoder writes it: any whitespace, characters escaped or
+    not (member names too, if ``escape_names``), now and then an object's member written
+    twice."""
+
+    def space() -> str:
+        return rnd.choice(["", "", " ", "\n", " \t\r\n "])
+
+    def string(text: str, escape: bool = True) -> str:
+        if escape and text and rnd.random() < 0.15:
+            escaped = (f"\\u{ord(ch):04x}" if ord(ch) < 0xD800 else ch for ch in text)
+            return '"' + "".join(escaped) + '"'
+        return json.dumps(text, ensure_ascii=rnd.random() < 0.5)
+
+    if isinstance(value, dict):
+        members = list(value.items())
+        if members and rnd.random() < 0.05:
+            members.append(rnd.choice(members))
+        inner = ",".join(
+            f"{space()}{string(k, escape_names)}{space()}:{space()}{spelled(v, rnd, escape_names)}"
+            f"{space()}"
+            for k, v in members
+        )
+        return "{" + (inner or space()) + "}"
+    if isinstance(value, list):
+        inner = ",".join(space() + spelled(v, rnd, escape_names) + space() for v in value)
+        return "[" + (inner or space()) + "]"
+    return string(value) if isinstance(value, str) else json.dumps(value)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.builds(lambda b: {"trajectory": b}, hostile_block)
+        | st.builds(lambda b: {"x": [1, {"trajectory": 2}], "trajectory": b}, hostile_block)
+        | st.just({"trajectory": None}),
+        min_size=1,
+        max_size=5,
+    ),
+    st.randoms(use_true_random=False),
+    st.booleans(),
+)
+def test_the_compiled_pass_reads_hostile_spellings_as_the_other_passes(
+    rows: list[Any], rnd: Any, escape_names: bool
+) -> None:
+    # Escaped and raw non-ASCII names, names too long for a view to hold in place, stray
+    # whitespace, repeated members, integers past 64 bits; member names spelled with escapes,
+    # which the path lookups do not decode (the typed pass does).
+    from evalframe.core._expectations_compiled import decode_expectations
+
+    texts = [spelled(r, rnd, escape_names) for r in rows]
+    got = decoded(texts, "compiled")
+    assert got == decoded(texts, "typed")
+    if not escape_names:
+        assert got == decoded(texts, "path")
+    frame = decode_expectations(pl.Series(texts, dtype=pl.String))
+    inexact = frame.filter(~pl.col("exact")).drop("exact")
+    assert inexact.null_count().row(0) == (inexact.height,) * inexact.width
+
+
+def test_the_compiled_pass_grows_its_arrays_for_texts_larger_than_the_first() -> None:
+    # Sized by the first text, the arrays are grown (and the decoding goes on where it
+    # stopped) for more items and more decoded bytes than it predicted.
+    from evalframe.core import _expectations_compiled as compiled
+
+    def text(i: int) -> str:
+        names = [f"t{j}" for j in range(i % 40)] + ["a_name_past_twelve_bytes\\u00e9"] * (i % 3)
+        spec = {"tool": f"tool_{i}", "arguments": {"long": "x" * (i % 50), "n": i}}
+        block = {"tools": names, "tool_arguments": [spec] * (i % 5), "goal": spec}
+        return json.dumps({"trajectory": block}).replace("\\\\u00e9", "\\u00e9")
+
+    texts = pl.Series([text(i) for i in range(400)])
+    whole = compiled._decode_texts(texts)
+    grown: list[int] = []
+    grow = compiled._grown
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(compiled, "_SAMPLE", 1)
+        patch.setattr(compiled, "_SPARE", 0)
+        patch.setattr(compiled, "_grown", lambda *a: grown.append(1) or grow(*a))
+        stepwise = compiled._decode_texts(texts)
+    assert len(grown) > 2
+    assert stepwise.equals(whole)
+    assert whole.get_column("exact").all()
+    assert whole.get_column("tools").to_list()[-2] == [
+        *(f"t{j}" for j in range(38)),
+        *["a_name_past_twelve_bytesé"] * 2,
+    ]
+    assert whole.get_column("goal").to_list()[5] == {
+        "name": "tool_5", "arguments": '{"long":"xxxxx","n":5}'
+    }  # fmt: skip

@@ -2,7 +2,7 @@
 
 Each reader or writer (the saved outputs reader ``core/_outputs_compiled.py`` and its nested
 fields ``core/_outputs_nested.py``, the JSONL dataset pass ``core/_dataset_lines.py``,
-trajectory expectations ``core/_expectations_compiled.py``, the retrieval and argument
+trajectory expectations ``core/_expectations_pass.py``, the retrieval and argument
 scanners in ``metrics/``, the strict scanner ``metrics/_json_scan.py``, the report's writers
 ``views/_records.py`` and ``views/_layout.py``) keeps its own logic and imports these:
 
