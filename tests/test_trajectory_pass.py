@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import polars as pl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 import evalframe as ef
 from evalframe.core import _njit, _score
 from evalframe.core._trajectory import parse_trajectory, trajectory_series
+from evalframe.metrics import _trajectory_pass
 from evalframe.metrics._arguments import loose_subset
 
 NAMES = ["search", "book", 'qu"ote', "back\\slash", "new\nline", "\x01ctl", "ünï", "😀", "a/b"]
@@ -342,16 +344,20 @@ def oracle(metric: str, sid: str, expect: dict[str, Any], traj: dict[str, Any] |
 @contextmanager
 def kernels(mode: str) -> Iterator[None]:
     """Every kernel compiled (and passes split in two halves from 2 rows, the metrics scored
-    on two threads) or interpreted."""
+    on two threads, repeated details texts looked for past the first 2 rows only while they
+    pay) or interpreted."""
     before = os.environ.get("EVALFRAME_KERNELS"), _njit.HALVES_FROM, _score._CONCURRENT_FROM
+    trial = _trajectory_pass.HASH_TRIAL
     os.environ["EVALFRAME_KERNELS"] = mode
     _njit.HALVES_FROM = 2 if mode == "compiled" else before[1]
     _score._CONCURRENT_FROM = 1 if mode == "compiled" else before[2]
+    _trajectory_pass.HASH_TRIAL = 2 if mode == "compiled" else trial
     try:
         yield
     finally:
         _njit.HALVES_FROM = before[1]
         _score._CONCURRENT_FROM = before[2]
+        _trajectory_pass.HASH_TRIAL = trial
         if before[0] is None:
             del os.environ["EVALFRAME_KERNELS"]
         else:
@@ -429,3 +435,25 @@ def test_hand_built_columns_with_nulls_take_the_column_by_column_path() -> None:
         with kernels("interpreted"):
             slow = ef.score(frame, metrics)
         assert fast.equals(slow)
+
+
+def test_a_repeated_details_text_is_kept_once() -> None:
+    """Rows whose details texts are equal share one copy of the bytes (each half of the rows
+    its own); the texts read back as written."""
+    from evalframe.core._trajectory import TRAJECTORY
+    from evalframe.metrics._expectations import Expectations
+    from evalframe.metrics._trajectory_pass import Details, details_text, flat_pass
+
+    n = 40
+    regular = {"tool_calls": [], "steps": 0, "finish_reason": None, "approvals": []}
+    traj = pl.Series("trajectory", [{**regular, "pending_approvals": 0}] * n, dtype=TRAJECTORY)
+    with kernels("compiled"):
+        flat = flat_pass(traj, Expectations(pl.Series(["{}"] * n), pl.Series(["s"] * n)))
+        assert flat is not None
+        values = [7] * 30 + list(range(1_000_000_000_000, 1_000_000_000_010))
+        texts = details_text(Details(n).integer("a_long_enough_key", values), flat)
+    assert texts.to_list() == [f'{{"a_long_enough_key":{v}}}' for v in values]
+    views = texts.to_arrow(compat_level=pl.CompatLevel.newest()).buffers()[1]
+    where = np.frombuffer(views, np.int32).reshape(n, 4)[:, 3]  # each text's place
+    assert len(set(where[:30].tolist())) == 2  # the 30 equal texts: one copy per half
+    assert len(set(where.tolist())) == 12

@@ -34,8 +34,15 @@ from evalframe.core._arrow_text import (
     views_array,
 )
 from evalframe.core._expectations_compiled import LIST_FIELDS
-from evalframe.core._json._text import WORD_SLACK, copy_words
-from evalframe.core._njit import compiling, halves, in_halves, njit, worth_compiling
+from evalframe.core._json._text import WORD_SLACK, copy_words, same_bytes
+from evalframe.core._njit import (
+    compiling,
+    halves,
+    in_halves,
+    njit,
+    numba_object,
+    worth_compiling,
+)
 from evalframe.core._pages import small_pages
 from evalframe.metrics._arguments import _subset, judge_pairs
 from evalframe.metrics._expectations import Expectations
@@ -460,23 +467,28 @@ def _details_text(details: Details, flat: FlatPass) -> pl.Series:
     cuts = halves(n)
     starts = np.cumsum([0, *(room(a, b) + WORD_SLACK for a, b in cuts)])
     out = small_pages(int(starts[-1]), np.uint8)
-    out_off = np.zeros(n + len(cuts), np.int64)  # part k's offsets from a + k to b + k
+    lo = np.zeros(n, np.int64)  # each row's text, at out[lo:lo + length]
+    length = np.zeros(n, np.int64)
     views = small_pages(16 * n, np.uint8)
 
     def part(r0: int, r1: int) -> None:
         k = [a for a, _ in cuts].index(r0)
         _write(
-            *args, r0, out[starts[k] : starts[k + 1]], out_off[r0 + k : r1 + k + 1],
-            views[16 * r0 : 16 * r1], starts[k],
+            *args, r0, out[starts[k] : starts[k + 1]], lo[r0:r1], length[r0:r1],
+            views[16 * r0 : 16 * r1], starts[k], _slots(r1 - r0), HASH_TRIAL,
         )  # fmt: skip
+        lo[r0:r1] += starts[k]
 
     in_halves(part, n)
     if fits_views(int(starts[-1])):
         return pl.Series("details", views_array(views, out))
-    parts = [out_off[a + k : b + k + 1] for k, (a, b) in enumerate(cuts)]
-    lo = np.concatenate([p[:-1] + starts[k] for k, p in enumerate(parts)])
-    length = np.concatenate([np.diff(p) for p in parts])
     return pl.Series("details", strings_array(lo, length, out, copy=False))
+
+
+def _slots(rows: int) -> npt.NDArray[np.int32]:
+    """The table :func:`_write` finds repeated texts in: a power of two, at least twice the
+    rows, zeroed (an empty slot)."""
+    return np.zeros(1 << max(rows * 2 - 1, 1).bit_length(), np.int32)
 
 
 @njit
@@ -501,19 +513,28 @@ def _put_int(out: Any, at: int, value: int, digits: Any) -> int:
 def _write(
     head: Any, head_off: Any, kinds: Any, slots: Any, ints: Any, ints_ok: Any, l_ids: Any,
     l_off: Any, l_valid: Any, names: Any, names_off: Any, raw: Any, raw_off: Any, r0: int,
-    out: Any, out_off: Any, views: Any, base: int,
+    out: Any, lo: Any, length: Any, views: Any, base: int, table: Any, trial: int,
 ) -> None:  # fmt: skip
-    """The details of rows ``r0`` on, one after the other into ``out``, with their
-    ``out_off`` and their Arrow ``views`` (``out`` lying at ``base`` in the views' buffer);
+    """The details of rows ``r0`` on into ``out``, each row's text at ``out[lo:lo +
+    length]``, with their Arrow ``views`` (``out`` lying at ``base`` in the views' buffer);
     list slot ``s`` of row ``r`` is ``l_ids[s][l_off[s, r]:l_off[s, r + 1]]``, written as a
     JSON array of the names' texts (``null`` where not ``l_valid``). Every byte buffer it
-    copies from, and ``out``, has ``WORD_SLACK`` bytes to spare (``copy_words``)."""
+    copies from, and ``out``, has ``WORD_SLACK`` bytes to spare (``copy_words``).
+
+    A text written before by one of these rows is not kept twice: the row points at the
+    first copy and the next row is written over its own. The repeats are found by a hash of
+    the text in ``table`` (:func:`_slots`); where the first ``trial`` rows repeat little
+    (fewer than one in ``_REPEATS_WORTH``), the rest are written as they come, unhashed."""
     null = np.zeros(4 + WORD_SLACK, np.uint8)
     null[:4] = np.array([110, 117, 108, 108], np.uint8)
     digits = np.empty(24, np.uint8)
+    mask = table.shape[0] - 1
+    hashing = True
+    repeats = 0
     at = 0
-    for k in range(out_off.shape[0] - 1):
+    for k in range(lo.shape[0]):
         r = r0 + k
+        start = at
         for f in range(kinds.shape[0]):
             at = copy_words(head, head_off[f], head_off[f + 1], out, at)
             kind, s = kinds[f], slots[f]
@@ -524,9 +545,9 @@ def _write(
                 ids = l_ids[s]
                 out[at] = 91  # '['
                 at += 1
-                lo, hi = l_off[s, r], l_off[s, r + 1]
-                for i in range(lo, hi):
-                    if i > lo:
+                a, b = l_off[s, r], l_off[s, r + 1]
+                for i in range(a, b):
+                    if i > a:
                         out[at] = 44  # ','
                         at += 1
                     t = ids[i]
@@ -545,8 +566,47 @@ def _write(
                 at = copy_words(raw, raw_off[t], raw_off[t + 1], out, at)
         out[at] = 125  # '}'
         at += 1
-        out_off[k + 1] = at
-        put_view(views, k, out, out_off[k], at - out_off[k], base + out_off[k])
+        lo[k], length[k] = start, at - start
+        if hashing:
+            slot = _text_hash(out, start, at) & mask
+            while table[slot] != 0:
+                seen = table[slot] - 1
+                if length[seen] == at - start and same_bytes(out, lo[seen], out, start, at - start):
+                    lo[k] = lo[seen]
+                    at = start
+                    repeats += 1
+                    break
+                slot = (slot + 1) & mask
+            if table[slot] == 0:
+                table[slot] = k + 1
+            hashing = k < trial or repeats * _REPEATS_WORTH > k
+        put_view(views, k, out, lo[k], length[k], base + lo[k])
+
+
+HASH_TRIAL = 4096
+"""Rows of a part whose texts are looked up in any case; after them, only while repeats
+have paid: hashing a text costs about what keeping a copy of it does."""
+_REPEATS_WORTH: Final = 4
+
+
+@njit(borrows=True, inline="always")
+def _text_hash(data: Any, lo: int, hi: int) -> int:
+    """A hash of the bytes ``data[lo:hi]`` (read eight at a time; ``data`` has
+    ``WORD_SLACK`` bytes after ``hi``)."""
+    h = np.uint64(hi - lo) * np.uint64(0x9E3779B97F4A7C15)
+    k = lo
+    while k + 8 <= hi:
+        h = (h ^ _word(data, k)) * np.uint64(0xFF51AFD7ED558CCD)
+        h ^= h >> np.uint64(29)
+        k += 8
+    if k < hi:
+        tail = _word(data, k) & ((np.uint64(1) << np.uint64(8 * (hi - k))) - np.uint64(1))
+        h = (h ^ tail) * np.uint64(0xFF51AFD7ED558CCD)
+    h ^= h >> np.uint64(32)
+    return int(h >> np.uint64(1))
+
+
+_word = numba_object("evalframe.core._json._unaligned", "load8")
 
 
 # --- per-row passes over numbered names ------------------------------------------------------
