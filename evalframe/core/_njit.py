@@ -50,12 +50,14 @@ __all__ = [
     "kernel_int",
     "njit",
     "numba_object",
+    "side_by_side",
     "threads",
     "worth_compiling",
 ]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+_S = TypeVar("_S")
 _LOCK = threading.RLock()
 _STATE = threading.local()  # ``interpreting``: kernels called on this thread run as Python
 _ANNOUNCED: set[str] = set()
@@ -284,6 +286,17 @@ def in_halves(part: Callable[[int, int], _R], n: int) -> list[_R]:
         second = pool.submit(part, *cuts[1])
         first = part(*cuts[0])
         return [first, second.result()]
+
+
+def side_by_side(n: int, first: Callable[[], _R], second: Callable[[], _S]) -> tuple[_R, _S]:
+    """``(first(), second())``, two parts of one pass over ``n`` rows, computed on two
+    threads where :func:`in_halves` would split the rows (``first`` on the second thread)."""
+    if len(halves(n)) == 1:
+        return first(), second()
+    with ThreadPoolExecutor(1) as pool:
+        job = pool.submit(first)
+        other = second()
+        return job.result(), other
 
 
 def halves(n: int) -> list[tuple[int, int]]:

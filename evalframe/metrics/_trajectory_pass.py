@@ -41,6 +41,7 @@ from evalframe.core._njit import (
     in_halves,
     njit,
     numba_object,
+    side_by_side,
     worth_compiling,
 )
 from evalframe.core._pages import small_pages
@@ -131,6 +132,34 @@ class FlatPass:
         n = traj.len()
         self.height = n
         self.missing = traj.is_null().to_numpy()
+        # The trajectories' side and the expectations' side (which decodes the metadata
+        # first) side by side, each numbering its own names; then one id space for both.
+        (numbers, (self.call_names, approvals)), (theirs, pieces) = side_by_side(
+            n, lambda: self._trajectories(traj), lambda: self._expectations(expect)
+        )
+        to_ours = numbers.intern_flat(theirs.pool, theirs.id_start[: theirs.n_ids + 1])
+        lists, spec_names, goal_names = (to_ours[p] for p in pieces)
+        distinct = string_array(numbers.id_start[: numbers.n_ids + 1], numbers.pool)
+        self.names_json = _fields_json(pl.Series(distinct))
+        self.names_bytes = _bytes_of(self.names_json)  # with WORD_SLACK bytes after
+        self.approvals = Lists(approvals, *self._approvals)
+        at = np.cumsum([0, *(len(s) for s, _, _ in self._lists.values())])
+        self.lists = {
+            f: Lists(lists[at[k] : at[k + 1]], off, valid)
+            for k, (f, (_, off, valid)) in enumerate(self._lists.items())
+        }
+        self.spec_names = spec_names
+        self.goal_names = np.where(self.goal_valid, goal_names, -1)
+        self.calls = Lists(self.call_names, self.call_off, ~self.missing)
+        self._verdicts: dict[str, tuple[Any, ...]] = {}
+        self._sequence: Lists | None = None
+        self._kept: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._making = threading.RLock()
+
+    def _trajectories(self, traj: pl.Series) -> tuple[_Interner, tuple[IdArray, IdArray]]:
+        """The calls' and approvals' side: their arrays, and their names numbered."""
+        n = self.height
         absent = int(self.missing.sum())
         calls = traj.struct.field("tool_calls")
         steps = traj.struct.field("steps")
@@ -144,7 +173,8 @@ class FlatPass:
         if exploded.null_count():
             raise _NotCoveredError
         flat = exploded.struct.unnest()
-        if flat.get_column("name").null_count() or _flat(approvals).null_count():
+        approved = _flat(approvals)
+        if flat.get_column("name").null_count() or approved.null_count():
             raise _NotCoveredError
         self.call_failed = flat.get_column("error").is_not_null().to_numpy()
         self.call_args = flat.get_column("arguments")  # read only where a pair needs them
@@ -152,6 +182,14 @@ class FlatPass:
         if (self.steps == _I64_MIN).any():
             raise _NotCoveredError
         self.pending = traj.struct.field("pending_approvals").fill_null(0).to_numpy()
+        self._approvals = (offsets_of(approvals), approvals.is_not_null().to_numpy())
+        numbers = _Interner()
+        names = [numbers.intern_flat(*_texts(p)) for p in (flat.get_column("name"), approved)]
+        return numbers, (names[0], names[1])
+
+    def _expectations(self, expect: Expectations) -> tuple[_Interner, list[IdArray]]:
+        """The expectations' side: the argument specs, the goals and the expected lists, and
+        their names numbered (the lists' end to end, then the specs', then the goals')."""
         specs = expect.get_column("tool_arguments")
         spec_flat = specs.explode(empty_as_null=False, keep_nulls=False).struct.unnest()
         self.spec_off = offsets_of(specs)
@@ -160,37 +198,15 @@ class FlatPass:
         goal = expect.get_column("goal")
         self.goal_valid = goal.is_not_null().to_numpy()
         self.goal_args = Texts(goal.struct.field("arguments"))
-        # Every name, numbered once: the calls', the approvals', the expected lists', the
-        # argument specs' and the goals'.
-        lists = {f: expect.get_column(f) for f in LIST_FIELDS}
-        parts: list[tuple[pl.Series, OffsetArray | None]] = [
-            (flat.get_column("name"), None),
-            (_flat(approvals), offsets_of(approvals)),
-            *((_flat(s), offsets_of(s)) for s in lists.values()),
-            (spec_flat.get_column("name"), None),
-            (goal.struct.field("name").fill_null(""), None),
-        ]
-        # Part by part into one id space (the parts are not copied into one column first),
-        # then the distinct names, in id order, from the interner's own copy of them.
-        interner = _Interner()
-        pieces = [interner.intern_flat(*text_buffers(p.cast(pl.String))[:2]) for p, _ in parts]
-        distinct = string_array(interner.id_start[: interner.n_ids + 1], interner.pool)
-        self.names_json = _fields_json(pl.Series(distinct))
-        self.names_bytes = _bytes_of(self.names_json)  # with WORD_SLACK bytes after
-        self.call_names = pieces[0]
-        self.approvals = Lists(pieces[1], offsets_of(approvals), approvals.is_not_null().to_numpy())
-        self.lists = {
-            f: Lists(pieces[2 + k], offsets_of(s), s.is_not_null().to_numpy())
-            for k, (f, s) in enumerate(lists.items())
+        columns = {f: expect.get_column(f) for f in LIST_FIELDS}
+        self._lists = {
+            f: (_flat(s), offsets_of(s), s.is_not_null().to_numpy()) for f, s in columns.items()
         }
-        self.spec_names = pieces[2 + len(LIST_FIELDS)]
-        self.goal_names = np.where(self.goal_valid, pieces[3 + len(LIST_FIELDS)], -1)
-        self.calls = Lists(self.call_names, self.call_off, ~self.missing)
-        self._verdicts: dict[str, tuple[Any, ...]] = {}
-        self._sequence: Lists | None = None
-        self._kept: dict[str, Any] = {}
-        self._lock = threading.Lock()
-        self._making = threading.RLock()
+        numbers = _Interner()
+        listed = [numbers.intern_flat(*_texts(s)) for s, _, _ in self._lists.values()]
+        spec_names = numbers.intern_flat(*_texts(spec_flat.get_column("name")))
+        goal_names = numbers.intern_flat(*_texts(goal.struct.field("name").fill_null("")))
+        return numbers, [np.concatenate(listed), spec_names, goal_names]
 
     def kept(self, key: str, make: Callable[[], _T]) -> _T:
         """``make()``, made once per pass for all the metrics that ask by ``key`` (say, the
@@ -243,6 +259,12 @@ class FlatPass:
 
 def _flat(lists: pl.Series) -> pl.Series:
     return lists.explode(empty_as_null=False, keep_nulls=False)
+
+
+def _texts(strings: pl.Series) -> tuple[npt.NDArray[np.uint8], OffsetArray]:
+    """A String (or Categorical) column's bytes and offsets, for ``_Interner.intern_flat``."""
+    data, off, _ = text_buffers(strings.cast(pl.String))
+    return data, off
 
 
 @njit
