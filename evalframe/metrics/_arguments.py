@@ -44,7 +44,7 @@ _QUOTE, _OPEN, _CLOSE = 34, 123, 125
 _PYTHON_UP_TO = 2_000  # pairs judged in Python without compiling
 
 
-@njit
+@njit(borrows=True)
 def _kind(data: Any, p: int) -> int:
     c = data[p]
     if c == _QUOTE:
@@ -62,7 +62,7 @@ def _kind(data: Any, p: int) -> int:
     return _NUM
 
 
-@njit
+@njit(borrows=True)
 def _canonical(data: Any, lo: int, hi: int) -> bool:
     """Whether the JSON string ``data[lo:hi]`` is spelled as Python's encoder spells its text
     (so equal texts have equal bytes): escapes only for quotes, backslashes and control
@@ -87,7 +87,7 @@ def _canonical(data: Any, lo: int, hi: int) -> bool:
     return True
 
 
-@njit
+@njit(borrows=True)
 def _string_number(data: Any, lo: int, hi: int) -> tuple[int, float]:
     """What ``float(text.strip())`` makes of the JSON string ``data[lo:hi]``: (1, value),
     (0, 0.0) where it fails or is not finite, (-1, 0.0) where only Python can tell."""
@@ -116,7 +116,7 @@ def _string_number(data: Any, lo: int, hi: int) -> tuple[int, float]:
     return -1, 0.0
 
 
-@njit
+@njit(borrows=True)
 def _number(data: Any, lo: int, hi: int, kind: int) -> tuple[int, float]:
     """``_number`` of ``metrics/trajectory.py`` for the JSON value ``data[lo:hi]``."""
     if kind == _STR:
@@ -127,7 +127,7 @@ def _number(data: Any, lo: int, hi: int, kind: int) -> tuple[int, float]:
     return 0, 0.0  # true, false, null, a map or a list: no number
 
 
-@njit
+@njit(borrows=True)
 def _value(data: Any, p: int, end: int, stack: Any) -> tuple[int, int]:
     """The kind of the JSON value at ``p`` and the position after it (-1: not JSON)."""
     kind = _kind(data, p)
@@ -138,7 +138,7 @@ def _value(data: Any, p: int, end: int, stack: Any) -> tuple[int, int]:
     return kind, skip_value(data, p, end, stack)
 
 
-@njit
+@njit(borrows=True)
 def _equal(e: Any, e_lo: int, e_hi: int, ek: int, a: Any, a_lo: int, a_hi: int, ak: int) -> int:
     """``loose_equal`` of two scalar-or-container JSON values (a container expected is
     left to Python)."""
@@ -164,7 +164,7 @@ def _equal(e: Any, e_lo: int, e_hi: int, ek: int, a: Any, a_lo: int, a_hi: int, 
     return _YES if x == y else _NO
 
 
-@njit
+@njit(borrows=True)
 def _find(
     a: Any, lo: int, hi: int, e: Any, k_lo: int, k_hi: int, stack: Any
 ) -> tuple[int, int, int]:
@@ -211,7 +211,7 @@ def _find(
     return -1, 0, 0
 
 
-@njit
+@njit(borrows=True)
 def _subset(e: Any, e_lo: int, e_hi: int, a: Any, a_lo: int, a_hi: int, stack: Any) -> int:
     """``loose_subset`` of two JSON texts (an empty text is no arguments: ``{}``)."""
     if e_lo == e_hi:

@@ -34,13 +34,12 @@ from evalframe.core._arrow_text import (
     views_array,
 )
 from evalframe.core._expectations_compiled import LIST_FIELDS
-from evalframe.core._json._text import WORD_SLACK, copy_words, same_bytes
+from evalframe.core._json._text import WORD_SLACK, copy_words
 from evalframe.core._njit import (
     compiling,
     halves,
     in_halves,
     njit,
-    numba_object,
     side_by_side,
     worth_compiling,
 )
@@ -508,9 +507,13 @@ def _details_text(details: Details, flat: FlatPass) -> pl.Series:
 
 
 def _slots(rows: int) -> npt.NDArray[np.int32]:
-    """The table :func:`_write` finds repeated texts in: a power of two, at least twice the
-    rows, zeroed (an empty slot)."""
-    return np.zeros(1 << max(rows * 2 - 1, 1).bit_length(), np.int32)
+    """The table :func:`_write` finds repeated rows in: a power of two, at least twice the
+    rows up to ``_SLOTS``, zeroed (an empty slot)."""
+    return np.zeros(min(1 << max(rows * 2 - 1, 1).bit_length(), _SLOTS), np.int32)
+
+
+_SLOTS: Final = 1 << 15
+"""The most slots of that table (128 KiB): half full, it takes no more rows."""
 
 
 @njit
@@ -543,92 +546,129 @@ def _write(
     JSON array of the names' texts (``null`` where not ``l_valid``). Every byte buffer it
     copies from, and ``out``, has ``WORD_SLACK`` bytes to spare (``copy_words``).
 
-    A text written before by one of these rows is not kept twice: the row points at the
-    first copy and the next row is written over its own. The repeats are found by a hash of
-    the text in ``table`` (:func:`_slots`); where the first ``trial`` rows repeat little
-    (fewer than one in ``_REPEATS_WORTH``), the rest are written as they come, unhashed."""
+    A row whose fields are those of an earlier one of these rows is not written again: it
+    points at the first copy of their text. Such rows are found by a hash of the fields in
+    ``table`` (:func:`_slots`); where the first ``trial`` rows repeat little (fewer than one
+    in ``_REPEATS_WORTH``), or the table is half full, the rest are written as they come."""
     null = np.zeros(4 + WORD_SLACK, np.uint8)
     null[:4] = np.array([110, 117, 108, 108], np.uint8)
     digits = np.empty(24, np.uint8)
     mask = table.shape[0] - 1
     hashing = True
-    repeats = 0
+    repeats = kept = 0
     at = 0
     for k in range(lo.shape[0]):
         r = r0 + k
-        start = at
-        for f in range(kinds.shape[0]):
-            at = copy_words(head, head_off[f], head_off[f + 1], out, at)
-            kind, s = kinds[f], slots[f]
-            if kind == _LIST:
-                if not l_valid[s, r]:
-                    at = copy_words(null, 0, 4, out, at)
-                    continue
-                ids = l_ids[s]
-                out[at] = 91  # '['
-                at += 1
-                a, b = l_off[s, r], l_off[s, r + 1]
-                for i in range(a, b):
-                    if i > a:
-                        out[at] = 44  # ','
-                        at += 1
-                    t = ids[i]
-                    at = copy_words(names, names_off[t], names_off[t + 1], out, at)
-                out[at] = 93  # ']'
-                at += 1
-            elif not ints_ok[s, r]:
-                at = copy_words(null, 0, 4, out, at)
-            elif kind == _INT:
-                at = _put_int(out, at, ints[s, r], digits)
-            elif kind == _NAME:
-                t = ints[s, r]
-                at = copy_words(names, names_off[t], names_off[t + 1], out, at)
-            else:
-                t = ints[s, r]
-                at = copy_words(raw, raw_off[t], raw_off[t + 1], out, at)
-        out[at] = 125  # '}'
-        at += 1
-        lo[k], length[k] = start, at - start
+        first = k
         if hashing:
-            slot = _text_hash(out, start, at) & mask
+            slot = _row_hash(kinds, slots, ints, ints_ok, l_ids, l_off, l_valid, r) & mask
             while table[slot] != 0:
                 seen = table[slot] - 1
-                if length[seen] == at - start and same_bytes(out, lo[seen], out, start, at - start):
-                    lo[k] = lo[seen]
-                    at = start
+                if _same_row(kinds, slots, ints, ints_ok, l_ids, l_off, l_valid, r0 + seen, r):
+                    first = seen
                     repeats += 1
                     break
                 slot = (slot + 1) & mask
-            if table[slot] == 0:
+            if first == k:
                 table[slot] = k + 1
-            hashing = k < trial or repeats * _REPEATS_WORTH > k
+                kept += 1
+            hashing = (k < trial or repeats * _REPEATS_WORTH > k) and 2 * kept < table.shape[0]
+        if first < k:
+            lo[k], length[k] = lo[first], length[first]
+        else:
+            start = at
+            for f in range(kinds.shape[0]):
+                at = copy_words(head, head_off[f], head_off[f + 1], out, at)
+                kind, s = kinds[f], slots[f]
+                if kind == _LIST:
+                    if not l_valid[s, r]:
+                        at = copy_words(null, 0, 4, out, at)
+                        continue
+                    ids = l_ids[s]
+                    out[at] = 91  # '['
+                    at += 1
+                    a, b = l_off[s, r], l_off[s, r + 1]
+                    for i in range(a, b):
+                        if i > a:
+                            out[at] = 44  # ','
+                            at += 1
+                        t = ids[i]
+                        at = copy_words(names, names_off[t], names_off[t + 1], out, at)
+                    out[at] = 93  # ']'
+                    at += 1
+                elif not ints_ok[s, r]:
+                    at = copy_words(null, 0, 4, out, at)
+                elif kind == _INT:
+                    at = _put_int(out, at, ints[s, r], digits)
+                elif kind == _NAME:
+                    t = ints[s, r]
+                    at = copy_words(names, names_off[t], names_off[t + 1], out, at)
+                else:
+                    t = ints[s, r]
+                    at = copy_words(raw, raw_off[t], raw_off[t + 1], out, at)
+            out[at] = 125  # '}'
+            at += 1
+            lo[k], length[k] = start, at - start
         put_view(views, k, out, lo[k], length[k], base + lo[k])
 
 
-HASH_TRIAL = 4096
-"""Rows of a part whose texts are looked up in any case; after them, only while repeats
-have paid: hashing a text costs about what keeping a copy of it does."""
-_REPEATS_WORTH: Final = 4
-
-
-@njit(borrows=True, inline="always")
-def _text_hash(data: Any, lo: int, hi: int) -> int:
-    """A hash of the bytes ``data[lo:hi]`` (read eight at a time; ``data`` has
-    ``WORD_SLACK`` bytes after ``hi``)."""
-    h = np.uint64(hi - lo) * np.uint64(0x9E3779B97F4A7C15)
-    k = lo
-    while k + 8 <= hi:
-        h = (h ^ _word(data, k)) * np.uint64(0xFF51AFD7ED558CCD)
-        h ^= h >> np.uint64(29)
-        k += 8
-    if k < hi:
-        tail = _word(data, k) & ((np.uint64(1) << np.uint64(8 * (hi - k))) - np.uint64(1))
-        h = (h ^ tail) * np.uint64(0xFF51AFD7ED558CCD)
-    h ^= h >> np.uint64(32)
+@njit(borrows=True)
+def _row_hash(
+    kinds: Any, slots: Any, ints: Any, ints_ok: Any, l_ids: Any, l_off: Any, l_valid: Any, r: int
+) -> int:
+    """A hash of the fields of row ``r`` of :func:`_write`'s input."""
+    h = np.uint64(0x9E3779B97F4A7C15)
+    for f in range(kinds.shape[0]):
+        s = slots[f]
+        if kinds[f] == _LIST:
+            if not l_valid[s, r]:
+                h = _mix(h, np.uint64(0xFFFFFFFF))
+                continue
+            ids = l_ids[s]
+            a, b = l_off[s, r], l_off[s, r + 1]
+            h = _mix(h, np.uint64(b - a))
+            for i in range(a, b):
+                h = _mix(h, np.uint64(ids[i]))
+        elif ints_ok[s, r]:
+            h = _mix(h, np.uint64(ints[s, r]))
+        else:
+            h = _mix(h, np.uint64(0xFFFFFFFF))
     return int(h >> np.uint64(1))
 
 
-_word = numba_object("evalframe.core._json._unaligned", "load8")
+@njit(borrows=True)
+def _mix(h: Any, value: Any) -> Any:
+    h = (h ^ value) * np.uint64(0xFF51AFD7ED558CCD)
+    return h ^ (h >> np.uint64(32))
+
+
+@njit(borrows=True)
+def _same_row(
+    kinds: Any, slots: Any, ints: Any, ints_ok: Any, l_ids: Any, l_off: Any, l_valid: Any,
+    p: int, r: int,
+) -> bool:  # fmt: skip
+    """Whether rows ``p`` and ``r`` of :func:`_write`'s input have the same fields."""
+    for f in range(kinds.shape[0]):
+        s = slots[f]
+        if kinds[f] == _LIST:
+            if l_valid[s, p] != l_valid[s, r]:
+                return False
+            ids = l_ids[s]
+            a, b = l_off[s, p], l_off[s, r]
+            n = l_off[s, p + 1] - a
+            if l_valid[s, r] and n != l_off[s, r + 1] - b:
+                return False
+            for i in range(n if l_valid[s, r] else 0):
+                if ids[a + i] != ids[b + i]:
+                    return False
+        elif ints_ok[s, p] != ints_ok[s, r] or (ints_ok[s, r] and ints[s, p] != ints[s, r]):
+            return False
+    return True
+
+
+HASH_TRIAL = 4096
+"""Rows of a part looked up in any case; after them, only while repeats have paid."""
+_REPEATS_WORTH: Final = 4
 
 
 # --- per-row passes over numbered names ------------------------------------------------------
