@@ -57,6 +57,9 @@ _BY_SHAPE = np.full((32, 128), -1, np.int64)
 for _i, _w in enumerate(_WORDS):
     assert _BY_SHAPE[len(_w), ord(_w[0])] < 0
     _BY_SHAPE[len(_w), ord(_w[0])] = _i
+_NAME_WORDS = np.array(
+    [np.frombuffer(w.encode().ljust(24, b"\0"), "<u8") for w in _WORDS], np.uint64
+)  # each name's bytes as three words (zeros past its end)
 _int = kernel_int  # constants kernels pass on: NumPy integers, not literals
 _BLOCK_KEYS, _SPEC_KEYS, _META_KEYS, _END_KEYS = _int(0), _int(9), _int(13), _int(14)
 _MAX_STEPS, _OPTIMAL, _TOOL_ARGUMENTS, _GOAL = 5, 6, 7, 8
@@ -111,36 +114,26 @@ def _plain_end(data: Any, q: int, end: int) -> int:
 def write_view(views: Any, i: int, src: Any, lo: int, n: int) -> None:
     """Write Arrow view ``i`` (two uint64 words in ``views``) of the string ``src[lo:lo+n]``,
     which lies at ``lo`` in the array's one data buffer when it is too long to hold in
-    place."""
+    place. Reads whole words: ``src`` holds ``SLACK`` bytes from ``lo`` on (the masks drop
+    those past the string)."""
+    head = _load(src, lo) & _MASK[min(n, 4)]
+    views[2 * i] = np.uint64(n) | (head << np.uint64(32))
     if n <= _INLINE:
-        if lo + SLACK <= src.size:  # whole words; the masks drop the bytes past the string
-            head = _load(src, lo) & _MASK[min(n, 4)]
-            tail = _load(src, lo + 4) & _MASK[max(n - 4, 0)]
-        else:
-            head, tail = np.uint64(0), np.uint64(0)
-            for k in range(min(n, 4)):
-                head |= np.uint64(src[lo + k]) << np.uint64(8 * k)
-            for k in range(4, n):
-                tail |= np.uint64(src[lo + k]) << np.uint64(8 * (k - 4))
-        views[2 * i] = np.uint64(n) | (head << np.uint64(32))
-        views[2 * i + 1] = tail
+        views[2 * i + 1] = _load(src, lo + 4) & _MASK[max(n - 4, 0)]
     else:
-        head = np.uint64(0)
-        for k in range(4):
-            head |= np.uint64(src[lo + k]) << np.uint64(8 * k)
-        views[2 * i] = np.uint64(n) | (head << np.uint64(32))
         views[2 * i + 1] = np.uint64(lo) << np.uint64(32)  # buffer 0
 
 
 @njit(borrows=True, inline="always")
 def _put(views: Any, i: int, data: Any, out: Any, buffer: int, lo: int, n: int, c: Any) -> None:
     """:func:`write_view` of a string :func:`_string` found in the texts (``buffer`` 0) or
-    in ``out``; one too long to hold in place is copied to ``out`` first."""
+    in ``out``; one too long to hold in place (or too near the texts' end to read whole
+    words) is copied to ``out`` first."""
     if buffer:
         write_view(views, i, out, lo, n)
-    elif n <= _INLINE:
+    elif n <= _INLINE and lo + SLACK <= data.size:
         write_view(views, i, data, lo, n)
-    else:
+    else:  # kept out of place, or at the very end of the texts
         o = c[OUT]
         c[OUT] = copy_bytes(data, lo, lo + n, out, o)
         write_view(views, i, out, o, n)
@@ -154,6 +147,11 @@ def _known(buf: Any, lo: int, n: int, first: int, stop: int) -> int:
     i = _BY_SHAPE[n, buf[lo]]
     if i < first or i >= stop:
         return -1
+    if lo + 24 <= buf.size:  # a word at a time (no name is longer than 24 bytes)
+        for j in range(0, n, 8):
+            if _load(buf, lo + j) & _MASK[min(n - j, 8)] != _NAME_WORDS[i, j >> 3]:
+                return -1
+        return int(i)
     a = _NAME_OFF[i]
     for j in range(1, n):
         if buf[lo + j] != _NAMES[a + j]:
