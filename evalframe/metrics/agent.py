@@ -135,11 +135,13 @@ def _difference(
     pos: npt.NDArray[np.int64],
     out: npt.NDArray[np.int64],
     out_off: OffsetArray,
+    n_distinct: npt.NDArray[np.int64],
 ) -> None:
     """Per row, the distinct items of ``a`` not in ``b`` as Polars' ``list.set_difference``
     orders them: ``a``'s in order of first appearance, each item of ``b`` found there
-    replaced by the last one (a swap-remove). ``out`` gets their positions in ``a_ids``;
-    ``pos`` (-1 for every id) is scratch space."""
+    replaced by the last one (a swap-remove). ``out`` gets their positions in ``a_ids``,
+    ``n_distinct`` the number of distinct items of ``a``; ``pos`` (-1 for every id) is scratch
+    space."""
     k = 0
     for r in range(a_off.shape[0] - 1):
         start = k
@@ -148,6 +150,7 @@ def _difference(
                 pos[a_ids[j]] = k
                 out[k] = j
                 k += 1
+        n_distinct[r] = k - start
         for i in range(b_off[r], b_off[r + 1]):
             at = pos[b_ids[i]]
             if at >= 0:
@@ -171,7 +174,7 @@ def _set_difference(
     pos = np.full(top, -1, np.int64)
     out = np.zeros(a_ids.shape[0], np.int64)
     out_off = np.zeros(a.len() + 1, np.int64)
-    args = (a_ids, a_off, b_ids, b_off, pos, out, out_off)
+    args = (a_ids, a_off, b_ids, b_off, pos, out, out_off, np.zeros(a.len(), np.int64))
     if worth_compiling(a.len(), _ORDER_PYTHON_UP_TO):
         _difference(*args)
     else:
@@ -327,10 +330,8 @@ def tool_correctness(*, mode: ToolCorrectnessMode = "set") -> Scored:
 
     def fast(flat: FlatPass, expect: Expectations) -> tuple[pl.DataFrame, Details]:
         expected, names = flat.expected_sequence(), flat.calls
-        unexpected = _difference_fast(names, expected, top(flat))
-        not_called = _difference_fast(expected, names, top(flat))
-        e = distinct(expected, top(flat)).lengths
-        c = distinct(names, top(flat)).lengths
+        unexpected, c = _difference_fast(names, expected, top(flat))
+        not_called, e = _difference_fast(expected, names, top(flat))
         missed = not_called.lengths
         none = ~expected.valid
         written = Details(flat.height).names("unexpected", unexpected)
@@ -384,13 +385,15 @@ def _out_of(mode: str) -> pl.Expr:
     }.get(mode, pl.col("e"))
 
 
-def _difference_fast(a: Lists, b: Lists, top: int) -> Lists:
-    """``_set_difference`` over the flat layout: ``a``'s distinct names not in ``b``."""
+def _difference_fast(a: Lists, b: Lists, top: int) -> tuple[Lists, npt.NDArray[np.int64]]:
+    """``_set_difference`` over the flat layout: ``a``'s distinct names not in ``b``, and
+    the number of ``a``'s distinct names."""
     n = a.valid.shape[0]
     out = np.zeros(a.ids.shape[0], np.int64)
     out_off = np.zeros(n + 1, np.int64)
-    _difference(a.ids, a.off, b.ids, b.off, np.full(top, -1, np.int64), out, out_off)
-    return Lists(a.ids[out[: out_off[-1]]], out_off, np.ones(n, np.bool_))
+    count = np.zeros(n, np.int64)
+    _difference(a.ids, a.off, b.ids, b.off, np.full(top, -1, np.int64), out, out_off, count)
+    return Lists(a.ids[out[: out_off[-1]]], out_off, np.ones(n, np.bool_)), count
 
 
 def _order_fast(expected: Lists, names: Lists) -> tuple[npt.NDArray[np.int64], ...]:
