@@ -137,15 +137,14 @@ class FlatPass:
             n, lambda: self._trajectories(traj), lambda: self._expectations(expect)
         )
         to_ours = numbers.intern_flat(theirs.pool, theirs.id_start[: theirs.n_ids + 1])
-        lists, spec_names, goal_names = (to_ours[p] for p in pieces)
+        *lists, spec_names, goal_names = (to_ours[p] for p in pieces)
         distinct = string_array(numbers.id_start[: numbers.n_ids + 1], numbers.pool)
         self.names_json = _fields_json(pl.Series(distinct))
         self.names_bytes = _bytes_of(self.names_json)  # with WORD_SLACK bytes after
         self.approvals = Lists(approvals, *self._approvals)
-        at = np.cumsum([0, *(len(s) for s, _, _ in self._lists.values())])
         self.lists = {
-            f: Lists(lists[at[k] : at[k + 1]], off, valid)
-            for k, (f, (_, off, valid)) in enumerate(self._lists.items())
+            f: Lists(ids, off, valid)
+            for ids, (f, (off, valid)) in zip(lists, self._lists.items(), strict=True)
         }
         self.spec_names = spec_names
         self.goal_names = np.where(self.goal_valid, goal_names, -1)
@@ -188,24 +187,38 @@ class FlatPass:
 
     def _expectations(self, expect: Expectations) -> tuple[_Interner, list[IdArray]]:
         """The expectations' side: the argument specs, the goals and the expected lists, and
-        their names numbered (the lists' end to end, then the specs', then the goals')."""
+        their names numbered (each list field's, then the specs', then the goals').
+
+        The metadata is decoded first; then the names are numbered in two groups side by
+        side, the second group's numbered after the first's (the same ids as in one pass)."""
         specs = expect.get_column("tool_arguments")
-        spec_flat = specs.explode(empty_as_null=False, keep_nulls=False).struct.unnest()
-        self.spec_off = offsets_of(specs)
-        self.spec_valid = specs.is_not_null().to_numpy()
-        self.spec_args = Texts(spec_flat.get_column("arguments"))
         goal = expect.get_column("goal")
-        self.goal_valid = goal.is_not_null().to_numpy()
-        self.goal_args = Texts(goal.struct.field("arguments"))
         columns = {f: expect.get_column(f) for f in LIST_FIELDS}
-        self._lists = {
-            f: (_flat(s), offsets_of(s), s.is_not_null().to_numpy()) for f, s in columns.items()
-        }
-        numbers = _Interner()
-        listed = [numbers.intern_flat(*_texts(s)) for s, _, _ in self._lists.values()]
-        spec_names = numbers.intern_flat(*_texts(spec_flat.get_column("name")))
-        goal_names = numbers.intern_flat(*_texts(goal.struct.field("name").fill_null("")))
-        return numbers, [np.concatenate(listed), spec_names, goal_names]
+        fields = list(columns)
+        half = (len(fields) + 1) // 2
+
+        def listed(chosen: list[str]) -> tuple[_Interner, list[IdArray]]:
+            numbers = _Interner()
+            return numbers, [numbers.intern_flat(*_texts(_flat(columns[f]))) for f in chosen]
+
+        def rest() -> tuple[_Interner, list[IdArray]]:
+            numbers, ids = listed(fields[half:])
+            spec_flat = specs.explode(empty_as_null=False, keep_nulls=False).struct.unnest()
+            self.spec_off = offsets_of(specs)
+            self.spec_valid = specs.is_not_null().to_numpy()
+            self.spec_args = Texts(spec_flat.get_column("arguments"))
+            self.goal_valid = goal.is_not_null().to_numpy()
+            self.goal_args = Texts(goal.struct.field("arguments"))
+            ids.append(numbers.intern_flat(*_texts(spec_flat.get_column("name"))))
+            ids.append(numbers.intern_flat(*_texts(goal.struct.field("name").fill_null(""))))
+            return numbers, ids
+
+        (numbers, first), (others, then) = side_by_side(
+            self.height, lambda: listed(fields[:half]), rest
+        )
+        to_ours = numbers.intern_flat(others.pool, others.id_start[: others.n_ids + 1])
+        self._lists = {f: (offsets_of(s), s.is_not_null().to_numpy()) for f, s in columns.items()}
+        return numbers, [*first, *(to_ours[p] for p in then)]
 
     def kept(self, key: str, make: Callable[[], _T]) -> _T:
         """``make()``, made once per pass for all the metrics that ask by ``key`` (say, the
