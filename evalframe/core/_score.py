@@ -246,6 +246,17 @@ def _finish(rows: pl.DataFrame, m: Scorable, run_id: str) -> pl.DataFrame:
     """
     s = pl.col(C.SCORE)
     out_of_range = s.is_nan() | (s < 0.0) | (s > 1.0)
+    if _all_scored(rows):  # the usual case: no row's error to write
+        return rows.select(
+            pl.lit(run_id, pl.String).alias(C.RUN_ID),
+            pl.col(C.SAMPLE_ID),
+            pl.col(C.REPETITION).cast(pl.Int64),
+            pl.lit(m.id, pl.String).alias(C.METRIC),
+            s.alias(C.SCORE),
+            passes(s, m).alias("passed"),
+            pl.lit(None, pl.String).alias(C.ERROR),
+            pl.col("details"),
+        )
     error = (
         pl.when(pl.col("blocked").is_not_null())
         .then(pl.col("blocked"))
@@ -270,3 +281,14 @@ def _finish(rows: pl.DataFrame, m: Scorable, run_id: str) -> pl.DataFrame:
         # Details describe a score; an errored row has none, whatever the metric built.
         pl.when(scored).then(pl.col("details")).alias("details"),
     )
+
+
+def _all_scored(rows: pl.DataFrame) -> bool:
+    """Whether every row has a score in [0, 1] and no error (``_finish`` has none to write)."""
+    score = rows.get_column(C.SCORE)
+    if score.null_count() or rows.get_column(C.ERROR).null_count() < rows.height:
+        return False
+    if rows.get_column("blocked").null_count() < rows.height:
+        return False
+    low, high = score.min(), score.max()
+    return not score.is_nan().any() and (rows.height == 0 or (low >= 0.0 and high <= 1.0))  # type: ignore[operator]
