@@ -44,7 +44,7 @@ _QUOTE, _OPEN, _CLOSE = 34, 123, 125
 _PYTHON_UP_TO = 2_000  # pairs judged in Python without compiling
 
 
-@njit(borrows=True)
+@njit(borrows=True, inline="always")
 def _kind(data: Any, p: int) -> int:
     c = data[p]
     if c == _QUOTE:
@@ -62,7 +62,7 @@ def _kind(data: Any, p: int) -> int:
     return _NUM
 
 
-@njit(borrows=True)
+@njit(borrows=True, inline="always")
 def _canonical(data: Any, lo: int, hi: int) -> bool:
     """Whether the JSON string ``data[lo:hi]`` is spelled as Python's encoder spells its text
     (so equal texts have equal bytes): escapes only for quotes, backslashes and control
@@ -116,7 +116,7 @@ def _string_number(data: Any, lo: int, hi: int) -> tuple[int, float]:
     return -1, 0.0
 
 
-@njit(borrows=True)
+@njit(borrows=True, inline="always")
 def _number(data: Any, lo: int, hi: int, kind: int) -> tuple[int, float]:
     """``_number`` of ``metrics/trajectory.py`` for the JSON value ``data[lo:hi]``."""
     if kind == _STR:
@@ -127,7 +127,7 @@ def _number(data: Any, lo: int, hi: int, kind: int) -> tuple[int, float]:
     return 0, 0.0  # true, false, null, a map or a list: no number
 
 
-@njit(borrows=True)
+@njit(borrows=True, inline="always")
 def _value(data: Any, p: int, end: int, stack: Any) -> tuple[int, int]:
     """The kind of the JSON value at ``p`` and the position after it (-1: not JSON)."""
     kind = _kind(data, p)

@@ -332,10 +332,11 @@ def _verdicts(
     usable: npt.NDArray[np.bool_],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
     at = np.arange(s_row.shape[0], dtype=np.int64) if text_at is None else text_at
-    empty = np.zeros(0, np.int64)
-    n = name_pairs_kernel(s_row, s_name, flat.call_off, flat.call_names, usable, empty, empty)
-    out_s, out_c = np.zeros(n, np.int64), np.zeros(n, np.int64)
-    name_pairs_kernel(s_row, s_name, flat.call_off, flat.call_names, usable, out_s, out_c)
+    # Room for every call of a spec's row (written only as far as there are pairs): one pass.
+    room = int(np.diff(flat.call_off)[s_row].sum())
+    out_s, out_c = np.empty(room, np.int64), np.empty(room, np.int64)
+    n = name_pairs_kernel(s_row, s_name, flat.call_off, flat.call_names, usable, out_s, out_c)
+    out_s, out_c = out_s[:n].copy(), out_c[:n].copy()
     compiling("the tool arguments matcher", _pair_subsets)
     verdicts = np.zeros(n, np.int8)
     args = Texts(flat.call_args.gather(pl.Series(out_c)))  # the paired calls', in pair order
