@@ -23,7 +23,8 @@ from evalframe.metrics import _trajectory_pass
 from evalframe.metrics._arguments import loose_subset
 
 NAMES = ["search", "book", 'qu"ote', "back\\slash", "new\nline", "\x01ctl", "ünï", "😀", "a/b"]
-NAMES += ["\u2028sep", "<b>&", " pad "]
+NAMES += ["\u2028sep", "<b>&", " pad ", "eight_by", "nine_byte", "twelve_bytes", "thirteen_byte"]
+NAMES += ["search_flights_v2"]
 MODES = ["set", "multiset", "exact", "subset", "ordered"]
 MATCH = ["exact", "in-order", "any-order", "precision", "recall", "f1"]
 METRICS = [
@@ -457,3 +458,29 @@ def test_a_repeated_details_text_is_kept_once() -> None:
     where = np.frombuffer(views, np.int32).reshape(n, 4)[:, 3]  # each text's place
     assert len(set(where[:30].tolist())) == 2  # the 30 equal texts: one copy per half
     assert len(set(where.tolist())) == 12
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.text(max_size=20), max_size=30), min_size=1, max_size=3),
+    st.integers(0, 3),
+)
+def test_names_numbered_from_arrow_views_as_from_their_bytes(
+    chunks: list[list[str]], skip: int
+) -> None:
+    """``intern_strings`` reads each name from its Arrow view (or a long one from its data
+    buffer, of several) and numbers it as ``intern_flat`` does from the column's bytes,
+    sharing one id space with names numbered either way."""
+    from evalframe.core._arrow_text import text_buffers
+    from evalframe.metrics._text import _Interner
+
+    strings = pl.concat([pl.Series(c, dtype=pl.String) for c in chunks], rechunk=False)
+    strings = strings.slice(min(skip, strings.len()))  # an Arrow offset
+    before = pl.Series(["search", "x" * 13, ""])
+    views, flat = _Interner(), _Interner()
+    for s in (before, strings):
+        with kernels("compiled"):
+            got = views.intern_strings(s)
+        want = flat.intern_flat(*text_buffers(s)[:2])
+        assert got.tolist() == want.tolist()
+    assert views.n_ids == flat.n_ids

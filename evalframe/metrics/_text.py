@@ -109,6 +109,7 @@ def tokens(expr: pl.Expr) -> pl.Expr:
 # plain ``njit`` functions (``inline="always"`` was 2.5 times slower). When the table is full
 # the kernels return where they stopped, and ``_Interner.reserve`` grows it before they resume.
 
+_LITTLE = sys.byteorder == "little"  # Arrow's views are read as little-endian words
 _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 _LOW32 = np.uint64(0xFFFFFFFF)
 _PRIME = np.uint64(0x9E3779B97F4A7C15)
@@ -325,6 +326,57 @@ def _intern_flat(
             if not _has_room(slots, id_start, pool, n_ids, 1, e - s):
                 return t, n_ids
             _store(src, s, e, identity, tag, -(found + 1), slots, id_start, pool, n_ids)
+            found = n_ids
+            n_ids += 1
+        ids[t] = found
+    return len(ids), n_ids
+
+
+@njit
+def _view_key(w0: Any, w1: Any, n: int) -> tuple[Any, Any]:
+    """``_key`` of a string of ``n`` <= 12 bytes held in an Arrow view (words ``w0``,
+    ``w1``: the length, then the bytes from the fifth on)."""
+    first = (w0 >> _U32) | (w1 << _U32)
+    if n < 8:
+        first = first & ((_U2 << np.uint64(8 * n - 1)) - _U1) if n > 0 else np.uint64(0)
+    h = (np.uint64(n) ^ first) * _PRIME
+    if n > 8:
+        h = _mix(h, (w1 >> _U32) & ((_U2 << np.uint64(8 * (n - 8) - 1)) - _U1))
+    return _fmix(h), (first | (np.uint64(n) << _U56) if n < 8 else first)
+
+
+@njit
+def _intern_views(
+    views: Any,
+    view_words: Any,
+    data: Any,
+    data_words: Any,
+    bases: Any,
+    identity: Any,
+    slots: Any,
+    id_start: Any,
+    pool: Any,
+    n_ids: int,
+    ids: Any,
+    t0: int,
+) -> tuple[int, int]:
+    """``_intern_flat`` of strings held as Arrow views (16 bytes each: ``views``, and the
+    same as words): a string of up to 12 bytes lies in its view, a longer one in data buffer
+    ``b`` at ``bases[b]`` of ``data``."""
+    for t in range(t0, len(ids)):
+        w0, w1 = view_words[2 * t], view_words[2 * t + 1]
+        n = np.int64(w0 & _LOW32)
+        if n <= 12:
+            src, s = views, 16 * t + 4
+            h, tag = _view_key(w0, w1, n)
+        else:
+            src, s = data, bases[np.int64(w1 & _LOW32)] + np.int64(w1 >> _U32)
+            h, tag = _key(data_words, s, s + n, False)
+        found = _find(src, s, s + n, identity, h, tag, slots, id_start, pool)
+        if found < 0:
+            if not _has_room(slots, id_start, pool, n_ids, 1, n):
+                return t, n_ids
+            _store(src, s, s + n, identity, tag, -(found + 1), slots, id_start, pool, n_ids)
             found = n_ids
             n_ids += 1
         ids[t] = found
@@ -630,6 +682,34 @@ class _Interner:
             )  # fmt: skip
             if t < len(ids):
                 self.reserve(1, int(tok_off[t + 1] - tok_off[t]))
+        return ids
+
+    def intern_strings(self, strings: pl.Series) -> IdArray:
+        """:meth:`intern_flat` of a String column's values (none null), read where Arrow
+        keeps them: each in its 16-byte view, or a long one in a data buffer (only those
+        are copied)."""
+        array = strings.to_arrow(compat_level=pl.CompatLevel.newest())
+        words = None
+        if not array.null_count and str(array.type) == "string_view" and _LITTLE:
+            at, n = 2 * array.offset, len(array)
+            words = np.frombuffer(array.buffers()[1], np.uint64)[at : at + 2 * n]
+        if words is None or not words.flags.aligned:
+            data, off, _ = text_buffers(strings)
+            return self.intern_flat(data, off)
+        views = words.view(np.uint8)
+        parts = [np.frombuffer(b, np.uint8) for b in array.buffers()[2:] if b is not None]
+        bases = np.cumsum([0, *(p.size for p in parts)])
+        data, data_words = _padded(parts)
+        data.flags.writeable = False  # as the views are: one array type for both sources
+        ids = np.empty(n, dtype=np.int32)
+        t = 0
+        while t < n:  # runs once, plus once per growth of the table
+            t, self.n_ids = _intern_views(
+                views, words, data, data_words, bases, _IDENTITY, self.slots, self.id_start,
+                self.pool, self.n_ids, ids, t,
+            )  # fmt: skip
+            if t < n:
+                self.reserve(1, int(words[2 * t] & 0xFFFFFFFF))
         return ids
 
     def tokenize_intern(self, text: _TextColumn) -> tuple[IdArray, OffsetArray]:

@@ -182,7 +182,7 @@ class FlatPass:
         self.pending = traj.struct.field("pending_approvals").fill_null(0).to_numpy()
         self._approvals = (offsets_of(approvals), approvals.is_not_null().to_numpy())
         numbers = _Interner()
-        names = [numbers.intern_flat(*_texts(p)) for p in (flat.get_column("name"), approved)]
+        names = [numbers.intern_strings(_strings(p)) for p in (flat.get_column("name"), approved)]
         return numbers, (names[0], names[1])
 
     def _expectations(self, expect: Expectations) -> tuple[_Interner, list[IdArray]]:
@@ -199,7 +199,7 @@ class FlatPass:
 
         def listed(chosen: list[str]) -> tuple[_Interner, list[IdArray]]:
             numbers = _Interner()
-            return numbers, [numbers.intern_flat(*_texts(_flat(columns[f]))) for f in chosen]
+            return numbers, [numbers.intern_strings(_strings(_flat(columns[f]))) for f in chosen]
 
         def rest() -> tuple[_Interner, list[IdArray]]:
             numbers, ids = listed(fields[half:])
@@ -209,8 +209,8 @@ class FlatPass:
             self.spec_args = Texts(spec_flat.get_column("arguments"))
             self.goal_valid = goal.is_not_null().to_numpy()
             self.goal_args = Texts(goal.struct.field("arguments"))
-            ids.append(numbers.intern_flat(*_texts(spec_flat.get_column("name"))))
-            ids.append(numbers.intern_flat(*_texts(goal.struct.field("name").fill_null(""))))
+            ids.append(numbers.intern_strings(_strings(spec_flat.get_column("name"))))
+            ids.append(numbers.intern_strings(_strings(goal.struct.field("name").fill_null(""))))
             return numbers, ids
 
         (numbers, first), (others, then) = side_by_side(
@@ -273,10 +273,9 @@ def _flat(lists: pl.Series) -> pl.Series:
     return lists.explode(empty_as_null=False, keep_nulls=False)
 
 
-def _texts(strings: pl.Series) -> tuple[npt.NDArray[np.uint8], OffsetArray]:
-    """A String (or Categorical) column's bytes and offsets, for ``_Interner.intern_flat``."""
-    data, off, _ = text_buffers(strings.cast(pl.String))
-    return data, off
+def _strings(names: pl.Series) -> pl.Series:
+    """A column of names as strings (a Categorical one too), for ``_Interner.intern_strings``."""
+    return names.cast(pl.String)
 
 
 @njit
