@@ -290,5 +290,6 @@ def _all_scored(rows: pl.DataFrame) -> bool:
         return False
     if rows.get_column("blocked").null_count() < rows.height:
         return False
-    low, high = score.min(), score.max()
-    return not score.is_nan().any() and (rows.height == 0 or (low >= 0.0 and high <= 1.0))  # type: ignore[operator]
+    if rows.height == 0 or score.is_nan().any():
+        return rows.height == 0
+    return bool(score.min() >= 0.0 and score.max() <= 1.0)  # type: ignore[operator]

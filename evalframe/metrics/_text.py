@@ -365,12 +365,12 @@ def _intern_views(
     ``b`` at ``bases[b]`` of ``data``."""
     for t in range(t0, len(ids)):
         w0, w1 = view_words[2 * t], view_words[2 * t + 1]
-        n = np.int64(w0 & _LOW32)
+        n = int(w0 & _LOW32)
         if n <= 12:
             src, s = views, 16 * t + 4
             h, tag = _view_key(w0, w1, n)
         else:
-            src, s = data, bases[np.int64(w1 & _LOW32)] + np.int64(w1 >> _U32)
+            src, s = data, int(bases[int(w1 & _LOW32)] + int(w1 >> _U32))
             h, tag = _key(data_words, s, s + n, False)
         found = _find(src, s, s + n, identity, h, tag, slots, id_start, pool)
         if found < 0:
