@@ -336,7 +336,7 @@ def _spec(
             if p < 0:
                 return -1, False
             c[OUT] = stop
-            if _long_integer(out, o, stop):
+            if stop - o > 18 and _long_integer(out, o, stop):
                 return -1, False
             if which == _SPEC_KEYS + 2:
                 args, args_len = o, stop - o
