@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from evalframe.core._json._numbers import exact_integer, number_end
+from evalframe.core._json._numbers import exact_integer
 from evalframe.core._json._strings import PLAIN, json_string
 from evalframe.core._json._text import (
     NULL,
@@ -210,42 +210,25 @@ def _add(
 
 
 @njit(borrows=True)
-def _names(data: Any, p: int, end: int, items: Any, out: Any, c: Any, f: int) -> int:
-    """Name list ``f``: a list of strings, or (where allowed) one string."""
-    k = c[f]
-    if data[p] == _QUOTE:
-        if not _SINGLE[f] or p + 1 >= end or data[p + 1] in (_OPEN, _LIST, _BACKSLASH):
-            return -1  # an error, or a text the path lookups read as JSON: theirs
-        p, buffer, lo, n = _string(data, p, end, out, c)
-        if p < 0 or not _add(items, f, c, k, data, out, buffer, lo, n):
-            return -1
-        c[f] = k + 1
-        return p
-    if data[p] != _LIST:
+def _one_name(data: Any, p: int, end: int, items: Any, out: Any, c: Any, f: int) -> int:
+    """Name list ``f`` written as one string, where that stands for a one-item list."""
+    if data[p] != _QUOTE or not _SINGLE[f] or p + 1 >= end:
         return -1
-    p = skip_ws(data, p + 1, end)
-    done = p < end and data[p] == _LIST_END
-    p += done
-    while not done:
-        if p >= end or data[p] != _QUOTE:
-            return -1
-        p, buffer, lo, n = _string(data, p, end, out, c)
-        if p < 0 or not _add(items, f, c, k, data, out, buffer, lo, n):
-            return -1
-        k += 1
-        p, done = next_member(data, p, end, _LIST_END)
-        if p < 0:
-            return -1
-    c[f] = k
+    if data[p + 1] in (_OPEN, _LIST, _BACKSLASH):
+        return -1  # a text the path lookups read as JSON: theirs
+    k = c[f]
+    p, buffer, lo, n = _string(data, p, end, out, c)
+    if p < 0 or not _add(items, f, c, k, data, out, buffer, lo, n):
+        return -1
+    c[f] = k + 1
     return p
 
 
 @njit(borrows=True)
 def _integer(data: Any, p: int, end: int, counts: Any, which: int, d: int) -> int:
     """A count: a plain integer of at most 18 digits (``optimal_steps`` not negative)."""
-    q = number_end(data, p, end)
-    r, value = exact_integer(data, p, end)
-    if q < 0 or r != q or (which == _OPTIMAL and value < 0):
+    q, value = exact_integer(data, p, end)  # where it ends, the number does (no . e E)
+    if q < 0 or (which == _OPTIMAL and value < 0):
         return -1
     counts[which - _MAX_STEPS, d] = value
     return q
@@ -455,8 +438,24 @@ def _block(
             if seen & (1 << which) or data[p] == _N:
                 return -1  # repeated, or null: the path lookups' reading
             seen |= 1 << which
-            if which < _MAX_STEPS:
-                p = _names(data, p, end, items, out, c, which)
+            if which < _MAX_STEPS and data[p] == _LIST:  # a name list, read here
+                k = c[which]
+                p = skip_ws(data, p + 1, end)
+                done = p < end and data[p] == _LIST_END
+                p += done
+                while not done:
+                    if p >= end or data[p] != _QUOTE:
+                        return -1
+                    p, buffer, lo, n = _string(data, p, end, out, c)
+                    if p < 0 or not _add(items, which, c, k, data, out, buffer, lo, n):
+                        return -1
+                    k += 1
+                    p, done = next_member(data, p, end, _LIST_END)
+                    if p < 0:
+                        return -1
+                c[which] = k
+            elif which < _MAX_STEPS:
+                p = _one_name(data, p, end, items, out, c, which)
             elif which <= _OPTIMAL:
                 p = _integer(data, p, end, counts, which, d)
             elif which == _TOOL_ARGUMENTS:
