@@ -127,6 +127,13 @@ class FlatPass:
     column-by-column path sees.
     """
 
+    # Laid out by the expectations' side, on the thread that numbers their names.
+    spec_off: OffsetArray
+    spec_valid: npt.NDArray[np.bool_]
+    spec_args: Texts
+    goal_valid: npt.NDArray[np.bool_]
+    goal_args: Texts
+
     def __init__(self, traj: pl.Series, expect: Expectations) -> None:
         n = traj.len()
         self.height = n

@@ -377,6 +377,18 @@ def tool_correctness(*, mode: ToolCorrectnessMode = "set") -> Scored:
     )
 
 
+def _distinct_small(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], ...]:
+    """``np.unique(values, return_inverse=True)`` of non-negative integers, by a table of
+    the values seen where they are small enough for one (no sort)."""
+    top = int(values.max(initial=-1)) + 1
+    if top > 4 * values.shape[0] + 1024:
+        return tuple(np.unique(values, return_inverse=True))
+    seen = np.zeros(top, np.bool_)
+    seen[values] = True
+    rank = np.cumsum(seen, dtype=np.int64) - 1
+    return np.flatnonzero(seen).astype(np.int64), rank[values]
+
+
 def _out_of(mode: str) -> pl.Expr:
     """tool-correctness's denominator outside ``set`` mode (columns ``e``, ``c``, ``m``)."""
     return {
@@ -638,7 +650,7 @@ def tool_error_rate() -> Scored:
         # The rate's text as Polars writes the float, once per distinct (failed, calls).
         some = calls > 0
         pair = failed * (int(calls.max(initial=0)) + 1) + calls
-        distinct_pairs, choice = np.unique(pair[some], return_inverse=True)
+        distinct_pairs, choice = _distinct_small(pair[some])
         at = np.full(flat.height, -1, np.int64)
         at[some] = choice
         first = np.zeros(distinct_pairs.shape[0], np.int64)
