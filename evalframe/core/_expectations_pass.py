@@ -6,7 +6,8 @@ two counts, the skipped specs and the lists' ends; per string a 16-byte Arrow vi
 holds a string of up to 12 bytes in place; a longer one points into ``out``, the views' one
 data buffer, where it is copied (decoded, where its JSON spells escapes), like the compact
 arguments: the columns keep no reference to the texts. Member names are matched on their raw
-bytes (by length and first byte), decoded first only when they spell an escape.
+bytes (by length and first byte, then a word at a time), decoded first only when they spell
+an escape; string ends are found eight bytes at a time.
 
 The arrays are sized by the caller. When a text would overflow one (``FULL``), the pass
 undoes that text and returns its index, for the caller to grow the arrays and go on from it;
@@ -42,7 +43,6 @@ __all__ = [
     "OUT",
     "SLACK",
     "walk",
-    "write_view",
 ]
 
 LIST_FIELDS: Final = ("tools", "forbidden_tools", "order", "expected_tools", "requires_approval")
@@ -111,7 +111,7 @@ def _plain_end(data: Any, q: int, end: int) -> int:
 
 
 @njit(borrows=True, inline="always")
-def write_view(views: Any, i: int, src: Any, lo: int, n: int) -> None:
+def _write_view(views: Any, i: int, src: Any, lo: int, n: int) -> None:
     """Write Arrow view ``i`` (two uint64 words in ``views``) of the string ``src[lo:lo+n]``,
     which lies at ``lo`` in the array's one data buffer when it is too long to hold in
     place. Reads whole words: ``src`` holds ``SLACK`` bytes from ``lo`` on (the masks drop
@@ -126,17 +126,17 @@ def write_view(views: Any, i: int, src: Any, lo: int, n: int) -> None:
 
 @njit(borrows=True, inline="always")
 def _put(views: Any, i: int, data: Any, out: Any, buffer: int, lo: int, n: int, c: Any) -> None:
-    """:func:`write_view` of a string :func:`_string` found in the texts (``buffer`` 0) or
+    """:func:`_write_view` of a string :func:`_string` found in the texts (``buffer`` 0) or
     in ``out``; one too long to hold in place (or too near the texts' end to read whole
     words) is copied to ``out`` first."""
     if buffer:
-        write_view(views, i, out, lo, n)
+        _write_view(views, i, out, lo, n)
     elif n <= _INLINE and lo + SLACK <= data.size:
-        write_view(views, i, data, lo, n)
+        _write_view(views, i, data, lo, n)
     else:  # kept out of place, or at the very end of the texts
         o = c[OUT]
         c[OUT] = copy_bytes(data, lo, lo + n, out, o)
-        write_view(views, i, out, o, n)
+        _write_view(views, i, out, o, n)
 
 
 @njit(borrows=True, inline="always")
@@ -358,7 +358,7 @@ def _spec(
         views[1, 2 * i] = _EMPTY_MAP
         views[1, 2 * i + 1] = 0
     else:
-        write_view(views[1], i, out, args, args_len)
+        _write_view(views[1], i, out, args, args_len)
     _put(views[0], i, data, out, name_b, name, name_len, c)
     return p, True
 
