@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -438,9 +439,10 @@ def test_hand_built_columns_with_nulls_take_the_column_by_column_path() -> None:
         assert fast.equals(slow)
 
 
-def test_a_repeated_details_text_is_kept_once() -> None:
+def test_a_repeated_details_text_is_kept_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows whose details texts are equal share one copy of the bytes (each half of the rows
-    its own); the texts read back as written."""
+    its own); the texts read back as written, also where the column is built from each
+    text's place instead of the views (a buffer past 2 GiB)."""
     from evalframe.core._trajectory import TRAJECTORY
     from evalframe.metrics._expectations import Expectations
     from evalframe.metrics._trajectory_pass import Details, details_text, flat_pass
@@ -453,7 +455,10 @@ def test_a_repeated_details_text_is_kept_once() -> None:
         assert flat is not None
         values = [7] * 30 + list(range(1_000_000_000_000, 1_000_000_000_010))
         texts = details_text(Details(n).integer("a_long_enough_key", values), flat)
+        monkeypatch.setattr(_trajectory_pass, "fits_views", lambda size: False)
+        placed = details_text(Details(n).integer("a_long_enough_key", values), flat)
     assert texts.to_list() == [f'{{"a_long_enough_key":{v}}}' for v in values]
+    assert placed.to_list() == texts.to_list()
     views = texts.to_arrow(compat_level=pl.CompatLevel.newest()).buffers()[1]
     where = np.frombuffer(views, np.int32).reshape(n, 4)[:, 3]  # each text's place
     assert len(set(where[:30].tolist())) == 2  # the 30 equal texts: one copy per half

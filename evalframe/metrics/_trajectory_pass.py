@@ -508,20 +508,25 @@ def _details_text(details: Details, flat: FlatPass) -> pl.Series:
     cuts = halves(n)
     starts = np.cumsum([0, *(room(a, b) + WORD_SLACK for a, b in cuts)])
     out = small_pages(int(starts[-1]), np.uint8)
-    lo = np.zeros(n, np.int64)  # each row's text, at out[lo:lo + length]
-    length = np.zeros(n, np.int64)
     views = small_pages(16 * n, np.uint8)
+    # Each row's text at out[lo:lo + length], kept only where the views cannot say where
+    # (a buffer past 2 GiB; else the views are all the column needs).
+    spans = not fits_views(int(starts[-1]))
+    lo = np.zeros(n if spans else 1, np.int64)
+    length = np.zeros(n if spans else 1, np.int64)
 
     def part(r0: int, r1: int) -> None:
         k = [a for a, _ in cuts].index(r0)
+        rows = slice(r0, r1) if spans else slice(0, 1)
         _write(
-            *args, r0, out[starts[k] : starts[k + 1]], lo[r0:r1], length[r0:r1],
-            views[16 * r0 : 16 * r1], starts[k], _slots(r1 - r0), HASH_TRIAL,
+            *args, r0, r1 - r0, out[starts[k] : starts[k + 1]], lo[rows], length[rows],
+            spans, views[16 * r0 : 16 * r1], starts[k], _slots(r1 - r0), HASH_TRIAL,
         )  # fmt: skip
-        lo[r0:r1] += starts[k]
+        if spans:
+            lo[r0:r1] += starts[k]
 
     in_halves(part, n)
-    if fits_views(int(starts[-1])):
+    if not spans:
         return pl.Series("details", views_array(views, out))
     return pl.Series("details", strings_array(lo, length, out, copy=False))
 
@@ -558,13 +563,15 @@ def _put_int(out: Any, at: int, value: int, digits: Any) -> int:
 def _write(
     head: Any, head_off: Any, kinds: Any, slots: Any, ints: Any, ints_ok: Any, l_ids: Any,
     l_off: Any, l_valid: Any, names: Any, names_off: Any, raw: Any, raw_off: Any, r0: int,
-    out: Any, lo: Any, length: Any, views: Any, base: int, table: Any, trial: int,
+    rows: int, out: Any, lo: Any, length: Any, spans: bool, views: Any, base: int,
+    table: Any, trial: int,
 ) -> None:  # fmt: skip
-    """The details of rows ``r0`` on into ``out``, each row's text at ``out[lo:lo +
-    length]``, with their Arrow ``views`` (``out`` lying at ``base`` in the views' buffer);
-    list slot ``s`` of row ``r`` is ``l_ids[s][l_off[s, r]:l_off[s, r + 1]]``, written as a
-    JSON array of the names' texts (``null`` where not ``l_valid``). Every byte buffer it
-    copies from, and ``out``, has ``WORD_SLACK`` bytes to spare (``copy_words``).
+    """The details of ``rows`` rows from ``r0`` into ``out``, with their Arrow ``views``
+    (``out`` lying at ``base`` in the views' buffer) and, with ``spans``, each row's text at
+    ``out[lo:lo + length]``; list slot ``s`` of row ``r`` is ``l_ids[s][l_off[s,
+    r]:l_off[s, r + 1]]``, written as a JSON array of the names' texts (``null`` where not
+    ``l_valid``). Every byte buffer it copies from, and ``out``, has ``WORD_SLACK`` bytes to
+    spare (``copy_words``).
 
     A row whose fields are those of an earlier one of these rows is not written again: it
     points at the first copy of their text. Such rows are found by a hash of the fields in
@@ -577,7 +584,7 @@ def _write(
     hashing = True
     repeats = kept = 0
     at = 0
-    for k in range(lo.shape[0]):
+    for k in range(rows):
         r = r0 + k
         first = k
         if hashing:
@@ -594,7 +601,10 @@ def _write(
                 kept += 1
             hashing = (k < trial or repeats * _REPEATS_WORTH > k) and 2 * kept < table.shape[0]
         if first < k:
-            lo[k], length[k] = lo[first], length[first]
+            for j in range(16):  # the same text: the same view
+                views[16 * k + j] = views[16 * first + j]
+            if spans:
+                lo[k], length[k] = lo[first], length[first]
         else:
             start = at
             for f in range(kinds.shape[0]):
@@ -628,8 +638,9 @@ def _write(
                     at = copy_words(raw, raw_off[t], raw_off[t + 1], out, at)
             out[at] = 125  # '}'
             at += 1
-            lo[k], length[k] = start, at - start
-        put_view(views, k, out, lo[k], length[k], base + lo[k])
+            put_view(views, k, out, start, at - start, base + start)
+            if spans:
+                lo[k], length[k] = start, at - start
 
 
 @njit(borrows=True)
