@@ -319,3 +319,30 @@ def test_the_compiled_pass_grows_its_arrays_for_texts_larger_than_the_first() ->
     assert whole.get_column("goal").to_list()[5] == {
         "name": "tool_5", "arguments": '{"long":"xxxxx","n":5}'
     }  # fmt: skip
+
+
+def test_argument_maps_in_every_spelling_read_as_the_path_lookups() -> None:
+    # Plain maps are copied less their whitespace; the rest (escapes, floats, nesting,
+    # repeated names, invalid JSON) go to the general compact encoder or to the exact path.
+    maps = [
+        "{}", "{ }", '{"a":1}', '{"a": 1}', '{"a" : 1 }', '{"a":  1}', '{"a":-1}',
+        '{"a":0}', '{"a":01}', '{"a":1.5}', '{"a":1e5}', '{"a":"x"}', '{"a":"\\u0041"}',
+        '{"\\u0061":1}', '{"a":1,"a":2}', '{"ab":1,"a":2}', '{"a":1,}', '{"a":true}',
+        '{"a":null}', '{"a":[1]}', '{"a":{"b":1}}', '{"a":"é\u2028\x7f"}', '{"a":"\\"q"}',
+        '{"a":12345678901234567890}', '{"a":"12345678901234567890"}', '{"a":-}', '{"a":1x}',
+        '{"a":"tab\there"}', '{"a":1 ,"b":"c" }', '{"a\\"":1}', '{"a":' + "9" * 30 + "}",
+    ]  # fmt: skip
+    texts = [
+        f'{{"trajectory": {{"tool_arguments": [{{"tool": "t", "arguments": {m}}}], '
+        f'"goal": {{"name": "g", "args": {m}}}}}}}'
+        for m in [*maps, '{"a":-0}']
+    ]
+    assert decoded(texts[:-1], "compiled") == decoded(texts[:-1], "path")
+    got = decoded(texts, "compiled")["goal"]
+    assert got[:3] == [
+        {"name": "g", "arguments": "{}"}, {"name": "g", "arguments": "{}"},
+        {"name": "g", "arguments": '{"a":1}'},
+    ]  # fmt: skip
+    # -0 is the integer 0 to Python's reader (the path lookups make it -0.0)
+    compact = json.dumps(json.loads('{"a":-0}'), separators=(",", ":"))
+    assert got[-1] == {"name": "g", "arguments": compact}
