@@ -17,6 +17,9 @@ the same. It vouches for a text that is an object whose ``trajectory`` (if any) 
   encoder writes them (``core/_json/_values.compact_value``); integers past 18 digits, which the
   path lookups turn into floats, make the text inexact.
 
+The pass is ``core/_expectations_pass.walk``; this module sizes the arrays it writes, grows
+them when it runs short, and hands them to Arrow and Polars without copying.
+
 Examples:
     >>> import polars as pl
     >>> texts = pl.Series(['{"trajectory": {"tools": "search", "max_steps": 3}}', '{"x": 1}'])
