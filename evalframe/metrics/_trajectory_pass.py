@@ -1,12 +1,14 @@
 """The trajectory and agent metrics of one scoring pass over flat buffers, details as JSON text.
 
 A large batch's trajectories (tool calls, approvals, steps) and decoded expectations are laid
-out once per scoring pass as flat arrays (:class:`FlatPass`): every name they hold, called or
+out once per scoring pass as flat arrays (:class:`FlatPass`; the trajectories' side beside
+the decoding of the expectations, on a second thread): every name they hold, called or
 expected, numbered in one id space, the arguments as the bytes of their JSON texts. Each
 metric then runs compiled passes over those arrays for its counts and lists, and
 :func:`details_text` writes its details as the JSON text Polars' ``struct.json_encode`` gives
 the same struct (strings escaped by Polars itself, once per distinct name; from 20,000 rows
-in two halves on two threads), so no metric builds a struct column. The scores are computed
+in two halves on two threads; a row whose fields repeat an earlier row's shares its text),
+so no metric builds a struct column. The scores are computed
 from the counts by the same Polars expressions as the column-by-column path, so they are the
 same floats.
 
