@@ -133,22 +133,21 @@ def _difference(
     b_ids: IdArray,
     b_off: OffsetArray,
     pos: npt.NDArray[np.int64],
-    out: npt.NDArray[np.int64],
+    out: IdArray,
     out_off: OffsetArray,
     n_distinct: npt.NDArray[np.int64],
 ) -> None:
     """Per row, the distinct items of ``a`` not in ``b`` as Polars' ``list.set_difference``
     orders them: ``a``'s in order of first appearance, each item of ``b`` found there
-    replaced by the last one (a swap-remove). ``out`` gets their positions in ``a_ids``,
-    ``n_distinct`` the number of distinct items of ``a``; ``pos`` (-1 for every id) is scratch
-    space."""
+    replaced by the last one (a swap-remove). ``out`` gets their ids, ``n_distinct`` the
+    number of distinct items of ``a``; ``pos`` (-1 for every id) is scratch space."""
     k = 0
     for r in range(a_off.shape[0] - 1):
         start = k
         for j in range(a_off[r], a_off[r + 1]):
             if pos[a_ids[j]] < 0:
                 pos[a_ids[j]] = k
-                out[k] = j
+                out[k] = a_ids[j]
                 k += 1
         n_distinct[r] = k - start
         for i in range(b_off[r], b_off[r + 1]):
@@ -156,11 +155,11 @@ def _difference(
             if at >= 0:
                 last = out[k - 1]
                 out[at] = last
-                pos[a_ids[last]] = at
+                pos[last] = at
                 pos[b_ids[i]] = -1
                 k -= 1
         for m in range(start, k):
-            pos[a_ids[out[m]]] = -1
+            pos[out[m]] = -1
         out_off[r + 1] = k
 
 
@@ -172,7 +171,7 @@ def _set_difference(
     (a_ids, a_off), (b_ids, b_off) = a_numbered, b_numbered
     top = int(max(a_ids.max(initial=-1), b_ids.max(initial=-1))) + 1
     pos = np.full(top, -1, np.int64)
-    out = np.zeros(a_ids.shape[0], np.int64)
+    out = np.zeros(a_ids.shape[0], a_ids.dtype)
     out_off = np.zeros(a.len() + 1, np.int64)
     args = (a_ids, a_off, b_ids, b_off, pos, out, out_off, np.zeros(a.len(), np.int64))
     if worth_compiling(a.len(), _ORDER_PYTHON_UP_TO):
@@ -180,8 +179,10 @@ def _set_difference(
     else:
         _difference.interpreted(*args)
     flat = a.cast(_NAMES).explode(empty_as_null=False, keep_nulls=False).fill_null("")
+    where = np.zeros(top, np.int64)  # a place of each id in a_ids (all hold the same name)
+    where[a_ids] = np.arange(a_ids.shape[0], dtype=np.int64)
     rows = np.repeat(np.arange(a.len(), dtype=np.int64), np.diff(out_off))
-    return lists_of(a.len(), rows, flat.gather(pl.Series(out[: out_off[-1]])))
+    return lists_of(a.len(), rows, flat.gather(pl.Series(where[out[: out_off[-1]]])))
 
 
 def _distinct_sides(
@@ -401,11 +402,11 @@ def _difference_fast(a: Lists, b: Lists, top: int) -> tuple[Lists, npt.NDArray[n
     """``_set_difference`` over the flat layout: ``a``'s distinct names not in ``b``, and
     the number of ``a``'s distinct names."""
     n = a.valid.shape[0]
-    out = np.zeros(a.ids.shape[0], np.int64)
+    out = np.zeros(a.ids.shape[0], np.int32)
     out_off = np.zeros(n + 1, np.int64)
     count = np.zeros(n, np.int64)
     _difference(a.ids, a.off, b.ids, b.off, np.full(top, -1, np.int64), out, out_off, count)
-    return Lists(a.ids[out[: out_off[-1]]], out_off, np.ones(n, np.bool_)), count
+    return Lists(out[: out_off[-1]], out_off, np.ones(n, np.bool_)), count
 
 
 def _order_fast(expected: Lists, names: Lists) -> tuple[npt.NDArray[np.int64], ...]:
