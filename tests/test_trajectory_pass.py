@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -489,3 +490,28 @@ def test_names_numbered_from_arrow_views_as_from_their_bytes(
         want = flat.intern_flat(*text_buffers(s)[:2])
         assert got.tolist() == want.tolist()
     assert views.n_ids == flat.n_ids
+
+
+def test_passes_split_for_a_lone_metric_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass that splits only when ``alone`` keeps to its thread while the runner scores
+    several metrics at once on its pool, and splits (two threads, Polars' count) otherwise;
+    ``side_by_side`` and plain halves split either way."""
+    monkeypatch.setattr(_njit, "threads", lambda: 2)
+    n = _njit.HALVES_FROM
+    assert _njit.halves(n, alone=True) == [(0, n // 2), (n // 2, n)]
+    seen: list[str] = []
+
+    def part(a: int, b: int) -> int:
+        seen.append(threading.current_thread().name)
+        return b - a
+
+    with _njit.sharing_cores():
+        assert _njit.halves(n, alone=True) == [(0, n)]
+        assert _njit.in_halves(part, n, alone=True) == [n]
+        assert len(_njit.halves(n)) == 2
+        assert _njit.side_by_side(n, threading.current_thread, threading.current_thread)[0] != (
+            threading.current_thread()
+        )
+    assert seen == [threading.current_thread().name]
+    assert _njit.in_halves(part, n, alone=True) == [n // 2, n - n // 2]
+    assert len(set(seen)) == 2

@@ -50,6 +50,7 @@ __all__ = [
     "kernel_int",
     "njit",
     "numba_object",
+    "sharing_cores",
     "side_by_side",
     "threads",
     "worth_compiling",
@@ -275,11 +276,12 @@ def kernel_int(value: int) -> int:
     return np.int64(value)  # type: ignore[return-value]  # an int to every kernel and caller
 
 
-def in_halves(part: Callable[[int, int], _R], n: int) -> list[_R]:
+def in_halves(part: Callable[[int, int], _R], n: int, *, alone: bool = False) -> list[_R]:
     """``[part(0, n)]`` for rows ``0..n``, or for many rows ``[part(0, h), part(h, n)]``
     computed on two threads (compiled kernels release the GIL), when Polars' thread pool
-    (``POLARS_MAX_THREADS``, the one thread count the package follows) has two or more."""
-    cuts = halves(n)
+    (``POLARS_MAX_THREADS``, the one thread count the package follows) has two or more;
+    with ``alone``, only where this thread has the cores to itself (:func:`sharing_cores`)."""
+    cuts = halves(n, alone=alone)
     if len(cuts) == 1:
         return [part(0, n)]
     with ThreadPoolExecutor(1) as pool:
@@ -299,11 +301,24 @@ def side_by_side(n: int, first: Callable[[], _R], second: Callable[[], _S]) -> t
         return job.result(), other
 
 
-def halves(n: int) -> list[tuple[int, int]]:
+def halves(n: int, *, alone: bool = False) -> list[tuple[int, int]]:
     """The row ranges :func:`in_halves` gives its parts, in order."""
-    if n < HALVES_FROM or threads() < 2:
+    if n < HALVES_FROM or threads() < 2 or (alone and getattr(_STATE, "sharing", False)):
         return [(0, n)]
     return [(0, n // 2), (n // 2, n)]
+
+
+@contextmanager
+def sharing_cores() -> Iterator[None]:
+    """On this thread, passes that split only when ``alone`` keep to one thread: it is one
+    of several doing the same kind of work at once (the runner's concurrent metrics), which
+    already keep the cores busy."""
+    before = getattr(_STATE, "sharing", False)
+    _STATE.sharing = True
+    try:
+        yield
+    finally:
+        _STATE.sharing = before
 
 
 HALVES_FROM = 20_000

@@ -17,7 +17,7 @@ import polars as pl
 
 from evalframe.core import schema as C
 from evalframe.core._errors import DatasetError
-from evalframe.core._njit import threads
+from evalframe.core._njit import sharing_cores, threads
 from evalframe.core._progress import track
 
 __all__ = ["Scorable", "score"]
@@ -213,7 +213,7 @@ class _Concurrent:
         if workers >= 2 and frame.height >= _CONCURRENT_FROM:
             self._pool = ThreadPoolExecutor(workers, thread_name_prefix="evalframe-score")
             for k in together:
-                self._jobs[k] = self._pool.submit(_metric_rows, frame, self._built[k])
+                self._jobs[k] = self._pool.submit(_concurrent_rows, frame, self._built[k])
         self._next = 0
 
     def rows(self, m: Scorable) -> pl.DataFrame:
@@ -236,6 +236,13 @@ class _Concurrent:
             for job in self._jobs.values():
                 job.cancel()
             self._pool.shutdown(wait=True)
+
+
+def _concurrent_rows(frame: pl.DataFrame, scored: Any) -> pl.DataFrame:
+    """``_metric_rows`` on one of the pool's threads: its metric's passes split in halves
+    only where they would leave a core idle otherwise (``in_halves(alone=True)``)."""
+    with sharing_cores():
+        return _metric_rows(frame, scored)
 
 
 def _finish(rows: pl.DataFrame, m: Scorable, run_id: str) -> pl.DataFrame:

@@ -354,6 +354,7 @@ def _verdicts(
             out_s, verdicts, lo, hi,
         ),
         n,
+        alone=True,
     )  # fmt: skip
     unknown = np.flatnonzero(verdicts < 0)
     if unknown.size:
@@ -507,7 +508,7 @@ def _details_text(details: Details, flat: FlatPass) -> pl.Series:
     # One buffer for every part, each writing its own stretch (with the slack its last word
     # may spill into), so the column is one chunk Polars never has to copy into one; each
     # part writes its rows' Arrow views too.
-    cuts = halves(n)
+    cuts = halves(n, alone=True)
     starts = np.cumsum([0, *(room(a, b) + WORD_SLACK for a, b in cuts)])
     out = small_pages(int(starts[-1]), np.uint8)
     views = small_pages(16 * n, np.uint8)
@@ -527,7 +528,7 @@ def _details_text(details: Details, flat: FlatPass) -> pl.Series:
         if spans:
             lo[r0:r1] += starts[k]
 
-    in_halves(part, n)
+    in_halves(part, n, alone=True)
     if not spans:
         return pl.Series("details", views_array(views, out))
     return pl.Series("details", strings_array(lo, length, out, copy=False))
