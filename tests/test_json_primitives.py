@@ -746,5 +746,5 @@ def test_kernels_compiled_without_reference_counts_hand_back_no_array() -> None:
     }  # fmt: skip
     with patch.object(Kernel, "__call__", call):
         assert outputs_list(json.dumps({"outputs": [entry]}).encode(), _NUMBERS) is not None
-    assert {"json_string", "member_key", "compact_value", "_flat_object", "_trajectory",
+    assert {"json_string", "member_key", "compact_value", "flat_object", "_trajectory",
             "_call", "_contexts", "_turn", "skip_value"} <= seen  # fmt: skip

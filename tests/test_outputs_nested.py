@@ -208,7 +208,7 @@ def test_flat_arguments_are_written_as_pythons_compact_encoder_writes_them(
     text, plain = case
     data = np.frombuffer(text.encode(), np.uint8)
     out = np.zeros(data.size + 8, np.uint8)
-    end, stop = nested._flat_object(data, 0, data.size, out, 3, np.empty(64, np.int64))
+    end, stop = nested.flat_object(data, 0, data.size, out, 3, np.empty(64, np.int64))
     try:
         want = json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))
     except json.JSONDecodeError:
@@ -815,7 +815,7 @@ def test_a_flat_object_copied_as_it_is_is_what_the_re_encoding_writes(
     end = len(text)
     out = np.zeros(2 * end + 16, np.uint8)
     keys = np.zeros(64, np.int64)
-    p, stop = nested._flat_object.interpreted(data, 0, end, out, 0, keys)
+    p, stop = nested.flat_object.interpreted(data, 0, end, out, 0, keys)
     want = np.zeros(2 * end + 16, np.uint8)
     q, to = nested.compact_value.interpreted(data, 0, end, want, 0, np.zeros(128, np.int64), keys)
     if p >= 0:

@@ -26,12 +26,17 @@ from evalframe.core._json._text import (
     NULL,
     ascii_space,
     copy_bytes,
-    same_bytes,
     skip_ws,
     surely_not_blank,
     word_at,
 )
-from evalframe.core._json._values import compact_value, name_table, next_member, skip_value
+from evalframe.core._json._values import (
+    compact_value,
+    flat_object,
+    name_table,
+    next_member,
+    skip_value,
+)
 from evalframe.core._njit import kernel_int, njit, numba_object
 
 __all__ = [
@@ -77,7 +82,7 @@ COUNTERS: Final = 10
 EXACT: Final = 1
 """Flags bit 0: the text was read exactly; bit ``1 + f``: block field ``f`` was present."""
 _QUOTE, _COLON, _OPEN, _CLOSE, _LIST, _LIST_END, _BACKSLASH = 34, 58, 123, 125, 91, 93, 92
-_COMMA, _SPACE = 44, 32
+_COMMA = 44
 _N = 0x6E  # the first byte of null
 _INLINE = 12
 SLACK: Final = 16
@@ -245,77 +250,6 @@ def _copy(data: Any, lo: int, hi: int, out: Any, o: int) -> int:
 
 
 @njit(borrows=True)
-def _plain_map(data: Any, p: int, end: int, out: Any, o: int, keys: Any) -> tuple[int, int]:
-    """The map at ``p`` re-encoded into ``out[o:]`` as ``compact_value`` writes it, when its
-    members are plain: distinct names and strings without escapes, integers (not ``-0``),
-    ``true``, ``false``, ``null``. Returns the position after it and the end of the written
-    bytes, or (-1, -1) for any other map (``compact_value``'s to read). ``keys`` (int64, two
-    per member) is scratch space."""
-    out[o] = _OPEN
-    o += 1
-    p = skip_ws(data, p + 1, end)
-    if p < end and data[p] == _CLOSE:
-        out[o] = _CLOSE
-        return p + 1, o + 1
-    n = 0
-    while True:
-        if p >= end or data[p] != _QUOTE or 2 * n + 2 > keys.size:
-            return -1, -1
-        q = _plain_end(data, p + 1, end)
-        if q >= end or data[q] != _QUOTE:
-            return -1, -1
-        for k in range(n):  # a repeated name: Python keeps the last value at the first place
-            a = keys[2 * k]
-            if keys[2 * k + 1] - a == q - p - 1 and same_bytes(data, a, data, p + 1, q - p - 1):
-                return -1, -1
-        keys[2 * n] = p + 1
-        keys[2 * n + 1] = q
-        n += 1
-        o = _copy(data, p, q + 1, out, o)
-        p = q + 1
-        if p + 2 < end and data[p] == _COLON:
-            p += 1 + (data[p + 1] == _SPACE)  # the usual ": " or ":"
-        else:
-            p = skip_ws(data, p, end)
-            if p >= end or data[p] != _COLON:
-                return -1, -1
-            p = skip_ws(data, p + 1, end)
-        out[o] = _COLON
-        o += 1
-        if p >= end:
-            return -1, -1
-        ch = data[p]
-        if ch == _QUOTE:
-            q = _plain_end(data, p + 1, end)
-            if q >= end or data[q] != _QUOTE:
-                return -1, -1
-            q += 1
-        elif 0x30 <= ch <= 0x39 or ch == 0x2D:
-            first = p + (ch == 0x2D)
-            q = first
-            while q < end and 0x30 <= data[q] <= 0x39:
-                q += 1
-            if q == first or (data[first] == 0x30 and (q > first + 1 or first > p)):
-                return -1, -1  # no digits, a leading zero, or -0
-            if q < end and (data[q] == 0x2E or data[q] == 0x65 or data[q] == 0x45):
-                return -1, -1  # a fraction or an exponent
-        else:
-            return -1, -1
-        o = _copy(data, p, q, out, o)
-        p = skip_ws(data, q, end)
-        if p >= end:
-            return -1, -1
-        if data[p] == _CLOSE:
-            out[o] = _CLOSE
-            return p + 1, o + 1
-        if data[p] != _COMMA:
-            return -1, -1
-        out[o] = _COMMA
-        o += 1
-        p = skip_ws(data, p + 1, end)
-
-
-@njit(borrows=True)
 def _long_integer(out: Any, lo: int, hi: int) -> bool:
     """Whether compact JSON ``out[lo:hi]`` holds an integer of more than 18 digits (outside
     strings), which the path lookups would turn into a float."""
@@ -396,7 +330,7 @@ def _spec(
                     tool_len = -2
         elif ch == _OPEN:  # arguments, args: a map
             o = c[OUT]
-            q, stop = _plain_map(data, p, end, out, o, keys)
+            q, stop = flat_object(data, p, end, out, o, keys)
             if q < 0:
                 q, stop = compact_value(data, p, end, out, o, stack, keys)
             p = q

@@ -54,17 +54,17 @@ from evalframe.core._json._numbers import (
     number_end,
     written_as_repr,
 )
-from evalframe.core._json._strings import PLAIN, json_string
+from evalframe.core._json._strings import json_string
 from evalframe.core._json._text import (
     ascii_space,
     copy_bytes,
-    same_bytes,
     skip_ws,
     surely_not_blank,
     word_at,
 )
 from evalframe.core._json._values import (
     compact_value,
+    flat_object,
     member_key,
     name_index,
     name_table,
@@ -131,7 +131,7 @@ _NAMES, _NAME_OFF = name_table(_WORDS)
 _TRAJECTORY_KEYS, _CALL_KEYS, _ITEM_KEYS, _TURN_KEYS, _NO_KEYS = (
     _int(k) for k in (0, 5, 13, 15, len(_WORDS))
 )
-_NULL, _TRUE, _FALSE = (np.frombuffer(w, np.uint8) for w in (b"null", b"true", b"false"))
+_NULL = np.frombuffer(b"null", np.uint8)
 _SKIP_DEPTH: Final = 64  # nesting past this (in a member nobody reads) is left to Python
 _QUOTE, _OPEN, _CLOSE, _LIST, _LIST_END, _COLON = 34, 123, 125, 91, 93, 58
 _EXACT = 2**53
@@ -182,93 +182,6 @@ def _items_bound(data: Any) -> int:
     return n
 
 
-@njit(inline="always")
-def _plain_end(data: Any, p: int, end: int) -> int:
-    """The position of the first byte at or after ``p`` a JSON string cannot hold as it is
-    (a quote, a backslash, a control character), or ``end``."""
-    while p < end and PLAIN[data[p]]:
-        p += 1
-    return p
-
-
-@njit(borrows=True)
-def _flat_object(data: Any, p: int, end: int, out: Any, o: int, keys: Any) -> tuple[int, int]:
-    """Write the object at ``p`` as Python's compact encoder writes its value, when that is
-    its text less the whitespace between tokens: a flat object whose keys and strings need
-    no escapes, whose values are strings, integers (not ``-0``), true, false or null, with
-    no key twice (what ``json.dumps`` writes for a flat map, with or without spaces).
-    Returns the position after it and the end of what it wrote, or (-1, -1) for anything
-    else, which :func:`compact_value` then re-encodes (or declines)."""
-    n = 0
-    out[o] = _OPEN
-    o += 1
-    p = skip_ws(data, p + 1, end)
-    if p < end and data[p] == _CLOSE:
-        out[o] = _CLOSE
-        return p + 1, o + 1
-    while True:
-        if p >= end or data[p] != _QUOTE or 2 * n + 2 > keys.size:
-            return -1, -1
-        lo = p + 1
-        p = _plain_end(data, lo, end)
-        if p >= end or data[p] != _QUOTE:
-            return -1, -1
-        for j in range(n):  # a repeated key: Python keeps the last value at the first place
-            a, z = keys[2 * j], keys[2 * j + 1]
-            if z - a == p - lo and same_bytes(data, a, data, lo, p - lo):
-                return -1, -1
-        keys[2 * n], keys[2 * n + 1] = lo, p
-        n += 1
-        o = copy_bytes(data, lo - 1, p + 1, out, o)
-        p = skip_ws(data, p + 1, end)
-        if p >= end or data[p] != _COLON:
-            return -1, -1
-        out[o] = _COLON
-        o += 1
-        p = skip_ws(data, p + 1, end)
-        if p >= end:
-            return -1, -1
-        value = p
-        c = data[p]
-        if c == _QUOTE:
-            p = _plain_end(data, p + 1, end)
-            if p >= end or data[p] != _QUOTE:
-                return -1, -1
-            p += 1
-        elif c == 0x74:
-            p = word_at(data, p, end, _TRUE)
-        elif c == 0x66:
-            p = word_at(data, p, end, _FALSE)
-        elif c == 0x6E:
-            p = word_at(data, p, end, _NULL)
-        else:  # an integer: -?(0|[1-9][0-9]*), as Python writes it back (-0 is 0)
-            q = p + (c == 0x2D)
-            if q >= end or not 0x30 <= data[q] <= 0x39 or (c == 0x2D and data[q] == 0x30):
-                return -1, -1
-            if data[q] == 0x30:
-                q += 1
-            else:
-                while q < end and 0x30 <= data[q] <= 0x39:
-                    q += 1
-            if q - p > 4000:  # Python refuses integers of more than 4300 digits
-                return -1, -1
-            p = q
-        if p < 0:
-            return -1, -1
-        o = copy_bytes(data, value, p, out, o)
-        p = skip_ws(data, p, end)
-        if p >= end:
-            return -1, -1
-        if data[p] == _CLOSE:
-            out[o] = _CLOSE
-            return p + 1, o + 1
-        if data[p] != 0x2C:  # a comma
-            return -1, -1
-        out[o] = 0x2C
-        o += 1
-        p = skip_ws(data, p + 1, end)
-
-
 @njit(borrows=True)
 def _span(data: Any, p: int, end: int, b: Any, compact: bool) -> tuple[int, int, int]:
     """Write the string (or, ``compact``, the value as compact JSON) at ``p`` to the output:
@@ -276,7 +189,7 @@ def _span(data: Any, p: int, end: int, b: Any, compact: bool) -> tuple[int, int,
     out, t = b[0], b[1]
     o = t[_C, _C_OUT]
     if compact:
-        q, stop = _flat_object(data, p, end, out, o, b[4]) if data[p] == _OPEN else (-1, -1)
+        q, stop = flat_object(data, p, end, out, o, b[4]) if data[p] == _OPEN else (-1, -1)
         if q < 0:
             q, stop = compact_value(data, p, end, out, o, b[3], b[4], b[7])
         p = q

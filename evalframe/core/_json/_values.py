@@ -17,12 +17,13 @@ import numpy as np
 import numpy.typing as npt
 
 from evalframe.core._json._numbers import compact_number, number_end
-from evalframe.core._json._strings import encode_string, json_string, skip_string
+from evalframe.core._json._strings import PLAIN, encode_string, json_string, skip_string
 from evalframe.core._json._text import FALSE, NULL, TRUE, copy_bytes, same_bytes, skip_ws, word_at
 from evalframe.core._njit import kernel_int, njit
 
 __all__ = [
     "compact_value",
+    "flat_object",
     "member_key",
     "name_index",
     "name_table",
@@ -30,7 +31,7 @@ __all__ = [
     "skip_value",
 ]
 
-_QUOTE, _COLON, _COMMA = 34, 58, 44
+_QUOTE, _COLON, _COMMA, _OPEN, _CLOSE = 34, 58, 44, 123, 125
 _ZERO = kernel_int(0)
 
 
@@ -256,3 +257,91 @@ def compact_value(
             p += 1
             depth -= 1
             n = stack[2 * depth + 1]
+
+
+@njit(inline="always")
+def _plain_end(data: Any, p: int, end: int) -> int:
+    """The position of the first byte at or after ``p`` a JSON string cannot hold as it is
+    (a quote, a backslash, a control character), or ``end``."""
+    while p < end and PLAIN[data[p]]:
+        p += 1
+    return p
+
+
+@njit(borrows=True)
+def flat_object(data: Any, p: int, end: int, out: Any, o: int, keys: Any) -> tuple[int, int]:
+    """Write the object at ``p`` as Python's compact encoder writes its value, when that is
+    its text less the whitespace between tokens: a flat object whose keys and strings need
+    no escapes, whose values are strings, integers (not ``-0``), true, false or null, with
+    no key twice (what ``json.dumps`` writes for a flat map, with or without spaces).
+    Returns the position after it and the end of what it wrote, or (-1, -1) for anything
+    else, which :func:`compact_value` then re-encodes (or declines). ``keys`` (int64, two
+    per member) is scratch space."""
+    n = 0
+    out[o] = _OPEN
+    o += 1
+    p = skip_ws(data, p + 1, end)
+    if p < end and data[p] == _CLOSE:
+        out[o] = _CLOSE
+        return p + 1, o + 1
+    while True:
+        if p >= end or data[p] != _QUOTE or 2 * n + 2 > keys.size:
+            return -1, -1
+        lo = p + 1
+        p = _plain_end(data, lo, end)
+        if p >= end or data[p] != _QUOTE:
+            return -1, -1
+        for j in range(n):  # a repeated key: Python keeps the last value at the first place
+            a, z = keys[2 * j], keys[2 * j + 1]
+            if z - a == p - lo and same_bytes(data, a, data, lo, p - lo):
+                return -1, -1
+        keys[2 * n], keys[2 * n + 1] = lo, p
+        n += 1
+        o = copy_bytes(data, lo - 1, p + 1, out, o)
+        p = skip_ws(data, p + 1, end)
+        if p >= end or data[p] != _COLON:
+            return -1, -1
+        out[o] = _COLON
+        o += 1
+        p = skip_ws(data, p + 1, end)
+        if p >= end:
+            return -1, -1
+        value = p
+        c = data[p]
+        if c == _QUOTE:
+            p = _plain_end(data, p + 1, end)
+            if p >= end or data[p] != _QUOTE:
+                return -1, -1
+            p += 1
+        elif c == 0x74:
+            p = word_at(data, p, end, TRUE)
+        elif c == 0x66:
+            p = word_at(data, p, end, FALSE)
+        elif c == 0x6E:
+            p = word_at(data, p, end, NULL)
+        else:  # an integer: -?(0|[1-9][0-9]*), as Python writes it back (-0 is 0)
+            q = p + (c == 0x2D)
+            if q >= end or not 0x30 <= data[q] <= 0x39 or (c == 0x2D and data[q] == 0x30):
+                return -1, -1
+            if data[q] == 0x30:
+                q += 1
+            else:
+                while q < end and 0x30 <= data[q] <= 0x39:
+                    q += 1
+            if q - p > 4000:  # Python refuses integers of more than 4300 digits
+                return -1, -1
+            p = q
+        if p < 0:
+            return -1, -1
+        o = copy_bytes(data, value, p, out, o)
+        p = skip_ws(data, p, end)
+        if p >= end:
+            return -1, -1
+        if data[p] == _CLOSE:
+            out[o] = _CLOSE
+            return p + 1, o + 1
+        if data[p] != _COMMA:
+            return -1, -1
+        out[o] = _COMMA
+        o += 1
+        p = skip_ws(data, p + 1, end)
