@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+from borrowed import borrowing_kernels
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -100,24 +101,11 @@ def test_usual_pairs_are_decided_without_python(
 def test_the_matchers_helpers_compiled_without_reference_counts_hand_back_no_array() -> None:
     """The matcher's helpers borrow their arrays (``njit(borrows=True)``): run as Python
     here, none returns an array, which would be freed under its caller once compiled."""
-    from unittest.mock import patch
-
-    from evalframe.core._njit import Kernel
     from evalframe.metrics import _arguments
-
-    seen: set[str] = set()
-
-    def call(kernel: Kernel[..., object], *args: object) -> object:
-        result = kernel.fn(*args)
-        if kernel.options.get("_nrt") is False:
-            seen.add(kernel.__name__)
-            parts = result if isinstance(result, tuple) else (result,)
-            assert not any(isinstance(r, np.ndarray) for r in parts), kernel.__name__
-        return result
 
     expected = pl.Series(['{"id":"7","q":[1],"m":{"a":1},"s":"x\\u0001"}', '{"n":1.5}'])
     actual = pl.Series(['{"id":7,"q":[1],"m":{"a":1},"s":"x\\u0001"}', '{"n":"1.5 "}'])
-    with patch.object(Kernel, "__call__", call):
+    with borrowing_kernels() as seen:
         _arguments._subsets(
             *_arguments.text_buffers(expected), *_arguments.text_buffers(actual),
             np.zeros(2, np.int8),

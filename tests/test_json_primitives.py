@@ -18,6 +18,7 @@ import numpy as np
 import orjson
 import polars as pl
 import pytest
+from borrowed import borrowing_kernels
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -717,21 +718,8 @@ def test_kernels_compiled_without_reference_counts_hand_back_no_array() -> None:
     """A kernel that borrows its arrays (``njit(borrows=True)``) is compiled without
     reference counting: an array it returned would be freed under its caller. Each one a
     trajectory read reaches is run as Python here, and what it returns is looked at."""
-    from unittest.mock import patch
-
-    from evalframe.core._njit import Kernel
     from evalframe.core._outputs import _NUMBERS
     from evalframe.core._outputs_compiled import outputs_list
-
-    seen: set[str] = set()
-
-    def call(kernel: Kernel[..., object], *args: object) -> object:
-        result = kernel.fn(*args)
-        if kernel.options.get("_nrt") is False:
-            seen.add(kernel.__name__)
-            parts = result if isinstance(result, tuple) else (result,)
-            assert not any(isinstance(r, np.ndarray) for r in parts), kernel.__name__
-        return result
 
     entry = {
         "id": "a",
@@ -744,7 +732,7 @@ def test_kernels_compiled_without_reference_counts_hand_back_no_array() -> None:
         "contexts": ["c", {"id": 1, "text": "d", "x": [None]}],
         "turns": [{"role": "user", "content": "hi", "tool_calls": [{"name": "u"}]}],
     }  # fmt: skip
-    with patch.object(Kernel, "__call__", call):
+    with borrowing_kernels() as seen:
         assert outputs_list(json.dumps({"outputs": [entry]}).encode(), _NUMBERS) is not None
     assert {"json_string", "member_key", "compact_value", "flat_object", "_trajectory",
             "_call", "_contexts", "_turn", "skip_value"} <= seen  # fmt: skip
