@@ -7,8 +7,7 @@ buffers for the most the input could hold (a table row per column, as many items
 input has commas) and write each only at its start, so there huge pages cost system time
 for memory nobody reads. Measured on the 2-core VM: the 53.6 MB list-form trajectory file's
 pass spent 0.15-0.3 s of system time with huge pages against 0.07 s without (in a process
-that had just freed a large heap), 100,000 metadata texts' decoding 0.24-0.35 s against
-0.04-0.05 s.
+that had just freed a large heap).
 
 Examples:
     >>> import numpy as np
