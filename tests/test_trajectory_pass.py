@@ -10,7 +10,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -490,6 +490,60 @@ def test_names_numbered_from_arrow_views_as_from_their_bytes(
         want = flat.intern_flat(*text_buffers(s)[:2])
         assert got.tolist() == want.tolist()
     assert views.n_ids == flat.n_ids
+
+
+def _views_into(texts: list[str], picked: list[int]) -> pl.Series:
+    """The strings ``texts[i]`` for ``i`` in ``picked`` as an Arrow string-view column whose
+    one data buffer holds every text of ``texts`` end to end (as the names of a
+    trajectory's calls share theirs with the arguments)."""
+    import pyarrow as pa
+
+    data = b"".join(t.encode() for t in texts)
+    starts = np.cumsum([0, *(len(t.encode()) for t in texts)])
+    views = bytearray()
+    for i in picked:
+        raw = texts[i].encode()
+        if len(raw) <= 12:
+            views += len(raw).to_bytes(4, "little") + raw.ljust(12, b"\0")
+        else:
+            at = int(starts[i]).to_bytes(4, "little")
+            views += len(raw).to_bytes(4, "little") + raw[:4] + bytes(4) + at
+    array = pa.Array.from_buffers(
+        pa.string_view(), len(picked), [None, pa.py_buffer(bytes(views)), pa.py_buffer(data)]
+    )
+    return cast(pl.Series, pl.from_arrow(array))
+
+
+@pytest.mark.parametrize("last", ["arguments", "name"])
+def test_names_numbered_in_the_buffer_they_share_with_the_arguments(
+    monkeypatch: pytest.MonkeyPatch, last: str
+) -> None:
+    """Names that share one data buffer with other texts (the calls' names with their
+    arguments) are read in place by ``intern_strings``, without copying that buffer, and
+    numbered as ``intern_flat`` numbers them; the buffer is copied only where a long name
+    ends too near its end for whole words to be read."""
+    from evalframe.core._arrow_text import text_buffers
+    from evalframe.metrics import _text
+
+    names = ["search_documents", "get", "lookup_customer_record", "x" * 40, "é" * 9]
+    texts, picked = [], []
+    for k in range(300):
+        picked.append(len(texts))
+        texts.append(names[k % len(names)])
+        texts.append(json.dumps({"query": "w" * (k % 37)}))
+    if last == "name":  # no argument after the last name: no word to spare
+        texts.pop()
+    strings = _views_into(texts, picked)
+    assert strings.to_list() == [texts[i] for i in picked]
+    want = _text._Interner().intern_flat(*text_buffers(strings)[:2])
+    copied: list[int] = []
+    padded = _text._padded
+    monkeypatch.setattr(_text, "_padded", lambda parts: copied.append(1) or padded(parts))
+    with kernels("compiled"):
+        got = _text._Interner().intern_strings(strings)
+    assert got.tolist() == want.tolist()
+    assert len(set(got.tolist())) == len(names)
+    assert copied == ([] if last == "arguments" else [1])
 
 
 def test_passes_split_for_a_lone_metric_only(monkeypatch: pytest.MonkeyPatch) -> None:

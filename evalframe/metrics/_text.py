@@ -642,6 +642,29 @@ def _padded(parts: list[npt.NDArray[np.uint8]]) -> tuple[npt.NDArray[np.uint8], 
     return buf, words
 
 
+def _in_place(
+    parts: list[npt.NDArray[np.uint8]], view_words: npt.NDArray[np.uint64]
+) -> tuple[npt.NDArray[np.uint8], Any] | None:
+    """The one data buffer of an Arrow string-view array as bytes and as 64-bit words,
+    without copying it, where every long string (over 12 bytes) ends at least a word before
+    its end (``_load8`` reads the word after a string's last) and it is word-aligned; else
+    None. A column cut from a larger one (the names of a trajectory's calls) shares that
+    one's buffer, which copying would copy whole."""
+    if len(parts) != 1 or not _LITTLE:
+        return None
+    data = parts[0]
+    words = data[: data.size // 8 * 8].view(np.uint64) if data.size >= 8 else None
+    if words is None or not words.flags.aligned:
+        return None
+    lengths = view_words[0::2] & _LOW32
+    long = lengths > 12
+    if long.any():
+        ends = (view_words[1::2][long] >> np.uint64(32)) + lengths[long]
+        if (int(ends.max()) - 1) // 8 + 2 > words.size:
+            return None
+    return data, words
+
+
 class _Interner:
     """The shared id space of one ``intern``/``intern_texts`` call."""
 
@@ -699,8 +722,9 @@ class _Interner:
         views = words.view(np.uint8)
         parts = [np.frombuffer(b, np.uint8) for b in array.buffers()[2:] if b is not None]
         bases = np.cumsum([0, *(p.size for p in parts)])
-        data, data_words = _padded(parts)
-        data.flags.writeable = False  # as the views are: one array type for both sources
+        data, data_words = _in_place(parts, words) or _padded(parts)
+        # Read-only, as the views are: one array type for every source.
+        data.flags.writeable = data_words.flags.writeable = False
         ids = np.empty(n, dtype=np.int32)
         t = 0
         while t < n:  # runs once, plus once per growth of the table
