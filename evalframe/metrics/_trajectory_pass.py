@@ -158,11 +158,8 @@ class FlatPass:
         self.spec_names = spec_names
         self.goal_names = np.where(self.goal_valid, goal_names, -1)
         self.calls = Lists(self.call_names, self.call_off, ~self.missing)
-        self._verdicts: dict[str, tuple[Any, ...]] = {}
-        self._sequence: Lists | None = None
-        self._kept: dict[str, Any] = {}
+        self._kept: dict[str, tuple[threading.Lock, list[Any]]] = {}
         self._lock = threading.Lock()
-        self._making = threading.RLock()
 
     def _trajectories(self, traj: pl.Series) -> tuple[_Interner, tuple[IdArray, IdArray]]:
         """The calls' and approvals' side: their arrays, and their names numbered."""
@@ -231,19 +228,22 @@ class FlatPass:
 
     def kept(self, key: str, make: Callable[[], _T]) -> _T:
         """``make()``, made once per pass for all the metrics that ask by ``key`` (say, the
-        details text several metrics write alike)."""
-        with self._making:
-            if key not in self._kept:
-                self._kept[key] = make()
-            return cast(_T, self._kept[key])
+        details text several metrics write alike). A metric waits only for the thread making
+        the same key, never for one making another."""
+        with self._lock:
+            lock, made = self._kept.setdefault(key, (threading.Lock(), []))
+        with lock:
+            if not made:
+                made.append(make())
+            return cast(_T, made[0])
 
     def expected_sequence(self) -> Lists:
         """``expected_tools``, else ``tools``, else ``order``; null where none is given."""
-        with self._lock:
-            if self._sequence is None:
-                lists = self.lists
-                self._sequence = lists["expected_tools"].coalesce(lists["tools"], lists["order"])
-            return self._sequence
+        lists = self.lists
+        return self.kept(
+            "expected sequence",
+            lambda: lists["expected_tools"].coalesce(lists["tools"], lists["order"]),
+        )
 
     def spec_verdicts(
         self,
@@ -261,21 +261,22 @@ class FlatPass:
     def _pairs(
         self, which: str
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-        with self._lock:
-            if which not in self._verdicts:
-                if which == "specs":
-                    rows = np.repeat(np.arange(self.height, dtype=np.int64), np.diff(self.spec_off))
-                    names, texts = self.spec_names, self.spec_args
-                    usable = np.ones(self.call_names.shape[0], np.bool_)
-                else:
-                    rows = np.flatnonzero(self.goal_valid).astype(np.int64)
-                    names, texts = self.goal_names[rows], self.goal_args
-                    usable = ~self.call_failed
-                self._verdicts[which] = _verdicts(
-                    rows, names.astype(np.int64), texts, rows if which == "goal" else None, self,
-                    usable,
-                )  # fmt: skip
-            return self._verdicts[which]
+        return self.kept(f"pairs {which}", lambda: self._paired(which))
+
+    def _paired(
+        self, which: str
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        if which == "specs":
+            rows = np.repeat(np.arange(self.height, dtype=np.int64), np.diff(self.spec_off))
+            names, texts = self.spec_names, self.spec_args
+            usable = np.ones(self.call_names.shape[0], np.bool_)
+        else:
+            rows = np.flatnonzero(self.goal_valid).astype(np.int64)
+            names, texts = self.goal_names[rows], self.goal_args
+            usable = ~self.call_failed
+        return _verdicts(
+            rows, names.astype(np.int64), texts, rows if which == "goal" else None, self, usable
+        )
 
 
 def _flat(lists: pl.Series) -> pl.Series:
@@ -508,7 +509,10 @@ def _details_text(details: Details, flat: FlatPass) -> pl.Series:
     # One buffer for every part, each writing its own stretch (with the slack its last word
     # may spill into), so the column is one chunk Polars never has to copy into one; each
     # part writes its rows' Arrow views too.
-    cuts = halves(n, alone=True)
+    # Details several metrics share are written in halves even while other metrics run: the
+    # metrics that share them wait for them.
+    alone = not details.alike
+    cuts = halves(n, alone=alone)
     starts = np.cumsum([0, *(room(a, b) + WORD_SLACK for a, b in cuts)])
     out = small_pages(int(starts[-1]), np.uint8)
     views = small_pages(16 * n, np.uint8)
@@ -528,7 +532,7 @@ def _details_text(details: Details, flat: FlatPass) -> pl.Series:
         if spans:
             lo[r0:r1] += starts[k]
 
-    in_halves(part, n, alone=True)
+    in_halves(part, n, alone=alone)
     if not spans:
         return pl.Series("details", views_array(views, out))
     return pl.Series("details", strings_array(lo, length, out, copy=False))
