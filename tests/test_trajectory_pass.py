@@ -466,6 +466,44 @@ def test_a_repeated_details_text_is_kept_once(monkeypatch: pytest.MonkeyPatch) -
     assert len(set(where.tolist())) == 12
 
 
+def test_shared_parts_are_made_once_each_under_their_own_lock() -> None:
+    """``FlatPass.kept`` makes a part once for every thread asking for it, and a thread
+    making one part never waits for another thread making a different one: here part "a" is
+    only finished once part "b" has been made on another thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from evalframe.core._trajectory import TRAJECTORY
+    from evalframe.metrics._expectations import Expectations
+    from evalframe.metrics._trajectory_pass import flat_pass
+
+    n = 4
+    regular = {"tool_calls": [], "steps": 0, "finish_reason": None, "approvals": []}
+    traj = pl.Series("trajectory", [{**regular, "pending_approvals": 0}] * n, dtype=TRAJECTORY)
+    with kernels("compiled"):
+        flat = flat_pass(traj, Expectations(pl.Series(["{}"] * n), pl.Series(["s"] * n)))
+    assert flat is not None
+    made: list[str] = []
+    b_made = threading.Event()
+
+    def make_a() -> str:
+        made.append("a")
+        assert b_made.wait(timeout=60), "part a's maker waited for part b's"
+        return "A"
+
+    def make_b() -> str:
+        made.append("b")
+        b_made.set()
+        return "B"
+
+    with ThreadPoolExecutor(4) as pool:
+        a = [pool.submit(flat.kept, "a", make_a) for _ in range(2)]
+        while "a" not in made:
+            threading.Event().wait(0.001)
+        b = [pool.submit(flat.kept, "b", make_b) for _ in range(2)]
+        assert [f.result() for f in a + b] == ["A", "A", "B", "B"]
+    assert sorted(made) == ["a", "b"]
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.lists(st.text(max_size=20), max_size=30), min_size=1, max_size=3),
