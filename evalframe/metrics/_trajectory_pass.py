@@ -473,16 +473,16 @@ def _details_text(details: Details, flat: FlatPass) -> pl.Series:
     head_data, head_off = _bytes_of(pl.Series(heads, dtype=pl.String))  # plain keys
     raw_data, raw_off = _bytes_of(pl.Series(details.texts or [""], dtype=pl.String))
     dict_data, dict_off = flat.names_bytes
-    ints = np.stack(details.ints) if details.ints else np.zeros((1, n), np.int64)
-    ints_ok = np.stack(details.ints_ok) if details.ints_ok else np.zeros((1, n), np.bool_)
+    ints = _rows(details.ints, max(len(details.ints), 1), n, np.int64)
+    ints_ok = _rows(details.ints_ok, max(len(details.ints_ok), 1), n, np.bool_)
     if len(details.lists) > _LIST_SLOTS:
         raise ValueError("at most three lists of names in one metric's details")
     no_list = Lists(np.zeros(0, np.int32), np.zeros(n + 1, np.int64), np.zeros(n, np.bool_))
     lists = [*details.lists, *[no_list] * (_LIST_SLOTS - len(details.lists))]
     name_len = np.diff(dict_off)
     l_ids = tuple(np.require(x.ids, np.int32, ["C", "W"]) for x in lists)  # one array type
-    l_off = np.stack([x.off for x in lists])
-    l_valid = np.stack([x.valid for x in lists])
+    l_off = _rows([x.off for x in details.lists], _LIST_SLOTS, n + 1, np.int64)
+    l_valid = _rows([x.valid for x in details.lists], _LIST_SLOTS, n, np.bool_)
     kinds = np.array(details.kinds, np.int64)
     slots = np.array(details.slots, np.int64)
     raw_len = int(np.diff(raw_off).max(initial=0))
@@ -536,6 +536,15 @@ def _details_text(details: Details, flat: FlatPass) -> pl.Series:
     if not spans:
         return pl.Series("details", views_array(views, out))
     return pl.Series("details", strings_array(lo, length, out, copy=False))
+
+
+def _rows(arrays: list[Any], count: int, length: int, dtype: type) -> Any:
+    """``arrays`` as the first rows of a ``(count, length)`` array; the rest left unset
+    (fields the writer never reads), so that their memory is never touched."""
+    out = np.empty((count, length), dtype)
+    for k, a in enumerate(arrays):
+        out[k] = a
+    return out
 
 
 def _slots(rows: int) -> npt.NDArray[np.int32]:
