@@ -541,7 +541,7 @@ def _details_text(details: Details, flat: FlatPass) -> pl.Series:
 def _rows(arrays: list[Any], count: int, length: int, dtype: type) -> Any:
     """``arrays`` as the first rows of a ``(count, length)`` array; the rest left unset
     (fields the writer never reads), so that their memory is never touched."""
-    out = np.empty((count, length), dtype)
+    out: npt.NDArray[Any] = np.empty((count, length), dtype)
     for k, a in enumerate(arrays):
         out[k] = a
     return out
