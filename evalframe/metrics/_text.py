@@ -656,13 +656,21 @@ def _in_place(
     words = data[: data.size // 8 * 8].view(np.uint64) if data.size >= 8 else None
     if words is None or not words.flags.aligned:
         return None
-    lengths = view_words[0::2] & _LOW32
-    long = lengths > 12
-    if long.any():
-        ends = (view_words[1::2][long] >> np.uint64(32)) + lengths[long]
-        if (int(ends.max()) - 1) // 8 + 2 > words.size:
-            return None
+    end = _long_end(view_words)
+    if end > 0 and (end - 1) // 8 + 2 > words.size:
+        return None
     return data, words
+
+
+@njit(borrows=True)
+def _long_end(view_words: Any) -> int:
+    """Where the furthest-reaching string over 12 bytes ends in its data buffer (0: none)."""
+    end = 0
+    for t in range(view_words.shape[0] // 2):
+        n = int(view_words[2 * t] & _LOW32)
+        if n > 12:
+            end = max(end, int(view_words[2 * t + 1] >> np.uint64(32)) + n)
+    return end
 
 
 class _Interner:

@@ -19,6 +19,7 @@ column-by-column path; ``tests/test_trajectory_pass.py`` holds both to a per-epi
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar, cast
@@ -64,6 +65,13 @@ _I64_MIN: Final = -(2**63)
 def _fields_json(texts: pl.Series) -> pl.Series:
     """Each string as Polars' JSON encoder writes it (quoted and escaped)."""
     return json_values(pl.DataFrame({"a": texts}))
+
+
+@functools.lru_cache(maxsize=256)
+def _notes_json(texts: tuple[str, ...]) -> list[str]:
+    """``_fields_json`` of a metric's few fixed notes, once per process (each scoring pass
+    writes the same ones)."""
+    return cast(list[str], _fields_json(pl.Series(list(texts), dtype=pl.String)).to_list())
 
 
 def json_values(frame: pl.DataFrame) -> pl.Series:
@@ -436,8 +444,7 @@ class Details:
         choice = np.asarray(when)
         if choice.dtype == np.bool_:
             choice = np.where(choice, 0, -1)
-        encoded = _fields_json(pl.Series(list(texts), dtype=pl.String)).to_list()
-        return self.text(key, choice, encoded)
+        return self.text(key, choice, _notes_json(texts))
 
     def _add(self, key: str, kind: int, slot: int, into: list[Any], *values: Any) -> Details:
         self.keys.append(key)
