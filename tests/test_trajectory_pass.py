@@ -440,20 +440,29 @@ def test_hand_built_columns_with_nulls_take_the_column_by_column_path() -> None:
         assert fast.equals(slow)
 
 
+def _empty_pass(n: int) -> _trajectory_pass.FlatPass:
+    """The flat layout of ``n`` rows without calls or expectations (kernels compiled)."""
+    from evalframe.core._trajectory import TRAJECTORY
+    from evalframe.metrics._expectations import Expectations
+
+    regular = {"tool_calls": [], "steps": 0, "finish_reason": None, "approvals": []}
+    traj = pl.Series("trajectory", [{**regular, "pending_approvals": 0}] * n, dtype=TRAJECTORY)
+    flat = _trajectory_pass.flat_pass(
+        traj, Expectations(pl.Series(["{}"] * n), pl.Series(["s"] * n))
+    )
+    assert flat is not None
+    return flat
+
+
 def test_a_repeated_details_text_is_kept_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows whose details texts are equal share one copy of the bytes (each half of the rows
     its own); the texts read back as written, also where the column is built from each
     text's place instead of the views (a buffer past 2 GiB)."""
-    from evalframe.core._trajectory import TRAJECTORY
-    from evalframe.metrics._expectations import Expectations
-    from evalframe.metrics._trajectory_pass import Details, details_text, flat_pass
+    from evalframe.metrics._trajectory_pass import Details, details_text
 
     n = 40
-    regular = {"tool_calls": [], "steps": 0, "finish_reason": None, "approvals": []}
-    traj = pl.Series("trajectory", [{**regular, "pending_approvals": 0}] * n, dtype=TRAJECTORY)
     with kernels("compiled"):
-        flat = flat_pass(traj, Expectations(pl.Series(["{}"] * n), pl.Series(["s"] * n)))
-        assert flat is not None
+        flat = _empty_pass(n)
         values = [7] * 30 + list(range(1_000_000_000_000, 1_000_000_000_010))
         texts = details_text(Details(n).integer("a_long_enough_key", values), flat)
         monkeypatch.setattr(_trajectory_pass, "fits_views", lambda size: False)
@@ -472,16 +481,8 @@ def test_shared_parts_are_made_once_each_under_their_own_lock() -> None:
     only finished once part "b" has been made on another thread."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from evalframe.core._trajectory import TRAJECTORY
-    from evalframe.metrics._expectations import Expectations
-    from evalframe.metrics._trajectory_pass import flat_pass
-
-    n = 4
-    regular = {"tool_calls": [], "steps": 0, "finish_reason": None, "approvals": []}
-    traj = pl.Series("trajectory", [{**regular, "pending_approvals": 0}] * n, dtype=TRAJECTORY)
     with kernels("compiled"):
-        flat = flat_pass(traj, Expectations(pl.Series(["{}"] * n), pl.Series(["s"] * n)))
-    assert flat is not None
+        flat = _empty_pass(4)
     made: list[str] = []
     b_made = threading.Event()
 
