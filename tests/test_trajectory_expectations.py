@@ -346,3 +346,55 @@ def test_argument_maps_in_every_spelling_read_as_the_path_lookups() -> None:
     # -0 is the integer 0 to Python's reader (the path lookups make it -0.0)
     compact = json.dumps(json.loads('{"a":-0}'), separators=(",", ":"))
     assert got[-1] == {"name": "g", "arguments": compact}
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.integers(0, 6)), min_size=1, max_size=40),
+    st.integers(0, 2),
+)
+def test_rows_take_their_texts_decoding_in_row_order(
+    texts: list[int | None], few_from: int
+) -> None:
+    """``in_row_order`` gives each row its text's decoded row (a null text a null row), as a
+    gather does, whether it slices around a few repeats or gathers many; from a decoding in
+    two chunks, as the decoder's halves give it."""
+    import numpy as np
+
+    from evalframe.metrics import _expectations
+
+    column = pl.Series("t", [None if t is None else f"text {t}" for t in texts], pl.String)
+    groups = (
+        pl.DataFrame({"t": column})
+        .with_row_index("row")
+        .drop_nulls("t")
+        .group_by("t", maintain_order=True)
+        .agg("row")
+    )
+    distinct = groups.get_column("t")
+    half = distinct.len() // 2
+    decoded = pl.concat(
+        [
+            pl.DataFrame({"t": distinct, "n": pl.Series(range(distinct.len())), "l": distinct})
+            .with_columns(pl.col("l").str.split(" "))
+            .slice(a, b)
+            for a, b in ((0, half), (half, None))
+        ],
+        rechunk=False,
+    )
+    held = groups.get_column("row")
+    which = np.full(column.len(), -1, np.int64)
+    which[held.explode().to_numpy()] = np.repeat(
+        np.arange(distinct.len(), dtype=np.int64), held.list.len().to_numpy()
+    )
+    take = pl.Series(which).set(pl.Series(which < 0), None)
+    want = decoded.rechunk().select(pl.all().gather(take))
+    before = _expectations._FEW_OTHERS
+    _expectations._FEW_OTHERS = [0, 3, 1000][few_from]
+    try:
+        got = _expectations.in_row_order(decoded, which, held.list.first().to_numpy())
+    finally:
+        _expectations._FEW_OTHERS = before
+    assert got.n_chunks() == 1
+    assert got.equals(want)
+    assert got.get_column("t").to_list() == column.to_list()
