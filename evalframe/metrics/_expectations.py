@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
-import numpy.typing as npt
 import polars as pl
 
 from evalframe.core._errors import DatasetError
@@ -119,26 +118,12 @@ class Expectations:
             from evalframe.core._expectations_compiled import decode_expectations
 
             texts = self._frame.get_column("metadata")
-            # The distinct texts in order of first appearance, with the rows holding each:
-            # one hashing pass, where a join on the texts would hash them all again.
-            groups = (
-                pl.DataFrame({"metadata": texts})
-                .with_row_index("row")
-                .drop_nulls("metadata")
-                .group_by("metadata", maintain_order=True)
-                .agg("row")
-            )
-            distinct = groups.get_column("metadata")
+            distinct, held = distinct_texts(texts)
             decoded = decode_expectations(distinct)
             if distinct.len() == texts.len():  # every text distinct: already in row order
                 rows = decoded.rechunk()
             else:  # each row takes its text's decoding (a null text none)
-                held = groups.get_column("row")
-                which = np.full(texts.len(), -1, np.int64)
-                which[held.explode().to_numpy()] = np.repeat(
-                    np.arange(distinct.len(), dtype=np.int64), held.list.len().to_numpy()
-                )
-                rows = in_row_order(decoded, which, held.list.first().to_numpy())
+                rows = in_row_order(decoded, texts.len(), held)
             self._compiled = rows.with_columns(pl.col("exact").fill_null(True))
         exact = self._compiled.get_column("exact")
         field = "skipped" if name == "skipped_arguments" else name
@@ -358,12 +343,25 @@ _FEW_OTHERS: Final = 256
 """Rows repeating an earlier text (or without one) up to which :func:`in_row_order` slices."""
 
 
-def in_row_order(
-    decoded: pl.DataFrame, which: npt.NDArray[np.int64], firsts: npt.NDArray[Any]
-) -> pl.DataFrame:
-    """Row ``i`` of the result is row ``which[i]`` of ``decoded`` (one row per distinct text,
-    in order of first appearance; -1: all null), in one chunk; ``firsts`` are the rows where
-    each text first appears.
+def distinct_texts(texts: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """The distinct texts of ``texts`` (nulls left out) in order of first appearance, and
+    the rows holding each, in order: one hashing pass, where a join on the texts would hash
+    them all again."""
+    groups = (
+        pl.DataFrame({"text": texts})
+        .with_row_index("row")
+        .drop_nulls("text")
+        .group_by("text", maintain_order=True)
+        .agg("row")
+    )
+    return groups.get_column("text").alias(texts.name), groups.get_column("row")
+
+
+def in_row_order(decoded: pl.DataFrame, height: int, held: pl.Series) -> pl.DataFrame:
+    """The ``height`` rows of a frame whose distinct texts ``decoded`` holds a row each (in
+    order of first appearance; ``held``: the rows holding each text, as
+    :func:`distinct_texts` gives them), each row with its text's, a row without a text all
+    null; in one chunk.
 
     Where few rows are not first appearances, the runs of first appearances are sliced and
     the others put between them, then the whole made one chunk: each column copied once,
@@ -371,11 +369,18 @@ def in_row_order(
     chunks). Otherwise the rows are gathered.
 
     Examples:
-        >>> import numpy as np, polars as pl
-        >>> d = pl.DataFrame({"a": [10, 20]})
-        >>> in_row_order(d, np.array([0, 0, -1, 1]), np.array([0, 3])).get_column("a").to_list()
+        >>> import polars as pl
+        >>> texts = pl.Series(["x", "x", None, "y"])
+        >>> distinct, held = distinct_texts(texts)
+        >>> decoded = pl.DataFrame({"a": [10, 20]})  # x's row, y's row
+        >>> in_row_order(decoded, texts.len(), held).get_column("a").to_list()
         [10, 10, None, 20]
     """
+    which = np.full(height, -1, np.int64)
+    which[held.explode().to_numpy()] = np.repeat(
+        np.arange(held.len(), dtype=np.int64), held.list.len().to_numpy()
+    )
+    firsts = held.list.first().to_numpy()
     first = np.zeros(which.size, np.bool_)
     first[firsts] = True
     others = np.flatnonzero(~first)
