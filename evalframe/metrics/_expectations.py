@@ -23,7 +23,7 @@ from evalframe.core._trajectory import (
     mcp_tool,
 )
 
-__all__ = ["Expectations"]
+__all__ = ["Expectations", "distinct_texts", "in_row_order"]
 
 _ITEM: Final = r'(?:"(?:[^"\\]|\\.)*"|-?[0-9][0-9.eE+-]*)'
 _FLAT_ARRAY: Final = rf"^\[(?:{_ITEM}(?:,{_ITEM})*)?\]$"
