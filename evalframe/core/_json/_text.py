@@ -26,6 +26,7 @@ __all__ = [
     "ascii_space",
     "copy_bytes",
     "copy_words",
+    "literal_end",
     "skip_space",
     "skip_ws",
     "surely_not_blank",
@@ -112,6 +113,14 @@ def word_at(data: Any, p: int, end: int, word: Any) -> int:
         if data[p + k] != word[k]:
             return -1
     return p + int(word.size)
+
+
+@njit(inline="always")
+def literal_end(data: Any, p: int, end: int) -> int:
+    """The position after ``true``, ``false`` or ``null`` at ``p`` (the one its first byte
+    names; ``data[p]`` is one of ``t``, ``f``, ``n``), else -1."""
+    c = data[p]
+    return word_at(data, p, end, TRUE if c == 0x74 else FALSE if c == 0x66 else NULL)
 
 
 @njit(inline="always")

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from evalframe.core._json._numbers import compact_number, number_end
 from evalframe.core._json._strings import PLAIN, encode_string, json_string, skip_string
-from evalframe.core._json._text import FALSE, NULL, TRUE, copy_bytes, same_bytes, skip_ws, word_at
+from evalframe.core._json._text import copy_bytes, literal_end, same_bytes, skip_ws
 from evalframe.core._njit import kernel_int, njit
 
 __all__ = [
@@ -120,12 +120,8 @@ def skip_value(data: Any, p: int, end: int, stack: Any) -> int:
                 continue
         elif c == _QUOTE:
             p = skip_string(data, p, end)
-        elif c == 0x74:
-            p = word_at(data, p, end, TRUE)
-        elif c == 0x66:
-            p = word_at(data, p, end, FALSE)
-        elif c == 0x6E:
-            p = word_at(data, p, end, NULL)
+        elif c in (0x74, 0x66, 0x6E):  # true, false, null
+            p = literal_end(data, p, end)
         else:
             p = number_end(data, p, end)
         if p < 0:
@@ -219,8 +215,7 @@ def compact_value(
         elif c == _QUOTE:
             p, o = encode_string(data, p, end, out, o)
         elif c in (0x74, 0x66, 0x6E):
-            word = TRUE if c == 0x74 else FALSE if c == 0x66 else NULL
-            q = word_at(data, p, end, word)
+            q = literal_end(data, p, end)
             if q < 0:
                 return -1, -1
             o = copy_bytes(data, p, q, out, o)
@@ -313,12 +308,8 @@ def flat_object(data: Any, p: int, end: int, out: Any, o: int, keys: Any) -> tup
             if p >= end or data[p] != _QUOTE:
                 return -1, -1
             p += 1
-        elif c == 0x74:
-            p = word_at(data, p, end, TRUE)
-        elif c == 0x66:
-            p = word_at(data, p, end, FALSE)
-        elif c == 0x6E:
-            p = word_at(data, p, end, NULL)
+        elif c in (0x74, 0x66, 0x6E):  # true, false, null
+            p = literal_end(data, p, end)
         else:  # an integer: -?(0|[1-9][0-9]*), as Python writes it back (-0 is 0)
             q = p + (c == 0x2D)
             if q >= end or not 0x30 <= data[q] <= 0x39 or (c == 0x2D and data[q] == 0x30):
